@@ -1,0 +1,59 @@
+# edgesync: the one entry point. Every target installs what it needs first
+# (firmware-config/deps.sh is idempotent and quick when nothing is missing).
+#
+#   make              build build/edgesync
+#   make test         unit + integration tests (real brokers), the README's test command
+#   make demo         run the gateway demo on loopback
+#   make cross ARCH=arm64|armhf, make test-arm ARCH=arm64|armhf
+#   make bench [BENCH=part], make fuzz [FUZZ_SECONDS=n]
+#   make deps, make clean
+
+BUILD ?= build
+JOBS ?= $(shell nproc)
+ARCH ?= arm64
+BENCH ?=
+FUZZ_SECONDS ?= 30
+CMAKE_GENERATOR ?= $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
+DEPS = firmware-config/deps.sh
+
+.PHONY: all deps configure test unit integration demo bench fuzz cross test-arm clean
+
+all: configure
+	cmake --build $(BUILD) --target edgesync -j $(JOBS)
+
+deps:
+	@./$(DEPS) build test demo fuzz cross-arm64 cross-armhf
+
+configure:
+	@./$(DEPS) build test
+	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -G "$(CMAKE_GENERATOR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+test: configure
+	cmake --build $(BUILD) -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+unit: configure
+	cmake --build $(BUILD) -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
+
+integration: configure
+	cmake --build $(BUILD) -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L integration
+
+demo: configure
+	@./$(DEPS) demo
+	cmake --build $(BUILD) --target edgesync -j $(JOBS)
+	./tests/demo/run.sh $(BUILD)/edgesync
+
+bench: configure
+	cmake --build $(BUILD) -j $(JOBS)
+	./tests/bench/run.sh $(BUILD) "$(BENCH)"
+
+fuzz:
+	@./$(DEPS) build fuzz
+	./tests/fuzz/run.sh $(BUILD)/fuzz $(FUZZ_SECONDS)
+
+include firmware-config/cross/cross.mk
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,107 @@
+#include "agent/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "agent/roles.h"
+#include "firmware-config/config.h"
+#include "platform/log.h"
+
+#ifndef EDGESYNC_VERSION
+#define EDGESYNC_VERSION "0.0.0"
+#endif
+
+namespace edgesync {
+namespace {
+
+// Loads FILE for a role; prints every error as file:line: key: message.
+bool LoadOrReport(const std::string& path, ConfigRole role, Config* config) {
+  std::vector<ConfigError> errors;
+  Status s = LoadConfig(path, role, config, &errors);
+  for (const auto& e : errors) std::fprintf(stderr, "%s\n", e.ToString().c_str());
+  if (!s.ok() && errors.empty()) std::fprintf(stderr, "%s\n", s.ToString().c_str());
+  return s.ok();
+}
+
+void ApplyLogLevel(const Config& config, const std::string& override_level) {
+  LogLevel level = LogLevel::kInfo;
+  ParseLogLevel(override_level.empty() ? config.log_level : override_level, &level);
+  InitLogging(level);
+}
+
+}  // namespace
+
+int RunCli(int argc, char** argv) {
+  CLI::App app{"edgesync: store-and-forward sync of sensor readings from gateways to regions"};
+  app.set_version_flag("--version", std::string("edgesync ") + EDGESYNC_VERSION);
+  app.require_subcommand(1);
+  std::string config_path;
+  std::string log_level;
+  app.add_option("--log-level", log_level, "override the config's log level (trace..off)");
+
+  auto* gateway = app.add_subcommand("gateway", "run on the board: ingest, store, uplink, read view");
+  gateway->add_option("-c,--config", config_path, "config file (TOML)")->required();
+
+  auto* region = app.add_subcommand("region", "run a region hub: receive batches, apply them, serve the feed");
+  region->add_option("-c,--config", config_path, "config file (TOML)")->required();
+
+  QueryOptions query_options;
+  auto* query = app.add_subcommand("query", "readings of a device from local data and the read view");
+  query->add_option("-c,--config", config_path, "config file (TOML)")->required();
+  query->add_option("--device", query_options.device_id, "deviceId")->required();
+  query->add_option("--metric", query_options.metric, "only this metric");
+  query->add_option("--from", query_options.from_ms, "from this Unix time in ms (inclusive)");
+  query->add_option("--to", query_options.to_ms, "to this Unix time in ms (exclusive)");
+  query->add_option("--limit", query_options.limit, "at most this many rows");
+
+  FeedOptions feed_options;
+  auto* feed = app.add_subcommand("feed", "read the change feed of one partition key range");
+  feed->add_option("-c,--config", config_path, "config file (TOML)")->required();
+  feed->add_option("--range", feed_options.range_id, "range id (see `feed --list`)");
+  feed->add_flag("--list", feed_options.list_ranges, "list partition key ranges");
+  feed->add_option("--from", feed_options.from, "beginning, now, lsn:N, time:MS or a continuation token");
+  feed->add_option("--max", feed_options.max_entries, "at most this many entries");
+
+  auto* status = app.add_subcommand("status", "print the counters of a running or stopped gateway");
+  status->add_option("-c,--config", config_path, "config file (TOML)")->required();
+
+  auto* config_cmd = app.add_subcommand("config", "configuration tools");
+  config_cmd->require_subcommand(1);
+  std::string check_path;
+  std::string check_role = "any";
+  auto* check = config_cmd->add_subcommand("check", "check a config file and print the effective configuration");
+  check->add_option("file", check_path, "config file (TOML)")->required();
+  check->add_option("--role", check_role, "also check what a role needs: any, gateway, region")
+      ->check(CLI::IsMember({"any", "gateway", "region"}));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  if (check->parsed()) {
+    ConfigRole role = check_role == "gateway" ? ConfigRole::kGateway
+                      : check_role == "region" ? ConfigRole::kRegion
+                                               : ConfigRole::kAny;
+    Config config;
+    if (!LoadOrReport(check_path, role, &config)) return 1;
+    std::printf("%s", DumpConfig(config).c_str());
+    return 0;
+  }
+
+  ConfigRole role = gateway->parsed() ? ConfigRole::kGateway : region->parsed() ? ConfigRole::kRegion : ConfigRole::kAny;
+  Config config;
+  if (!LoadOrReport(config_path, role, &config)) return 1;
+  ApplyLogLevel(config, log_level);
+  if (gateway->parsed()) return RunGateway(config);
+  if (region->parsed()) return RunRegionHub(config);
+  if (query->parsed()) return RunQuery(config, query_options);
+  if (feed->parsed()) return RunFeed(config, feed_options);
+  if (status->parsed()) return RunStatus(config);
+  return 2;
+}
+
+}  // namespace edgesync

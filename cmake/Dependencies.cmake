@@ -1,0 +1,30 @@
+# Every library comes from Debian's packages (see firmware-config/deps.sh).
+# pkg-config where Debian ships .pc files; plain find_* where it does not
+# (Paho has no .pc file; toml11, CLI11 and nlohmann-json are header-only).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(SQLITE3 REQUIRED IMPORTED_TARGET sqlite3)
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+pkg_check_modules(SPDLOG REQUIRED IMPORTED_TARGET spdlog)
+
+find_library(PAHO_MQTTPP_LIB paho-mqttpp3 REQUIRED)
+find_library(PAHO_MQTT_C_LIB paho-mqtt3as REQUIRED)
+add_library(paho_mqtt INTERFACE)
+target_link_libraries(paho_mqtt INTERFACE ${PAHO_MQTTPP_LIB} ${PAHO_MQTT_C_LIB})
+
+find_path(TOML11_INCLUDE toml.hpp REQUIRED)
+add_library(toml11_headers INTERFACE)
+target_include_directories(toml11_headers SYSTEM INTERFACE ${TOML11_INCLUDE})
+
+find_path(CLI11_INCLUDE CLI/CLI.hpp REQUIRED)
+add_library(CLI11_headers INTERFACE)
+target_include_directories(CLI11_headers SYSTEM INTERFACE ${CLI11_INCLUDE})
+
+find_package(nlohmann_json 3 REQUIRED)
+
+find_path(FLATBUFFERS_INCLUDE flatbuffers/flatbuffers.h REQUIRED)
+add_library(flatbuffers_headers INTERFACE)
+target_include_directories(flatbuffers_headers SYSTEM INTERFACE ${FLATBUFFERS_INCLUDE})
+
+find_package(Threads REQUIRED)

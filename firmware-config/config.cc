@@ -1,0 +1,458 @@
+#include "firmware-config/config.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <toml.hpp>
+
+#include "platform/files.h"
+
+namespace edgesync {
+namespace {
+
+// How one option is read, checked and shown. Accessors instead of member
+// pointers because some options live in nested structs (TLS, regions).
+template <typename Target>
+struct OptionSpec {
+  std::string section;  // "" for array-of-table items (regions)
+  std::string key;
+  std::string doc;
+  std::function<std::string(const Target&)> show;  // value as TOML text
+  // Reads v into target; returns an error message or "".
+  std::function<std::string(Target&, const toml::value&)> read;
+};
+
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string ShowDouble(double d) {
+  std::ostringstream ss;
+  ss << d;
+  std::string s = ss.str();
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+template <typename Target>
+OptionSpec<Target> Str(std::string section, std::string key, std::function<std::string&(Target&)> at,
+                       std::string doc, std::vector<std::string> choices = {}) {
+  OptionSpec<Target> o;
+  o.section = std::move(section);
+  o.key = std::move(key);
+  o.doc = std::move(doc);
+  o.show = [at](const Target& t) { return Quote(at(const_cast<Target&>(t))); };
+  o.read = [at, choices](Target& t, const toml::value& v) -> std::string {
+    if (!v.is_string()) return "expected a string, found " + toml::stringize(v.type());
+    std::string s = v.as_string().str;
+    if (!choices.empty()) {
+      bool found = false;
+      std::string all;
+      for (const auto& c : choices) {
+        found = found || c == s;
+        all += (all.empty() ? "" : ", ") + c;
+      }
+      if (!found) return "\"" + s + "\" is not one of: " + all;
+    }
+    at(t) = s;
+    return "";
+  };
+  return o;
+}
+
+template <typename Target>
+OptionSpec<Target> Int(std::string section, std::string key, std::function<int64_t&(Target&)> at, int64_t min,
+                       int64_t max, std::string doc) {
+  OptionSpec<Target> o;
+  o.section = std::move(section);
+  o.key = std::move(key);
+  o.doc = std::move(doc);
+  o.show = [at](const Target& t) { return std::to_string(at(const_cast<Target&>(t))); };
+  o.read = [at, min, max](Target& t, const toml::value& v) -> std::string {
+    if (!v.is_integer()) return "expected an integer, found " + toml::stringize(v.type());
+    int64_t i = v.as_integer();
+    if (i < min || i > max) {
+      return std::to_string(i) + " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+    }
+    at(t) = i;
+    return "";
+  };
+  return o;
+}
+
+template <typename Target>
+OptionSpec<Target> Real(std::string section, std::string key, std::function<double&(Target&)> at, double min,
+                        double max, std::string doc) {
+  OptionSpec<Target> o;
+  o.section = std::move(section);
+  o.key = std::move(key);
+  o.doc = std::move(doc);
+  o.show = [at](const Target& t) { return ShowDouble(at(const_cast<Target&>(t))); };
+  o.read = [at, min, max](Target& t, const toml::value& v) -> std::string {
+    double d;
+    if (v.is_floating()) {
+      d = v.as_floating();
+    } else if (v.is_integer()) {
+      d = static_cast<double>(v.as_integer());
+    } else {
+      return "expected a number, found " + toml::stringize(v.type());
+    }
+    if (!std::isfinite(d) || d < min || d > max) {
+      return ShowDouble(d) + " is out of range [" + ShowDouble(min) + ", " + ShowDouble(max) + "]";
+    }
+    at(t) = d;
+    return "";
+  };
+  return o;
+}
+
+template <typename Target>
+OptionSpec<Target> StrList(std::string section, std::string key,
+                           std::function<std::vector<SubscriptionConfig>&(Target&)> at, std::string doc) {
+  OptionSpec<Target> o;
+  o.section = std::move(section);
+  o.key = std::move(key);
+  o.doc = std::move(doc);
+  o.show = [at](const Target& t) {
+    std::string s = "[";
+    for (const auto& sub : at(const_cast<Target&>(t))) s += (s.size() > 1 ? ", " : "") + Quote(sub.pattern);
+    return s + "]";
+  };
+  o.read = [at](Target& t, const toml::value& v) -> std::string {
+    if (!v.is_array()) return "expected an array of strings, found " + toml::stringize(v.type());
+    std::vector<SubscriptionConfig> subs;
+    for (const auto& item : v.as_array()) {
+      if (!item.is_string()) return "expected an array of strings";
+      std::string p = item.as_string().str;
+      if (p.find("{deviceId}") == std::string::npos) return "pattern \"" + p + "\" has no {deviceId}";
+      subs.push_back({p});
+    }
+    if (subs.empty()) return "at least one subscription is needed";
+    at(t) = subs;
+    return "";
+  };
+  return o;
+}
+
+const int64_t kBig = int64_t{1} << 50;
+
+const std::vector<OptionSpec<Config>>& ConfigOptions() {
+  using C = Config;
+  static const std::vector<OptionSpec<C>> kOptions = {
+      Str<C>("gateway", "id", [](C& c) -> std::string& { return c.gateway_id; },
+             "this gateway's id ([A-Za-z0-9_-], 1..64); required for `edgesync gateway`"),
+      Str<C>("gateway", "data_dir", [](C& c) -> std::string& { return c.data_dir; },
+             "directory for the store and status file"),
+      Str<C>("gateway", "log_level", [](C& c) -> std::string& { return c.log_level; },
+             "trace, debug, info, warn, error or off", {"trace", "debug", "info", "warn", "error", "off"}),
+      Str<C>("gateway", "status_file", [](C& c) -> std::string& { return c.status_file; },
+             "where counters are written for `edgesync status`; \"\" = <data_dir>/status.json"),
+
+      Str<C>("store", "path", [](C& c) -> std::string& { return c.store_path; },
+             "SQLite store file; \"\" = <data_dir>/store.db"),
+      Str<C>("store", "sync", [](C& c) -> std::string& { return c.store_sync; },
+             "full: a committed batch survives power loss (fsync per commit); normal: it survives a crash "
+             "of edgesync (kill -9) but the last commits before a power cut may be lost, never corrupted",
+             {"full", "normal"}),
+      Int<C>("store", "initial_ranges", [](C& c) -> int64_t& { return c.store_initial_ranges; }, 1, 256,
+             "partition key ranges a new store starts with"),
+      Int<C>("store", "split_max_entries", [](C& c) -> int64_t& { return c.store_split_max_entries; }, 100, kBig,
+             "a range splits in two past this many entries"),
+      Int<C>("store", "split_max_bytes", [](C& c) -> int64_t& { return c.store_split_max_bytes; }, 4096, kBig,
+             "a range splits in two past this many bytes of entries"),
+      Int<C>("store", "retention_age_s", [](C& c) -> int64_t& { return c.store_retention_age_s; }, 0, kBig,
+             "readings acknowledged upstream and older than this may be pruned"),
+      Str<C>("store", "disk_policy", [](C& c) -> std::string& { return c.store_disk_policy; },
+             "when the store is full: reject-new refuses new readings; drop-oldest drops the oldest "
+             "unacknowledged ones (each counted)",
+             {"reject-new", "drop-oldest"}),
+      Int<C>("store", "max_bytes", [](C& c) -> int64_t& { return c.store_max_bytes; }, 0, kBig,
+             "size limit of the store file in bytes; 0 = only the filesystem limits it"),
+      Int<C>("store", "tombstone_retention_s", [](C& c) -> int64_t& { return c.store_tombstone_retention_s; }, 0,
+             kBig, "deleted device records stay in the feed at least this long"),
+      Int<C>("store", "dead_letter_cap", [](C& c) -> int64_t& { return c.store_dead_letter_cap; }, 0, 1000000,
+             "rejected payloads kept for inspection; the oldest are dropped past this"),
+      Int<C>("store", "lease_expiry_ms", [](C& c) -> int64_t& { return c.store_lease_expiry_ms; }, 100, kBig,
+             "a feed consumer's lease not renewed for this long may be taken over"),
+
+      Str<C>("ingest", "broker_uri", [](C& c) -> std::string& { return c.ingest_broker_uri; },
+             "the local broker the sensors publish to (tcp:// or ssl://)"),
+      Str<C>("ingest", "client_id", [](C& c) -> std::string& { return c.ingest_client_id; },
+             "MQTT client id of the persistent session; \"\" = edgesync-<gateway id>"),
+      Str<C>("ingest", "credentials_file", [](C& c) -> std::string& { return c.ingest_credentials_file; },
+             "file holding user:password for the local broker; \"\" = anonymous"),
+      Str<C>("ingest", "ca_file", [](C& c) -> std::string& { return c.ingest_tls.ca_file; },
+             "CA to verify the local broker's certificate; \"\" = no TLS"),
+      Str<C>("ingest", "cert_file", [](C& c) -> std::string& { return c.ingest_tls.cert_file; },
+             "client certificate for mutual TLS; \"\" = none"),
+      Str<C>("ingest", "key_file", [](C& c) -> std::string& { return c.ingest_tls.key_file; },
+             "private key of cert_file"),
+      Int<C>("ingest", "session_expiry_s", [](C& c) -> int64_t& { return c.ingest_session_expiry_s; }, 0,
+             4294967295LL, "how long the broker keeps our session and queues QoS 1 readings while we are down"),
+      Int<C>("ingest", "batch_max", [](C& c) -> int64_t& { return c.ingest_batch_max; }, 1, 100000,
+             "readings committed together in one transaction (group commit)"),
+      Int<C>("ingest", "batch_delay_ms", [](C& c) -> int64_t& { return c.ingest_batch_delay_ms; }, 0, 10000,
+             "longest a received reading waits before its batch commits"),
+      Int<C>("ingest", "max_payload_bytes", [](C& c) -> int64_t& { return c.ingest_max_payload_bytes; }, 16,
+             16 << 20, "larger payloads are rejected and dead-lettered"),
+      Real<C>("ingest", "device_rate", [](C& c) -> double& { return c.ingest_device_rate; }, 0.001, 1e9,
+              "readings per second one device may sustain (token bucket rate)"),
+      Int<C>("ingest", "device_burst", [](C& c) -> int64_t& { return c.ingest_device_burst; }, 1, 1000000000,
+             "readings one device may send at once above its rate (token bucket size)"),
+      Str<C>("ingest", "epoch_floor", [](C& c) -> std::string& { return c.ingest_epoch_floor; },
+             "wall times before this (UTC) are untrusted: readings get the untrusted-clock quality flag"),
+      StrList<C>("ingest", "subscriptions", [](C& c) -> std::vector<SubscriptionConfig>& { return c.subscriptions; },
+                 "topic patterns; {deviceId} and {metric} name topic levels"),
+
+      Str<C>("uplink", "topic_prefix", [](C& c) -> std::string& { return c.uplink_topic_prefix; },
+             "first topic level of every sync message"),
+      Int<C>("uplink", "batch_max_readings", [](C& c) -> int64_t& { return c.uplink_batch_max_readings; }, 1,
+             1000000, "entries in one upstream batch at most"),
+      Int<C>("uplink", "batch_max_delay_ms", [](C& c) -> int64_t& { return c.uplink_batch_max_delay_ms; }, 0,
+             600000, "a partial batch is sent after this long"),
+      Int<C>("uplink", "window", [](C& c) -> int64_t& { return c.uplink_window; }, 1, 1024,
+             "batches sent and not yet acknowledged by the region, at most"),
+      Int<C>("uplink", "ack_timeout_ms", [](C& c) -> int64_t& { return c.uplink_ack_timeout_ms; }, 100, 3600000,
+             "a batch not acknowledged within this is resent from the checkpoint"),
+      Int<C>("uplink", "backoff_base_ms", [](C& c) -> int64_t& { return c.uplink_backoff_base_ms; }, 1, 3600000,
+             "first reconnect delay (decorrelated jitter grows it)"),
+      Int<C>("uplink", "backoff_max_ms", [](C& c) -> int64_t& { return c.uplink_backoff_max_ms; }, 1, 3600000,
+             "longest reconnect delay"),
+      Int<C>("uplink", "probe_interval_ms", [](C& c) -> int64_t& { return c.uplink_probe_interval_ms; }, 100,
+             3600000, "how often the round trip to each region is measured"),
+      Int<C>("uplink", "failback_after_s", [](C& c) -> int64_t& { return c.uplink_failback_after_s; }, 0, 86400,
+             "a nearer region must be healthy this long before writes move back to it"),
+
+      Str<C>("hub", "region", [](C& c) -> std::string& { return c.hub_region; },
+             "this hub's region name; required for `edgesync region`"),
+      Str<C>("hub", "broker_uri", [](C& c) -> std::string& { return c.hub_broker_uri; },
+             "the region's broker the hub listens on"),
+      Str<C>("hub", "credentials_file", [](C& c) -> std::string& { return c.hub_credentials_file; },
+             "file holding user:password for the region broker; \"\" = anonymous"),
+      Str<C>("hub", "ca_file", [](C& c) -> std::string& { return c.hub_tls.ca_file; }, "CA for the region broker"),
+      Str<C>("hub", "cert_file", [](C& c) -> std::string& { return c.hub_tls.cert_file; }, "client certificate"),
+      Str<C>("hub", "key_file", [](C& c) -> std::string& { return c.hub_tls.key_file; }, "private key"),
+  };
+  return kOptions;
+}
+
+const std::vector<OptionSpec<RegionConfig>>& RegionOptions() {
+  using R = RegionConfig;
+  static const std::vector<OptionSpec<R>> kOptions = {
+      Str<R>("region", "name", [](R& r) -> std::string& { return r.name; }, "region name ([A-Za-z0-9_-])"),
+      Str<R>("region", "uri", [](R& r) -> std::string& { return r.uri; }, "region broker (tcp:// or ssl://)"),
+      Int<R>("region", "preference", [](R& r) -> int64_t& { return r.preference; }, 0, 1000,
+             "failover order, lowest first"),
+      Str<R>("region", "credentials_file", [](R& r) -> std::string& { return r.credentials_file; },
+             "file holding user:password; \"\" = anonymous"),
+      Str<R>("region", "ca_file", [](R& r) -> std::string& { return r.tls.ca_file; },
+             "CA to verify the region broker; \"\" = no TLS"),
+      Str<R>("region", "cert_file", [](R& r) -> std::string& { return r.tls.cert_file; },
+             "client certificate for mutual TLS"),
+      Str<R>("region", "key_file", [](R& r) -> std::string& { return r.tls.key_file; }, "private key of cert_file"),
+  };
+  return kOptions;
+}
+
+class Checker {
+ public:
+  Checker(std::string file, std::vector<ConfigError>* errors) : file_(std::move(file)), errors_(errors) {}
+
+  void Error(const toml::value* v, const std::string& key, const std::string& message) {
+    int line = 0;
+    if (v != nullptr) {
+      auto loc = v->location();
+      line = static_cast<int>(loc.line());
+    }
+    errors_->push_back({file_, line, key, message});
+  }
+
+  template <typename Target>
+  void ReadTable(const toml::value& table, const std::string& section, const std::string& prefix,
+                 const std::vector<OptionSpec<Target>>& specs, Target* target) {
+    for (const auto& [key, value] : table.as_table()) {
+      const OptionSpec<Target>* spec = nullptr;
+      for (const auto& s : specs) {
+        if (s.section == section && s.key == key) spec = &s;
+      }
+      if (spec == nullptr) {
+        Error(&value, prefix + key, "unknown key");
+        continue;
+      }
+      std::string msg = spec->read(*target, value);
+      if (!msg.empty()) Error(&value, prefix + key, msg);
+    }
+  }
+
+ private:
+  std::string file_;
+  std::vector<ConfigError>* errors_;
+};
+
+bool ParseIsoUtc(const std::string& s) {
+  int y, mo, d, h, mi, sec;
+  char z = 0;
+  return std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &y, &mo, &d, &h, &mi, &sec, &z) == 7 && z == 'Z' &&
+         mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h < 24 && mi < 60 && sec < 61;
+}
+
+void CheckSemantics(const toml::value& root, ConfigRole role, Config* c, Checker* check) {
+  auto at = [&](const char* section, const char* key) -> const toml::value* {
+    if (!root.contains(section) || !root.at(section).is_table()) return nullptr;
+    const auto& t = root.at(section);
+    return t.contains(key) ? &t.at(key) : nullptr;
+  };
+  if (role == ConfigRole::kGateway && c->gateway_id.empty()) {
+    check->Error(nullptr, "gateway.id", "missing: every gateway needs an id");
+  }
+  if (!c->gateway_id.empty() && !IsTopicSafeId(c->gateway_id)) {
+    check->Error(at("gateway", "id"), "gateway.id", "must be 1..64 of [A-Za-z0-9_-] (it goes into MQTT topics)");
+  }
+  if (!IsTopicSafeId(c->uplink_topic_prefix)) {
+    check->Error(at("uplink", "topic_prefix"), "uplink.topic_prefix", "must be 1..64 of [A-Za-z0-9_-]");
+  }
+  if (role == ConfigRole::kRegion && c->hub_region.empty()) {
+    check->Error(nullptr, "hub.region", "missing: a region hub needs its region name");
+  }
+  if (!c->hub_region.empty() && !IsTopicSafeId(c->hub_region)) {
+    check->Error(at("hub", "region"), "hub.region", "must be 1..64 of [A-Za-z0-9_-]");
+  }
+  if (!ParseIsoUtc(c->ingest_epoch_floor)) {
+    check->Error(at("ingest", "epoch_floor"), "ingest.epoch_floor", "expected YYYY-MM-DDTHH:MM:SSZ");
+  }
+  if (c->uplink_backoff_max_ms < c->uplink_backoff_base_ms) {
+    check->Error(at("uplink", "backoff_max_ms"), "uplink.backoff_max_ms", "smaller than uplink.backoff_base_ms");
+  }
+}
+
+}  // namespace
+
+std::string ConfigError::ToString() const {
+  std::string out = file;
+  if (line > 0) out += ":" + std::to_string(line);
+  out += ": ";
+  if (!key.empty()) out += key + ": ";
+  return out + message;
+}
+
+bool IsTopicSafeId(const std::string& id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
+  }
+  return true;
+}
+
+Status ParseConfig(const std::string& text, const std::string& name, ConfigRole role, Config* config,
+                   std::vector<ConfigError>* errors) {
+  errors->clear();
+  Config c;
+  c.source = name;
+  toml::value root;
+  try {
+    std::istringstream in(text);
+    root = toml::parse(in, name);
+  } catch (const toml::syntax_error& e) {
+    // toml11 formats the place itself ("[error] ... --> file\n  line | ...").
+    errors->push_back({name, 0, "", std::string("syntax error: ") + e.what()});
+    return Status::InvalidArgument("config has syntax errors");
+  } catch (const std::exception& e) {
+    errors->push_back({name, 0, "", std::string("cannot parse: ") + e.what()});
+    return Status::InvalidArgument("config cannot be parsed");
+  }
+
+  Checker check(name, errors);
+  try {
+    std::set<std::string> sections;
+    for (const auto& s : ConfigOptions()) sections.insert(s.section);
+    for (const auto& [section, value] : root.as_table()) {
+      if (section == "region") {
+        if (!value.is_array()) {
+          check.Error(&value, "region", "expected [[region]] tables");
+          continue;
+        }
+        size_t index = 0;
+        for (const auto& item : value.as_array()) {
+          std::string prefix = "region[" + std::to_string(index++) + "].";
+          if (!item.is_table()) {
+            check.Error(&item, prefix, "expected a table");
+            continue;
+          }
+          RegionConfig r;
+          check.ReadTable(item, "region", prefix, RegionOptions(), &r);
+          if (r.uri.empty()) check.Error(&item, prefix + "uri", "missing: a region needs a broker URI");
+          if (!IsTopicSafeId(r.name)) {
+            check.Error(&item, prefix + "name", "missing or not 1..64 of [A-Za-z0-9_-]");
+          }
+          for (const auto& other : c.regions) {
+            if (other.name == r.name) check.Error(&item, prefix + "name", "duplicate region name " + r.name);
+          }
+          c.regions.push_back(r);
+        }
+        continue;
+      }
+      if (sections.count(section) == 0) {
+        check.Error(&value, section, "unknown section");
+        continue;
+      }
+      if (!value.is_table()) {
+        check.Error(&value, section, "expected a table");
+        continue;
+      }
+      check.ReadTable(value, section, section + ".", ConfigOptions(), &c);
+    }
+    CheckSemantics(root, role, &c, &check);
+  } catch (const std::exception& e) {
+    errors->push_back({name, 0, "", std::string("cannot read: ") + e.what()});
+  }
+  if (!errors->empty()) return Status::InvalidArgument(std::to_string(errors->size()) + " error(s) in " + name);
+  *config = c;
+  return Status::Ok();
+}
+
+Status LoadConfig(const std::string& path, ConfigRole role, Config* config, std::vector<ConfigError>* errors) {
+  std::string text;
+  Status s = ReadFile(path, &text);
+  if (!s.ok()) {
+    errors->clear();
+    errors->push_back({path, 0, "", "cannot read the file"});
+    return s;
+  }
+  return ParseConfig(text, path, role, config, errors);
+}
+
+std::string DumpConfig(const Config& c) {
+  std::ostringstream out;
+  out << "# effective configuration" << (c.source.empty() ? "" : " of " + c.source) << "\n";
+  std::string section;
+  for (const auto& o : ConfigOptions()) {
+    if (o.section != section) {
+      section = o.section;
+      out << "\n[" << section << "]\n";
+    }
+    out << o.key << " = " << o.show(c) << "\n";
+  }
+  for (const auto& r : c.regions) {
+    out << "\n[[region]]\n";
+    for (const auto& o : RegionOptions()) out << o.key << " = " << o.show(r) << "\n";
+  }
+  return out.str();
+}
+
+std::vector<OptionDoc> ListOptions() {
+  std::vector<OptionDoc> out;
+  Config defaults;
+  for (const auto& o : ConfigOptions()) out.push_back({o.section + "." + o.key, o.show(defaults), o.doc});
+  RegionConfig r;
+  for (const auto& o : RegionOptions()) out.push_back({"region." + o.key, o.show(r), o.doc});
+  return out;
+}
+
+}  // namespace edgesync

@@ -1,0 +1,136 @@
+// firmware-config/config.h: edgesync's configuration, one TOML file.
+//
+// Parsed with toml11 (Debian libtoml11-dev): it keeps each value's file and
+// line, so every error names file, line and key. Every option is declared
+// once in config.cc (key, type, default, range, one-line doc); the example
+// file firmware-config/edgesync.example.toml lists the same options at their
+// defaults, and a test keeps the two in step.
+//
+// Thread safety: Config is a value; load it once and copy it.
+#ifndef EDGESYNC_FIRMWARE_CONFIG_CONFIG_H_
+#define EDGESYNC_FIRMWARE_CONFIG_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "platform/status.h"
+
+namespace edgesync {
+
+struct TlsConfig {
+  std::string ca_file;    // verify the server against this CA; empty = no TLS unless uri is ssl://
+  std::string cert_file;  // client certificate (mutual TLS)
+  std::string key_file;
+};
+
+struct RegionConfig {
+  std::string name;
+  std::string uri;
+  int64_t preference = 0;             // lower is preferred when round trips tie
+  std::string credentials_file;       // "user:password" on one line; never logged
+  TlsConfig tls;
+};
+
+struct SubscriptionConfig {
+  std::string pattern;  // topic with {deviceId} and {metric} placeholders
+};
+
+struct Config {
+  std::string source;  // file the config was read from ("" = defaults)
+
+  // [gateway]
+  std::string gateway_id;
+  std::string data_dir = "/var/lib/edgesync";
+  std::string log_level = "info";
+  std::string status_file;  // "" = <data_dir>/status.json
+
+  // [store]
+  std::string store_path;  // "" = <data_dir>/store.db
+  std::string store_sync = "normal";
+  int64_t store_initial_ranges = 4;
+  int64_t store_split_max_entries = 1000000;
+  int64_t store_split_max_bytes = 64 << 20;
+  int64_t store_retention_age_s = 7 * 86400;
+  std::string store_disk_policy = "reject-new";
+  int64_t store_max_bytes = 0;
+  int64_t store_tombstone_retention_s = 30 * 86400;
+  int64_t store_dead_letter_cap = 1000;
+  int64_t store_lease_expiry_ms = 15000;
+
+  // [ingest]
+  std::string ingest_broker_uri = "tcp://127.0.0.1:1883";
+  std::string ingest_client_id;  // "" = edgesync-<gateway id>
+  std::string ingest_credentials_file;
+  TlsConfig ingest_tls;
+  int64_t ingest_session_expiry_s = 7 * 86400;
+  int64_t ingest_batch_max = 1000;
+  int64_t ingest_batch_delay_ms = 10;
+  int64_t ingest_max_payload_bytes = 65536;
+  double ingest_device_rate = 100.0;
+  int64_t ingest_device_burst = 200;
+  std::string ingest_epoch_floor = "2026-01-01T00:00:00Z";
+  std::vector<SubscriptionConfig> subscriptions = {{"sensors/{deviceId}/{metric}"}, {"sensors/{deviceId}"}};
+
+  // [uplink]
+  std::string uplink_topic_prefix = "edgesync";
+  int64_t uplink_batch_max_readings = 5000;
+  int64_t uplink_batch_max_delay_ms = 200;
+  int64_t uplink_window = 4;
+  int64_t uplink_ack_timeout_ms = 10000;
+  int64_t uplink_backoff_base_ms = 200;
+  int64_t uplink_backoff_max_ms = 30000;
+  int64_t uplink_probe_interval_ms = 5000;
+  int64_t uplink_failback_after_s = 60;
+
+  // [[region]]
+  std::vector<RegionConfig> regions;
+
+  // [hub]: only for `edgesync region`
+  std::string hub_region;          // this hub's region name
+  std::string hub_broker_uri = "tcp://127.0.0.1:1883";
+  std::string hub_credentials_file;
+  TlsConfig hub_tls;
+
+  std::string StorePath() const { return store_path.empty() ? data_dir + "/store.db" : store_path; }
+  std::string ClientId() const { return ingest_client_id.empty() ? "edgesync-" + gateway_id : ingest_client_id; }
+};
+
+// One problem found in a config file: "file:line: key: message".
+struct ConfigError {
+  std::string file;
+  int line = 0;  // 0 when the whole file is at fault
+  std::string key;
+  std::string message;
+  std::string ToString() const;
+};
+
+enum class ConfigRole { kAny, kGateway, kRegion };
+
+// Reads and checks a file. Collects every error it can (not just the first);
+// returns InvalidArgument when there are any, with *errors filled.
+Status LoadConfig(const std::string& path, ConfigRole role, Config* config, std::vector<ConfigError>* errors);
+// Same, from text (tests); `name` stands in for the file name.
+Status ParseConfig(const std::string& text, const std::string& name, ConfigRole role, Config* config,
+                   std::vector<ConfigError>* errors);
+
+// The effective configuration as TOML, every option shown; secrets are never
+// printed (credential files are paths, not contents).
+std::string DumpConfig(const Config& config);
+
+// Every option's dotted key ("store.sync"), its default as TOML text and its
+// doc line, for the example-file test and `edgesync config check`.
+struct OptionDoc {
+  std::string key;
+  std::string default_toml;
+  std::string doc;
+};
+std::vector<OptionDoc> ListOptions();
+
+// Ids that go into MQTT topics: [A-Za-z0-9_-], 1..64 (safe on every broker,
+// including nats-server's MQTT listener).
+bool IsTopicSafeId(const std::string& id);
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_FIRMWARE_CONFIG_CONFIG_H_

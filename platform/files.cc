@@ -1,0 +1,122 @@
+#include "platform/files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace edgesync {
+namespace {
+
+Status Errno(const std::string& what, const std::string& path) {
+  int e = errno;
+  std::string msg = what + " " + path + ": " + std::strerror(e);
+  if (e == ENOSPC || e == EDQUOT || e == EFBIG) return Status::NoSpace(msg);
+  return Status::IoError(msg);
+}
+
+std::string DirOf(const std::string& path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+Status WriteFileAtomic(const std::string& path, const std::string& data) {
+  std::string tmp = path + ".tmp";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+  if (fd < 0) return Errno("create", tmp);
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = write(fd, data.data() + off, data.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Status s = Errno("write", tmp);
+      close(fd);
+      unlink(tmp.c_str());
+      return s;
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0) {
+    Status s = Errno("fsync", tmp);
+    close(fd);
+    unlink(tmp.c_str());
+    return s;
+  }
+  close(fd);
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    Status s = Errno("rename", tmp);
+    unlink(tmp.c_str());
+    return s;
+  }
+  // The rename itself lives in the directory; without this a power cut can
+  // bring back the old name.
+  int dfd = open(DirOf(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
+  }
+  return Status::Ok();
+}
+
+Status ReadFile(const std::string& path, std::string* data) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound("cannot open " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *data = ss.str();
+  return Status::Ok();
+}
+
+Status MakeDirs(const std::string& path) {
+  if (path.empty()) return Status::Ok();
+  std::string cur;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    cur = path.substr(0, pos);
+    if (cur.empty()) continue;
+    if (mkdir(cur.c_str(), 0750) != 0 && errno != EEXIST) return Errno("mkdir", cur);
+  }
+  return Status::Ok();
+}
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+Result<uint64_t> FreeBytes(const std::string& path) {
+  struct statvfs vfs;
+  if (statvfs(path.c_str(), &vfs) != 0) return Errno("statvfs", path);
+  return static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+}
+
+ProcessStats ReadProcessStats(int pid) {
+  ProcessStats stats;
+  std::string base = pid == 0 ? "/proc/self" : "/proc/" + std::to_string(pid);
+  std::ifstream status(base + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    unsigned long long kb = 0;
+    if (std::sscanf(line.c_str(), "VmRSS: %llu kB", &kb) == 1) stats.rss_bytes = kb * 1024;
+    if (std::sscanf(line.c_str(), "VmHWM: %llu kB", &kb) == 1) stats.peak_rss_bytes = kb * 1024;
+  }
+  std::ifstream io(base + "/io");
+  while (std::getline(io, line)) {
+    unsigned long long v = 0;
+    if (std::sscanf(line.c_str(), "write_bytes: %llu", &v) == 1) stats.write_bytes = v;
+  }
+  return stats;
+}
+
+}  // namespace edgesync

@@ -1,0 +1,36 @@
+// platform/files.h: the few file operations that must survive power loss.
+//
+// Thread safety: functions are independent; callers serialise access to the
+// same path.
+#ifndef EDGESYNC_PLATFORM_FILES_H_
+#define EDGESYNC_PLATFORM_FILES_H_
+
+#include <cstdint>
+#include <string>
+
+#include "platform/status.h"
+
+namespace edgesync {
+
+// Writes data to path so that after a power cut the file holds either the
+// old or the new content, never a mix: temp file, fsync, rename, fsync dir.
+Status WriteFileAtomic(const std::string& path, const std::string& data);
+Status ReadFile(const std::string& path, std::string* data);
+// Creates the directory and its parents (mode 0750).
+Status MakeDirs(const std::string& path);
+bool FileExists(const std::string& path);
+// Bytes available to an unprivileged writer on the filesystem holding path.
+Result<uint64_t> FreeBytes(const std::string& path);
+
+// Process figures read from /proc (Linux): resident set size now and at peak,
+// and bytes this process caused to be written to storage.
+struct ProcessStats {
+  uint64_t rss_bytes = 0;
+  uint64_t peak_rss_bytes = 0;
+  uint64_t write_bytes = 0;
+};
+ProcessStats ReadProcessStats(int pid = 0);  // 0 = this process
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_PLATFORM_FILES_H_

@@ -1,0 +1,114 @@
+#include "platform/log.h"
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+
+namespace edgesync {
+namespace {
+
+std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
+std::once_flag g_init_once;
+std::shared_ptr<spdlog::logger> g_logger;
+
+spdlog::level::level_enum ToSpd(LogLevel level) {
+  switch (level) {
+    case LogLevel::kTrace: return spdlog::level::trace;
+    case LogLevel::kDebug: return spdlog::level::debug;
+    case LogLevel::kInfo: return spdlog::level::info;
+    case LogLevel::kWarn: return spdlog::level::warn;
+    case LogLevel::kError: return spdlog::level::err;
+    case LogLevel::kOff: return spdlog::level::off;
+  }
+  return spdlog::level::info;
+}
+
+// syslog priorities as journald reads them from a "<N>" line prefix
+// (sd-daemon(3)): err=3, warning=4, info=6, debug=7.
+int SyslogPriority(LogLevel level) {
+  switch (level) {
+    case LogLevel::kError: return 3;
+    case LogLevel::kWarn: return 4;
+    case LogLevel::kInfo: return 6;
+    default: return 7;
+  }
+}
+
+std::shared_ptr<spdlog::logger> Logger() {
+  std::call_once(g_init_once, [] {
+    g_logger = std::make_shared<spdlog::logger>(
+        "edgesync", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    g_logger->set_level(spdlog::level::trace);  // filtered by g_level first
+    // journald stamps entries itself; a terminal wants time and level.
+    g_logger->set_pattern(StderrIsJournal() ? "%v" : "%Y-%m-%dT%H:%M:%S.%e %^%-5l%$ %v");
+  });
+  return g_logger;
+}
+
+}  // namespace
+
+bool ParseLogLevel(std::string_view text, LogLevel* level) {
+  static const struct { const char* name; LogLevel level; } kLevels[] = {
+      {"trace", LogLevel::kTrace}, {"debug", LogLevel::kDebug}, {"info", LogLevel::kInfo},
+      {"warn", LogLevel::kWarn},   {"error", LogLevel::kError}, {"off", LogLevel::kOff}};
+  for (const auto& l : kLevels) {
+    if (text == l.name) {
+      *level = l.level;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kTrace: return "trace";
+    case LogLevel::kDebug: return "debug";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kWarn: return "warn";
+    case LogLevel::kError: return "error";
+    case LogLevel::kOff: return "off";
+  }
+  return "info";
+}
+
+bool StderrIsJournal() {
+  // JOURNAL_STREAM is "device:inode" of the journal's stream; it only counts
+  // when it still names our stderr (a child may have inherited the variable).
+  const char* js = std::getenv("JOURNAL_STREAM");
+  if (js == nullptr) return false;
+  unsigned long long dev = 0, ino = 0;
+  if (std::sscanf(js, "%llu:%llu", &dev, &ino) != 2) return false;
+  struct stat st;
+  if (fstat(2, &st) != 0) return false;
+  return st.st_dev == dev && st.st_ino == ino;
+}
+
+void InitLogging(LogLevel level, std::string_view) {
+  Logger();
+  SetLogLevel(level);
+}
+
+void SetLogLevel(LogLevel level) { g_level.store(static_cast<int>(level)); }
+
+bool LogEnabled(LogLevel level) {
+  return level != LogLevel::kOff && static_cast<int>(level) >= g_level.load(std::memory_order_relaxed);
+}
+
+void LogLine(LogLevel level, std::string_view line) {
+  auto logger = Logger();
+  static const bool journal = StderrIsJournal();
+  if (journal) {
+    logger->log(ToSpd(level), "<{}>{}", SyslogPriority(level), line);
+  } else {
+    logger->log(ToSpd(level), "{}", line);
+  }
+}
+
+}  // namespace edgesync

@@ -1,0 +1,81 @@
+// store/types.h: the vocabulary every part shares: readings, device records,
+// change-log entries, origins. Plain values; no SQLite here.
+//
+// Thread safety: values.
+#ifndef EDGESYNC_STORE_TYPES_H_
+#define EDGESYNC_STORE_TYPES_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "platform/status.h"
+
+namespace edgesync {
+
+// Quality flags carried with a reading (bit set).
+enum QualityFlag : uint32_t {
+  // Stamped while the wall clock was before the configured epoch floor (a
+  // board without RTC before NTP): the timestamp is not to be trusted.
+  kQualityUntrustedClock = 1u << 0,
+  // The payload had no time; the gateway's receive time was used.
+  kQualityReceiveTime = 1u << 1,
+  // Set by the sensor itself (e.g. SenML or JSON "q"): out of calibration etc.
+  kQualitySensorFlagged = 1u << 2,
+};
+
+// One sensor reading. deviceId is the partition key.
+struct Reading {
+  std::string device_id;
+  std::string metric;
+  int64_t ts_ms = 0;       // Unix milliseconds
+  double value = 0;
+  std::string unit;        // empty = none
+  uint32_t quality = 0;    // QualityFlag bits
+};
+
+// Per-device metadata; soft-deleted records appear in the feed as tombstones.
+struct DeviceRecord {
+  std::string device_id;
+  std::string name;
+  std::string location;
+  std::string default_unit;
+  bool deleted = false;
+};
+
+// Who wrote a change: the gateway id and the epoch of its store (128 random
+// bits, 32 lower-case hex characters). A wiped store is a new origin.
+struct Origin {
+  std::string gateway_id;
+  std::string epoch;
+  bool operator==(const Origin& o) const { return gateway_id == o.gateway_id && epoch == o.epoch; }
+  bool operator!=(const Origin& o) const { return !(*this == o); }
+  std::string ToString() const { return gateway_id + "/" + epoch; }
+};
+
+// One entry of the change log, in LSN order.
+struct ChangeEntry {
+  enum class Kind : uint8_t { kReading = 0, kDeviceUpsert = 1, kDeviceDelete = 2 };
+  uint64_t lsn = 0;
+  Kind kind = Kind::kReading;
+  Reading reading;        // kReading
+  DeviceRecord device;    // kDeviceUpsert / kDeviceDelete (device.deleted set)
+  const std::string& device_id() const { return kind == Kind::kReading ? reading.device_id : device.device_id; }
+};
+
+// deviceId and metric: 1 to 128 bytes of valid UTF-8, no control characters,
+// no '/', '+' or '#' (they would break MQTT topics and wildcards).
+// `what` names the field in the message: "deviceId: contains '/' at byte 3".
+Status ValidateKey(std::string_view what, std::string_view key);
+// Keys, finite value, unit (0..32 bytes UTF-8, no control characters).
+Status ValidateReading(const Reading& reading);
+// True if text is well-formed UTF-8 (no overlongs, no surrogates).
+bool IsValidUtf8(std::string_view text);
+
+// The 64-bit partition hash of a deviceId (XXH3-64, seed 0); stable across
+// versions and architectures because it decides which range owns a device.
+uint64_t PartitionHash(std::string_view device_id);
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_STORE_TYPES_H_

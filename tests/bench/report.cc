@@ -1,0 +1,45 @@
+#include "tests/bench/report.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "platform/files.h"
+
+namespace edgesync::bench {
+
+Report::Report(std::string part, std::string dir) : part_(std::move(part)), dir_(std::move(dir)) {
+  if (dir_.empty()) {
+    const char* env = std::getenv("EDGESYNC_BENCH_DIR");
+    dir_ = env != nullptr ? env : "build/bench";
+  }
+}
+
+void Report::Add(const std::string& name, double value, const std::string& unit,
+                 const std::string& baseline_name, double baseline) {
+  rows_.push_back({name, value, unit, baseline_name, baseline, baseline != 0 ? value / baseline : 0});
+}
+
+bool Report::Write() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : rows_) {
+    out.push_back({{"name", r.name}, {"value", r.value}, {"unit", r.unit},
+                   {"baseline_name", r.baseline_name}, {"baseline", r.baseline}, {"ratio", r.ratio}});
+  }
+  if (!MakeDirs(dir_).ok()) return false;
+  std::ofstream f(dir_ + "/" + part_ + ".json");
+  f << out.dump(2) << "\n";
+  PrintTable(rows_);
+  return static_cast<bool>(f);
+}
+
+void PrintTable(const std::vector<Row>& rows) {
+  std::printf("%-44s %14s %-12s %-36s %14s %8s\n", "name", "value", "unit", "baseline_name", "baseline", "ratio");
+  for (const auto& r : rows) {
+    std::printf("%-44s %14.3f %-12s %-36s %14.3f %8.3f\n", r.name.c_str(), r.value, r.unit.c_str(),
+                r.baseline_name.c_str(), r.baseline, r.ratio);
+  }
+}
+
+}  // namespace edgesync::bench

@@ -1,0 +1,45 @@
+// tests/bench/report.h: how every benchmark reports a figure.
+//
+// Each figure is measured together with a baseline run in the same process
+// invocation (same machine, same load), so the ratio means something even on
+// a noisy machine. Rows go to <dir>/<part>.json; bench_report merges them.
+#ifndef EDGESYNC_TESTS_BENCH_REPORT_H_
+#define EDGESYNC_TESTS_BENCH_REPORT_H_
+
+#include <string>
+#include <vector>
+
+namespace edgesync::bench {
+
+struct Row {
+  std::string name;
+  double value = 0;
+  std::string unit;
+  std::string baseline_name;
+  double baseline = 0;
+  double ratio = 0;  // value / baseline
+};
+
+class Report {
+ public:
+  // dir defaults to $EDGESYNC_BENCH_DIR, else build/bench.
+  explicit Report(std::string part, std::string dir = "");
+  // ratio = value / baseline (0 when baseline is 0).
+  void Add(const std::string& name, double value, const std::string& unit,
+           const std::string& baseline_name, double baseline);
+  // Writes <dir>/<part>.json and prints the rows; false on I/O failure.
+  bool Write() const;
+  const std::vector<Row>& rows() const { return rows_; }
+
+ private:
+  std::string part_;
+  std::string dir_;
+  std::vector<Row> rows_;
+};
+
+// Prints rows as an aligned table.
+void PrintTable(const std::vector<Row>& rows);
+
+}  // namespace edgesync::bench
+
+#endif  // EDGESYNC_TESTS_BENCH_REPORT_H_

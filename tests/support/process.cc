@@ -1,0 +1,162 @@
+#include "tests/support/process.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace edgesync::test {
+
+Process::~Process() {
+  if (pid_ > 0) Kill9();
+}
+
+bool Process::Start(const std::vector<std::string>& argv, const std::string& log_path,
+                    const std::vector<std::string>& extra_env) {
+  pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    setpgid(0, 0);  // its own group: a Ctrl-C on the test does not hit it twice
+    if (!log_path.empty()) {
+      int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+        close(fd);
+      }
+    }
+    for (const auto& e : extra_env) putenv(strdup(e.c_str()));
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  pid_ = pid;
+  return true;
+}
+
+bool Process::running() {
+  if (pid_ <= 0) return false;
+  int status;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    pid_ = -1;
+    return false;
+  }
+  return true;
+}
+
+void Process::Signal(int sig) {
+  if (pid_ > 0) kill(pid_, sig);
+}
+
+int Process::Wait(int64_t timeout_ms) {
+  if (pid_ <= 0) return 0;
+  int64_t deadline = NowMs() + timeout_ms;
+  while (true) {
+    int status;
+    pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      pid_ = -1;
+      if (WIFEXITED(status)) return WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) return -WTERMSIG(status);
+      return 0;
+    }
+    if (NowMs() >= deadline) return INT32_MIN;
+    SleepMs(5);
+  }
+}
+
+int Process::Stop(int64_t grace_ms) {
+  if (pid_ <= 0) return 0;
+  Signal(SIGTERM);
+  int rc = Wait(grace_ms);
+  if (rc == INT32_MIN) {
+    Signal(SIGKILL);
+    rc = Wait(10000);
+  }
+  return rc;
+}
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base != nullptr ? base : "/tmp") + "/edgesync-test-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  char* made = mkdtemp(buf.data());
+  path_ = made != nullptr ? made : "";
+}
+
+TempDir::~TempDir() {
+  if (path_.empty() || std::getenv("EDGESYNC_KEEP_TEST_DIRS") != nullptr) return;
+  std::string cmd = "rm -rf '" + path_ + "'";
+  int rc = std::system(cmd.c_str());
+  (void)rc;
+}
+
+int FreePort() {
+  // Bind to port 0 and let the kernel pick; the tiny race with another
+  // process taking it before the broker binds is acceptable in tests.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+bool WaitForPort(int port, int64_t timeout_ms) {
+  return WaitFor(
+      [port] {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        addr.sin_port = htons(static_cast<uint16_t>(port));
+        bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+        close(fd);
+        return ok;
+      },
+      timeout_ms);
+}
+
+void SleepMs(int64_t ms) {
+  timespec ts{static_cast<time_t>(ms / 1000), static_cast<long>((ms % 1000) * 1000000)};
+  nanosleep(&ts, nullptr);
+}
+
+int64_t NowMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteAll(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+}  // namespace edgesync::test
