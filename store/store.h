@@ -1,0 +1,224 @@
+// store/store.h: the gateway's durable memory (SQLite, WAL).
+//
+// Holds every accepted reading until the region has it, ordered by LSN in a
+// change log that is readable per partition key range; device records with
+// soft delete; leases and checkpoints of feed consumers; the read view of
+// other gateways' data (remote entries keyed by origin and origin LSN); and,
+// on a region hub, the per-origin high-water marks and the region feed.
+//
+// Errors are Status values; SQLite never throws through here and <sqlite3.h>
+// stays out of this header.
+//
+// Thread safety: a Store may be used from several threads at once (ingest,
+// uplink, feed pull); writes are serialised inside. Several processes may
+// open the same file (lease consumers); SQLite's locking arbitrates.
+#ifndef EDGESYNC_STORE_STORE_H_
+#define EDGESYNC_STORE_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "platform/clock.h"
+#include "platform/status.h"
+#include "store/types.h"
+
+namespace edgesync {
+
+struct StoreOptions {
+  std::string path;             // the SQLite file; its directory must exist
+  std::string gateway_id;       // becomes the origin's gateway id
+  enum class Sync { kFull, kNormal };
+  // kFull: a committed batch survives power loss (fsync on every commit).
+  // kNormal: survives a crash of the process (kill -9); a power cut may lose
+  // the last commits but never corrupts the file.
+  Sync sync = Sync::kNormal;
+  int initial_ranges = 4;
+  int64_t split_max_entries = 1000000;
+  int64_t split_max_bytes = int64_t{64} << 20;
+  int64_t retention_age_ms = int64_t{7} * 86400 * 1000;
+  enum class DiskPolicy { kRejectNew, kDropOldest };
+  DiskPolicy disk_policy = DiskPolicy::kRejectNew;
+  int64_t max_bytes = 0;        // 0 = only the filesystem limits the store
+  int64_t tombstone_retention_ms = int64_t{30} * 86400 * 1000;
+  int64_t dead_letter_cap = 1000;
+  int64_t lease_expiry_ms = 15000;
+  bool create_if_missing = true;
+  Clock* clock = nullptr;       // nullptr = SystemClock()
+};
+
+// A partition key range: hashes h with min <= h < max. The last range has
+// max == UINT64_MAX and also holds UINT64_MAX itself.
+struct RangeInfo {
+  uint32_t id = 0;
+  uint64_t min = 0;
+  uint64_t max = 0;
+  uint32_t parent = 0;          // 0 = none (an initial range)
+  bool active = true;           // false once split into children
+  bool Contains(uint64_t hash) const { return hash >= min && (hash < max || (max == UINT64_MAX)); }
+};
+
+// Where a feed read starts.
+struct FeedStart {
+  enum class Kind { kBeginning, kNow, kLsn, kTime, kToken };
+  Kind kind = Kind::kBeginning;
+  uint64_t lsn = 0;             // kLsn: entries after this LSN
+  int64_t wall_ms = 0;          // kTime: entries written at or after this time
+  std::string token;            // kToken: a continuation from an earlier page
+};
+
+struct FeedPage {
+  std::vector<ChangeEntry> entries;   // LSN order
+  std::string continuation;           // opaque: range, epoch, LSN
+};
+
+struct Lease {
+  uint32_t range_id = 0;
+  std::string owner;                  // "" = free
+  std::string continuation;
+  int64_t renewed_at_ms = 0;          // wall time of the last acquire/renew
+  int64_t version = 0;                // compare-and-set token
+};
+
+struct AppendResult {
+  uint64_t first_lsn = 0;
+  uint64_t last_lsn = 0;
+  int64_t dropped_oldest = 0;         // unacknowledged readings dropped by drop-oldest
+};
+
+// An entry written by another gateway (or this one, before a wipe).
+struct RemoteEntry {
+  Origin origin;
+  uint64_t origin_lsn = 0;
+  ChangeEntry entry;                  // entry.lsn == origin_lsn
+};
+
+struct RegionFeedEntry {
+  uint64_t seq = 0;                   // the region's own sequence number
+  RemoteEntry remote;
+};
+
+struct QueryRequest {
+  std::string device_id;
+  std::string metric;                 // "" = every metric
+  int64_t from_ms = INT64_MIN;        // inclusive
+  int64_t to_ms = INT64_MAX;          // exclusive
+  int64_t limit = 1000;
+};
+
+struct QueryRow {
+  Origin origin;                      // this store's origin for local rows
+  uint64_t lsn = 0;                   // LSN at the origin
+  bool local = false;
+  Reading reading;
+};
+
+struct DeadLetter {
+  int64_t at_ms = 0;
+  std::string topic;
+  std::string head;                   // the payload's first bytes (bounded)
+  std::string reason;
+};
+
+struct PruneResult {
+  int64_t readings = 0;
+  int64_t tombstones = 0;
+  int64_t remote = 0;
+};
+
+struct StoreStats {
+  uint64_t last_lsn = 0;
+  uint64_t acked_lsn = 0;             // highest LSN acknowledged upstream by any target
+  int64_t entries = 0;                // local change-log entries held
+  int64_t remote_entries = 0;
+  int64_t file_bytes = 0;
+  int64_t dropped_oldest = 0;         // total, since creation
+  int64_t rejected_full = 0;          // appends refused because the store was full
+  int64_t dead_letters = 0;
+};
+
+class Store {
+ public:
+  // Opens or creates the store. Refuses, without touching the file: a file
+  // that is not a SQLite database (truncated, garbage), one that fails the
+  // integrity check, and one written by a newer schema version.
+  static Status Open(const StoreOptions& options, std::unique_ptr<Store>* store);
+  virtual ~Store() = default;
+
+  virtual Origin origin() const = 0;
+  virtual int schema_version() const = 0;
+
+  // Readings, committed in one transaction (group commit); each gets the
+  // next LSN. All are validated first (ValidateReading): one invalid reading
+  // fails the whole call with InvalidArgument. NoSpace when full and the
+  // policy is reject-new.
+  virtual Status AppendReadings(const std::vector<Reading>& readings, AppendResult* result) = 0;
+  virtual uint64_t LastLsn() const = 0;
+
+  // Device records. Only a record's latest version stays in the log.
+  virtual Status UpsertDevice(const DeviceRecord& device, uint64_t* lsn) = 0;
+  virtual Status DeleteDevice(const std::string& device_id, uint64_t* lsn) = 0;
+  virtual Status GetDevice(const std::string& device_id, DeviceRecord* device) = 0;
+
+  // Ranges and the per-range change feed.
+  virtual Status ListRanges(std::vector<RangeInfo>* ranges) = 0;
+  // At most max_entries of the range, in LSN order, after `from`. A token of
+  // a split parent is accepted by its children; a token of another epoch or
+  // of an unrelated range is InvalidArgument; reading a range that has split
+  // is NotFound naming its children.
+  virtual Status ReadFeed(uint32_t range_id, const FeedStart& from, size_t max_entries, FeedPage* page) = 0;
+
+  // The whole log in LSN order (the uplink): entries with lsn > after_lsn.
+  virtual Status ReadLog(uint64_t after_lsn, size_t max_entries, std::vector<ChangeEntry>* entries) = 0;
+
+  // Leases of feed consumers; every change is a compare-and-set on version.
+  // Acquire succeeds on a free or expired lease (or one the owner holds).
+  virtual Status AcquireLease(uint32_t range_id, const std::string& owner, Lease* lease) = 0;
+  virtual Status RenewLease(const Lease& held, Lease* lease) = 0;
+  virtual Status CheckpointLease(const Lease& held, const std::string& continuation, Lease* lease) = 0;
+  virtual Status ReleaseLease(const Lease& held) = 0;
+  virtual Status ListLeases(std::vector<Lease>* leases) = 0;
+
+  // Named checkpoints that only move forward ("upstream:<region>",
+  // "feed:<region>"). Missing = 0.
+  virtual Status GetCheckpoint(const std::string& name, uint64_t* value) = 0;
+  virtual Status SetCheckpoint(const std::string& name, uint64_t value) = 0;
+  // Marks entries up to lsn as acknowledged upstream by target (a region):
+  // they become prunable after the retention age.
+  virtual Status AckUpstream(const std::string& target, uint64_t lsn) = 0;
+
+  // Read view: applies entries idempotently by (origin, origin LSN).
+  // *applied counts the entries that were new.
+  virtual Status ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t* applied) = 0;
+  // Region hub: entries of one origin in LSN order. Entries at or below the
+  // origin's durable high-water mark are ignored; the first entry must be
+  // high_water + 1, or base_lsn + 1 where base_lsn (> high_water) is the
+  // sender's declaration that everything up to it is held elsewhere (after a
+  // failover); any other gap is refused (InvalidArgument). On success
+  // *high_water is the new mark. Applied entries join the region feed.
+  virtual Status ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, const std::vector<ChangeEntry>& entries,
+                                  uint64_t* high_water) = 0;
+  virtual Status GetHighWater(const Origin& origin, uint64_t* high_water) = 0;
+  // Region feed: entries with seq > after_seq. *reset is set when after_seq
+  // can no longer be served (pruned): the reader must start over explicitly.
+  virtual Status ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::vector<RegionFeedEntry>* entries,
+                                uint64_t* head_seq, bool* reset) = 0;
+
+  // Union of local readings and the read view, deduplicated by (origin, LSN).
+  virtual Status Query(const QueryRequest& request, std::vector<QueryRow>* rows) = 0;
+
+  // Rejected payloads, capped (oldest dropped).
+  virtual Status AddDeadLetters(const std::vector<DeadLetter>& letters) = 0;
+  virtual Status ListDeadLetters(size_t max, std::vector<DeadLetter>* letters) = 0;
+
+  // Retention: acknowledged readings older than the retention age; tombstones
+  // past their retention.
+  virtual Status Prune(PruneResult* result) = 0;
+  virtual Status Stats(StoreStats* stats) = 0;
+};
+
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_STORE_STORE_H_
