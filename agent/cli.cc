@@ -76,12 +76,18 @@ int RunCli(int argc, char** argv) {
   check->add_option("--role", check_role, "also check what a role needs: any, gateway, region")
       ->check(CLI::IsMember({"any", "gateway", "region"}));
 
+  auto* example = config_cmd->add_subcommand("example", "print a commented config with every option at its default");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
 
+  if (example->parsed()) {
+    std::printf("%s", ExampleConfig().c_str());
+    return 0;
+  }
   if (check->parsed()) {
     ConfigRole role = check_role == "gateway" ? ConfigRole::kGateway
                       : check_role == "region" ? ConfigRole::kRegion

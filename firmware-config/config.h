@@ -127,6 +127,10 @@ struct OptionDoc {
 };
 std::vector<OptionDoc> ListOptions();
 
+// A commented config listing every option at its default with its doc line
+// (what firmware-config/edgesync.example.toml holds; a test keeps them equal).
+std::string ExampleConfig();
+
 // Ids that go into MQTT topics: [A-Za-z0-9_-], 1..64 (safe on every broker,
 // including nats-server's MQTT listener).
 bool IsTopicSafeId(const std::string& id);

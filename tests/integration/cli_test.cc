@@ -1,0 +1,75 @@
+// The edgesync program as a user meets it: --version, --help, config check.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include "tests/support/process.h"
+
+namespace edgesync::test {
+namespace {
+
+struct CliRun {
+  int code;
+  std::string out;
+};
+
+CliRun Edgesync(const std::string& args) {
+  std::string cmd = std::string(EDGESYNC_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(CliTest, VersionAndHelp) {
+  CliRun v = Edgesync("--version");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_EQ(v.out.rfind("edgesync ", 0), 0u) << v.out;
+  CliRun h = Edgesync("--help");
+  EXPECT_EQ(h.code, 0);
+  for (const char* sub : {"gateway", "region", "query", "feed", "status", "config"}) {
+    EXPECT_NE(h.out.find(sub), std::string::npos) << sub;
+  }
+}
+
+TEST(CliTest, ConfigCheckReportsEachErrorWithFileLineKey) {
+  TempDir dir;
+  std::string path = dir.File("bad.toml");
+  WriteAll(path, "[gateway]\nid = \"gw 1\"\n\n[store]\nsync = \"always\"\ncolour = \"blue\"\n[[region]]\nname = \"eu\"\n");
+  CliRun r = Edgesync("config check " + path + " --role gateway");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find(path + ":2: gateway.id:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(path + ":5: store.sync:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(path + ":6: store.colour: unknown key"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("region[0].uri: missing"), std::string::npos) << r.out;
+}
+
+TEST(CliTest, ConfigCheckPrintsEffectiveConfiguration) {
+  TempDir dir;
+  std::string path = dir.File("good.toml");
+  WriteAll(path, "[gateway]\nid = \"gw-1\"\n[store]\nsync = \"full\"\n[[region]]\nname = \"eu\"\nuri = \"tcp://127.0.0.1:1\"\n");
+  CliRun r = Edgesync("config check " + path);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("sync = \"full\""), std::string::npos);
+  EXPECT_NE(r.out.find("batch_max = 1000"), std::string::npos);  // defaults are shown too
+  EXPECT_NE(r.out.find("[[region]]"), std::string::npos);
+}
+
+TEST(CliTest, ShippedExampleChecksClean) {
+  CliRun r = Edgesync(std::string("config check ") + EDGESYNC_SOURCE_DIR + "/firmware-config/edgesync.example.toml --role gateway");
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
+TEST(CliTest, MissingFileIsAClearError) {
+  CliRun r = Edgesync("config check /nonexistent.toml");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("/nonexistent.toml"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace edgesync::test
