@@ -1,0 +1,438 @@
+#include "sync/mqtt_link.h"
+
+#include <mqtt/async_client.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "platform/files.h"
+#include "platform/log.h"
+#include "sync/backoff.h"
+
+namespace edgesync {
+
+Status ReadCredentialsFile(const std::string& path, std::string* user, std::string* password) {
+  std::string text;
+  Status s = ReadFile(path, &text);
+  if (!s.ok()) return Status::InvalidArgument("credentials file " + path + ": cannot read it");
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.find('\n') != std::string::npos) {
+    return Status::InvalidArgument("credentials file " + path + ": expected one line user:password");
+  }
+  size_t colon = text.find(':');
+  if (colon == std::string::npos || colon == 0) {
+    return Status::InvalidArgument("credentials file " + path + ": expected user:password");
+  }
+  *user = text.substr(0, colon);
+  *password = text.substr(colon + 1);
+  return Status::Ok();
+}
+
+namespace {
+
+using std::chrono::milliseconds;
+
+Status FromPaho(const std::string& what, const mqtt::exception& e) {
+  int rc = e.get_reason_code();
+  std::string text = what + ": " + e.what();
+  // Negative return codes are the client's own (not connected, buffer full,
+  // bad argument); positive ones come from the broker's reply.
+  if (rc == MQTTASYNC_DISCONNECTED || rc == MQTTASYNC_FAILURE) return Status::Unavailable(text);
+  if (rc == MQTTASYNC_MAX_BUFFERED_MESSAGES) return Status::Rejected(text);
+  if (rc == MQTTASYNC_BAD_UTF8_STRING || rc == MQTTASYNC_NULL_PARAMETER || rc == MQTTASYNC_BAD_STRUCTURE ||
+      rc == MQTTASYNC_BAD_QOS || rc == MQTTASYNC_BAD_MQTT_OPTION) {
+    return Status::InvalidArgument(text);
+  }
+  return Status::Unavailable(text);
+}
+
+struct PendingPublish {
+  MqttLink::PublishDone done;
+};
+
+class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
+ public:
+  PahoMqttLink(MqttLinkOptions options, std::string user, std::string password)
+      : options_(std::move(options)),
+        user_(std::move(user)),
+        password_(std::move(password)),
+        backoff_(options_.reconnect_min_ms, options_.reconnect_max_ms) {}
+
+  ~PahoMqttLink() override {
+    Disconnect(2000);
+    // Destroying the client joins Paho's threads: after that no listener
+    // runs, and whatever never completed is reported as failed.
+    client_.reset();
+    std::vector<PendingPublish*> left;
+    {
+      std::lock_guard<std::mutex> lock(window_mu_);
+      left.assign(pending_.begin(), pending_.end());
+      pending_.clear();
+    }
+    for (PendingPublish* p : left) {
+      if (p->done) p->done(Status::Unavailable("mqtt link closed before the publish completed"));
+      delete p;
+      FreeSlot();
+    }
+  }
+
+  Status Init() {
+    try {
+      int buffered = options_.max_inflight + 1000;
+      int version = options_.mqtt_version == 5 ? MQTTVERSION_5 : MQTTVERSION_3_1_1;
+      client_ = std::make_unique<mqtt::async_client>(options_.uri, options_.client_id,
+                                                     mqtt::create_options(version, buffered));
+    } catch (const mqtt::exception& e) {
+      return FromPaho("mqtt client for " + options_.uri, e).Annotate("creating");
+    }
+    BuildConnectOptions(&connect_options_);
+    client_->set_message_callback([this](mqtt::const_message_ptr m) { OnMessage(m); });
+    client_->set_connection_lost_handler([this](const std::string& cause) { OnLost(cause); });
+    return Status::Ok();
+  }
+
+  void SetMessageHandler(MessageHandler handler) override { message_handler_ = std::move(handler); }
+  void SetStateHandler(StateHandler handler) override { state_handler_ = std::move(handler); }
+
+  Status Subscribe(const std::string& filter, int qos) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      bool known = false;
+      for (auto& s : subscriptions_) {
+        if (s.first == filter) {
+          s.second = qos;
+          known = true;
+        }
+      }
+      if (!known) subscriptions_.emplace_back(filter, qos);
+    }
+    if (!connected()) return Status::Ok();
+    return SubscribeNow(filter, qos);
+  }
+
+  Status Start() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (supervisor_.joinable()) return Status::Ok();
+    stopping_ = false;
+    supervisor_ = std::thread([this] { Supervise(); });
+    return Status::Ok();
+  }
+
+  Status Connect(int64_t timeout_ms) override {
+    ES_RETURN_IF_ERROR(Start());
+    if (WaitConnected(timeout_ms)) return Status::Ok();
+    std::lock_guard<std::mutex> lock(mu_);
+    return Status::Unavailable("cannot connect to " + options_.uri + ": " +
+                               (last_error_.empty() ? std::string("timed out") : last_error_));
+  }
+
+  bool WaitConnected(int64_t timeout_ms) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, milliseconds(timeout_ms), [this] { return connected_.load() || stopping_; }) &&
+           connected_.load();
+  }
+
+  bool connected() const override { return connected_.load(); }
+
+  Status Disconnect(int64_t timeout_ms) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (supervisor_.joinable()) supervisor_.join();
+    Status result;
+    if (client_ && connected_.load()) {
+      try {
+        client_->disconnect(timeout_ms / 2)->wait_for(milliseconds(timeout_ms));
+      } catch (const mqtt::exception& e) {
+        result = FromPaho("disconnecting from " + options_.uri, e);
+      }
+      connected_ = false;
+    }
+    return result;
+  }
+
+  Status Publish(const std::string& topic, const std::string& payload, int qos, bool retained, int64_t wait_ms,
+                 PublishDone done) override {
+    if (!connected_.load()) return Status::Unavailable("not connected to " + options_.uri);
+    auto* pending = new PendingPublish{std::move(done)};
+    {
+      std::unique_lock<std::mutex> lock(window_mu_);
+      if (!window_cv_.wait_for(lock, milliseconds(wait_ms),
+                               [this] { return inflight_ < options_.max_inflight; })) {
+        delete pending;
+        return Status::Timeout("publish window full (" + std::to_string(options_.max_inflight) + " in flight)");
+      }
+      ++inflight_;
+      pending_.insert(pending);
+    }
+    try {
+      client_->publish(topic, payload.data(), payload.size(), qos, retained, pending, *this);
+      return Status::Ok();
+    } catch (const mqtt::exception& e) {
+      if (Claim(pending)) {  // the listener never saw it
+        delete pending;
+        FreeSlot();
+      }
+      counters_publish_failures_++;
+      return FromPaho("publishing to " + topic, e);
+    }
+  }
+
+  Status Flush(int64_t timeout_ms) override {
+    std::unique_lock<std::mutex> lock(window_mu_);
+    if (window_cv_.wait_for(lock, milliseconds(timeout_ms), [this] { return inflight_ == 0; })) return Status::Ok();
+    return Status::Timeout(std::to_string(inflight_) + " publishes still in flight");
+  }
+
+  int inflight() const override {
+    std::lock_guard<std::mutex> lock(window_mu_);
+    return inflight_;
+  }
+
+  Counters counters() const override {
+    Counters c;
+    c.connects = counters_connects_.load();
+    c.connection_losses = counters_losses_.load();
+    c.received = counters_received_.load();
+    c.published = counters_published_.load();
+    c.publish_failures = counters_publish_failures_.load();
+    return c;
+  }
+
+  // mqtt::iaction_listener: completion of publishes (context = PendingPublish).
+  void on_success(const mqtt::token& tok) override { Complete(tok, Status::Ok()); }
+  void on_failure(const mqtt::token& tok) override {
+    Complete(tok, Status::Unavailable("publish failed (Paho code " + std::to_string(tok.get_return_code()) + ")"));
+  }
+
+ private:
+  // Claims pending for completion; false if someone else already did.
+  bool Claim(PendingPublish* pending) {
+    std::lock_guard<std::mutex> lock(window_mu_);
+    return pending_.erase(pending) == 1;
+  }
+
+  // Frees the window slot only after `done` ran, so Flush() returning means
+  // every completion has been seen.
+  void FreeSlot() {
+    {
+      std::lock_guard<std::mutex> lock(window_mu_);
+      --inflight_;
+    }
+    window_cv_.notify_all();
+  }
+
+  void Complete(const mqtt::token& tok, const Status& status) {
+    auto* pending = static_cast<PendingPublish*>(tok.get_user_context());
+    if (pending == nullptr || !Claim(pending)) return;
+    if (status.ok()) {
+      counters_published_++;
+    } else {
+      counters_publish_failures_++;
+    }
+    if (pending->done) pending->done(status);
+    delete pending;
+    FreeSlot();
+  }
+
+  void OnMessage(const mqtt::const_message_ptr& m) {
+    counters_received_++;
+    if (!message_handler_) return;
+    MqttMessage msg;
+    msg.topic = m->get_topic();
+    msg.payload = m->get_payload_str();
+    msg.qos = m->get_qos();
+    msg.retained = m->is_retained();
+    msg.duplicate = m->is_duplicate();
+    message_handler_(std::move(msg));
+  }
+
+  void OnLost(const std::string& cause) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      connected_ = false;
+      last_error_ = cause.empty() ? "connection lost" : cause;
+    }
+    counters_losses_++;
+    ES_LOG(kWarn, "mqtt {}: connection lost: {}", options_.uri, cause.empty() ? "no reason given" : cause);
+    if (state_handler_) state_handler_(false, false, cause);
+    cv_.notify_all();
+  }
+
+  void BuildConnectOptions(mqtt::connect_options* out) const {
+    auto b = mqtt::connect_options_builder()
+                 .keep_alive_interval(std::chrono::seconds(options_.keep_alive_s))
+                 .connect_timeout(milliseconds(options_.connect_timeout_ms))
+                 .max_inflight(options_.max_inflight)
+                 .automatic_reconnect(false);
+    if (options_.mqtt_version == 5) {
+      b.mqtt_version(MQTTVERSION_5).clean_start(options_.clean_start);
+    } else {
+      b.mqtt_version(MQTTVERSION_3_1_1).clean_session(options_.clean_start);
+    }
+    if (!user_.empty()) b.user_name(user_).password(password_);
+    bool tls = options_.uri.rfind("ssl://", 0) == 0 || options_.uri.rfind("mqtts://", 0) == 0;
+    if (tls) {
+      auto ssl = mqtt::ssl_options_builder().enable_server_cert_auth(true).verify(true);
+      if (!options_.ca_file.empty()) ssl.trust_store(options_.ca_file);
+      if (!options_.cert_file.empty()) ssl.key_store(options_.cert_file);
+      if (!options_.key_file.empty()) ssl.private_key(options_.key_file);
+      std::string uri = options_.uri;
+      ssl.error_handler([uri](const std::string& text) { ES_LOG(kWarn, "mqtt {}: TLS: {}", uri, text); });
+      b.ssl(ssl.finalize());
+    }
+    mqtt::connect_options& opts = *out;
+    opts = b.finalize();
+    // Paho C++ 1.2.0 loses CONNECT properties set through the builder (its
+    // copy leaves a dangling pointer: paho.mqtt.cpp issues 362/444), which
+    // silently turned the persistent session into one that expires at once.
+    // Setting them on the final object, then copying it, works.
+    if (options_.mqtt_version == 5 && !options_.clean_start && options_.session_expiry_s > 0) {
+      opts.set_properties(
+          mqtt::properties{{mqtt::property::SESSION_EXPIRY_INTERVAL, static_cast<int>(options_.session_expiry_s)}});
+    }
+  }
+
+  // One connect attempt; on success re-establishes every subscription.
+  bool TryConnect() {
+    bool session_present = false;
+    try {
+      auto tok = client_->connect(connect_options_);
+      if (!tok->wait_for(milliseconds(options_.connect_timeout_ms + 2000))) {
+        std::lock_guard<std::mutex> lock(mu_);
+        last_error_ = "connect timed out";
+        return false;
+      }
+      session_present = tok->get_connect_response().is_session_present();
+    } catch (const mqtt::exception& e) {
+      std::lock_guard<std::mutex> lock(mu_);
+      last_error_ = e.what();
+      return false;
+    }
+    std::vector<std::pair<std::string, int>> subs;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      subs = subscriptions_;
+      connected_ = true;
+    }
+    counters_connects_++;
+    // Subscribing again even when the broker kept the session covers a
+    // broker that lost its state (restart without persistence).
+    for (const auto& s : subs) {
+      Status st = SubscribeNow(s.first, s.second);
+      if (!st.ok()) ES_LOG(kError, "mqtt {}: {}", options_.uri, st.ToString());
+    }
+    ES_LOG(kInfo, "mqtt {}: connected as {} (session {})", options_.uri, options_.client_id,
+           session_present ? "resumed" : "new");
+    if (state_handler_) state_handler_(true, session_present, "");
+    cv_.notify_all();
+    return true;
+  }
+
+  Status SubscribeNow(const std::string& filter, int qos) {
+    try {
+      auto tok = client_->subscribe(filter, qos);
+      if (!tok->wait_for(milliseconds(options_.connect_timeout_ms + 5000))) {
+        return Status::Timeout("subscribing to " + filter);
+      }
+      mqtt::subscribe_response response = tok->get_subscribe_response();
+      for (auto rc : response.get_reason_codes()) {
+        if (static_cast<int>(rc) >= 0x80) {
+          return Status::Rejected("broker refused subscription " + filter + " (code " +
+                                  std::to_string(static_cast<int>(rc)) + ")");
+        }
+      }
+      return Status::Ok();
+    } catch (const mqtt::exception& e) {
+      return FromPaho("subscribing to " + filter, e);
+    }
+  }
+
+  void Supervise() {
+    bool ever_connected = false;
+    int64_t failures = 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      if (connected_.load()) {
+        cv_.wait(lock, [this] { return stopping_ || !connected_.load(); });
+        continue;
+      }
+      if (ever_connected && !options_.auto_reconnect) break;
+      lock.unlock();
+      bool ok = TryConnect();
+      lock.lock();
+      if (ok) {
+        ever_connected = true;
+        failures = 0;
+        backoff_.Reset();
+        continue;
+      }
+      // Logging every failure would flood the journal during a long outage.
+      if (++failures == 1 || failures % 30 == 0) {
+        ES_LOG(kWarn, "mqtt {}: cannot connect ({} attempts): {}", options_.uri, failures, last_error_);
+      }
+      cv_.wait_for(lock, milliseconds(backoff_.Next()), [this] { return stopping_; });
+    }
+  }
+
+  const MqttLinkOptions options_;
+  const std::string user_;
+  const std::string password_;
+  std::unique_ptr<mqtt::async_client> client_;
+  mqtt::connect_options connect_options_;  // built once, never moved (see BuildConnectOptions)
+  MessageHandler message_handler_;
+  StateHandler state_handler_;
+
+  std::mutex mu_;  // guards subscriptions_, stopping_, last_error_, backoff_
+  std::condition_variable cv_;
+  std::vector<std::pair<std::string, int>> subscriptions_;
+  bool stopping_ = false;
+  std::string last_error_;
+  Backoff backoff_;
+  std::atomic<bool> connected_{false};
+  std::thread supervisor_;
+
+  mutable std::mutex window_mu_;
+  std::condition_variable window_cv_;
+  int inflight_ = 0;
+  std::unordered_set<PendingPublish*> pending_;
+
+  std::atomic<int64_t> counters_connects_{0}, counters_losses_{0}, counters_received_{0}, counters_published_{0},
+      counters_publish_failures_{0};
+};
+
+}  // namespace
+
+Status NewPahoMqttLink(const MqttLinkOptions& options, std::unique_ptr<MqttLink>* link) {
+  const std::string& uri = options.uri;
+  if (uri.rfind("tcp://", 0) != 0 && uri.rfind("ssl://", 0) != 0 && uri.rfind("mqtt://", 0) != 0 &&
+      uri.rfind("mqtts://", 0) != 0) {
+    return Status::InvalidArgument("mqtt uri " + uri + ": expected tcp://host:port or ssl://host:port");
+  }
+  if (options.mqtt_version != 4 && options.mqtt_version != 5) {
+    return Status::InvalidArgument("mqtt version " + std::to_string(options.mqtt_version) + ": expected 4 or 5");
+  }
+  if (options.client_id.empty()) return Status::InvalidArgument("mqtt client id is empty");
+  if (options.max_inflight < 1) return Status::InvalidArgument("mqtt max_inflight must be at least 1");
+  std::string user, password;
+  if (!options.credentials_file.empty()) {
+    ES_RETURN_IF_ERROR(ReadCredentialsFile(options.credentials_file, &user, &password));
+  }
+  for (const std::string* f : {&options.ca_file, &options.cert_file, &options.key_file}) {
+    if (!f->empty() && !FileExists(*f)) return Status::InvalidArgument("TLS file " + *f + " does not exist");
+  }
+  auto paho = std::make_unique<PahoMqttLink>(options, std::move(user), std::move(password));
+  ES_RETURN_IF_ERROR(paho->Init());
+  *link = std::move(paho);
+  return Status::Ok();
+}
+
+}  // namespace edgesync

@@ -1,0 +1,119 @@
+// sync/mqtt_link.h: the one MQTT client wrapper of edgesync (ingest from the
+// local broker, uplink to regions, region hub).
+//
+// MqttLink is the interface the rest of the code depends on, so tests can put
+// a fake behind it; NewPahoMqttLink() is the real one (Paho MQTT C++). What it
+// adds over Paho: a supervisor thread that connects and keeps reconnecting
+// with decorrelated-jitter backoff (also when the very first connect fails,
+// which Paho's automatic reconnect does not cover), the subscription list
+// re-established after every reconnect, an in-flight window of our own for
+// publishes (Paho's buffered-message cap, create_options(version, N), is set
+// above it so Paho never fails a publish with -12), credentials read from a
+// file and never logged, and Status values instead of Paho exceptions.
+//
+// Thread safety: every method may be called from any thread. The message
+// handler runs on Paho's receive thread, one message at a time; while it
+// blocks no further message is read from the socket (back-pressure onto the
+// broker). Handlers must not call Connect/Disconnect.
+#ifndef EDGESYNC_SYNC_MQTT_LINK_H_
+#define EDGESYNC_SYNC_MQTT_LINK_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "platform/status.h"
+
+namespace edgesync {
+
+struct MqttLinkOptions {
+  std::string uri;                 // tcp://host:port or ssl://host:port
+  std::string client_id;
+  std::string credentials_file;    // "user:password" on one line; "" = anonymous
+  std::string ca_file;             // TLS: verify the server with this CA ("" = system CAs)
+  std::string cert_file;           // TLS: client certificate (mutual TLS)
+  std::string key_file;
+  int mqtt_version = 4;            // 4 = MQTT 3.1.1, 5 = MQTT 5
+  // Persistent session: the broker keeps our subscriptions and queues QoS 1
+  // messages while we are away (clean start off).
+  bool clean_start = false;
+  int64_t session_expiry_s = 7 * 86400;  // MQTT 5 only; 3.1.1 sessions never expire
+  int keep_alive_s = 20;
+  int64_t connect_timeout_ms = 5000;
+  bool auto_reconnect = true;
+  int64_t reconnect_min_ms = 100;
+  int64_t reconnect_max_ms = 10000;
+  // Our window of publishes not yet acknowledged by the broker.
+  int max_inflight = 1000;
+};
+
+struct MqttMessage {
+  std::string topic;
+  std::string payload;
+  int qos = 0;
+  bool retained = false;
+  bool duplicate = false;
+};
+
+class MqttLink {
+ public:
+  using MessageHandler = std::function<void(MqttMessage&& message)>;
+  // connected: true after every successful (re)connect; session_present tells
+  // whether the broker still had our session. false on every loss, with why.
+  using StateHandler = std::function<void(bool connected, bool session_present, const std::string& why)>;
+  // Called once per publish: Ok when acknowledged (QoS 1/2) or written
+  // (QoS 0), an error when Paho gave up on it.
+  using PublishDone = std::function<void(const Status& status)>;
+
+  virtual ~MqttLink() = default;
+
+  // Set before Start/Connect.
+  virtual void SetMessageHandler(MessageHandler handler) = 0;
+  virtual void SetStateHandler(StateHandler handler) = 0;
+
+  // Adds a filter to the subscription list; subscribes now when connected,
+  // and again after every reconnect. Returns the SUBACK outcome when
+  // connected (Rejected if the broker refused it), Ok when only recorded.
+  virtual Status Subscribe(const std::string& filter, int qos) = 0;
+
+  // Starts the supervisor: connects in the background and, with
+  // auto_reconnect, keeps reconnecting until Disconnect.
+  virtual Status Start() = 0;
+  // Start, then waits up to timeout_ms for the first connection.
+  virtual Status Connect(int64_t timeout_ms) = 0;
+  virtual bool WaitConnected(int64_t timeout_ms) = 0;
+  virtual bool connected() const = 0;
+  // Stops reconnecting and disconnects cleanly (the session stays with the
+  // broker unless clean_start).
+  virtual Status Disconnect(int64_t timeout_ms) = 0;
+
+  // Publishes; waits up to wait_ms while the in-flight window is full
+  // (Timeout then). Unavailable while disconnected. `done` may be empty.
+  virtual Status Publish(const std::string& topic, const std::string& payload, int qos, bool retained,
+                         int64_t wait_ms, PublishDone done = nullptr) = 0;
+  // Waits until no publish is in flight.
+  virtual Status Flush(int64_t timeout_ms) = 0;
+  virtual int inflight() const = 0;
+
+  struct Counters {
+    int64_t connects = 0;
+    int64_t connection_losses = 0;
+    int64_t received = 0;
+    int64_t published = 0;
+    int64_t publish_failures = 0;
+  };
+  virtual Counters counters() const = 0;
+};
+
+// Checks the options (URI scheme, version, client id, credentials file
+// readable and well-formed) and creates the Paho client.
+Status NewPahoMqttLink(const MqttLinkOptions& options, std::unique_ptr<MqttLink>* link);
+
+// Reads "user:password" (one line; the password may contain ':'). The error
+// names the file and the problem, never the content.
+Status ReadCredentialsFile(const std::string& path, std::string* user, std::string* password);
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_SYNC_MQTT_LINK_H_

@@ -1,0 +1,251 @@
+// MqttLink against a real Mosquitto (tests/support/broker.h): connect,
+// subscribe, publish window, persistent sessions, reconnect with the
+// subscription list restored, credentials, TLS, MQTT 3.1.1 and 5.
+#include "sync/mqtt_link.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "tests/support/broker.h"
+#include "tests/support/mqtt_client.h"
+#include "tests/support/process.h"
+
+namespace edgesync {
+namespace {
+
+using test::Broker;
+using test::BrokerOptions;
+using test::TempDir;
+using test::TestMqttClient;
+using test::WaitFor;
+
+struct Inbox {
+  std::mutex mu;
+  std::vector<MqttMessage> messages;
+  void Add(MqttMessage&& m) {
+    std::lock_guard<std::mutex> lock(mu);
+    messages.push_back(std::move(m));
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu);
+    return messages.size();
+  }
+};
+
+std::unique_ptr<MqttLink> MakeLink(MqttLinkOptions o, Inbox* inbox) {
+  std::unique_ptr<MqttLink> link;
+  Status s = NewPahoMqttLink(o, &link);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  if (link && inbox) link->SetMessageHandler([inbox](MqttMessage&& m) { inbox->Add(std::move(m)); });
+  return link;
+}
+
+class MqttLinkTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(MqttLinkTest, SubscribesReceivesAndPublishesWithWindow) {
+  TempDir dir;
+  Broker broker(dir.File("broker"));
+  ASSERT_TRUE(broker.Start());
+  Inbox inbox;
+  MqttLinkOptions o;
+  o.uri = broker.uri();
+  o.client_id = "link-a";
+  o.mqtt_version = GetParam();
+  o.max_inflight = 8;
+  auto link = MakeLink(o, &inbox);
+  ASSERT_TRUE(link->Subscribe("t/#", 1).ok());
+  ASSERT_TRUE(link->Connect(5000).ok());
+  std::atomic<int> done_ok{0};
+  // 500 publishes through a window of 8: more than Paho's default buffer
+  // cap (100) would allow without our own create_options.
+  for (int i = 0; i < 500; ++i) {
+    Status s = link->Publish("t/" + std::to_string(i % 5), std::to_string(i), 1, false, 5000,
+                             [&done_ok](const Status& st) {
+                               if (st.ok()) done_ok++;
+                             });
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_LE(link->inflight(), 8);
+  }
+  ASSERT_TRUE(link->Flush(10000).ok());
+  EXPECT_EQ(done_ok.load(), 500);
+  ASSERT_TRUE(WaitFor([&] { return inbox.size() == 500; }, 10000)) << inbox.size();
+  EXPECT_EQ(link->counters().published, 500);
+  EXPECT_TRUE(link->Disconnect(2000).ok());
+  EXPECT_FALSE(link->connected());
+}
+
+TEST_P(MqttLinkTest, PersistentSessionReceivesWhatWasPublishedWhileAway) {
+  TempDir dir;
+  Broker broker(dir.File("broker"));
+  ASSERT_TRUE(broker.Start());
+  MqttLinkOptions o;
+  o.uri = broker.uri();
+  o.client_id = "link-persistent";
+  o.mqtt_version = GetParam();
+  {
+    auto link = MakeLink(o, nullptr);
+    ASSERT_TRUE(link->Subscribe("s/+", 1).ok());
+    ASSERT_TRUE(link->Connect(5000).ok());
+    ASSERT_TRUE(link->Disconnect(2000).ok());
+  }
+  TestMqttClient pub(broker.uri(), "pub", true);
+  ASSERT_TRUE(pub.Connect());
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(pub.Publish("s/x", std::to_string(i), 1));
+  Inbox inbox;
+  bool resumed = false;
+  auto link = MakeLink(o, &inbox);
+  link->SetStateHandler([&resumed](bool up, bool session_present, const std::string&) {
+    if (up) resumed = session_present;
+  });
+  ASSERT_TRUE(link->Connect(5000).ok());
+  ASSERT_TRUE(WaitFor([&] { return inbox.size() == 50; }, 10000)) << inbox.size() << broker.log();
+  EXPECT_TRUE(resumed);
+  std::lock_guard<std::mutex> lock(inbox.mu);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(inbox.messages[i].payload, std::to_string(i));
+}
+
+TEST_P(MqttLinkTest, ReconnectsAfterBrokerRestartAndResubscribes) {
+  TempDir dir;
+  // Without persistence the restarted broker forgets the session: only the
+  // link's own re-subscription brings the messages back.
+  BrokerOptions bo;
+  bo.persistence = false;
+  Broker broker(dir.File("broker"), bo);
+  ASSERT_TRUE(broker.Start());
+  Inbox inbox;
+  MqttLinkOptions o;
+  o.uri = broker.uri();
+  o.client_id = "link-reconnect";
+  o.mqtt_version = GetParam();
+  o.reconnect_min_ms = 50;
+  o.reconnect_max_ms = 200;
+  auto link = MakeLink(o, &inbox);
+  std::atomic<int> ups{0}, downs{0};
+  link->SetStateHandler([&](bool up, bool, const std::string&) { (up ? ups : downs)++; });
+  ASSERT_TRUE(link->Connect(5000).ok());
+  ASSERT_TRUE(link->Subscribe("r/#", 1).ok());
+  broker.Kill9();
+  ASSERT_TRUE(WaitFor([&] { return !link->connected(); }, 10000));
+  EXPECT_EQ(link->Publish("r/1", "x", 1, false, 100).code(), Status::Code::kUnavailable);
+  ASSERT_TRUE(broker.Start());
+  ASSERT_TRUE(link->WaitConnected(10000));
+  TestMqttClient pub(broker.uri(), "pub2", true);
+  ASSERT_TRUE(pub.Connect());
+  ASSERT_TRUE(pub.Publish("r/1", "after", 1));
+  ASSERT_TRUE(WaitFor([&] { return inbox.size() == 1; }, 10000));
+  EXPECT_GE(ups.load(), 2);
+  EXPECT_GE(downs.load(), 1);
+  EXPECT_GE(link->counters().connection_losses, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, MqttLinkTest, ::testing::Values(4, 5),
+                         [](const ::testing::TestParamInfo<int>& p) { return p.param == 5 ? "Mqtt5" : "Mqtt311"; });
+
+TEST(MqttLinkStart, FirstConnectRetriesUntilTheBrokerComesUp) {
+  TempDir dir;
+  Broker broker(dir.File("broker"));
+  MqttLinkOptions o;
+  o.uri = broker.uri();
+  o.client_id = "link-late";
+  o.reconnect_min_ms = 50;
+  o.reconnect_max_ms = 200;
+  auto link = MakeLink(o, nullptr);
+  Status s = link->Connect(300);
+  EXPECT_EQ(s.code(), Status::Code::kUnavailable) << s.ToString();
+  ASSERT_TRUE(broker.Start());
+  EXPECT_TRUE(link->WaitConnected(10000));
+}
+
+TEST(MqttLinkOptionsCheck, RejectsBadOptions) {
+  std::unique_ptr<MqttLink> link;
+  MqttLinkOptions o;
+  o.client_id = "x";
+  o.uri = "http://127.0.0.1:1";
+  EXPECT_EQ(NewPahoMqttLink(o, &link).code(), Status::Code::kInvalidArgument);
+  o.uri = "tcp://127.0.0.1:1";
+  o.mqtt_version = 3;
+  EXPECT_EQ(NewPahoMqttLink(o, &link).code(), Status::Code::kInvalidArgument);
+  o.mqtt_version = 4;
+  o.credentials_file = "/nonexistent/creds";
+  EXPECT_EQ(NewPahoMqttLink(o, &link).code(), Status::Code::kInvalidArgument);
+  o.credentials_file = "";
+  o.ca_file = "/nonexistent/ca.crt";
+  EXPECT_EQ(NewPahoMqttLink(o, &link).code(), Status::Code::kInvalidArgument);
+}
+
+TEST(Credentials, ParsesUserPasswordAndNeverEchoesTheSecret) {
+  TempDir dir;
+  std::string user, password;
+  test::WriteAll(dir.File("ok"), "sensor:pa:ss\n");
+  ASSERT_TRUE(ReadCredentialsFile(dir.File("ok"), &user, &password).ok());
+  EXPECT_EQ(user, "sensor");
+  EXPECT_EQ(password, "pa:ss");
+  test::WriteAll(dir.File("bad"), "secretvalue");
+  Status s = ReadCredentialsFile(dir.File("bad"), &user, &password);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.message().find("secretvalue"), std::string::npos);
+  test::WriteAll(dir.File("two"), "a:b\nc:d\n");
+  EXPECT_FALSE(ReadCredentialsFile(dir.File("two"), &user, &password).ok());
+}
+
+TEST(MqttLinkAuth, UsesCredentialsFileAndFailsWithWrongPassword) {
+  TempDir dir;
+  std::string pw = dir.File("passwd");
+  ASSERT_EQ(std::system(("mosquitto_passwd -c -b '" + pw + "' gw s3cret >/dev/null 2>&1").c_str()), 0);
+  BrokerOptions bo;
+  bo.password_file = pw;
+  Broker broker(dir.File("broker"), bo);
+  ASSERT_TRUE(broker.Start());
+  MqttLinkOptions o;
+  o.uri = broker.uri();
+  o.client_id = "link-auth";
+  o.credentials_file = dir.File("good");
+  test::WriteAll(o.credentials_file, "gw:s3cret\n");
+  auto good = MakeLink(o, nullptr);
+  EXPECT_TRUE(good->Connect(5000).ok());
+  good->Disconnect(1000);
+  o.credentials_file = dir.File("bad");
+  o.client_id = "link-auth-bad";
+  test::WriteAll(o.credentials_file, "gw:wrong\n");
+  auto bad = MakeLink(o, nullptr);
+  Status s = bad->Connect(1500);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.message().find("wrong"), std::string::npos) << s.message();
+}
+
+TEST(MqttLinkTls, ConnectsWithMutualTls) {
+  TempDir dir;
+  ASSERT_TRUE(test::MakeTestPki(dir.path()));
+  BrokerOptions bo;
+  bo.tls_ca_file = dir.File("ca.crt");
+  bo.tls_cert_file = dir.File("server.crt");
+  bo.tls_key_file = dir.File("server.key");
+  bo.tls_require_client_cert = true;
+  Broker broker(dir.File("broker"), bo);
+  ASSERT_TRUE(broker.Start());
+  Inbox inbox;
+  MqttLinkOptions o;
+  o.uri = broker.tls_uri();
+  o.client_id = "link-tls";
+  o.ca_file = dir.File("ca.crt");
+  o.cert_file = dir.File("client.crt");
+  o.key_file = dir.File("client.key");
+  auto link = MakeLink(o, &inbox);
+  ASSERT_TRUE(link->Subscribe("tls/t", 1).ok());
+  ASSERT_TRUE(link->Connect(10000).ok());
+  ASSERT_TRUE(link->Publish("tls/t", "hello", 1, false, 1000).ok());
+  ASSERT_TRUE(WaitFor([&] { return inbox.size() == 1; }, 5000));
+  // Without the client certificate the broker refuses us.
+  o.client_id = "link-tls-nocert";
+  o.cert_file.clear();
+  o.key_file.clear();
+  auto refused = MakeLink(o, nullptr);
+  EXPECT_FALSE(refused->Connect(1500).ok());
+}
+
+}  // namespace
+}  // namespace edgesync
