@@ -1,0 +1,375 @@
+#include "sync/columns.h"
+
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+
+#include "sync/batch_generated.h"
+
+namespace edgesync {
+namespace {
+
+// Decimal scales up to 10^15 keep mantissas of real sensor values well below
+// 2^53, where a double still holds every integer exactly.
+constexpr int kMaxScale = 15;
+constexpr int64_t kMaxMantissa = int64_t{1} << 53;
+
+const double kPow10[kMaxScale + 1] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                      1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+
+// m / 10^scale reproduces value bit for bit (IEEE division of two exact
+// numbers is correctly rounded, so this is also what strtod gives for the
+// decimal text). -0.0, NaN and infinities never qualify.
+bool MantissaAt(double value, int scale, int64_t* m) {
+  if (!std::isfinite(value)) return false;
+  double scaled = std::nearbyint(value * kPow10[scale]);
+  if (!(std::fabs(scaled) < static_cast<double>(kMaxMantissa))) return false;
+  int64_t candidate = static_cast<int64_t>(scaled);
+  double back = static_cast<double>(candidate) / kPow10[scale];
+  if (std::memcmp(&back, &value, sizeof back) != 0) return false;
+  *m = candidate;
+  return true;
+}
+
+int MinimalScale(double value) {
+  int64_t m;
+  for (int s = 0; s <= kMaxScale; ++s) {
+    if (MantissaAt(value, s, &m)) return s;
+  }
+  return -1;
+}
+
+uint64_t SeriesKey(uint32_t device, uint32_t metric) { return (uint64_t{device} << 32) | metric; }
+
+class Dictionary {
+ public:
+  uint32_t Index(const std::string& s) {
+    auto it = index_.find(s);
+    if (it != index_.end()) return it->second;
+    uint32_t i = static_cast<uint32_t>(values_.size());
+    index_.emplace(s, i);
+    values_.push_back(s);
+    return i;
+  }
+  const std::vector<std::string>& values() const { return values_; }
+
+ private:
+  std::unordered_map<std::string, uint32_t> index_;
+  std::vector<std::string> values_;
+};
+
+// Reads varints from one column, remembering which column failed.
+class Reader {
+ public:
+  Reader(const flatbuffers::Vector<uint8_t>* v, const char* name)
+      : p_(v ? v->data() : nullptr), end_(v ? v->data() + v->size() : nullptr), name_(name) {}
+  bool Next(uint64_t* out) {
+    uint64_t result = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p_ == end_) return false;
+      uint8_t b = *p_++;
+      if (shift == 63 && b > 1) return false;  // more than 64 bits
+      result |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) {
+        *out = result;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool AtEnd() const { return p_ == end_; }
+  Status Error(const std::string& what) const {
+    return Status::Corruption(std::string("batch column ") + name_ + ": " + what);
+  }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+  const char* name_;
+};
+
+#define ES_READ(reader, var)                                      \
+  uint64_t var;                                                   \
+  if (!(reader).Next(&var)) return (reader).Error("truncated or bad varint")
+
+}  // namespace
+
+void PutVarint(uint64_t value, std::string* out) {
+  while (value >= 0x80) {
+    out->push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out->push_back(static_cast<char>(value));
+}
+
+std::string EncodeEntries(const std::vector<ChangeEntry>& entries, uint64_t lsn_base, const FeedColumns* feed) {
+  Dictionary devices, metrics, units;
+  std::string kinds, lsns, device_index, metric_index, unit_index, timestamps, quality, mantissas, escaped, seqs,
+      origin_index;
+  std::vector<uint64_t> raw_values;
+
+  // Pass 1: dictionaries and the decimal scale of each metric (the largest
+  // any of its values needs), so mantissas of one series share a scale.
+  std::vector<int> metric_scale;
+  std::vector<uint32_t> reading_metric;
+  for (const ChangeEntry& e : entries) {
+    devices.Index(e.device_id());
+    if (e.kind != ChangeEntry::Kind::kReading) continue;
+    uint32_t m = metrics.Index(e.reading.metric);
+    if (m >= metric_scale.size()) metric_scale.resize(m + 1, 0);
+    int s = MinimalScale(e.reading.value);
+    if (s > metric_scale[m]) metric_scale[m] = s;
+    reading_metric.push_back(m);
+  }
+
+  std::unordered_map<uint64_t, int64_t> last_of_series;
+  std::vector<int64_t> last_of_metric(metric_scale.size(), 0);
+  std::vector<bool> metric_seen(metric_scale.size(), false);
+  uint64_t prev_lsn = lsn_base;
+  uint32_t prev_device = 0;
+  int64_t prev_ts = 0;
+  uint64_t reading_no = 0, last_escape = 0;
+  bool any_escape = false;
+  std::vector<flatbuffers::Offset<wire::DeviceFields>> records;
+  flatbuffers::FlatBufferBuilder fbb(1024 + entries.size() * 8);
+
+  for (const ChangeEntry& e : entries) {
+    PutVarint(static_cast<uint64_t>(e.kind), &kinds);
+    PutVarint(ZigZag(static_cast<int64_t>(e.lsn - prev_lsn - 1)), &lsns);
+    prev_lsn = e.lsn;
+    uint32_t d = devices.Index(e.device_id());
+    PutVarint(ZigZag(static_cast<int64_t>(d) - static_cast<int64_t>(prev_device)), &device_index);
+    prev_device = d;
+    if (e.kind != ChangeEntry::Kind::kReading) {
+      const DeviceRecord& r = e.device;
+      records.push_back(wire::CreateDeviceFields(fbb, fbb.CreateString(r.name), fbb.CreateString(r.location),
+                                                 fbb.CreateString(r.default_unit), r.deleted));
+      continue;
+    }
+    const Reading& r = e.reading;
+    uint32_t m = metrics.Index(r.metric);
+    PutVarint(m, &metric_index);
+    PutVarint(units.Index(r.unit), &unit_index);
+    PutVarint(ZigZag(static_cast<int64_t>(static_cast<uint64_t>(r.ts_ms) - static_cast<uint64_t>(prev_ts))),
+              &timestamps);
+    prev_ts = r.ts_ms;
+    PutVarint(r.quality, &quality);
+    int64_t mantissa;
+    if (MantissaAt(r.value, metric_scale[m], &mantissa)) {
+      uint64_t key = SeriesKey(d, m);
+      auto it = last_of_series.find(key);
+      int64_t prediction = it != last_of_series.end() ? it->second : (metric_seen[m] ? last_of_metric[m] : 0);
+      PutVarint(ZigZag(mantissa - prediction), &mantissas);
+      last_of_series[key] = mantissa;
+      last_of_metric[m] = mantissa;
+      metric_seen[m] = true;
+    } else {
+      uint64_t bits;
+      std::memcpy(&bits, &r.value, sizeof bits);
+      raw_values.push_back(bits);
+      PutVarint(any_escape ? reading_no - last_escape - 1 : reading_no, &escaped);
+      last_escape = reading_no;
+      any_escape = true;
+    }
+    ++reading_no;
+  }
+
+  std::string scales;
+  for (int s : metric_scale) PutVarint(static_cast<uint64_t>(s), &scales);
+
+  std::vector<flatbuffers::Offset<wire::WireOrigin>> origins;
+  if (feed) {
+    for (const Origin& o : feed->origins) {
+      origins.push_back(wire::CreateWireOrigin(fbb, fbb.CreateString(o.gateway_id), fbb.CreateString(o.epoch)));
+    }
+    for (uint32_t i : feed->origin_index) PutVarint(i, &origin_index);
+    uint64_t prev_seq = 0;
+    for (uint64_t s : feed->seqs) {
+      PutVarint(ZigZag(static_cast<int64_t>(s - prev_seq - 1)), &seqs);
+      prev_seq = s;
+    }
+  }
+
+  auto bytes = [&fbb](const std::string& s) {
+    return fbb.CreateVector(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  };
+  auto dev = fbb.CreateVectorOfStrings(devices.values());
+  auto met = fbb.CreateVectorOfStrings(metrics.values());
+  auto uni = fbb.CreateVectorOfStrings(units.values());
+  auto k = bytes(kinds), l = bytes(lsns), di = bytes(device_index), mi = bytes(metric_index), ui = bytes(unit_index),
+       ts = bytes(timestamps), q = bytes(quality), sc = bytes(scales), ma = bytes(mantissas), es = bytes(escaped);
+  auto raw = fbb.CreateVector(raw_values);
+  auto rec = fbb.CreateVector(records);
+  auto ori = fbb.CreateVector(origins);
+  auto oi = bytes(origin_index), sq = bytes(seqs);
+  fbb.Finish(wire::CreateEntries(fbb, static_cast<uint32_t>(entries.size()), dev, met, uni, k, l, di, mi, ui, ts, q,
+                                 sc, ma, es, raw, rec, ori, oi, sq));
+  return std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
+}
+
+Status DecodeEntries(std::string_view bytes, uint64_t lsn_base, size_t max_entries, std::vector<ChangeEntry>* entries,
+                     FeedColumns* feed) {
+  entries->clear();
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  flatbuffers::Verifier verifier(data, bytes.size(), 16, 4 * max_entries + 1024);
+  if (!verifier.VerifyBuffer<wire::Entries>(nullptr)) return Status::Corruption("batch entries: not a valid buffer");
+  const wire::Entries* in = flatbuffers::GetRoot<wire::Entries>(data);
+  size_t count = in->count();
+  if (count > max_entries) {
+    return Status::Corruption("batch entries: " + std::to_string(count) + " entries, limit " +
+                              std::to_string(max_entries));
+  }
+
+  // Dictionaries are validated once; every reading then refers to them.
+  auto load = [](const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v, const char* what,
+                 bool key, std::vector<std::string>* out) -> Status {
+    if (!v) return Status::Ok();
+    for (const auto* s : *v) {
+      std::string value = s->str();
+      if (key) {
+        ES_RETURN_IF_ERROR(ValidateKey(what, value));
+      } else if (value.size() > 32 || !IsValidUtf8(value)) {
+        return Status::Corruption(std::string("batch dictionary ") + what + ": invalid entry");
+      }
+      out->push_back(std::move(value));
+    }
+    return Status::Ok();
+  };
+  std::vector<std::string> devices, metrics, units;
+  Status st = load(in->devices(), "deviceId", true, &devices);
+  if (st.ok()) st = load(in->metrics(), "metric", true, &metrics);
+  if (st.ok()) st = load(in->units(), "unit", false, &units);
+  if (!st.ok()) return Status::Corruption("batch dictionary: " + st.message());
+
+  std::vector<int> scales;
+  Reader scale_reader(in->metric_scale(), "metric_scale");
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    ES_READ(scale_reader, s);
+    if (s > static_cast<uint64_t>(kMaxScale)) return scale_reader.Error("scale out of range");
+    scales.push_back(static_cast<int>(s));
+  }
+
+  Reader kinds(in->kinds(), "kinds"), lsns(in->lsns(), "lsns"), device_index(in->device_index(), "device_index"),
+      metric_index(in->metric_index(), "metric_index"), unit_index(in->unit_index(), "unit_index"),
+      timestamps(in->timestamps(), "timestamps"), quality(in->quality(), "quality"),
+      mantissas(in->mantissas(), "mantissas"), escaped(in->escaped(), "escaped");
+  const auto* raw = in->raw_values();
+  const auto* records = in->device_records();
+  size_t raw_used = 0, records_used = 0;
+  bool have_escape = false;
+  uint64_t next_escape = 0;
+  auto advance_escape = [&](bool first) -> bool {
+    uint64_t gap;
+    if (escaped.AtEnd()) {
+      have_escape = false;
+      return true;
+    }
+    if (!escaped.Next(&gap)) return false;
+    next_escape = first ? gap : next_escape + 1 + gap;
+    have_escape = true;
+    return true;
+  };
+  if (!advance_escape(true)) return escaped.Error("bad varint");
+
+  std::unordered_map<uint64_t, int64_t> last_of_series;
+  std::vector<int64_t> last_of_metric(metrics.size(), 0);
+  std::vector<bool> metric_seen(metrics.size(), false);
+  uint64_t prev_lsn = lsn_base, reading_no = 0;
+  int64_t prev_device = 0, prev_ts = 0;
+  entries->reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    ChangeEntry e;
+    ES_READ(kinds, kind);
+    if (kind > 2) return kinds.Error("unknown entry kind " + std::to_string(kind));
+    e.kind = static_cast<ChangeEntry::Kind>(kind);
+    ES_READ(lsns, dl);
+    e.lsn = prev_lsn + static_cast<uint64_t>(UnZigZag(dl)) + 1;
+    prev_lsn = e.lsn;
+    if (e.lsn == 0) return lsns.Error("LSN 0");
+    ES_READ(device_index, dd);
+    int64_t d = prev_device + UnZigZag(dd);
+    if (d < 0 || static_cast<uint64_t>(d) >= devices.size()) return device_index.Error("index out of range");
+    prev_device = d;
+    if (e.kind != ChangeEntry::Kind::kReading) {
+      if (!records || records_used >= records->size()) return Status::Corruption("batch: missing device record");
+      const wire::DeviceFields* f = records->Get(static_cast<flatbuffers::uoffset_t>(records_used++));
+      e.device.device_id = devices[d];
+      e.device.name = f->name() ? f->name()->str() : "";
+      e.device.location = f->location() ? f->location()->str() : "";
+      e.device.default_unit = f->default_unit() ? f->default_unit()->str() : "";
+      e.device.deleted = f->deleted() || e.kind == ChangeEntry::Kind::kDeviceDelete;
+      entries->push_back(std::move(e));
+      continue;
+    }
+    Reading& r = e.reading;
+    r.device_id = devices[d];
+    ES_READ(metric_index, m);
+    if (m >= metrics.size()) return metric_index.Error("index out of range");
+    r.metric = metrics[m];
+    ES_READ(unit_index, u);
+    if (u >= units.size()) return unit_index.Error("index out of range");
+    r.unit = units[u];
+    ES_READ(timestamps, dt);
+    r.ts_ms = static_cast<int64_t>(static_cast<uint64_t>(prev_ts) + static_cast<uint64_t>(UnZigZag(dt)));
+    prev_ts = r.ts_ms;
+    ES_READ(quality, qv);
+    if (qv > UINT32_MAX) return quality.Error("out of range");
+    r.quality = static_cast<uint32_t>(qv);
+    if (have_escape && next_escape == reading_no) {
+      if (!raw || raw_used >= raw->size()) return Status::Corruption("batch column raw_values: too short");
+      uint64_t bits = raw->Get(static_cast<flatbuffers::uoffset_t>(raw_used++));
+      std::memcpy(&r.value, &bits, sizeof bits);
+      if (!advance_escape(false)) return escaped.Error("bad varint");
+    } else {
+      ES_READ(mantissas, zm);
+      uint64_t key = SeriesKey(static_cast<uint32_t>(d), static_cast<uint32_t>(m));
+      auto it = last_of_series.find(key);
+      int64_t prediction = it != last_of_series.end() ? it->second : (metric_seen[m] ? last_of_metric[m] : 0);
+      int64_t mantissa;
+      if (__builtin_add_overflow(prediction, UnZigZag(zm), &mantissa) || mantissa >= kMaxMantissa ||
+          mantissa <= -kMaxMantissa) {
+        return mantissas.Error("mantissa out of range");
+      }
+      last_of_series[key] = mantissa;
+      last_of_metric[m] = mantissa;
+      metric_seen[m] = true;
+      r.value = static_cast<double>(mantissa) / kPow10[scales[m]];
+    }
+    ++reading_no;
+    if (!std::isfinite(r.value)) return Status::Corruption("batch: reading value is not finite");
+    entries->push_back(std::move(e));
+  }
+  if (have_escape) return escaped.Error("index beyond the readings");
+  if (!kinds.AtEnd() || !lsns.AtEnd() || !device_index.AtEnd() || !metric_index.AtEnd() || !mantissas.AtEnd() ||
+      (raw && raw_used != raw->size()) || (records && records_used != records->size())) {
+    return Status::Corruption("batch: columns longer than the entry count");
+  }
+
+  if (feed) {
+    feed->origins.clear();
+    feed->origin_index.clear();
+    feed->seqs.clear();
+    if (in->origins()) {
+      for (const auto* o : *in->origins()) {
+        Origin origin{o->gateway_id() ? o->gateway_id()->str() : "", o->epoch() ? o->epoch()->str() : ""};
+        if (origin.gateway_id.empty() || origin.epoch.empty()) return Status::Corruption("feed page: empty origin");
+        feed->origins.push_back(std::move(origin));
+      }
+    }
+    Reader oi(in->origin_index(), "origin_index"), sq(in->seqs(), "seqs");
+    uint64_t prev_seq = 0;
+    for (size_t i = 0; i < count; ++i) {
+      ES_READ(oi, o);
+      if (o >= feed->origins.size()) return oi.Error("index out of range");
+      feed->origin_index.push_back(static_cast<uint32_t>(o));
+      ES_READ(sq, ds);
+      uint64_t seq = prev_seq + static_cast<uint64_t>(UnZigZag(ds)) + 1;
+      if (seq <= prev_seq) return sq.Error("not increasing");
+      feed->seqs.push_back(seq);
+      prev_seq = seq;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace edgesync

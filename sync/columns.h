@@ -1,0 +1,50 @@
+// sync/columns.h: the column layout of change entries on the wire (the
+// `Entries` table of sync/batch.fbs), before compression.
+//
+// Readings are mostly the same few devices, metrics and units, consecutive
+// LSNs, nearby timestamps and values quantised to a sensor's resolution, so
+// each field becomes its own column of small varints that zstd squeezes to a
+// few bits: dictionaries for strings, deltas for LSNs and timestamps, and
+// values as decimal-scaled integers predicted from the previous value of the
+// same series (or metric). Any double that is not an exact decimal travels as
+// its raw IEEE bits, so every value round-trips bit for bit.
+//
+// Thread safety: stateless functions.
+#ifndef EDGESYNC_SYNC_COLUMNS_H_
+#define EDGESYNC_SYNC_COLUMNS_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "platform/status.h"
+#include "store/types.h"
+
+namespace edgesync {
+
+// The extra columns of a region feed page (empty for uplink batches).
+struct FeedColumns {
+  std::vector<Origin> origins;         // dictionary
+  std::vector<uint32_t> origin_index;  // one per entry
+  std::vector<uint64_t> seqs;          // one per entry, strictly increasing
+};
+
+// Builds an `Entries` FlatBuffer. lsn_base is the LSN "before" the first
+// entry (first_lsn - 1 for a batch, 0 for a feed page); feed may be null.
+std::string EncodeEntries(const std::vector<ChangeEntry>& entries, uint64_t lsn_base, const FeedColumns* feed);
+
+// Verifies and decodes an `Entries` FlatBuffer. Every index, count and
+// varint is checked; readings are validated (ValidateReading). Errors are
+// Corruption naming the column. max_entries bounds what is allocated.
+Status DecodeEntries(std::string_view bytes, uint64_t lsn_base, size_t max_entries, std::vector<ChangeEntry>* entries,
+                     FeedColumns* feed);
+
+// Zig-zag LEB128 helpers, exposed for tests.
+void PutVarint(uint64_t value, std::string* out);
+inline uint64_t ZigZag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+inline int64_t UnZigZag(uint64_t v) { return static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1)); }
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_SYNC_COLUMNS_H_

@@ -1,0 +1,340 @@
+#include "sync/wire.h"
+
+#include <zstd.h>
+
+#include <cstring>
+#include <memory>
+
+#include "sync/batch_generated.h"
+#include "sync/columns.h"
+
+namespace edgesync {
+namespace {
+
+using flatbuffers::FlatBufferBuilder;
+using flatbuffers::Offset;
+
+std::string Finish(FlatBufferBuilder& fbb, const std::string& reply_to, uint64_t correlation_id, wire::Body type,
+                   Offset<void> body) {
+  auto rt = fbb.CreateString(reply_to);
+  wire::FinishMessageBuffer(fbb, wire::CreateMessage(fbb, kWireVersion, rt, correlation_id, type, body));
+  return std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
+}
+
+Offset<wire::WireOrigin> MakeOrigin(FlatBufferBuilder& fbb, const Origin& o) {
+  return wire::CreateWireOrigin(fbb, fbb.CreateString(o.gateway_id), fbb.CreateString(o.epoch));
+}
+
+Origin ReadOrigin(const wire::WireOrigin* o) {
+  if (!o) return {};
+  return {o->gateway_id() ? o->gateway_id()->str() : "", o->epoch() ? o->epoch()->str() : ""};
+}
+
+std::string Str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+
+Status Compress(const std::string& raw, int level, std::string* out) {
+  out->resize(ZSTD_compressBound(raw.size()));
+  size_t n = ZSTD_compress(out->data(), out->size(), raw.data(), raw.size(), level);
+  if (ZSTD_isError(n)) return Status::Corruption(std::string("zstd: ") + ZSTD_getErrorName(n));
+  out->resize(n);
+  return Status::Ok();
+}
+
+// Decompresses a body whose size the header declares; the frame must declare
+// the same size, so no hostile frame makes us allocate more than the cap.
+Status Decompress(const flatbuffers::Vector<uint8_t>* body, wire::Codec codec, uint32_t raw_size,
+                  const DecodeLimits& limits, std::string* raw, WireCounters* counters) {
+  if (!body) {
+    if (counters) ++counters->bad_buffer;
+    return Status::Corruption("message: missing body");
+  }
+  if (raw_size > limits.max_raw_bytes) {
+    if (counters) ++counters->too_large;
+    return Status::Corruption("message: declared body size " + std::to_string(raw_size) + " over the limit " +
+                              std::to_string(limits.max_raw_bytes));
+  }
+  if (codec == wire::Codec::None) {
+    if (body->size() != raw_size) {
+      if (counters) ++counters->bad_compression;
+      return Status::Corruption("message: body size differs from the declared size");
+    }
+    raw->assign(reinterpret_cast<const char*>(body->data()), body->size());
+    return Status::Ok();
+  }
+  if (codec != wire::Codec::Zstd) {
+    if (counters) ++counters->unsupported;
+    return Status::Unsupported("message: unknown codec " + std::to_string(static_cast<int>(codec)));
+  }
+  unsigned long long declared = ZSTD_getFrameContentSize(body->data(), body->size());
+  if (declared == ZSTD_CONTENTSIZE_ERROR || declared == ZSTD_CONTENTSIZE_UNKNOWN || declared != raw_size) {
+    if (counters) ++counters->bad_compression;
+    return Status::Corruption("message: zstd frame does not declare the body size");
+  }
+  raw->resize(raw_size);
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  // Bounds the window too: a frame may not ask for more memory than its content.
+  ZSTD_DCtx_setParameter(ctx.get(), ZSTD_d_windowLogMax, 27);
+  size_t n = ZSTD_decompressDCtx(ctx.get(), raw->data(), raw->size(), body->data(), body->size());
+  if (ZSTD_isError(n) || n != raw_size) {
+    if (counters) ++counters->bad_compression;
+    return Status::Corruption(std::string("message: zstd: ") + (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short"));
+  }
+  return Status::Ok();
+}
+
+Status CheckEncoding(wire::Encoding encoding, WireCounters* counters) {
+  if (encoding == wire::Encoding::ColumnsV1) return Status::Ok();
+  if (counters) ++counters->unsupported;
+  return Status::Unsupported("message: unknown entry encoding " + std::to_string(static_cast<int>(encoding)));
+}
+
+Status DecodeBatch(const wire::Batch* b, const DecodeLimits& limits, WireBatch* out, WireCounters* counters) {
+  out->origin = ReadOrigin(b->origin());
+  out->first_lsn = b->first_lsn();
+  out->last_lsn = b->last_lsn();
+  out->base_lsn = b->base_lsn();
+  auto bad = [counters](const std::string& why) {
+    if (counters) ++counters->bad_entries;
+    return Status::Corruption("batch: " + why);
+  };
+  if (!IsValidUtf8(out->origin.gateway_id) || out->origin.gateway_id.empty() || out->origin.epoch.empty() ||
+      out->origin.gateway_id.size() > 128 || out->origin.epoch.size() > 64) {
+    return bad("missing or invalid origin");
+  }
+  if (b->count() == 0 || b->first_lsn() == 0 || b->first_lsn() > b->last_lsn()) return bad("empty or inverted LSN range");
+  if (b->count() > limits.max_entries) {
+    if (counters) ++counters->too_large;
+    return Status::Corruption("batch: " + std::to_string(b->count()) + " entries over the limit");
+  }
+  ES_RETURN_IF_ERROR(CheckEncoding(b->encoding(), counters));
+  std::string raw;
+  ES_RETURN_IF_ERROR(Decompress(b->body(), b->codec(), b->raw_size(), limits, &raw, counters));
+  Status st = DecodeEntries(raw, b->first_lsn() - 1, b->count(), &out->entries, nullptr);
+  if (!st.ok()) {
+    if (counters) ++counters->bad_entries;
+    return st;
+  }
+  if (out->entries.size() != b->count()) return bad("entry count differs from the header");
+  uint64_t prev = 0;
+  for (const ChangeEntry& e : out->entries) {
+    if (e.lsn <= prev) return bad("LSNs not increasing");
+    prev = e.lsn;
+  }
+  if (out->entries.front().lsn != b->first_lsn() || out->entries.back().lsn != b->last_lsn()) {
+    return bad("entries do not span first_lsn..last_lsn");
+  }
+  return Status::Ok();
+}
+
+Status DecodeFeedPage(const wire::FeedPage* p, const DecodeLimits& limits, WireFeedPage* out,
+                      WireCounters* counters) {
+  out->region = Str(p->region());
+  out->after_seq = p->after_seq();
+  out->next_seq = p->next_seq();
+  out->head_seq = p->head_seq();
+  out->reset = p->reset();
+  out->entries.clear();
+  if (p->count() == 0) return Status::Ok();
+  if (p->count() > limits.max_entries) {
+    if (counters) ++counters->too_large;
+    return Status::Corruption("feed page: too many entries");
+  }
+  ES_RETURN_IF_ERROR(CheckEncoding(p->encoding(), counters));
+  std::string raw;
+  ES_RETURN_IF_ERROR(Decompress(p->body(), p->codec(), p->raw_size(), limits, &raw, counters));
+  std::vector<ChangeEntry> entries;
+  FeedColumns feed;
+  Status st = DecodeEntries(raw, 0, p->count(), &entries, &feed);
+  if (st.ok() && entries.size() != p->count()) st = Status::Corruption("feed page: entry count differs");
+  if (!st.ok()) {
+    if (counters) ++counters->bad_entries;
+    return st;
+  }
+  out->entries.reserve(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    RegionFeedEntry f;
+    f.seq = feed.seqs[i];
+    f.remote.origin = feed.origins[feed.origin_index[i]];
+    f.remote.origin_lsn = entries[i].lsn;
+    f.remote.entry = std::move(entries[i]);
+    out->entries.push_back(std::move(f));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status EncodeBatch(const std::string& reply_to, uint64_t correlation_id, const WireBatch& batch,
+                   const EncodeOptions& options, std::string* out) {
+  if (batch.entries.empty()) return Status::InvalidArgument("encode batch: no entries");
+  std::string raw = EncodeEntries(batch.entries, batch.first_lsn - 1, nullptr);
+  std::string compressed;
+  ES_RETURN_IF_ERROR(Compress(raw, options.zstd_level, &compressed));
+  FlatBufferBuilder fbb(compressed.size() + 256);
+  auto origin = MakeOrigin(fbb, batch.origin);
+  auto body = fbb.CreateVector(reinterpret_cast<const uint8_t*>(compressed.data()), compressed.size());
+  auto b = wire::CreateBatch(fbb, origin, batch.first_lsn, batch.last_lsn, batch.base_lsn,
+                             static_cast<uint32_t>(batch.entries.size()), wire::Codec::Zstd,
+                             wire::Encoding::ColumnsV1, static_cast<uint32_t>(raw.size()), body);
+  *out = Finish(fbb, reply_to, correlation_id, wire::Body::Batch, b.Union());
+  return Status::Ok();
+}
+
+std::string EncodeAck(uint64_t correlation_id, const WireAck& ack) {
+  FlatBufferBuilder fbb(256);
+  auto region = fbb.CreateString(ack.region);
+  auto origin = MakeOrigin(fbb, ack.origin);
+  auto message = fbb.CreateString(ack.message);
+  auto a = wire::CreateBatchAck(fbb, region, origin, ack.high_water, static_cast<wire::AckStatus>(ack.code), message);
+  return Finish(fbb, "", correlation_id, wire::Body::BatchAck, a.Union());
+}
+
+std::string EncodePing(const std::string& reply_to, uint64_t correlation_id, int64_t sent_ns) {
+  FlatBufferBuilder fbb(128);
+  auto p = wire::CreatePing(fbb, sent_ns);
+  return Finish(fbb, reply_to, correlation_id, wire::Body::Ping, p.Union());
+}
+
+std::string EncodePong(uint64_t correlation_id, const std::string& region, int64_t sent_ns) {
+  FlatBufferBuilder fbb(128);
+  auto r = fbb.CreateString(region);
+  auto p = wire::CreatePong(fbb, r, sent_ns);
+  return Finish(fbb, "", correlation_id, wire::Body::Pong, p.Union());
+}
+
+std::string EncodeFeedRequest(const std::string& reply_to, uint64_t correlation_id, uint64_t after_seq,
+                              uint32_t max_entries) {
+  FlatBufferBuilder fbb(128);
+  auto r = wire::CreateFeedRequest(fbb, after_seq, max_entries);
+  return Finish(fbb, reply_to, correlation_id, wire::Body::FeedRequest, r.Union());
+}
+
+Status EncodeFeedPage(uint64_t correlation_id, const WireFeedPage& page, const EncodeOptions& options,
+                      std::string* out) {
+  std::string compressed;
+  uint32_t raw_size = 0;
+  if (!page.entries.empty()) {
+    std::vector<ChangeEntry> entries;
+    FeedColumns feed;
+    entries.reserve(page.entries.size());
+    for (const RegionFeedEntry& f : page.entries) {
+      uint32_t index = 0;
+      while (index < feed.origins.size() && feed.origins[index] != f.remote.origin) ++index;
+      if (index == feed.origins.size()) feed.origins.push_back(f.remote.origin);
+      feed.origin_index.push_back(index);
+      feed.seqs.push_back(f.seq);
+      entries.push_back(f.remote.entry);
+      entries.back().lsn = f.remote.origin_lsn;
+    }
+    std::string raw = EncodeEntries(entries, 0, &feed);
+    raw_size = static_cast<uint32_t>(raw.size());
+    ES_RETURN_IF_ERROR(Compress(raw, options.zstd_level, &compressed));
+  }
+  FlatBufferBuilder fbb(compressed.size() + 256);
+  auto region = fbb.CreateString(page.region);
+  auto body = fbb.CreateVector(reinterpret_cast<const uint8_t*>(compressed.data()), compressed.size());
+  auto p = wire::CreateFeedPage(fbb, region, page.after_seq, page.next_seq, page.head_seq, page.reset,
+                                static_cast<uint32_t>(page.entries.size()), wire::Codec::Zstd,
+                                wire::Encoding::ColumnsV1, raw_size, body);
+  *out = Finish(fbb, "", correlation_id, wire::Body::FeedPage, p.Union());
+  return Status::Ok();
+}
+
+std::string EncodeFeedHead(const std::string& region, uint64_t head_seq) {
+  FlatBufferBuilder fbb(128);
+  auto r = fbb.CreateString(region);
+  auto h = wire::CreateFeedHead(fbb, r, head_seq);
+  return Finish(fbb, "", 0, wire::Body::FeedHead, h.Union());
+}
+
+Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireMessage* message,
+                     WireCounters* counters) {
+  if (payload.size() > limits.max_payload_bytes) {
+    if (counters) ++counters->too_large;
+    return Status::Corruption("message: " + std::to_string(payload.size()) + " bytes over the limit " +
+                              std::to_string(limits.max_payload_bytes));
+  }
+  // FlatBuffers verification checks alignment: copy a misaligned payload.
+  std::unique_ptr<uint64_t[]> aligned;
+  const uint8_t* data = reinterpret_cast<const uint8_t*>(payload.data());
+  if (reinterpret_cast<uintptr_t>(data) % alignof(uint64_t) != 0) {
+    aligned.reset(new uint64_t[payload.size() / 8 + 1]);
+    std::memcpy(aligned.get(), payload.data(), payload.size());
+    data = reinterpret_cast<const uint8_t*>(aligned.get());
+  }
+  flatbuffers::Verifier verifier(data, payload.size(), 16, 10000);
+  if (payload.size() < 8 || !wire::MessageBufferHasIdentifier(data) || !wire::VerifyMessageBuffer(verifier)) {
+    if (counters) ++counters->bad_buffer;
+    return Status::Corruption("message: not an edgesync message (FlatBuffers verification failed)");
+  }
+  const wire::Message* m = wire::GetMessage(data);
+  if (m->body_type() != wire::Body::NONE && m->body() == nullptr) {
+    if (counters) ++counters->bad_buffer;
+    return Status::Corruption("message: body missing");
+  }
+  message->version = m->version();
+  message->reply_to = Str(m->reply_to());
+  message->correlation_id = m->correlation_id();
+  Status st;
+  switch (m->body_type()) {
+    case wire::Body::Batch:
+      message->kind = WireKind::kBatch;
+      st = DecodeBatch(m->body_as_Batch(), limits, &message->batch, counters);
+      break;
+    case wire::Body::BatchAck: {
+      const auto* a = m->body_as_BatchAck();
+      message->kind = WireKind::kAck;
+      message->ack.region = Str(a->region());
+      message->ack.origin = ReadOrigin(a->origin());
+      message->ack.high_water = a->high_water();
+      message->ack.code = static_cast<AckCode>(a->status());
+      message->ack.message = Str(a->message());
+      if (static_cast<uint8_t>(a->status()) > static_cast<uint8_t>(AckCode::kStoreError)) {
+        if (counters) ++counters->unsupported;
+        return Status::Unsupported("ack: unknown status");
+      }
+      break;
+    }
+    case wire::Body::Ping:
+      message->kind = WireKind::kPing;
+      message->ping_sent_ns = m->body_as_Ping()->sent_ns();
+      break;
+    case wire::Body::Pong:
+      message->kind = WireKind::kPong;
+      message->ping_sent_ns = m->body_as_Pong()->sent_ns();
+      message->pong_region = Str(m->body_as_Pong()->region());
+      break;
+    case wire::Body::FeedRequest:
+      message->kind = WireKind::kFeedRequest;
+      message->feed_after_seq = m->body_as_FeedRequest()->after_seq();
+      message->feed_max_entries = m->body_as_FeedRequest()->max_entries();
+      break;
+    case wire::Body::FeedPage:
+      message->kind = WireKind::kFeedPage;
+      st = DecodeFeedPage(m->body_as_FeedPage(), limits, &message->feed_page, counters);
+      break;
+    case wire::Body::FeedHead:
+      message->kind = WireKind::kFeedHead;
+      message->head_region = Str(m->body_as_FeedHead()->region());
+      message->head_seq = m->body_as_FeedHead()->head_seq();
+      break;
+    default:
+      if (counters) ++counters->unsupported;
+      return Status::Unsupported("message: unknown body kind " + std::to_string(static_cast<int>(m->body_type())));
+  }
+  if (st.ok() && counters) ++counters->decoded;
+  return st;
+}
+
+std::string HubInboxTopic(const std::string& prefix, const std::string& region, const std::string& sender) {
+  return prefix + "/region/" + region + "/in/" + sender;
+}
+std::string HubInboxFilter(const std::string& prefix, const std::string& region) {
+  return prefix + "/region/" + region + "/in/+";
+}
+std::string HeadTopic(const std::string& prefix, const std::string& region) {
+  return prefix + "/region/" + region + "/head";
+}
+std::string ReplyTopic(const std::string& prefix, const std::string& client) { return prefix + "/reply/" + client; }
+
+}  // namespace edgesync

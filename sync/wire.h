@@ -1,0 +1,126 @@
+// sync/wire.h: encoding and decoding of every edgesync MQTT payload (the
+// `Message` of sync/batch.fbs; protocol in sync/PROTOCOL.md) and the topics
+// they travel on.
+//
+// Decoders treat input as hostile: the payload size is bounded, the
+// FlatBuffers buffer is verified, the zstd frame must declare its content
+// size, which must match the batch header and stay under a hard cap, and the
+// columns are checked entry by entry. A rejection is a Status naming the
+// reason plus a counter in WireCounters.
+//
+// Thread safety: functions are stateless; WireCounters are atomics.
+#ifndef EDGESYNC_SYNC_WIRE_H_
+#define EDGESYNC_SYNC_WIRE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "platform/status.h"
+#include "store/store.h"
+#include "store/types.h"
+
+namespace edgesync {
+
+constexpr uint16_t kWireVersion = 1;
+
+struct DecodeLimits {
+  size_t max_payload_bytes = size_t{16} << 20;  // compressed MQTT payload
+  size_t max_raw_bytes = size_t{64} << 20;      // after decompression
+  size_t max_entries = 1000000;
+};
+
+struct EncodeOptions {
+  int zstd_level = 3;
+};
+
+// Why payloads were refused (and how many were fine).
+struct WireCounters {
+  std::atomic<uint64_t> decoded{0};
+  std::atomic<uint64_t> too_large{0};       // payload or declared raw size over the limits
+  std::atomic<uint64_t> bad_buffer{0};      // FlatBuffers verification failed, wrong identifier
+  std::atomic<uint64_t> unsupported{0};     // unknown body kind, codec or encoding
+  std::atomic<uint64_t> bad_compression{0};
+  std::atomic<uint64_t> bad_entries{0};     // columns inconsistent, invalid readings
+  uint64_t rejected() const {
+    return too_large + bad_buffer + unsupported + bad_compression + bad_entries;
+  }
+};
+
+enum class WireKind { kBatch, kAck, kPing, kPong, kFeedRequest, kFeedPage, kFeedHead };
+
+enum class AckCode : uint8_t { kOk = 0, kGap = 1, kBadBatch = 2, kStoreError = 3 };
+
+struct WireBatch {
+  Origin origin;
+  uint64_t first_lsn = 0;
+  uint64_t last_lsn = 0;
+  uint64_t base_lsn = 0;
+  std::vector<ChangeEntry> entries;
+};
+
+struct WireAck {
+  std::string region;
+  Origin origin;
+  uint64_t high_water = 0;
+  AckCode code = AckCode::kOk;
+  std::string message;
+};
+
+struct WireFeedPage {
+  std::string region;
+  uint64_t after_seq = 0;
+  uint64_t next_seq = 0;
+  uint64_t head_seq = 0;
+  bool reset = false;
+  std::vector<RegionFeedEntry> entries;
+};
+
+// One decoded message; only the member matching `kind` is filled.
+struct WireMessage {
+  uint16_t version = kWireVersion;
+  std::string reply_to;
+  uint64_t correlation_id = 0;
+  WireKind kind = WireKind::kPing;
+  WireBatch batch;
+  WireAck ack;
+  int64_t ping_sent_ns = 0;     // kPing, kPong
+  std::string pong_region;      // kPong
+  uint64_t feed_after_seq = 0;  // kFeedRequest
+  uint32_t feed_max_entries = 0;
+  WireFeedPage feed_page;       // kFeedPage
+  std::string head_region;      // kFeedHead
+  uint64_t head_seq = 0;
+};
+
+// Encoders. A batch's entries must be of its origin, in LSN order, with
+// first_lsn/last_lsn equal to the first and last entry's LSN.
+Status EncodeBatch(const std::string& reply_to, uint64_t correlation_id, const WireBatch& batch,
+                   const EncodeOptions& options, std::string* out);
+std::string EncodeAck(uint64_t correlation_id, const WireAck& ack);
+std::string EncodePing(const std::string& reply_to, uint64_t correlation_id, int64_t sent_ns);
+std::string EncodePong(uint64_t correlation_id, const std::string& region, int64_t sent_ns);
+std::string EncodeFeedRequest(const std::string& reply_to, uint64_t correlation_id, uint64_t after_seq,
+                              uint32_t max_entries);
+Status EncodeFeedPage(uint64_t correlation_id, const WireFeedPage& page, const EncodeOptions& options,
+                      std::string* out);
+std::string EncodeFeedHead(const std::string& region, uint64_t head_seq);
+
+// Decodes any message. counters may be null.
+Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireMessage* message,
+                     WireCounters* counters);
+
+// Topics (every level [A-Za-z0-9_-], safe on Mosquitto and nats-server):
+//   <prefix>/region/<region>/in/<sender>   requests to a hub (batches, pings, feed requests)
+//   <prefix>/region/<region>/head          the hub's retained FeedHead notice
+//   <prefix>/reply/<client>                answers to one client
+std::string HubInboxTopic(const std::string& prefix, const std::string& region, const std::string& sender);
+std::string HubInboxFilter(const std::string& prefix, const std::string& region);
+std::string HeadTopic(const std::string& prefix, const std::string& region);
+std::string ReplyTopic(const std::string& prefix, const std::string& client);
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_SYNC_WIRE_H_

@@ -1,0 +1,314 @@
+// The wire format: exact round trips, compactness on the reference workload,
+// and rejection of hostile payloads with a counter.
+#include "sync/wire.h"
+
+#include <gtest/gtest.h>
+#include <zstd.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "sync/batch_generated.h"
+#include "sync/columns.h"
+#include "tests/bench/uplink_workload.h"
+
+namespace edgesync {
+namespace {
+
+const Origin kOrigin{"gw-1", "0123456789abcdef0123456789abcdef"};
+
+WireBatch MakeBatch(const std::vector<Reading>& readings, uint64_t first_lsn) {
+  WireBatch b;
+  b.origin = kOrigin;
+  b.first_lsn = first_lsn;
+  b.base_lsn = first_lsn - 1;
+  uint64_t lsn = first_lsn;
+  for (const Reading& r : readings) {
+    ChangeEntry e;
+    e.lsn = lsn++;
+    e.reading = r;
+    b.entries.push_back(e);
+  }
+  b.last_lsn = lsn - 1;
+  return b;
+}
+
+bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+void ExpectSameEntries(const std::vector<ChangeEntry>& want, const std::vector<ChangeEntry>& got) {
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(want[i].lsn, got[i].lsn);
+    ASSERT_EQ(want[i].kind, got[i].kind);
+    if (want[i].kind == ChangeEntry::Kind::kReading) {
+      EXPECT_EQ(want[i].reading.device_id, got[i].reading.device_id);
+      EXPECT_EQ(want[i].reading.metric, got[i].reading.metric);
+      EXPECT_EQ(want[i].reading.unit, got[i].reading.unit);
+      EXPECT_EQ(want[i].reading.ts_ms, got[i].reading.ts_ms);
+      EXPECT_EQ(want[i].reading.quality, got[i].reading.quality);
+      EXPECT_TRUE(SameBits(want[i].reading.value, got[i].reading.value))
+          << want[i].reading.value << " vs " << got[i].reading.value;
+    } else {
+      EXPECT_EQ(want[i].device.device_id, got[i].device.device_id);
+      EXPECT_EQ(want[i].device.name, got[i].device.name);
+      EXPECT_EQ(want[i].device.location, got[i].device.location);
+      EXPECT_EQ(want[i].device.default_unit, got[i].device.default_unit);
+      EXPECT_EQ(want[i].device.deleted, got[i].device.deleted);
+    }
+  }
+}
+
+WireMessage RoundTrip(const WireBatch& batch, std::string* payload = nullptr) {
+  std::string bytes;
+  EXPECT_TRUE(EncodeBatch("edgesync/reply/gw-1", 77, batch, {}, &bytes).ok());
+  WireMessage m;
+  WireCounters counters;
+  Status st = DecodeMessage(bytes, {}, &m, &counters);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(counters.decoded, 1u);
+  if (payload) *payload = bytes;
+  return m;
+}
+
+TEST(WireTest, BatchRoundTripsEveryField) {
+  std::vector<Reading> readings = {
+      {"dev-a", "temperature", 1780000000000, 21.37, "C", 0},
+      {"dev-a", "humidity", 1780000000000, 45.5, "%", kQualityReceiveTime},
+      {"dev-b", "temperature", 1779999999000, -3.2, "C", 0},  // time goes back
+      {"dev-b", "temperature", 1780000001000, -3.25, "C", kQualitySensorFlagged},
+      {"dev-c", "odd", 0, 0.1 + 0.2, "", 0},                  // not a short decimal: raw bits
+      {"dev-c", "odd", -5, -0.0, "", 0},                      // negative zero keeps its sign
+      {"dev-c", "odd", INT64_MAX, 1e300, "", 0},
+      {"dev-c", "odd", INT64_MIN, 5e-324, "", 0},
+      {"dev-c", "big", 1, 9007199254740993.0, "", 0},
+      {"dev-d", "temperature", 1780000002000, 1e15, "C", UINT32_MAX},
+  };
+  WireBatch batch = MakeBatch(readings, 1000);
+  ChangeEntry upsert;
+  upsert.lsn = batch.last_lsn + 5;  // LSNs may skip (device record compaction)
+  upsert.kind = ChangeEntry::Kind::kDeviceUpsert;
+  upsert.device = {"dev-a", "Kitchen", "Floor 1", "C", false};
+  ChangeEntry del;
+  del.lsn = upsert.lsn + 1;
+  del.kind = ChangeEntry::Kind::kDeviceDelete;
+  del.device = {"dev-z", "", "", "", true};
+  batch.entries.push_back(upsert);
+  batch.entries.push_back(del);
+  batch.last_lsn = del.lsn;
+  WireMessage m = RoundTrip(batch);
+  ASSERT_EQ(m.kind, WireKind::kBatch);
+  EXPECT_EQ(m.reply_to, "edgesync/reply/gw-1");
+  EXPECT_EQ(m.correlation_id, 77u);
+  EXPECT_EQ(m.batch.origin, kOrigin);
+  EXPECT_EQ(m.batch.first_lsn, 1000u);
+  EXPECT_EQ(m.batch.last_lsn, del.lsn);
+  EXPECT_EQ(m.batch.base_lsn, 999u);
+  ExpectSameEntries(batch.entries, m.batch.entries);
+}
+
+TEST(WireTest, RandomDoublesRoundTripBitForBit) {
+  std::mt19937_64 rng(7);
+  std::vector<Reading> readings;
+  for (int i = 0; i < 5000; ++i) {
+    double v;
+    switch (i % 4) {
+      case 0: {  // arbitrary finite bit patterns
+        uint64_t bits = rng();
+        std::memcpy(&v, &bits, sizeof v);
+        if (!std::isfinite(v)) v = 1.5;
+        break;
+      }
+      case 1: v = static_cast<double>(static_cast<int64_t>(rng() % 2000001) - 1000000) / 1000.0; break;
+      case 2: v = std::ldexp(static_cast<double>(rng() % 1000), -static_cast<int>(rng() % 60)); break;
+      default: v = static_cast<double>(static_cast<int64_t>(rng() % 100000)) / 10.0; break;
+    }
+    readings.push_back({"dev-" + std::to_string(i % 17), "m" + std::to_string(i % 3), 1780000000000 + i, v, "", 0});
+  }
+  WireBatch batch = MakeBatch(readings, 1);
+  ExpectSameEntries(batch.entries, RoundTrip(batch).batch.entries);
+}
+
+TEST(WireTest, ReferenceWorkloadIsAtMostThreeBytesPerReading) {
+  bench::ReferenceWorkload workload;
+  std::vector<Reading> readings;
+  for (int s = 0; s < 5; ++s) {
+    auto second = workload.NextSecond();
+    readings.insert(readings.end(), second.begin(), second.end());
+  }
+  readings.resize(5000);  // one batch at the default uplink.batch_max_readings (5000)
+  WireBatch batch = MakeBatch(readings, 1);
+  std::string payload;
+  WireMessage m = RoundTrip(batch, &payload);
+  ExpectSameEntries(batch.entries, m.batch.entries);
+  double per_reading = static_cast<double>(payload.size()) / readings.size();
+  RecordProperty("bytes_per_reading", std::to_string(per_reading));
+  EXPECT_LE(per_reading, 3.0);
+}
+
+TEST(WireTest, SmallMessagesRoundTrip) {
+  WireMessage m;
+  ASSERT_TRUE(DecodeMessage(EncodePing("r/x", 5, 123456789), {}, &m, nullptr).ok());
+  EXPECT_EQ(m.kind, WireKind::kPing);
+  EXPECT_EQ(m.reply_to, "r/x");
+  EXPECT_EQ(m.correlation_id, 5u);
+  EXPECT_EQ(m.ping_sent_ns, 123456789);
+  ASSERT_TRUE(DecodeMessage(EncodePong(5, "eu", 42), {}, &m, nullptr).ok());
+  EXPECT_EQ(m.kind, WireKind::kPong);
+  EXPECT_EQ(m.pong_region, "eu");
+  EXPECT_EQ(m.ping_sent_ns, 42);
+  WireAck ack{"eu", kOrigin, 991, AckCode::kGap, "gap after 991"};
+  ASSERT_TRUE(DecodeMessage(EncodeAck(9, ack), {}, &m, nullptr).ok());
+  EXPECT_EQ(m.kind, WireKind::kAck);
+  EXPECT_EQ(m.ack.region, "eu");
+  EXPECT_EQ(m.ack.origin, kOrigin);
+  EXPECT_EQ(m.ack.high_water, 991u);
+  EXPECT_EQ(m.ack.code, AckCode::kGap);
+  EXPECT_EQ(m.ack.message, "gap after 991");
+  ASSERT_TRUE(DecodeMessage(EncodeFeedRequest("r/y", 3, 1000, 500), {}, &m, nullptr).ok());
+  EXPECT_EQ(m.kind, WireKind::kFeedRequest);
+  EXPECT_EQ(m.feed_after_seq, 1000u);
+  EXPECT_EQ(m.feed_max_entries, 500u);
+  ASSERT_TRUE(DecodeMessage(EncodeFeedHead("us", 12345), {}, &m, nullptr).ok());
+  EXPECT_EQ(m.kind, WireKind::kFeedHead);
+  EXPECT_EQ(m.head_region, "us");
+  EXPECT_EQ(m.head_seq, 12345u);
+}
+
+TEST(WireTest, FeedPageRoundTripsOriginsAndSequences) {
+  WireFeedPage page;
+  page.region = "eu";
+  page.after_seq = 10;
+  page.next_seq = 14;
+  page.head_seq = 100;
+  Origin other{"gw-2", "fedcba9876543210fedcba9876543210"};
+  for (int i = 0; i < 4; ++i) {
+    RegionFeedEntry f;
+    f.seq = 11 + i + (i == 3 ? 5 : 0);
+    f.remote.origin = i % 2 ? other : kOrigin;
+    f.remote.origin_lsn = 500 - i * 7;
+    f.remote.entry.lsn = f.remote.origin_lsn;
+    f.remote.entry.reading = {"dev-" + std::to_string(i), "t", 1780000000000 + i, 20.5 + i, "C", 0};
+    page.entries.push_back(f);
+  }
+  std::string bytes;
+  ASSERT_TRUE(EncodeFeedPage(8, page, {}, &bytes).ok());
+  WireMessage m;
+  Status st = DecodeMessage(bytes, {}, &m, nullptr);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(m.kind, WireKind::kFeedPage);
+  EXPECT_EQ(m.feed_page.region, "eu");
+  EXPECT_EQ(m.feed_page.next_seq, 14u);
+  EXPECT_EQ(m.feed_page.head_seq, 100u);
+  EXPECT_FALSE(m.feed_page.reset);
+  ASSERT_EQ(m.feed_page.entries.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(m.feed_page.entries[i].seq, page.entries[i].seq);
+    EXPECT_EQ(m.feed_page.entries[i].remote.origin, page.entries[i].remote.origin);
+    EXPECT_EQ(m.feed_page.entries[i].remote.origin_lsn, page.entries[i].remote.origin_lsn);
+    EXPECT_EQ(m.feed_page.entries[i].remote.entry.reading.value, page.entries[i].remote.entry.reading.value);
+  }
+  WireFeedPage reset;
+  reset.region = "eu";
+  reset.reset = true;
+  reset.next_seq = 900;
+  ASSERT_TRUE(EncodeFeedPage(9, reset, {}, &bytes).ok());
+  ASSERT_TRUE(DecodeMessage(bytes, {}, &m, nullptr).ok());
+  EXPECT_TRUE(m.feed_page.reset);
+  EXPECT_EQ(m.feed_page.next_seq, 900u);
+  EXPECT_TRUE(m.feed_page.entries.empty());
+}
+
+// Re-packs a batch with a hand-made body, as a hostile sender would.
+std::string HostileBatch(const std::string& body, uint32_t raw_size, uint32_t count, wire::Codec codec,
+                         wire::Encoding encoding = wire::Encoding::ColumnsV1) {
+  flatbuffers::FlatBufferBuilder fbb;
+  auto origin = wire::CreateWireOrigin(fbb, fbb.CreateString("gw-1"), fbb.CreateString("e"));
+  auto b = wire::CreateBatch(fbb, origin, 1, count, 0, count, codec, encoding, raw_size,
+                             fbb.CreateVector(reinterpret_cast<const uint8_t*>(body.data()), body.size()));
+  wire::FinishMessageBuffer(fbb, wire::CreateMessage(fbb, 1, fbb.CreateString("r"), 1, wire::Body::Batch, b.Union()));
+  return std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
+}
+
+TEST(WireTest, HostileInputIsRejectedWithACounter) {
+  WireCounters counters;
+  WireMessage m;
+  EXPECT_EQ(DecodeMessage("", {}, &m, &counters).code(), Status::Code::kCorruption);
+  EXPECT_EQ(DecodeMessage("{\"deviceId\":\"x\"}", {}, &m, &counters).code(), Status::Code::kCorruption);
+  EXPECT_EQ(counters.bad_buffer, 2u);
+
+  DecodeLimits small;
+  small.max_payload_bytes = 10;
+  EXPECT_FALSE(DecodeMessage(EncodePing("r", 1, 1), small, &m, &counters).ok());
+  EXPECT_EQ(counters.too_large, 1u);
+
+  // A zstd bomb: 64 MiB of zeros compress to a few KB; the header says so,
+  // but the limit is lower.
+  std::string zeros(size_t{64} << 20, '\0');
+  std::string bomb(ZSTD_compressBound(zeros.size()), '\0');
+  bomb.resize(ZSTD_compress(bomb.data(), bomb.size(), zeros.data(), zeros.size(), 1));
+  DecodeLimits limits;
+  limits.max_raw_bytes = 1 << 20;
+  EXPECT_FALSE(DecodeMessage(HostileBatch(bomb, static_cast<uint32_t>(zeros.size()), 1, wire::Codec::Zstd), limits,
+                             &m, &counters).ok());
+  EXPECT_EQ(counters.too_large, 2u);
+  // The header understates the frame's size.
+  EXPECT_FALSE(DecodeMessage(HostileBatch(bomb, 1000, 1, wire::Codec::Zstd), limits, &m, &counters).ok());
+  EXPECT_EQ(counters.bad_compression, 1u);
+  // Garbage instead of a zstd frame, unknown codec and encoding.
+  EXPECT_FALSE(DecodeMessage(HostileBatch("garbage!", 8, 1, wire::Codec::Zstd), {}, &m, &counters).ok());
+  EXPECT_EQ(counters.bad_compression, 2u);
+  EXPECT_EQ(DecodeMessage(HostileBatch("x", 1, 1, static_cast<wire::Codec>(9)), {}, &m, &counters).code(),
+            Status::Code::kUnsupported);
+  EXPECT_EQ(DecodeMessage(HostileBatch("x", 1, 1, wire::Codec::None, static_cast<wire::Encoding>(7)), {}, &m,
+                          &counters).code(),
+            Status::Code::kUnsupported);
+  EXPECT_EQ(counters.unsupported, 2u);
+  // Uncompressed garbage where the Entries buffer should be.
+  EXPECT_FALSE(DecodeMessage(HostileBatch(std::string(64, '\x7f'), 64, 1, wire::Codec::None), {}, &m, &counters).ok());
+  EXPECT_EQ(counters.bad_entries, 1u);
+  EXPECT_EQ(counters.decoded, 0u);
+}
+
+TEST(WireTest, InconsistentColumnsAreRejected) {
+  std::vector<Reading> readings = {{"dev-a", "t", 1, 1.5, "C", 0}, {"dev-b", "t", 2, 2.5, "C", 0}};
+  WireBatch batch = MakeBatch(readings, 10);
+  std::string raw = EncodeEntries(batch.entries, 9, nullptr);
+  // The header claims more entries than the columns hold.
+  WireCounters counters;
+  WireMessage m;
+  EXPECT_FALSE(DecodeMessage(HostileBatch(raw, static_cast<uint32_t>(raw.size()), 3, wire::Codec::None), {}, &m,
+                             &counters).ok());
+  // Fewer entries than the columns hold.
+  EXPECT_FALSE(DecodeMessage(HostileBatch(raw, static_cast<uint32_t>(raw.size()), 1, wire::Codec::None), {}, &m,
+                             &counters).ok());
+  EXPECT_EQ(counters.bad_entries, 2u);
+  // A device id that would break topics is refused by the decoder too.
+  batch.entries[0].reading.device_id = "a/b";
+  std::string bytes;
+  ASSERT_TRUE(EncodeBatch("r", 1, batch, {}, &bytes).ok());
+  EXPECT_FALSE(DecodeMessage(bytes, {}, &m, &counters).ok());
+  EXPECT_EQ(counters.bad_entries, 3u);
+  // Every single-byte corruption is either decoded or refused, never a crash.
+  ASSERT_TRUE(EncodeBatch("r", 1, MakeBatch(readings, 10), {}, &bytes).ok());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string bad = bytes;
+    bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+    DecodeMessage(bad, {}, &m, &counters);
+    DecodeMessage(std::string_view(bytes).substr(0, i), {}, &m, &counters);
+  }
+}
+
+TEST(WireTest, VarintsAndZigZag) {
+  for (int64_t v : {int64_t{0}, int64_t{1}, int64_t{-1}, INT64_MAX, INT64_MIN, int64_t{123456789}}) {
+    EXPECT_EQ(UnZigZag(ZigZag(v)), v);
+  }
+  std::string out;
+  PutVarint(UINT64_MAX, &out);
+  EXPECT_EQ(out.size(), 10u);
+}
+
+}  // namespace
+}  // namespace edgesync
