@@ -46,6 +46,14 @@ struct StoreOptions {
   int64_t lease_expiry_ms = 15000;
   bool create_if_missing = true;
   Clock* clock = nullptr;       // nullptr = SystemClock()
+  // Check run at open. kQuick (PRAGMA quick_check) reads every page and
+  // finds damaged pages and b-trees in time linear in the file size; kFull
+  // (integrity_check) also cross-checks indexes (slower); kNone skips it.
+  enum class OpenCheck { kQuick, kFull, kNone };
+  OpenCheck open_check = OpenCheck::kQuick;
+  // How long a write waits for another process holding the file's write
+  // lock (lease consumers in other processes) before Unavailable.
+  int busy_timeout_ms = 5000;
 };
 
 // A partition key range: hashes h with min <= h < max. The last range has
@@ -135,7 +143,7 @@ struct StoreStats {
   int64_t file_bytes = 0;
   int64_t dropped_oldest = 0;         // total, since creation
   int64_t rejected_full = 0;          // appends refused because the store was full
-  int64_t dead_letters = 0;
+  int64_t dead_letters = 0;          // total added since creation (the held ones are capped)
 };
 
 class Store {
@@ -204,11 +212,20 @@ class Store {
   // can no longer be served (pruned): the reader must start over explicitly.
   virtual Status ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::vector<RegionFeedEntry>* entries,
                                 uint64_t* head_seq, bool* reset) = 0;
+  // The oldest sequence still served and the head: after a reset, a reader
+  // starts over explicitly from after_seq = oldest_seq - 1. (0, head) when
+  // the feed is empty.
+  virtual Status RegionFeedBounds(uint64_t* oldest_seq, uint64_t* head_seq) {
+    (void)oldest_seq;
+    (void)head_seq;
+    return Status::Unsupported("RegionFeedBounds");
+  }
 
   // Union of local readings and the read view, deduplicated by (origin, LSN).
   virtual Status Query(const QueryRequest& request, std::vector<QueryRow>* rows) = 0;
 
-  // Rejected payloads, capped (oldest dropped).
+  // Rejected payloads, capped (oldest dropped). ListDeadLetters returns the
+  // newest first.
   virtual Status AddDeadLetters(const std::vector<DeadLetter>& letters) = 0;
   virtual Status ListDeadLetters(size_t max, std::vector<DeadLetter>* letters) = 0;
 

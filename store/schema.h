@@ -1,0 +1,34 @@
+// store/schema.h: the store's on-disk layout, its version and the forward
+// migrations between versions.
+//
+// Layout choices (SD cards: few bytes per reading, few pages per commit):
+// - (deviceId, metric, unit) is interned once in `series`; a reading's log
+//   row is then (lsn, kind, series, ts, value, quality) ~ 30 bytes.
+// - The readings ARE the change log: the LSN is the row id of `log`.
+// - Write time is kept per committed batch (`batches`), not per row: it only
+//   serves "feed from a wall time" and retention age, both batch-grained.
+// - Device records keep their content in `devices`; the log holds one entry
+//   per record (its latest version).
+//
+// Thread safety: functions act on the connection given, under its mutex.
+#ifndef EDGESYNC_STORE_SCHEMA_H_
+#define EDGESYNC_STORE_SCHEMA_H_
+
+#include "store/sqlite_util.h"
+
+namespace edgesync {
+
+// The version this build writes. 1: base layout; 2: region hub tables.
+constexpr int kSchemaVersion = 2;
+// "ESYG": marks a SQLite file as an edgesync store.
+constexpr int kApplicationId = 0x45535947;
+
+// Creates the layout of `version` (1..kSchemaVersion) on an empty database
+// inside the caller's transaction. Older versions exist for migration tests.
+Status CreateSchema(Db* db, int version);
+// Migrates from `from` up to kSchemaVersion inside the caller's transaction.
+Status MigrateSchema(Db* db, int from);
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_STORE_SCHEMA_H_

@@ -1,0 +1,151 @@
+// store/sqlite_store.h: the SQLite implementation of Store (internal to
+// store/; callers use store.h).
+//
+// Two connections: writes go through write_db_ under write_mu_ (SQLite allows
+// one writer anyway); feed, log and query reads go through read_db_ under
+// read_mu_, so the uplink's reads never wait for an ingest commit (WAL
+// readers see the last committed snapshot). The series cache (interned
+// deviceId/metric/unit) is shared by both under series_mu_; series rows are
+// never deleted, so a cached id stays valid forever.
+//
+// Thread safety: all public methods may be called from any thread.
+#ifndef EDGESYNC_STORE_SQLITE_STORE_H_
+#define EDGESYNC_STORE_SQLITE_STORE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "store/sqlite_util.h"
+#include "store/store.h"
+
+namespace edgesync {
+
+struct SeriesInfo {
+  std::string device_id;
+  std::string metric;  // "" = the series of a device record
+  std::string unit;
+  uint64_t hash = 0;
+  bool known = false;
+};
+
+class SqliteStore : public Store {
+ public:
+  explicit SqliteStore(const StoreOptions& options);
+  ~SqliteStore() override;
+
+  Status Init();  // opens both connections; the file is known to exist
+
+  Origin origin() const override { return origin_; }
+  int schema_version() const override { return schema_version_; }
+
+  Status AppendReadings(const std::vector<Reading>& readings, AppendResult* result) override;
+  uint64_t LastLsn() const override { return last_lsn_.load(); }
+
+  Status UpsertDevice(const DeviceRecord& device, uint64_t* lsn) override;
+  Status DeleteDevice(const std::string& device_id, uint64_t* lsn) override;
+  Status GetDevice(const std::string& device_id, DeviceRecord* device) override;
+
+  Status ListRanges(std::vector<RangeInfo>* ranges) override;
+  Status ReadFeed(uint32_t range_id, const FeedStart& from, size_t max_entries, FeedPage* page) override;
+  Status ReadLog(uint64_t after_lsn, size_t max_entries, std::vector<ChangeEntry>* entries) override;
+
+  Status AcquireLease(uint32_t range_id, const std::string& owner, Lease* lease) override;
+  Status RenewLease(const Lease& held, Lease* lease) override;
+  Status CheckpointLease(const Lease& held, const std::string& continuation, Lease* lease) override;
+  Status ReleaseLease(const Lease& held) override;
+  Status ListLeases(std::vector<Lease>* leases) override;
+
+  Status GetCheckpoint(const std::string& name, uint64_t* value) override;
+  Status SetCheckpoint(const std::string& name, uint64_t value) override;
+  Status AckUpstream(const std::string& target, uint64_t lsn) override;
+
+  Status ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t* applied) override;
+  Status ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, const std::vector<ChangeEntry>& entries,
+                          uint64_t* high_water) override;
+  Status GetHighWater(const Origin& origin, uint64_t* high_water) override;
+  Status ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::vector<RegionFeedEntry>* entries,
+                        uint64_t* head_seq, bool* reset) override;
+  Status RegionFeedBounds(uint64_t* oldest_seq, uint64_t* head_seq) override;
+
+  Status Query(const QueryRequest& request, std::vector<QueryRow>* rows) override;
+
+  Status AddDeadLetters(const std::vector<DeadLetter>& letters) override;
+  Status ListDeadLetters(size_t max, std::vector<DeadLetter>* letters) override;
+
+  Status Prune(PruneResult* result) override;
+  Status Stats(StoreStats* stats) override;
+
+ private:
+  struct RangeRow {
+    RangeInfo info;
+    int64_t entries = 0;
+    int64_t bytes = 0;
+  };
+
+  // Write side (write_mu_ held).
+  Status AppendOnce(const std::vector<Reading>& readings, AppendResult* result);
+  Status CheckSpace(size_t n, int64_t* to_drop);
+  Status DropOldest(int64_t n, int64_t* dropped_unacked);
+  Status NextLsn(uint64_t* next);
+  Status InternSeries(const std::string& device_id, const std::string& metric, const std::string& unit,
+                      int64_t* id, uint64_t* hash);
+  void ForgetPendingSeries();
+  Status LoadRanges(Db* db, std::vector<RangeRow>* ranges);
+  Status RefreshWriteRanges();
+  Status CountIntoRanges(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add);
+  Status WriteDeviceEntry(const DeviceRecord& device, bool deleted, uint64_t* lsn);
+  Status SetMetaInt(const std::string& key, int64_t value);
+  Status GetMetaInt(Db* db, const std::string& key, int64_t* value);
+  Status OriginId(const Origin& origin, bool create, int64_t* id);
+  void ForgetOrigins();
+  Status InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_t now, bool* inserted);
+  Status LoadLease(uint32_t range_id, bool* found, Lease* lease);
+
+  // Read side (read_mu_ held).
+  Status SeriesById(int64_t id, SeriesInfo* info);
+  Status FillDeviceEntry(Db* db, const std::string& device_id, ChangeEntry* e);
+  Status ReadRows(uint64_t after_lsn, size_t max_entries, const RangeInfo* range, size_t scan_budget,
+                  std::vector<ChangeEntry>* entries, uint64_t* last_scanned);
+  Status ResolveStart(uint32_t range_id, const std::vector<RangeRow>& ranges, const FeedStart& from,
+                      uint64_t* after_lsn);
+  Status OriginById(int64_t id, Origin* origin);
+
+  StoreOptions options_;
+  Clock* clock_;
+  Origin origin_;
+  int schema_version_ = 0;
+
+  std::mutex write_mu_;
+  Db write_db_;
+  std::vector<RangeRow> write_ranges_;  // sorted by min; all ranges
+  int64_t write_data_version_ = -1;
+  std::vector<std::pair<std::string, int64_t>> pending_series_;  // created in the open txn
+
+  std::mutex read_mu_;
+  Db read_db_;
+
+  std::shared_mutex series_mu_;
+  std::unordered_map<std::string, int64_t> series_ids_;  // key: device \0 metric \0 unit
+  std::vector<SeriesInfo> series_;                       // index: id
+  std::string key_buf_;                                   // write_mu_
+
+  std::mutex origins_mu_;
+  std::unordered_map<std::string, int64_t> origin_ids_;
+  std::unordered_map<int64_t, Origin> origins_;
+
+  std::atomic<uint64_t> last_lsn_{0};
+  std::atomic<int64_t> rejected_full_{0};
+
+  // Cached statements.
+  Stmt w_insert_log_, w_insert_series_, w_insert_batch_, w_high_, w_update_range_;
+  Stmt r_log_after_, r_series_by_id_, r_device_;
+};
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_STORE_SQLITE_STORE_H_

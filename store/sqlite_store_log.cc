@@ -1,0 +1,557 @@
+// The change log: appending readings and device records with the next LSN,
+// partition key ranges and their splits, and reading the log and the
+// per-range feed.
+#include <algorithm>
+
+#include "platform/log.h"
+#include "store/sqlite_store.h"
+#include "store/token.h"
+
+namespace edgesync {
+namespace {
+
+// What a reading weighs for the split limit: the bytes a consumer reads.
+int64_t EntryBytes(const SeriesInfo& s) {
+  return static_cast<int64_t>(s.device_id.size() + s.metric.size() + s.unit.size()) + 32;
+}
+
+Status ValidateDevice(const DeviceRecord& d) {
+  ES_RETURN_IF_ERROR(ValidateKey("deviceId", d.device_id));
+  const std::pair<const char*, const std::string*> fields[] = {
+      {"name", &d.name}, {"location", &d.location}, {"default_unit", &d.default_unit}};
+  for (const auto& f : fields) {
+    if (f.second->size() > 256) return Status::InvalidArgument(std::string(f.first) + ": more than 256 bytes");
+    if (!IsValidUtf8(*f.second)) return Status::InvalidArgument(std::string(f.first) + ": not valid UTF-8");
+  }
+  return Status::Ok();
+}
+
+const RangeInfo* FindRange(const std::vector<RangeInfo>& ranges, uint32_t id) {
+  for (const auto& r : ranges) {
+    if (r.id == id) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Status SqliteStore::NextLsn(uint64_t* next) {
+  StmtScope scope(&w_high_);
+  Status st;
+  int64_t high = w_high_.Step(&st) ? w_high_.Int(0) : 0;
+  ES_RETURN_IF_ERROR(st);
+  *next = static_cast<uint64_t>(high) + 1;
+  return Status::Ok();
+}
+
+Status SqliteStore::InternSeries(const std::string& device_id, const std::string& metric, const std::string& unit,
+                                 int64_t* id, uint64_t* hash) {
+  key_buf_.assign(device_id);
+  key_buf_.push_back('\0');
+  key_buf_.append(metric);
+  key_buf_.push_back('\0');
+  key_buf_.append(unit);
+  {
+    std::shared_lock<std::shared_mutex> lock(series_mu_);
+    auto it = series_ids_.find(key_buf_);
+    if (it != series_ids_.end()) {
+      *id = it->second;
+      *hash = series_[static_cast<size_t>(*id)].hash;
+      return Status::Ok();
+    }
+  }
+  uint64_t h = PartitionHash(device_id);
+  Stmt find;
+  ES_RETURN_IF_ERROR(find.Prepare(&write_db_, "SELECT id FROM series WHERE device_id=? AND metric=? AND unit=?"));
+  find.Bind(1, std::string_view(device_id));
+  find.Bind(2, std::string_view(metric));
+  find.Bind(3, std::string_view(unit));
+  Status st;
+  int64_t got = 0;
+  bool fresh = false;
+  if (find.Step(&st)) {
+    got = find.Int(0);
+  } else {
+    ES_RETURN_IF_ERROR(st);
+    StmtScope scope(&w_insert_series_);
+    w_insert_series_.Bind(1, std::string_view(device_id));
+    w_insert_series_.Bind(2, std::string_view(metric));
+    w_insert_series_.Bind(3, std::string_view(unit));
+    w_insert_series_.Bind(4, HashKey(h));
+    if (!w_insert_series_.Step(&st)) return st.ok() ? Status::IoError("series insert returned no id") : st;
+    got = w_insert_series_.Int(0);
+    fresh = true;
+  }
+  std::unique_lock<std::shared_mutex> lock(series_mu_);
+  if (static_cast<size_t>(got) >= series_.size()) series_.resize(static_cast<size_t>(got) + 1);
+  series_[static_cast<size_t>(got)] = SeriesInfo{device_id, metric, unit, h, true};
+  series_ids_[key_buf_] = got;
+  if (fresh) pending_series_.emplace_back(key_buf_, got);
+  *id = got;
+  *hash = h;
+  return Status::Ok();
+}
+
+// A rolled-back transaction takes its new series rows with it.
+void SqliteStore::ForgetPendingSeries() {
+  std::unique_lock<std::shared_mutex> lock(series_mu_);
+  for (const auto& p : pending_series_) {
+    series_ids_.erase(p.first);
+    series_[static_cast<size_t>(p.second)] = SeriesInfo{};
+  }
+  pending_series_.clear();
+}
+
+Status SqliteStore::LoadRanges(Db* db, std::vector<RangeRow>* ranges) {
+  Stmt s;
+  ES_RETURN_IF_ERROR(s.Prepare(db, "SELECT id, min, max, parent, active, entries, bytes FROM ranges ORDER BY min, id"));
+  ranges->clear();
+  Status st;
+  while (s.Step(&st)) {
+    RangeRow r;
+    r.info.id = static_cast<uint32_t>(s.Int(0));
+    r.info.min = HashFromKey(s.Int(1));
+    r.info.max = HashFromKey(s.Int(2));
+    r.info.parent = static_cast<uint32_t>(s.Int(3));
+    r.info.active = s.Int(4) != 0;
+    r.entries = s.Int(5);
+    r.bytes = s.Int(6);
+    ranges->push_back(r);
+  }
+  return st;
+}
+
+// Another process may have written since (lease consumers write leases;
+// PRAGMA data_version tells cheaply whether anything changed).
+Status SqliteStore::RefreshWriteRanges() {
+  int64_t dv = 0;
+  ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA data_version", &dv));
+  if (dv == write_data_version_ && !write_ranges_.empty()) return Status::Ok();
+  ES_RETURN_IF_ERROR(LoadRanges(&write_db_, &write_ranges_));
+  write_data_version_ = dv;
+  return Status::Ok();
+}
+
+// Adds counts per range and splits a range that passed its limit. A split is
+// metadata only: rows stay where they are, the children cover the halves.
+Status SqliteStore::CountIntoRanges(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add) {
+  for (const auto& [id, counts] : add) {
+    StmtScope scope(&w_update_range_);
+    w_update_range_.Bind(1, counts.first);
+    w_update_range_.Bind(2, counts.second);
+    w_update_range_.Bind(3, static_cast<int64_t>(id));
+    Status st;
+    w_update_range_.Step(&st);
+    ES_RETURN_IF_ERROR(st);
+    for (size_t i = 0; i < write_ranges_.size(); ++i) {
+      RangeRow& r = write_ranges_[i];
+      if (r.info.id != id) continue;
+      r.entries += counts.first;
+      r.bytes += counts.second;
+      if (!r.info.active || (r.entries < options_.split_max_entries && r.bytes < options_.split_max_bytes)) break;
+      if (r.info.max - r.info.min < 2) break;  // cannot halve further
+      uint32_t next_id = 0;
+      for (const auto& o : write_ranges_) next_id = std::max(next_id, o.info.id);
+      const RangeInfo parent = r.info;
+      uint64_t mid = parent.min + (parent.max - parent.min) / 2;
+      Stmt ins, off;
+      ES_RETURN_IF_ERROR(ins.Prepare(&write_db_, "INSERT INTO ranges VALUES(?, ?, ?, ?, 1, 0, 0)"));
+      ES_RETURN_IF_ERROR(off.Prepare(&write_db_, "UPDATE ranges SET active = 0 WHERE id = ?"));
+      off.Bind(1, static_cast<int64_t>(id));
+      ES_RETURN_IF_ERROR(off.Run());
+      r.info.active = false;
+      const uint64_t bounds[2][2] = {{parent.min, mid}, {mid, parent.max}};
+      ES_LOG(kInfo, "store: range {} split into {} and {} ({} entries, {} bytes)", id, next_id + 1, next_id + 2,
+             r.entries, r.bytes);
+      for (int k = 0; k < 2; ++k) {
+        ins.Bind(1, static_cast<int64_t>(next_id + 1 + k));
+        ins.Bind(2, HashKey(bounds[k][0]));
+        ins.Bind(3, HashKey(bounds[k][1]));
+        ins.Bind(4, static_cast<int64_t>(id));
+        ES_RETURN_IF_ERROR(ins.Run());
+        RangeRow child;
+        child.info = RangeInfo{next_id + 1 + k, bounds[k][0], bounds[k][1], id, true};
+        write_ranges_.push_back(child);  // invalidates r: leave the loop now
+      }
+      write_data_version_ = -1;  // reload after commit (or rollback)
+      break;
+    }
+  }
+  return Status::Ok();
+}
+
+Status SqliteStore::AppendReadings(const std::vector<Reading>& readings, AppendResult* result) {
+  *result = AppendResult{};
+  for (size_t i = 0; i < readings.size(); ++i) {
+    Status v = ValidateReading(readings[i]);
+    if (!v.ok()) return v.Annotate("reading " + std::to_string(i));
+  }
+  std::lock_guard<std::mutex> lock(write_mu_);
+  if (readings.empty()) {
+    result->first_lsn = result->last_lsn = last_lsn_.load();
+    return Status::Ok();
+  }
+  Status s = AppendOnce(readings, result);
+  if (s.code() == Status::Code::kNoSpace && options_.disk_policy == StoreOptions::DiskPolicy::kDropOldest) {
+    // The filesystem itself is full: make room by dropping the oldest
+    // readings, then try once more.
+    int64_t dropped = 0;
+    Txn txn(&write_db_);
+    Status d = txn.Begin();
+    if (d.ok()) d = DropOldest(static_cast<int64_t>(readings.size()) * 2, &dropped);
+    if (d.ok()) d = txn.Commit();
+    if (d.ok()) {
+      s = AppendOnce(readings, result);
+      result->dropped_oldest += dropped;
+    }
+  }
+  if (s.code() == Status::Code::kNoSpace) rejected_full_ += static_cast<int64_t>(readings.size());
+  return s;
+}
+
+Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, AppendResult* result) {
+  int64_t to_drop = 0;
+  ES_RETURN_IF_ERROR(CheckSpace(readings.size(), &to_drop));
+  Txn txn(&write_db_);
+  pending_series_.clear();
+  Status s = [&]() -> Status {
+    ES_RETURN_IF_ERROR(txn.Begin());
+    ES_RETURN_IF_ERROR(RefreshWriteRanges());
+    if (to_drop > 0) {
+      int64_t dropped = 0;
+      ES_RETURN_IF_ERROR(DropOldest(to_drop, &dropped));
+      result->dropped_oldest = dropped;
+    }
+    uint64_t lsn = 0;
+    ES_RETURN_IF_ERROR(NextLsn(&lsn));
+    result->first_lsn = lsn;
+    std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> counts;
+    const RangeRow* last_range = nullptr;
+    Status st;
+    for (const Reading& r : readings) {
+      int64_t series = 0;
+      uint64_t hash = 0;
+      ES_RETURN_IF_ERROR(InternSeries(r.device_id, r.metric, r.unit, &series, &hash));
+      w_insert_log_.Bind(1, static_cast<int64_t>(lsn));
+      w_insert_log_.Bind(2, int64_t{0});
+      w_insert_log_.Bind(3, series);
+      w_insert_log_.Bind(4, r.ts_ms);
+      w_insert_log_.Bind(5, r.value);
+      w_insert_log_.Bind(6, static_cast<int64_t>(r.quality));
+      w_insert_log_.Step(&st);
+      sqlite3_reset(w_insert_log_.get());
+      ES_RETURN_IF_ERROR(st);
+      if (!last_range || !last_range->info.active || !last_range->info.Contains(hash)) {
+        last_range = nullptr;
+        for (const auto& rr : write_ranges_) {
+          if (rr.info.active && rr.info.Contains(hash)) {
+            last_range = &rr;
+            break;
+          }
+        }
+      }
+      if (last_range) {
+        auto& c = counts[last_range->info.id];
+        c.first += 1;
+        c.second += static_cast<int64_t>(r.device_id.size() + r.metric.size() + r.unit.size()) + 32;
+      }
+      ++lsn;
+    }
+    result->last_lsn = lsn - 1;
+    w_insert_batch_.Bind(1, static_cast<int64_t>(result->first_lsn));
+    w_insert_batch_.Bind(2, clock_->WallMillis());
+    ES_RETURN_IF_ERROR(w_insert_batch_.Run());
+    ES_RETURN_IF_ERROR(CountIntoRanges(counts));
+    return txn.Commit();
+  }();
+  if (!s.ok()) {
+    txn.Rollback();
+    ForgetPendingSeries();
+    write_data_version_ = -1;
+    if (s.code() == Status::Code::kNoSpace) {
+      return Status::NoSpace("store " + options_.path + " is full: " + s.message() +
+                             (options_.disk_policy == StoreOptions::DiskPolicy::kRejectNew
+                                  ? "; new readings rejected (disk policy reject-new)"
+                                  : ""));
+    }
+    return s;
+  }
+  pending_series_.clear();
+  last_lsn_ = result->last_lsn;
+  return Status::Ok();
+}
+
+Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, uint64_t* lsn_out) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Txn txn(&write_db_);
+  pending_series_.clear();
+  uint64_t lsn = 0;
+  Status s = [&]() -> Status {
+    ES_RETURN_IF_ERROR(txn.Begin());
+    ES_RETURN_IF_ERROR(RefreshWriteRanges());
+    DeviceRecord rec = device;
+    Stmt old;
+    ES_RETURN_IF_ERROR(old.Prepare(&write_db_,
+                                   "SELECT lsn, name, location, default_unit FROM devices WHERE device_id = ?"));
+    old.Bind(1, std::string_view(device.device_id));
+    Status st;
+    int64_t old_lsn = 0;
+    if (old.Step(&st)) {
+      old_lsn = old.Int(0);
+      if (deleted) {  // a tombstone keeps the record's last content
+        rec.name = old.Text(1);
+        rec.location = old.Text(2);
+        rec.default_unit = old.Text(3);
+      }
+    } else {
+      ES_RETURN_IF_ERROR(st);
+      if (deleted) return Status::NotFound("device " + device.device_id + " has no record");
+    }
+    old.Reset();
+    ES_RETURN_IF_ERROR(NextLsn(&lsn));
+    int64_t series = 0;
+    uint64_t hash = 0;
+    ES_RETURN_IF_ERROR(InternSeries(device.device_id, "", "", &series, &hash));
+    int64_t now = clock_->WallMillis();
+    if (old_lsn > 0) {
+      // Only the latest version of a record stays in the log.
+      Stmt del;
+      ES_RETURN_IF_ERROR(del.Prepare(&write_db_, "DELETE FROM log WHERE lsn = ?"));
+      del.Bind(1, old_lsn);
+      ES_RETURN_IF_ERROR(del.Run());
+    }
+    w_insert_log_.Bind(1, static_cast<int64_t>(lsn));
+    w_insert_log_.Bind(2, static_cast<int64_t>(deleted ? ChangeEntry::Kind::kDeviceDelete
+                                                        : ChangeEntry::Kind::kDeviceUpsert));
+    w_insert_log_.Bind(3, series);
+    w_insert_log_.Bind(4, now);
+    w_insert_log_.Bind(5, 0.0);
+    w_insert_log_.Bind(6, int64_t{0});
+    ES_RETURN_IF_ERROR(w_insert_log_.Run());
+    Stmt up;
+    ES_RETURN_IF_ERROR(up.Prepare(&write_db_, "INSERT OR REPLACE INTO devices VALUES(?, ?, ?, ?, ?, ?, ?)"));
+    up.Bind(1, std::string_view(rec.device_id));
+    up.Bind(2, std::string_view(rec.name));
+    up.Bind(3, std::string_view(rec.location));
+    up.Bind(4, std::string_view(rec.default_unit));
+    up.Bind(5, int64_t{deleted ? 1 : 0});
+    up.Bind(6, static_cast<int64_t>(lsn));
+    up.Bind(7, now);
+    ES_RETURN_IF_ERROR(up.Run());
+    w_insert_batch_.Bind(1, static_cast<int64_t>(lsn));
+    w_insert_batch_.Bind(2, now);
+    ES_RETURN_IF_ERROR(w_insert_batch_.Run());
+    for (const auto& rr : write_ranges_) {
+      if (rr.info.active && rr.info.Contains(hash)) {
+        ES_RETURN_IF_ERROR(CountIntoRanges({{rr.info.id, {1, EntryBytes(SeriesInfo{rec.device_id, "", "", 0, true})}}}));
+        break;
+      }
+    }
+    return txn.Commit();
+  }();
+  if (!s.ok()) {
+    txn.Rollback();
+    ForgetPendingSeries();
+    write_data_version_ = -1;
+    return s;
+  }
+  pending_series_.clear();
+  last_lsn_ = lsn;
+  if (lsn_out) *lsn_out = lsn;
+  return Status::Ok();
+}
+
+Status SqliteStore::UpsertDevice(const DeviceRecord& device, uint64_t* lsn) {
+  ES_RETURN_IF_ERROR(ValidateDevice(device));
+  return WriteDeviceEntry(device, false, lsn);
+}
+
+Status SqliteStore::DeleteDevice(const std::string& device_id, uint64_t* lsn) {
+  ES_RETURN_IF_ERROR(ValidateKey("deviceId", device_id));
+  DeviceRecord d;
+  d.device_id = device_id;
+  return WriteDeviceEntry(d, true, lsn);
+}
+
+Status SqliteStore::GetDevice(const std::string& device_id, DeviceRecord* device) {
+  ES_RETURN_IF_ERROR(ValidateKey("deviceId", device_id));
+  std::lock_guard<std::mutex> lock(read_mu_);
+  ChangeEntry e;
+  ES_RETURN_IF_ERROR(FillDeviceEntry(&read_db_, device_id, &e));
+  *device = e.device;
+  return Status::Ok();
+}
+
+Status SqliteStore::FillDeviceEntry(Db*, const std::string& device_id, ChangeEntry* e) {
+  StmtScope scope(&r_device_);
+  r_device_.Bind(1, std::string_view(device_id));
+  Status st;
+  if (!r_device_.Step(&st)) {
+    ES_RETURN_IF_ERROR(st);
+    return Status::NotFound("device " + device_id + " has no record");
+  }
+  e->device.device_id = device_id;
+  e->device.name = r_device_.Text(0);
+  e->device.location = r_device_.Text(1);
+  e->device.default_unit = r_device_.Text(2);
+  e->device.deleted = r_device_.Int(3) != 0;
+  return Status::Ok();
+}
+
+Status SqliteStore::ListRanges(std::vector<RangeInfo>* ranges) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  std::vector<RangeRow> rows;
+  ES_RETURN_IF_ERROR(LoadRanges(&read_db_, &rows));
+  ranges->clear();
+  for (const auto& r : rows) ranges->push_back(r.info);
+  std::sort(ranges->begin(), ranges->end(), [](const RangeInfo& a, const RangeInfo& b) { return a.id < b.id; });
+  return Status::Ok();
+}
+
+Status SqliteStore::ReadRows(uint64_t after_lsn, size_t max_entries, const RangeInfo* range, size_t scan_budget,
+                             std::vector<ChangeEntry>* entries, uint64_t* last_scanned) {
+  *last_scanned = after_lsn;
+  size_t scanned = 0;
+  const int64_t chunk = range ? 2048 : static_cast<int64_t>(std::min<size_t>(max_entries, 100000));
+  while (entries->size() < max_entries && scanned < scan_budget) {
+    StmtScope scope(&r_log_after_);
+    r_log_after_.Bind(1, static_cast<int64_t>(*last_scanned));
+    r_log_after_.Bind(2, chunk);
+    Status st;
+    size_t got = 0;
+    while (entries->size() < max_entries && r_log_after_.Step(&st)) {
+      ++got;
+      ++scanned;
+      uint64_t lsn = static_cast<uint64_t>(r_log_after_.Int(0));
+      int64_t series_id = r_log_after_.Int(2);
+      SeriesInfo info;
+      ES_RETURN_IF_ERROR(SeriesById(series_id, &info));
+      *last_scanned = lsn;
+      if (range && !range->Contains(info.hash)) continue;
+      ChangeEntry e;
+      e.lsn = lsn;
+      e.kind = static_cast<ChangeEntry::Kind>(r_log_after_.Int(1));
+      if (e.kind == ChangeEntry::Kind::kReading) {
+        e.reading.device_id = std::move(info.device_id);
+        e.reading.metric = std::move(info.metric);
+        e.reading.unit = std::move(info.unit);
+        e.reading.ts_ms = r_log_after_.Int(3);
+        e.reading.value = r_log_after_.Double(4);
+        e.reading.quality = static_cast<uint32_t>(r_log_after_.Int(5));
+      } else {
+        Status d = FillDeviceEntry(&read_db_, info.device_id, &e);
+        if (!d.ok()) return Status::Corruption("log entry " + std::to_string(lsn) + ": " + d.message());
+      }
+      entries->push_back(std::move(e));
+    }
+    ES_RETURN_IF_ERROR(st);
+    if (got == 0) break;
+  }
+  return Status::Ok();
+}
+
+Status SqliteStore::ReadLog(uint64_t after_lsn, size_t max_entries, std::vector<ChangeEntry>* entries) {
+  entries->clear();
+  if (max_entries == 0) return Status::Ok();
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Txn snapshot(&read_db_);  // one snapshot across chunks and device lookups
+  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  uint64_t last = 0;
+  return ReadRows(after_lsn, max_entries, nullptr, SIZE_MAX, entries, &last);
+}
+
+Status SqliteStore::ResolveStart(uint32_t range_id, const std::vector<RangeRow>& rows, const FeedStart& from,
+                                 uint64_t* after) {
+  switch (from.kind) {
+    case FeedStart::Kind::kBeginning:
+      *after = 0;
+      return Status::Ok();
+    case FeedStart::Kind::kLsn:
+      *after = from.lsn;
+      return Status::Ok();
+    case FeedStart::Kind::kNow:
+    case FeedStart::Kind::kTime: {
+      Stmt s;
+      if (from.kind == FeedStart::Kind::kNow) {
+        ES_RETURN_IF_ERROR(s.Prepare(&read_db_, "SELECT ifnull(max(lsn), 0) FROM log"));
+      } else {
+        // Batches are in LSN order; the first one written at or after the
+        // time starts the feed (a later clock step back cannot rewind it).
+        ES_RETURN_IF_ERROR(s.Prepare(
+            &read_db_,
+            "SELECT ifnull((SELECT first_lsn - 1 FROM batches WHERE written_at >= ? ORDER BY first_lsn LIMIT 1),"
+            " (SELECT ifnull(max(lsn), 0) FROM log))"));
+        s.Bind(1, from.wall_ms);
+      }
+      Status st;
+      int64_t v = s.Step(&st) ? s.Int(0) : 0;
+      ES_RETURN_IF_ERROR(st);
+      int64_t meta_high = 0;
+      if (from.kind == FeedStart::Kind::kNow) {
+        ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "high_lsn", &meta_high));
+      }
+      *after = static_cast<uint64_t>(std::max(v, meta_high));
+      return Status::Ok();
+    }
+    case FeedStart::Kind::kToken: {
+      FeedToken t;
+      ES_RETURN_IF_ERROR(DecodeFeedToken(from.token, &t));
+      if (t.epoch != origin_.epoch) {
+        return Status::InvalidArgument("continuation token is from store epoch " + t.epoch + ", this store is epoch " +
+                                       origin_.epoch + " (the store was re-created); start again from beginning");
+      }
+      // The token's range must be this range or one of its ancestors.
+      uint32_t cur = range_id;
+      for (size_t hops = 0; cur != 0 && hops <= rows.size(); ++hops) {
+        if (cur == t.range_id) {
+          *after = t.lsn;
+          return Status::Ok();
+        }
+        uint32_t parent = 0;
+        for (const auto& r : rows) {
+          if (r.info.id == cur) parent = r.info.parent;
+        }
+        cur = parent;
+      }
+      return Status::InvalidArgument("continuation token belongs to range " + std::to_string(t.range_id) +
+                                     ", which is neither range " + std::to_string(range_id) + " nor its ancestor");
+    }
+  }
+  return Status::InvalidArgument("unknown feed start");
+}
+
+Status SqliteStore::ReadFeed(uint32_t range_id, const FeedStart& from, size_t max_entries, FeedPage* page) {
+  page->entries.clear();
+  page->continuation.clear();
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Txn snapshot(&read_db_);
+  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  std::vector<RangeRow> rows;
+  ES_RETURN_IF_ERROR(LoadRanges(&read_db_, &rows));
+  std::vector<RangeInfo> infos;
+  for (const auto& r : rows) infos.push_back(r.info);
+  const RangeInfo* range = FindRange(infos, range_id);
+  if (!range) return Status::NotFound("range " + std::to_string(range_id) + " does not exist");
+  if (!range->active) {
+    std::string children;
+    for (const auto& r : infos) {
+      if (r.parent == range_id) children += (children.empty() ? "" : " and ") + std::to_string(r.id);
+    }
+    return Status::NotFound("range " + std::to_string(range_id) + " has split into ranges " + children +
+                            "; read those with this range's continuation");
+  }
+  uint64_t after = 0;
+  ES_RETURN_IF_ERROR(ResolveStart(range_id, rows, from, &after));
+  max_entries = std::min<size_t>(max_entries, 100000);
+  uint64_t last = after;
+  if (max_entries > 0) {
+    // A sparse range must not turn one page into a scan of the whole log:
+    // stop after a bounded scan and continue from where it stopped.
+    size_t budget = std::max<size_t>(max_entries * 64, 65536);
+    ES_RETURN_IF_ERROR(ReadRows(after, max_entries, range, budget, &page->entries, &last));
+  }
+  page->continuation = EncodeFeedToken(FeedToken{range_id, origin_.epoch, last});
+  return Status::Ok();
+}
+
+}  // namespace edgesync

@@ -1,0 +1,340 @@
+// Opening and creating a store: refuse anything damaged or foreign before a
+// single byte is written, create new stores atomically (temp file + rename,
+// so a crash mid-creation never leaves a half-made store at the real path).
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "platform/log.h"
+#include "store/schema.h"
+#include "store/sqlite_store.h"
+#include "store/token.h"
+
+namespace edgesync {
+namespace {
+
+Status MakeEpoch(std::string* epoch) {
+  unsigned char b[16];
+  size_t got = 0;
+  while (got < sizeof(b)) {
+    ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::IoError(std::string("getrandom: ") + std::strerror(errno));
+    }
+    got += static_cast<size_t>(n);
+  }
+  static const char kHex[] = "0123456789abcdef";
+  epoch->clear();
+  for (unsigned char c : b) {
+    epoch->push_back(kHex[c >> 4]);
+    epoch->push_back(kHex[c & 15]);
+  }
+  return Status::Ok();
+}
+
+Status FsyncPath(const std::string& path, bool directory) {
+  int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_CLOEXEC);
+  if (fd < 0) return Status::IoError("open " + path + ": " + std::strerror(errno));
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return Status::IoError("fsync " + path + ": " + std::strerror(err));
+  return Status::Ok();
+}
+
+std::string DirOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+uint32_t Be32(const unsigned char* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+}
+
+// Checks the file by reading its header ourselves, before SQLite opens it:
+// garbage and truncation are refused without SQLite ever touching the file.
+Status PrecheckFile(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return Status::IoError("stat " + path + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + " is not a regular file");
+  if (st.st_size == 0) return Status::Corruption(path + " is empty (truncated store file); refusing to open it");
+  if (st.st_size < 100) return Status::Corruption(path + " is truncated (" + std::to_string(st.st_size) + " bytes)");
+  unsigned char h[100];
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::IoError("open " + path + ": " + std::strerror(errno));
+  ssize_t n = ::pread(fd, h, sizeof(h), 0);
+  ::close(fd);
+  if (n != static_cast<ssize_t>(sizeof(h))) return Status::IoError("reading the header of " + path);
+  if (std::memcmp(h, "SQLite format 3", 16) != 0) {
+    return Status::Corruption(path + " is not a SQLite database (bad header); refusing to open it");
+  }
+  uint32_t page_size = (uint32_t{h[16]} << 8) | h[17];
+  if (page_size == 1) page_size = 65536;
+  if (page_size < 512 || (page_size & (page_size - 1)) != 0) {
+    return Status::Corruption(path + " has an invalid page size in its header");
+  }
+  // With a non-empty WAL the main file may legitimately lag its header
+  // (a checkpoint interrupted by a crash); the WAL then completes it.
+  struct stat wal;
+  bool wal_nonempty = ::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 0;
+  if (!wal_nonempty) {
+    uint32_t pages = Be32(h + 28);
+    bool size_valid = Be32(h + 24) == Be32(h + 92) && pages > 0;
+    uint64_t want = uint64_t{pages} * page_size;
+    if (st.st_size % page_size != 0 || (size_valid && static_cast<uint64_t>(st.st_size) < want)) {
+      return Status::Corruption(path + " is truncated: " + std::to_string(st.st_size) + " bytes, header says " +
+                                std::to_string(want) + "; refusing to open it");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CreateStoreFile(const StoreOptions& o) {
+  if (o.gateway_id.empty()) return Status::InvalidArgument("creating a store needs a gateway id");
+  std::string tmp = o.path + ".creating-" + std::to_string(::getpid());
+  ::unlink(tmp.c_str());
+  ::unlink((tmp + "-wal").c_str());
+  ::unlink((tmp + "-shm").c_str());
+  {
+    Db db;
+    ES_RETURN_IF_ERROR(db.Open(tmp, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+    ES_RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode=WAL"));
+    std::string epoch;
+    ES_RETURN_IF_ERROR(MakeEpoch(&epoch));
+    Txn txn(&db);
+    ES_RETURN_IF_ERROR(txn.Begin());
+    ES_RETURN_IF_ERROR(CreateSchema(&db, kSchemaVersion));
+    Stmt meta;
+    ES_RETURN_IF_ERROR(meta.Prepare(&db, "INSERT INTO meta(key, value) VALUES(?, ?)"));
+    auto put = [&](const char* k, const std::string& v) {
+      meta.Bind(1, std::string_view(k));
+      meta.Bind(2, std::string_view(v));
+      return meta.Run();
+    };
+    ES_RETURN_IF_ERROR(put("epoch", epoch));
+    ES_RETURN_IF_ERROR(put("gateway_id", o.gateway_id));
+    Stmt range;
+    ES_RETURN_IF_ERROR(range.Prepare(&db, "INSERT INTO ranges VALUES(?, ?, ?, 0, 1, 0, 0)"));
+    const uint64_t n = static_cast<uint64_t>(o.initial_ranges);
+    const uint64_t step = UINT64_MAX / n;
+    for (uint64_t i = 0; i < n; ++i) {
+      range.Bind(1, static_cast<int64_t>(i + 1));
+      range.Bind(2, HashKey(i * step));
+      range.Bind(3, HashKey(i + 1 == n ? UINT64_MAX : (i + 1) * step));
+      ES_RETURN_IF_ERROR(range.Run());
+    }
+    ES_RETURN_IF_ERROR(txn.Commit());
+  }  // closing checkpoints the WAL into the file and removes it
+  ES_RETURN_IF_ERROR(FsyncPath(tmp, false));
+  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, o.path.c_str(), RENAME_NOREPLACE) != 0) {
+    int err = errno;
+    if (err == EEXIST) {  // another process created it first: use theirs
+      ::unlink(tmp.c_str());
+      return Status::Ok();
+    }
+    if (err != EINVAL && err != ENOSYS) {
+      ::unlink(tmp.c_str());
+      return Status::IoError("creating " + o.path + ": " + std::strerror(err));
+    }
+    // The filesystem cannot refuse to replace (e.g. vfat): check, then rename.
+    if (::access(o.path.c_str(), F_OK) == 0) {
+      ::unlink(tmp.c_str());
+      return Status::Ok();
+    }
+    if (::rename(tmp.c_str(), o.path.c_str()) != 0) {
+      return Status::IoError("creating " + o.path + ": " + std::strerror(errno));
+    }
+  }
+  return FsyncPath(DirOf(o.path), true);
+}
+
+}  // namespace
+
+Status Store::Open(const StoreOptions& options, std::unique_ptr<Store>* store) {
+  if (options.path.empty()) return Status::InvalidArgument("store path is empty");
+  if (!options.gateway_id.empty()) ES_RETURN_IF_ERROR(ValidateKey("gateway id", options.gateway_id));
+  if (options.initial_ranges < 1 || options.initial_ranges > 4096) {
+    return Status::InvalidArgument("store.initial_ranges must be 1..4096");
+  }
+  if (options.split_max_entries < 1 || options.split_max_bytes < 1) {
+    return Status::InvalidArgument("store split limits must be positive");
+  }
+  if (options.dead_letter_cap < 0 || options.max_bytes < 0 || options.lease_expiry_ms < 1) {
+    return Status::InvalidArgument("store limits must not be negative");
+  }
+  if (::access(options.path.c_str(), F_OK) != 0) {
+    if (!options.create_if_missing) return Status::NotFound("no store at " + options.path);
+    ES_RETURN_IF_ERROR(CreateStoreFile(options).Annotate("creating store " + options.path));
+  }
+  ES_RETURN_IF_ERROR(PrecheckFile(options.path));
+  auto s = std::make_unique<SqliteStore>(options);
+  ES_RETURN_IF_ERROR(s->Init().Annotate("opening store " + options.path));
+  *store = std::move(s);
+  return Status::Ok();
+}
+
+SqliteStore::SqliteStore(const StoreOptions& options)
+    : options_(options), clock_(options.clock ? options.clock : SystemClock()) {}
+
+SqliteStore::~SqliteStore() = default;
+
+Status SqliteStore::Init() {
+  const std::string& path = options_.path;
+  ES_RETURN_IF_ERROR(write_db_.Open(path, SQLITE_OPEN_READWRITE));
+  sqlite3* db = write_db_.get();
+  // Until the file has passed every check, closing must not checkpoint a WAL
+  // into it: a refused file stays exactly as it was.
+  sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  sqlite3_busy_timeout(db, options_.busy_timeout_ms);
+  int64_t app_id = 0, version = 0;
+  ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA application_id", &app_id));
+  ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA user_version", &version));
+  if (app_id != kApplicationId) {
+    return Status::Corruption(path + " is a SQLite database but not an edgesync store; refusing to open it");
+  }
+  if (version > kSchemaVersion) {
+    return Status::Unsupported(path + " was written by a newer edgesync (schema " + std::to_string(version) +
+                               ", this build knows up to " + std::to_string(kSchemaVersion) +
+                               "); upgrade edgesync, the file is left untouched");
+  }
+  if (version < 1) return Status::Corruption(path + " has no schema version");
+  if (options_.open_check != StoreOptions::OpenCheck::kNone) {
+    Stmt check;
+    ES_RETURN_IF_ERROR(check.Prepare(&write_db_, options_.open_check == StoreOptions::OpenCheck::kFull
+                                                     ? "PRAGMA integrity_check(20)"
+                                                     : "PRAGMA quick_check(20)"));
+    Status st;
+    std::string problems;
+    while (check.Step(&st)) {
+      std::string line = check.Text(0);
+      if (line == "ok") break;
+      problems += (problems.empty() ? "" : "; ") + line;
+    }
+    if (!st.ok()) return st.Annotate("integrity check");
+    if (!problems.empty()) {
+      return Status::Corruption("integrity check failed (" + problems + "); refusing to open it, file left untouched");
+    }
+  }
+  ES_RETURN_IF_ERROR(write_db_.Exec("PRAGMA journal_mode=WAL"));
+  ES_RETURN_IF_ERROR(write_db_.Exec(options_.sync == StoreOptions::Sync::kFull ? "PRAGMA synchronous=FULL"
+                                                                               : "PRAGMA synchronous=NORMAL"));
+  // Keeps the WAL from staying large on a small card after a burst.
+  ES_RETURN_IF_ERROR(write_db_.Exec("PRAGMA journal_size_limit=4194304"));
+  if (version < kSchemaVersion) {
+    Txn txn(&write_db_);
+    ES_RETURN_IF_ERROR(txn.Begin());
+    ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA user_version", &version));
+    if (version < kSchemaVersion) {
+      ES_LOG(kInfo, "store {}: migrating schema {} to {}", path, version, kSchemaVersion);
+      ES_RETURN_IF_ERROR(MigrateSchema(&write_db_, static_cast<int>(version)));
+    }
+    ES_RETURN_IF_ERROR(txn.Commit());
+  }
+  schema_version_ = kSchemaVersion;
+  sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);
+
+  std::string epoch, gateway;
+  ES_RETURN_IF_ERROR(write_db_.QueryText("SELECT value FROM meta WHERE key='epoch'", &epoch));
+  ES_RETURN_IF_ERROR(write_db_.QueryText("SELECT value FROM meta WHERE key='gateway_id'", &gateway));
+  if (!IsEpoch(epoch) || gateway.empty()) return Status::Corruption(path + ": store identity (epoch) is missing");
+  if (!options_.gateway_id.empty() && options_.gateway_id != gateway) {
+    return Status::InvalidArgument(path + " belongs to gateway '" + gateway + "', not '" + options_.gateway_id +
+                                   "'; use that gateway id or another store path");
+  }
+  origin_ = Origin{gateway, epoch};
+
+  ES_RETURN_IF_ERROR(read_db_.Open(path, SQLITE_OPEN_READWRITE));
+  sqlite3_busy_timeout(read_db_.get(), options_.busy_timeout_ms);
+  ES_RETURN_IF_ERROR(read_db_.Exec("PRAGMA query_only=1"));
+
+  ES_RETURN_IF_ERROR(w_insert_log_.Prepare(&write_db_, "INSERT INTO log VALUES(?, ?, ?, ?, ?, ?)"));
+  ES_RETURN_IF_ERROR(w_insert_series_.Prepare(
+      &write_db_, "INSERT INTO series(device_id, metric, unit, hkey) VALUES(?, ?, ?, ?) RETURNING id"));
+  ES_RETURN_IF_ERROR(w_insert_batch_.Prepare(&write_db_, "INSERT OR REPLACE INTO batches VALUES(?, ?)"));
+  ES_RETURN_IF_ERROR(w_high_.Prepare(
+      &write_db_,
+      "SELECT max(ifnull((SELECT value FROM meta WHERE key='high_lsn'), 0), ifnull((SELECT max(lsn) FROM log), 0))"));
+  ES_RETURN_IF_ERROR(w_update_range_.Prepare(
+      &write_db_, "UPDATE ranges SET entries = entries + ?, bytes = bytes + ? WHERE id = ?"));
+  ES_RETURN_IF_ERROR(r_log_after_.Prepare(
+      &read_db_, "SELECT lsn, kind, series, ts, value, quality FROM log WHERE lsn > ? ORDER BY lsn LIMIT ?"));
+  ES_RETURN_IF_ERROR(r_series_by_id_.Prepare(&read_db_, "SELECT device_id, metric, unit, hkey FROM series WHERE id = ?"));
+  ES_RETURN_IF_ERROR(r_device_.Prepare(
+      &read_db_, "SELECT name, location, default_unit, deleted FROM devices WHERE device_id = ?"));
+
+  // Interned series are few (devices x metrics): load them all once.
+  {
+    Stmt all;
+    ES_RETURN_IF_ERROR(all.Prepare(&write_db_, "SELECT id, device_id, metric, unit, hkey FROM series"));
+    Status st;
+    std::unique_lock<std::shared_mutex> lock(series_mu_);
+    while (all.Step(&st)) {
+      int64_t id = all.Int(0);
+      SeriesInfo info{all.Text(1), all.Text(2), all.Text(3), HashFromKey(all.Int(4)), true};
+      std::string key = info.device_id + '\0' + info.metric + '\0' + info.unit;
+      if (static_cast<size_t>(id) >= series_.size()) series_.resize(static_cast<size_t>(id) + 1);
+      series_[static_cast<size_t>(id)] = std::move(info);
+      series_ids_.emplace(std::move(key), id);
+    }
+    ES_RETURN_IF_ERROR(st);
+  }
+  {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    ES_RETURN_IF_ERROR(RefreshWriteRanges());
+    uint64_t high = 0;
+    ES_RETURN_IF_ERROR(NextLsn(&high));
+    last_lsn_ = high - 1;
+  }
+  return Status::Ok();
+}
+
+Status SqliteStore::SeriesById(int64_t id, SeriesInfo* info) {
+  {
+    std::shared_lock<std::shared_mutex> lock(series_mu_);
+    if (id > 0 && static_cast<size_t>(id) < series_.size() && series_[static_cast<size_t>(id)].known) {
+      *info = series_[static_cast<size_t>(id)];
+      return Status::Ok();
+    }
+  }
+  // Written by another process (or after our load): read it once.
+  StmtScope scope(&r_series_by_id_);
+  r_series_by_id_.Bind(1, id);
+  Status st;
+  if (!r_series_by_id_.Step(&st)) {
+    ES_RETURN_IF_ERROR(st);
+    return Status::Corruption("log refers to unknown series " + std::to_string(id));
+  }
+  SeriesInfo got{r_series_by_id_.Text(0), r_series_by_id_.Text(1), r_series_by_id_.Text(2),
+                 HashFromKey(r_series_by_id_.Int(3)), true};
+  *info = got;
+  std::unique_lock<std::shared_mutex> lock(series_mu_);
+  if (static_cast<size_t>(id) >= series_.size()) series_.resize(static_cast<size_t>(id) + 1);
+  if (!series_[static_cast<size_t>(id)].known) series_[static_cast<size_t>(id)] = std::move(got);
+  return Status::Ok();
+}
+
+Status SqliteStore::GetMetaInt(Db* db, const std::string& key, int64_t* value) {
+  Stmt s;
+  ES_RETURN_IF_ERROR(s.Prepare(db, "SELECT value FROM meta WHERE key = ?"));
+  s.Bind(1, std::string_view(key));
+  Status st;
+  *value = s.Step(&st) ? s.Int(0) : 0;
+  return st;
+}
+
+Status SqliteStore::SetMetaInt(const std::string& key, int64_t value) {
+  Stmt s;
+  ES_RETURN_IF_ERROR(s.Prepare(&write_db_, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)"));
+  s.Bind(1, std::string_view(key));
+  s.Bind(2, value);
+  return s.Run();
+}
+
+}  // namespace edgesync

@@ -1,0 +1,399 @@
+// Other gateways' data: the read view (ApplyRemote), the region hub's
+// per-origin high-water marks and region feed, and the union query.
+#include <algorithm>
+#include <set>
+
+#include "store/sqlite_store.h"
+#include "store/token.h"
+
+namespace edgesync {
+namespace {
+
+Status ValidateOrigin(const Origin& o) {
+  ES_RETURN_IF_ERROR(ValidateKey("origin gateway id", o.gateway_id));
+  if (!IsEpoch(o.epoch)) return Status::InvalidArgument("origin epoch: not 32 lower-case hex characters");
+  return Status::Ok();
+}
+
+Status ValidateEntry(const ChangeEntry& e) {
+  if (e.lsn == 0 || e.lsn > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("entry LSN out of range");
+  switch (e.kind) {
+    case ChangeEntry::Kind::kReading:
+      return ValidateReading(e.reading);
+    case ChangeEntry::Kind::kDeviceUpsert:
+    case ChangeEntry::Kind::kDeviceDelete:
+      ES_RETURN_IF_ERROR(ValidateKey("deviceId", e.device.device_id));
+      if (e.device.name.size() > 256 || e.device.location.size() > 256 || e.device.default_unit.size() > 256) {
+        return Status::InvalidArgument("device record field longer than 256 bytes");
+      }
+      return Status::Ok();
+  }
+  return Status::InvalidArgument("unknown entry kind");
+}
+
+}  // namespace
+
+Status SqliteStore::OriginId(const Origin& origin, bool create, int64_t* id) {
+  std::string key = origin.ToString();
+  {
+    std::lock_guard<std::mutex> lock(origins_mu_);
+    auto it = origin_ids_.find(key);
+    if (it != origin_ids_.end()) {
+      *id = it->second;
+      return Status::Ok();
+    }
+  }
+  Db* db = create ? &write_db_ : &read_db_;
+  Stmt s;
+  ES_RETURN_IF_ERROR(s.Prepare(db, "SELECT id FROM origins WHERE gateway_id=? AND epoch=?"));
+  s.Bind(1, std::string_view(origin.gateway_id));
+  s.Bind(2, std::string_view(origin.epoch));
+  Status st;
+  if (s.Step(&st)) {
+    *id = s.Int(0);
+  } else {
+    ES_RETURN_IF_ERROR(st);
+    *id = 0;
+    if (!create) return Status::Ok();
+    Stmt ins;
+    ES_RETURN_IF_ERROR(ins.Prepare(db, "INSERT INTO origins(gateway_id, epoch) VALUES(?, ?) RETURNING id"));
+    ins.Bind(1, std::string_view(origin.gateway_id));
+    ins.Bind(2, std::string_view(origin.epoch));
+    if (!ins.Step(&st)) return st.ok() ? Status::IoError("origin insert returned no id") : st;
+    *id = ins.Int(0);
+    return Status::Ok();  // not cached until its transaction commits
+  }
+  std::lock_guard<std::mutex> lock(origins_mu_);
+  origin_ids_[key] = *id;
+  origins_[*id] = origin;
+  return Status::Ok();
+}
+
+Status SqliteStore::OriginById(int64_t id, Origin* origin) {
+  {
+    std::lock_guard<std::mutex> lock(origins_mu_);
+    auto it = origins_.find(id);
+    if (it != origins_.end()) {
+      *origin = it->second;
+      return Status::Ok();
+    }
+  }
+  Stmt s;
+  ES_RETURN_IF_ERROR(s.Prepare(&read_db_, "SELECT gateway_id, epoch FROM origins WHERE id=?"));
+  s.Bind(1, id);
+  Status st;
+  if (!s.Step(&st)) return st.ok() ? Status::Corruption("unknown origin id " + std::to_string(id)) : st;
+  *origin = Origin{s.Text(0), s.Text(1)};
+  std::lock_guard<std::mutex> lock(origins_mu_);
+  origins_[id] = *origin;
+  origin_ids_[origin->ToString()] = id;
+  return Status::Ok();
+}
+
+// Origins created by a transaction that rolled back must not stay cached.
+void SqliteStore::ForgetOrigins() {
+  std::lock_guard<std::mutex> lock(origins_mu_);
+  origin_ids_.clear();
+  origins_.clear();
+}
+
+// Inside the caller's write transaction.
+Status SqliteStore::InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_t now, bool* inserted) {
+  int64_t series = 0;
+  uint64_t hash = 0;
+  bool reading = e.kind == ChangeEntry::Kind::kReading;
+  if (reading) {
+    ES_RETURN_IF_ERROR(InternSeries(e.reading.device_id, e.reading.metric, e.reading.unit, &series, &hash));
+  } else {
+    ES_RETURN_IF_ERROR(InternSeries(e.device.device_id, "", "", &series, &hash));
+  }
+  Stmt ins;
+  ES_RETURN_IF_ERROR(ins.Prepare(&write_db_, "INSERT OR IGNORE INTO remote VALUES(?, ?, ?, ?, ?, ?, ?, ?)"));
+  ins.Bind(1, origin_id);
+  ins.Bind(2, static_cast<int64_t>(e.lsn));
+  ins.Bind(3, static_cast<int64_t>(e.kind));
+  ins.Bind(4, series);
+  ins.Bind(5, reading ? e.reading.ts_ms : int64_t{0});
+  ins.Bind(6, reading ? e.reading.value : 0.0);
+  ins.Bind(7, static_cast<int64_t>(reading ? e.reading.quality : 0));
+  ins.Bind(8, now);
+  ES_RETURN_IF_ERROR(ins.Run());
+  *inserted = write_db_.changes() == 1;
+  if (*inserted && !reading) {
+    Stmt dev;
+    ES_RETURN_IF_ERROR(dev.Prepare(&write_db_, "INSERT OR IGNORE INTO remote_devices VALUES(?, ?, ?, ?, ?, ?)"));
+    dev.Bind(1, origin_id);
+    dev.Bind(2, static_cast<int64_t>(e.lsn));
+    dev.Bind(3, std::string_view(e.device.name));
+    dev.Bind(4, std::string_view(e.device.location));
+    dev.Bind(5, std::string_view(e.device.default_unit));
+    dev.Bind(6, int64_t{e.kind == ChangeEntry::Kind::kDeviceDelete ? 1 : 0});
+    ES_RETURN_IF_ERROR(dev.Run());
+  }
+  return Status::Ok();
+}
+
+Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t* applied) {
+  *applied = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const RemoteEntry& r = entries[i];
+    Status v = ValidateOrigin(r.origin);
+    if (v.ok()) v = ValidateEntry(r.entry);
+    if (v.ok() && r.entry.lsn != r.origin_lsn) v = Status::InvalidArgument("entry LSN differs from origin LSN");
+    if (!v.ok()) return v.Annotate("remote entry " + std::to_string(i));
+  }
+  if (entries.empty()) return Status::Ok();
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Txn txn(&write_db_);
+  pending_series_.clear();
+  int64_t count = 0;
+  Status s = [&]() -> Status {
+    ES_RETURN_IF_ERROR(txn.Begin());
+    int64_t now = clock_->WallMillis();
+    std::string last_key;
+    int64_t origin_id = 0;
+    for (const RemoteEntry& r : entries) {
+      if (r.origin.ToString() != last_key) {
+        ES_RETURN_IF_ERROR(OriginId(r.origin, true, &origin_id));
+        last_key = r.origin.ToString();
+      }
+      bool inserted = false;
+      ES_RETURN_IF_ERROR(InsertRemote(origin_id, r.entry, now, &inserted));
+      if (inserted) ++count;
+    }
+    return txn.Commit();
+  }();
+  if (!s.ok()) {
+    txn.Rollback();
+    ForgetPendingSeries();
+    ForgetOrigins();
+    return s;
+  }
+  pending_series_.clear();
+  *applied = count;
+  return Status::Ok();
+}
+
+Status SqliteStore::ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, const std::vector<ChangeEntry>& entries,
+                                     uint64_t* high_water) {
+  ES_RETURN_IF_ERROR(ValidateOrigin(origin));
+  for (size_t i = 0; i < entries.size(); ++i) {
+    Status v = ValidateEntry(entries[i]);
+    if (!v.ok()) return v.Annotate("entry " + std::to_string(i));
+    if (i > 0 && entries[i].lsn <= entries[i - 1].lsn) {
+      return Status::InvalidArgument("entries of origin " + origin.ToString() + " are not in LSN order at entry " +
+                                     std::to_string(i));
+    }
+  }
+  if (base_lsn > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("base LSN out of range");
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Txn txn(&write_db_);
+  pending_series_.clear();
+  uint64_t hw = 0;
+  Status s = [&]() -> Status {
+    ES_RETURN_IF_ERROR(txn.Begin());
+    int64_t origin_id = 0;
+    ES_RETURN_IF_ERROR(OriginId(origin, true, &origin_id));
+    Stmt get;
+    ES_RETURN_IF_ERROR(get.Prepare(&write_db_, "SELECT lsn FROM high_water WHERE origin=?"));
+    get.Bind(1, origin_id);
+    Status st;
+    hw = get.Step(&st) ? static_cast<uint64_t>(get.Int(0)) : 0;
+    ES_RETURN_IF_ERROR(st);
+    get.Reset();
+    size_t first = 0;
+    while (first < entries.size() && entries[first].lsn <= hw) ++first;  // already held
+    uint64_t start = hw;
+    if (base_lsn > hw) start = base_lsn;  // the sender declares everything up to base_lsn held elsewhere
+    if (first < entries.size() && entries[first].lsn != start + 1) {
+      return Status::InvalidArgument("gap in origin " + origin.ToString() + ": high-water " + std::to_string(hw) +
+                                     (base_lsn > hw ? ", base " + std::to_string(base_lsn) : std::string()) +
+                                     ", batch starts at " + std::to_string(entries[first].lsn));
+    }
+    int64_t now = clock_->WallMillis();
+    Stmt feed;
+    ES_RETURN_IF_ERROR(feed.Prepare(&write_db_, "INSERT INTO region_feed(origin, olsn) VALUES(?, ?)"));
+    for (size_t i = first; i < entries.size(); ++i) {
+      bool inserted = false;
+      ES_RETURN_IF_ERROR(InsertRemote(origin_id, entries[i], now, &inserted));
+      feed.Bind(1, origin_id);
+      feed.Bind(2, static_cast<int64_t>(entries[i].lsn));
+      ES_RETURN_IF_ERROR(feed.Run());
+    }
+    uint64_t new_hw = first < entries.size() ? entries.back().lsn : start;
+    if (new_hw > hw) {
+      Stmt put;
+      ES_RETURN_IF_ERROR(put.Prepare(&write_db_, "INSERT OR REPLACE INTO high_water VALUES(?, ?)"));
+      put.Bind(1, origin_id);
+      put.Bind(2, static_cast<int64_t>(new_hw));
+      ES_RETURN_IF_ERROR(put.Run());
+      hw = new_hw;
+    }
+    return txn.Commit();
+  }();
+  if (!s.ok()) {
+    txn.Rollback();
+    ForgetPendingSeries();
+    ForgetOrigins();
+    return s;
+  }
+  pending_series_.clear();
+  *high_water = hw;
+  return Status::Ok();
+}
+
+Status SqliteStore::GetHighWater(const Origin& origin, uint64_t* high_water) {
+  ES_RETURN_IF_ERROR(ValidateOrigin(origin));
+  std::lock_guard<std::mutex> lock(read_mu_);
+  int64_t id = 0;
+  ES_RETURN_IF_ERROR(OriginId(origin, false, &id));
+  *high_water = 0;
+  if (id == 0) return Status::Ok();
+  Stmt s;
+  ES_RETURN_IF_ERROR(s.Prepare(&read_db_, "SELECT lsn FROM high_water WHERE origin=?"));
+  s.Bind(1, id);
+  Status st;
+  if (s.Step(&st)) *high_water = static_cast<uint64_t>(s.Int(0));
+  return st;
+}
+
+Status SqliteStore::RegionFeedBounds(uint64_t* oldest_seq, uint64_t* head_seq) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Txn snapshot(&read_db_);
+  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  int64_t oldest = 0, head = 0;
+  ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT ifnull(min(seq), 0) FROM region_feed", &oldest));
+  ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT ifnull((SELECT seq FROM sqlite_sequence WHERE name='region_feed'), 0)",
+                                       &head));
+  *oldest_seq = static_cast<uint64_t>(oldest);
+  *head_seq = static_cast<uint64_t>(head);
+  return Status::Ok();
+}
+
+Status SqliteStore::ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::vector<RegionFeedEntry>* entries,
+                                   uint64_t* head_seq, bool* reset) {
+  entries->clear();
+  *reset = false;
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Txn snapshot(&read_db_);
+  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  int64_t head = 0, pruned = 0;
+  ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT ifnull((SELECT seq FROM sqlite_sequence WHERE name='region_feed'), 0)",
+                                       &head));
+  ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "region_pruned_seq", &pruned));
+  *head_seq = static_cast<uint64_t>(head);
+  if (after_seq < static_cast<uint64_t>(pruned)) {
+    *reset = true;  // never a silent rewind or skip
+    return Status::Ok();
+  }
+  if (after_seq > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("sequence out of range");
+  Stmt s;
+  ES_RETURN_IF_ERROR(s.Prepare(&read_db_,
+                               "SELECT f.seq, f.origin, f.olsn, r.kind, r.series, r.ts, r.value, r.quality, "
+                               "d.name, d.location, d.default_unit FROM region_feed f "
+                               "JOIN remote r ON r.origin = f.origin AND r.olsn = f.olsn "
+                               "LEFT JOIN remote_devices d ON d.origin = f.origin AND d.olsn = f.olsn "
+                               "WHERE f.seq > ? ORDER BY f.seq LIMIT ?"));
+  s.Bind(1, static_cast<int64_t>(after_seq));
+  s.Bind(2, static_cast<int64_t>(std::min<size_t>(max_entries, 100000)));
+  Status st;
+  while (s.Step(&st)) {
+    RegionFeedEntry e;
+    e.seq = static_cast<uint64_t>(s.Int(0));
+    ES_RETURN_IF_ERROR(OriginById(s.Int(1), &e.remote.origin));
+    e.remote.origin_lsn = static_cast<uint64_t>(s.Int(2));
+    ChangeEntry& c = e.remote.entry;
+    c.lsn = e.remote.origin_lsn;
+    c.kind = static_cast<ChangeEntry::Kind>(s.Int(3));
+    SeriesInfo info;
+    ES_RETURN_IF_ERROR(SeriesById(s.Int(4), &info));
+    if (c.kind == ChangeEntry::Kind::kReading) {
+      c.reading = Reading{info.device_id, info.metric, s.Int(5), s.Double(6), info.unit, static_cast<uint32_t>(s.Int(7))};
+    } else {
+      c.device = DeviceRecord{info.device_id, s.Text(8), s.Text(9), s.Text(10),
+                              c.kind == ChangeEntry::Kind::kDeviceDelete};
+    }
+    entries->push_back(std::move(e));
+  }
+  return st;
+}
+
+Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
+  rows->clear();
+  ES_RETURN_IF_ERROR(ValidateKey("deviceId", q.device_id));
+  if (!q.metric.empty()) ES_RETURN_IF_ERROR(ValidateKey("metric", q.metric));
+  if (q.limit <= 0) return Status::InvalidArgument("query limit must be positive");
+  if (q.from_ms >= q.to_ms) return Status::Ok();
+  const int64_t limit = std::min<int64_t>(q.limit, 1000000);
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Txn snapshot(&read_db_);
+  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  Stmt series;
+  ES_RETURN_IF_ERROR(series.Prepare(&read_db_, q.metric.empty()
+                                                   ? "SELECT id, metric, unit FROM series WHERE device_id=? AND metric!=''"
+                                                   : "SELECT id, metric, unit FROM series WHERE device_id=? AND metric=?"));
+  series.Bind(1, std::string_view(q.device_id));
+  if (!q.metric.empty()) series.Bind(2, std::string_view(q.metric));
+  struct S {
+    int64_t id;
+    std::string metric, unit;
+  };
+  std::vector<S> list;
+  Status st;
+  while (series.Step(&st)) list.push_back(S{series.Int(0), series.Text(1), series.Text(2)});
+  ES_RETURN_IF_ERROR(st);
+  Stmt local, remote;
+  ES_RETURN_IF_ERROR(local.Prepare(&read_db_,
+                                   "SELECT lsn, ts, value, quality FROM log WHERE series=? AND ts>=? AND ts<? "
+                                   "AND kind=0 ORDER BY ts LIMIT ?"));
+  ES_RETURN_IF_ERROR(remote.Prepare(&read_db_,
+                                    "SELECT origin, olsn, ts, value, quality FROM remote WHERE series=? AND ts>=? "
+                                    "AND ts<? AND kind=0 ORDER BY ts LIMIT ?"));
+  std::set<uint64_t> local_lsns;
+  for (const S& s : list) {
+    for (int pass = 0; pass < 2; ++pass) {
+      Stmt& stmt = pass == 0 ? local : remote;
+      StmtScope scope(&stmt);
+      stmt.Bind(1, s.id);
+      stmt.Bind(2, q.from_ms);
+      stmt.Bind(3, q.to_ms);
+      stmt.Bind(4, limit);
+      while (stmt.Step(&st)) {
+        QueryRow row;
+        row.reading.device_id = q.device_id;
+        row.reading.metric = s.metric;
+        row.reading.unit = s.unit;
+        int c = 0;
+        if (pass == 0) {
+          row.origin = origin_;
+          row.local = true;
+        } else {
+          ES_RETURN_IF_ERROR(OriginById(stmt.Int(0), &row.origin));
+          c = 1;
+        }
+        row.lsn = static_cast<uint64_t>(stmt.Int(c));
+        row.reading.ts_ms = stmt.Int(c + 1);
+        row.reading.value = stmt.Double(c + 2);
+        row.reading.quality = static_cast<uint32_t>(stmt.Int(c + 3));
+        // Our own entries may come back through a region feed: one row each.
+        if (pass == 0) {
+          local_lsns.insert(row.lsn);
+        } else if (row.origin == origin_ && local_lsns.count(row.lsn)) {
+          continue;
+        }
+        rows->push_back(std::move(row));
+      }
+      ES_RETURN_IF_ERROR(st);
+    }
+  }
+  std::sort(rows->begin(), rows->end(), [](const QueryRow& a, const QueryRow& b) {
+    if (a.reading.ts_ms != b.reading.ts_ms) return a.reading.ts_ms < b.reading.ts_ms;
+    if (a.origin.gateway_id != b.origin.gateway_id) return a.origin.gateway_id < b.origin.gateway_id;
+    if (a.origin.epoch != b.origin.epoch) return a.origin.epoch < b.origin.epoch;
+    return a.lsn < b.lsn;
+  });
+  if (static_cast<int64_t>(rows->size()) > limit) rows->resize(static_cast<size_t>(limit));
+  return Status::Ok();
+}
+
+}  // namespace edgesync

@@ -1,0 +1,104 @@
+// Leases (compare-and-set, expiry, takeover), named checkpoints, upstream acks.
+#include "tests/unit/store/store_test_util.h"
+
+namespace edgesync::test {
+namespace {
+
+class StoreLeaseTest : public StoreTest {};
+
+TEST_F(StoreLeaseTest, AcquireRenewCheckpointRelease) {
+  auto s = OpenStore();
+  Lease a;
+  ASSERT_TRUE(s->AcquireLease(1, "alice", &a).ok());
+  EXPECT_EQ(a.owner, "alice");
+  EXPECT_EQ(a.version, 1);
+  Lease b;
+  Status st = s->AcquireLease(1, "bob", &b);
+  EXPECT_EQ(st.code(), Status::Code::kConflict);
+  EXPECT_NE(st.message().find("alice"), std::string::npos);
+  FeedPage page;
+  ASSERT_TRUE(s->ReadFeed(1, FeedStart{}, 10, &page).ok());
+  Lease a2;
+  ASSERT_TRUE(s->CheckpointLease(a, page.continuation, &a2).ok());
+  EXPECT_EQ(a2.version, 2);
+  EXPECT_EQ(a2.continuation, page.continuation);
+  // The old version lost its right: compare-and-set.
+  EXPECT_EQ(s->RenewLease(a, &b).code(), Status::Code::kConflict);
+  EXPECT_EQ(s->CheckpointLease(a2, "not a token", &b).code(), Status::Code::kInvalidArgument);
+  Lease a3;
+  ASSERT_TRUE(s->RenewLease(a2, &a3).ok());
+  EXPECT_EQ(a3.version, 3);
+  ASSERT_TRUE(s->ReleaseLease(a3).ok());
+  ASSERT_TRUE(s->AcquireLease(1, "bob", &b).ok());
+  EXPECT_EQ(b.continuation, page.continuation);  // progress kept across owners
+  EXPECT_EQ(s->ReleaseLease(a3).code(), Status::Code::kConflict);
+  std::vector<Lease> all;
+  ASSERT_TRUE(s->ListLeases(&all).ok());
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].owner, "bob");
+  EXPECT_EQ(s->AcquireLease(77, "bob", &b).code(), Status::Code::kNotFound);
+}
+
+TEST_F(StoreLeaseTest, ExpiredLeaseIsTakenOver) {
+  StoreOptions o = Options();
+  o.lease_expiry_ms = 1000;
+  auto s = OpenStore(o);
+  Lease a, b;
+  ASSERT_TRUE(s->AcquireLease(2, "alice", &a).ok());
+  clock_.Advance(999);
+  EXPECT_EQ(s->AcquireLease(2, "bob", &b).code(), Status::Code::kConflict);
+  ASSERT_TRUE(s->RenewLease(a, &a).ok());
+  clock_.Advance(1000);
+  ASSERT_TRUE(s->AcquireLease(2, "bob", &b).ok());
+  EXPECT_GT(b.version, a.version);
+  EXPECT_EQ(s->RenewLease(a, &a).code(), Status::Code::kConflict);
+}
+
+TEST_F(StoreLeaseTest, ChildLeaseStartsFromParentCheckpoint) {
+  StoreOptions o = Options();
+  o.initial_ranges = 1;
+  o.split_max_entries = 100;
+  auto s = OpenStore(o);
+  AppendResult r;
+  ASSERT_TRUE(s->AppendReadings(Batch(50), &r).ok());
+  Lease a;
+  ASSERT_TRUE(s->AcquireLease(1, "alice", &a).ok());
+  FeedPage page;
+  ASSERT_TRUE(s->ReadFeed(1, FeedStart{}, 100, &page).ok());
+  ASSERT_TRUE(s->CheckpointLease(a, page.continuation, &a).ok());
+  ASSERT_TRUE(s->AppendReadings(Batch(100), &r).ok());  // split into 2 and 3
+  Lease c;
+  EXPECT_EQ(s->AcquireLease(1, "alice", &c).code(), Status::Code::kNotFound);
+  ASSERT_TRUE(s->AcquireLease(3, "alice", &c).ok());
+  EXPECT_EQ(c.continuation, page.continuation);
+  ASSERT_TRUE(s->ReadFeed(3, FeedStart{FeedStart::Kind::kToken, 0, 0, c.continuation}, 1000, &page).ok());
+  for (const auto& e : page.entries) EXPECT_GT(e.lsn, 50u);
+}
+
+TEST_F(StoreLeaseTest, CheckpointsOnlyMoveForward) {
+  auto s = OpenStore();
+  uint64_t v = 9;
+  ASSERT_TRUE(s->GetCheckpoint("upstream:eu", &v).ok());
+  EXPECT_EQ(v, 0u);
+  ASSERT_TRUE(s->SetCheckpoint("upstream:eu", 10).ok());
+  ASSERT_TRUE(s->SetCheckpoint("upstream:eu", 5).ok());
+  ASSERT_TRUE(s->GetCheckpoint("upstream:eu", &v).ok());
+  EXPECT_EQ(v, 10u);
+  EXPECT_EQ(s->SetCheckpoint("", 1).code(), Status::Code::kInvalidArgument);
+}
+
+TEST_F(StoreLeaseTest, AckUpstreamRefusesTheFuture) {
+  auto s = OpenStore();
+  AppendResult r;
+  ASSERT_TRUE(s->AppendReadings(Batch(10), &r).ok());
+  EXPECT_EQ(s->AckUpstream("eu", 11).code(), Status::Code::kInvalidArgument);
+  ASSERT_TRUE(s->AckUpstream("eu", 7).ok());
+  ASSERT_TRUE(s->AckUpstream("us", 4).ok());
+  ASSERT_TRUE(s->AckUpstream("eu", 3).ok());
+  StoreStats stats;
+  ASSERT_TRUE(s->Stats(&stats).ok());
+  EXPECT_EQ(stats.acked_lsn, 7u);
+}
+
+}  // namespace
+}  // namespace edgesync::test

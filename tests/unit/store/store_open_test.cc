@@ -1,0 +1,182 @@
+// Opening: creation, identity, refusal of damaged, foreign and newer files
+// (without modifying them), forward migration.
+#include <sqlite3.h>
+
+#include "platform/files.h"
+#include "store/schema.h"
+#include "store/sqlite_util.h"
+#include "tests/unit/store/store_test_util.h"
+
+namespace edgesync::test {
+namespace {
+
+class StoreOpenTest : public StoreTest {
+ protected:
+  std::string Content(const std::string& path) {
+    std::string s;
+    EXPECT_TRUE(ReadFile(path, &s).ok());
+    return s;
+  }
+  Status TryOpen() {
+    std::unique_ptr<Store> s;
+    return Store::Open(Options(), &s);
+  }
+  void MakeStoreWithData(int n) {
+    auto s = OpenStore();
+    AppendResult r;
+    for (int i = 0; i < n / 1000; ++i) ASSERT_TRUE(s->AppendReadings(Batch(1000, 50, i * 1000), &r).ok());
+  }
+};
+
+TEST_F(StoreOpenTest, CreatesWithEpochAndKeepsItAcrossReopen) {
+  std::string epoch;
+  {
+    auto s = OpenStore();
+    ASSERT_TRUE(s);
+    epoch = s->origin().epoch;
+    EXPECT_EQ(s->origin().gateway_id, "gw1");
+    EXPECT_EQ(epoch.size(), 32u);
+    EXPECT_EQ(s->schema_version(), kSchemaVersion);
+    EXPECT_EQ(s->LastLsn(), 0u);
+  }
+  auto s = OpenStore();
+  EXPECT_EQ(s->origin().epoch, epoch);
+}
+
+TEST_F(StoreOpenTest, RecreatedStoreIsANewOrigin) {
+  std::string epoch = OpenStore()->origin().epoch;
+  ASSERT_EQ(::unlink(Options().path.c_str()), 0);
+  EXPECT_NE(OpenStore()->origin().epoch, epoch);
+}
+
+TEST_F(StoreOpenTest, MissingFileWithoutCreateIsNotFound) {
+  StoreOptions o = Options();
+  o.create_if_missing = false;
+  std::unique_ptr<Store> s;
+  EXPECT_EQ(Store::Open(o, &s).code(), Status::Code::kNotFound);
+  EXPECT_FALSE(FileExists(o.path));
+}
+
+TEST_F(StoreOpenTest, RefusesGarbageWithoutTouchingIt) {
+  std::string garbage(8192, 'x');
+  WriteAll(Options().path, garbage);
+  Status st = TryOpen();
+  EXPECT_EQ(st.code(), Status::Code::kCorruption) << st.ToString();
+  EXPECT_NE(st.message().find("not a SQLite database"), std::string::npos);
+  EXPECT_EQ(Content(Options().path), garbage);
+}
+
+TEST_F(StoreOpenTest, RefusesEmptyFile) {
+  WriteAll(Options().path, "");
+  EXPECT_EQ(TryOpen().code(), Status::Code::kCorruption);
+  EXPECT_EQ(Content(Options().path), "");
+}
+
+TEST_F(StoreOpenTest, RefusesTruncatedFile) {
+  MakeStoreWithData(5000);
+  std::string full = Content(Options().path);
+  ASSERT_GT(full.size(), 8192u);
+  std::string cut = full.substr(0, full.size() / 2 + 100);
+  WriteAll(Options().path, cut);
+  Status st = TryOpen();
+  EXPECT_EQ(st.code(), Status::Code::kCorruption) << st.ToString();
+  EXPECT_EQ(Content(Options().path), cut);
+  // Cut on a page boundary: the header still says more pages.
+  std::string cut2 = full.substr(0, 4096 * 3);
+  WriteAll(Options().path, cut2);
+  EXPECT_EQ(TryOpen().code(), Status::Code::kCorruption);
+  EXPECT_EQ(Content(Options().path), cut2);
+}
+
+TEST_F(StoreOpenTest, RefusesCorruptedPage) {
+  MakeStoreWithData(20000);
+  std::string data = Content(Options().path);
+  ASSERT_GT(data.size(), 4096u * 20);
+  // Damage a b-tree page in the middle of the file (not the header page).
+  size_t page = data.size() / 4096 / 2;
+  for (size_t i = 0; i < 4096; ++i) data[page * 4096 + i] = static_cast<char>((i * 131 + 7) & 0xff);
+  WriteAll(Options().path, data);
+  Status st = TryOpen();
+  EXPECT_EQ(st.code(), Status::Code::kCorruption) << st.ToString();
+  EXPECT_NE(st.message().find("integrity"), std::string::npos) << st.message();
+  EXPECT_EQ(Content(Options().path), data);
+}
+
+TEST_F(StoreOpenTest, RefusesNewerSchemaVersionUnchanged) {
+  { OpenStore(); }
+  {
+    Db db;
+    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READWRITE).ok());
+    ASSERT_TRUE(db.Exec("PRAGMA user_version=" + std::to_string(kSchemaVersion + 5)).ok());
+  }
+  std::string before = Content(Options().path);
+  Status st = TryOpen();
+  EXPECT_EQ(st.code(), Status::Code::kUnsupported) << st.ToString();
+  EXPECT_NE(st.message().find("newer"), std::string::npos);
+  EXPECT_EQ(Content(Options().path), before);
+}
+
+TEST_F(StoreOpenTest, RefusesForeignSqliteDatabase) {
+  {
+    Db db;
+    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE).ok());
+    ASSERT_TRUE(db.Exec("CREATE TABLE t(x)").ok());
+  }
+  std::string before = Content(Options().path);
+  EXPECT_EQ(TryOpen().code(), Status::Code::kCorruption);
+  EXPECT_EQ(Content(Options().path), before);
+}
+
+TEST_F(StoreOpenTest, RefusesOtherGatewayId) {
+  { OpenStore(); }
+  StoreOptions o = Options();
+  o.gateway_id = "gw2";
+  std::unique_ptr<Store> s;
+  EXPECT_EQ(Store::Open(o, &s).code(), Status::Code::kInvalidArgument);
+  o.gateway_id = "";  // tools that do not know the id get the stored one
+  ASSERT_TRUE(Store::Open(o, &s).ok());
+  EXPECT_EQ(s->origin().gateway_id, "gw1");
+}
+
+TEST_F(StoreOpenTest, MigratesVersion1Forward) {
+  {
+    Db db;
+    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE).ok());
+    ASSERT_TRUE(db.Exec("PRAGMA journal_mode=WAL").ok());
+    ASSERT_TRUE(CreateSchema(&db, 1).ok());
+    ASSERT_TRUE(db.Exec("INSERT INTO meta VALUES('epoch','00112233445566778899aabbccddeeff'),('gateway_id','gw1');"
+                        "INSERT INTO ranges VALUES(1, -9223372036854775808, 9223372036854775807, 0, 1, 0, 0);")
+                    .ok());
+    int64_t v = 0;
+    ASSERT_TRUE(db.QueryInt("PRAGMA user_version", &v).ok());
+    ASSERT_EQ(v, 1);
+  }
+  auto s = OpenStore();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->schema_version(), kSchemaVersion);
+  EXPECT_EQ(s->origin().epoch, "00112233445566778899aabbccddeeff");
+  // The migrated layout works: a region hub table from version 2.
+  Origin o{"gwx", "ffeeddccbbaa99887766554433221100"};
+  ChangeEntry e;
+  e.lsn = 1;
+  e.reading = MakeReading("d", "m", 1, 2);
+  uint64_t hw = 0;
+  ASSERT_TRUE(s->ApplyOriginBatch(o, 0, {e}, &hw).ok());
+  EXPECT_EQ(hw, 1u);
+  AppendResult r;
+  ASSERT_TRUE(s->AppendReadings(Batch(10), &r).ok());
+  EXPECT_EQ(r.first_lsn, 1u);
+}
+
+TEST_F(StoreOpenTest, RejectsBadOptions) {
+  StoreOptions o = Options();
+  o.initial_ranges = 0;
+  std::unique_ptr<Store> s;
+  EXPECT_EQ(Store::Open(o, &s).code(), Status::Code::kInvalidArgument);
+  o = Options();
+  o.gateway_id = "a/b";
+  EXPECT_EQ(Store::Open(o, &s).code(), Status::Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace edgesync::test

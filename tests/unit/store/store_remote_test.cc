@@ -1,0 +1,165 @@
+// Read view, region hub high-water marks and feed, union query.
+#include "tests/unit/store/store_test_util.h"
+
+namespace edgesync::test {
+namespace {
+
+class StoreRemoteTest : public StoreTest {};
+
+const Origin kOther{"gw2", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
+
+ChangeEntry Entry(uint64_t lsn, const std::string& device, int64_t ts, double v) {
+  ChangeEntry e;
+  e.lsn = lsn;
+  e.reading = MakeReading(device, "temp", ts, v, "C");
+  return e;
+}
+
+TEST_F(StoreRemoteTest, ApplyRemoteIsIdempotent) {
+  auto s = OpenStore();
+  std::vector<RemoteEntry> in;
+  for (uint64_t i = 1; i <= 10; ++i) in.push_back(RemoteEntry{kOther, i, Entry(i, "r1", 100 + i, 1.0 * i)});
+  int64_t applied = 0;
+  ASSERT_TRUE(s->ApplyRemote(in, &applied).ok());
+  EXPECT_EQ(applied, 10);
+  ASSERT_TRUE(s->ApplyRemote(in, &applied).ok());
+  EXPECT_EQ(applied, 0);
+  StoreStats stats;
+  ASSERT_TRUE(s->Stats(&stats).ok());
+  EXPECT_EQ(stats.remote_entries, 10);
+  in[0].origin.epoch = "nope";
+  EXPECT_EQ(s->ApplyRemote(in, &applied).code(), Status::Code::kInvalidArgument);
+}
+
+TEST_F(StoreRemoteTest, QueryUnionsLocalAndRemoteDeduplicated) {
+  auto s = OpenStore();
+  AppendResult r;
+  ASSERT_TRUE(s->AppendReadings({MakeReading("d1", "temp", 10, 1, "C"), MakeReading("d1", "hum", 11, 50),
+                                 MakeReading("d2", "temp", 12, 3, "C")},
+                                &r)
+                  .ok());
+  std::vector<RemoteEntry> in = {RemoteEntry{kOther, 5, Entry(5, "d1", 15, 7)},
+                                 // Our own entry coming back through a region feed.
+                                 RemoteEntry{s->origin(), 1, Entry(1, "d1", 10, 1)}};
+  int64_t applied = 0;
+  ASSERT_TRUE(s->ApplyRemote(in, &applied).ok());
+  std::vector<QueryRow> rows;
+  QueryRequest q;
+  q.device_id = "d1";
+  ASSERT_TRUE(s->Query(q, &rows).ok());
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].reading.ts_ms, 10);
+  EXPECT_TRUE(rows[0].local);
+  EXPECT_EQ(rows[0].origin, s->origin());
+  EXPECT_EQ(rows[0].lsn, 1u);
+  EXPECT_EQ(rows[1].reading.metric, "hum");
+  EXPECT_EQ(rows[2].reading.ts_ms, 15);
+  EXPECT_FALSE(rows[2].local);
+  EXPECT_EQ(rows[2].origin, kOther);
+  EXPECT_EQ(rows[2].lsn, 5u);
+  q.metric = "temp";
+  q.from_ms = 11;
+  ASSERT_TRUE(s->Query(q, &rows).ok());
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].reading.ts_ms, 15);
+  q.from_ms = INT64_MIN;
+  q.limit = 1;
+  ASSERT_TRUE(s->Query(q, &rows).ok());
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].reading.ts_ms, 10);
+  q.device_id = "a#b";
+  EXPECT_EQ(s->Query(q, &rows).code(), Status::Code::kInvalidArgument);
+}
+
+TEST_F(StoreRemoteTest, OriginBatchesKeepADurableHighWater) {
+  auto s = OpenStore();
+  uint64_t hw = 0;
+  ASSERT_TRUE(s->ApplyOriginBatch(kOther, 0, {Entry(1, "a", 1, 1), Entry(2, "a", 2, 2)}, &hw).ok());
+  EXPECT_EQ(hw, 2u);
+  // A resent suffix is ignored; the new tail is applied.
+  ASSERT_TRUE(s->ApplyOriginBatch(kOther, 0, {Entry(2, "a", 2, 2), Entry(3, "a", 3, 3)}, &hw).ok());
+  EXPECT_EQ(hw, 3u);
+  // A gap is refused.
+  Status st = s->ApplyOriginBatch(kOther, 0, {Entry(5, "a", 5, 5)}, &hw);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  // ...unless the sender declares everything up to 4 held elsewhere.
+  ASSERT_TRUE(s->ApplyOriginBatch(kOther, 4, {Entry(5, "a", 5, 5)}, &hw).ok());
+  EXPECT_EQ(hw, 5u);
+  EXPECT_EQ(s->ApplyOriginBatch(kOther, 0, {Entry(7, "a", 7, 7), Entry(6, "a", 6, 6)}, &hw).code(),
+            Status::Code::kInvalidArgument);
+  uint64_t got = 0;
+  ASSERT_TRUE(s->GetHighWater(kOther, &got).ok());
+  EXPECT_EQ(got, 5u);
+  ASSERT_TRUE(s->GetHighWater(Origin{"gw9", kOther.epoch}, &got).ok());
+  EXPECT_EQ(got, 0u);
+  std::vector<RegionFeedEntry> feed;
+  uint64_t head = 0;
+  bool reset = true;
+  ASSERT_TRUE(s->ReadRegionFeed(0, 100, &feed, &head, &reset).ok());
+  EXPECT_FALSE(reset);
+  EXPECT_EQ(head, 4u);
+  ASSERT_EQ(feed.size(), 4u);
+  EXPECT_EQ(feed[0].seq, 1u);
+  EXPECT_EQ(feed[3].remote.origin_lsn, 5u);
+  EXPECT_EQ(feed[3].remote.origin, kOther);
+  EXPECT_EQ(feed[3].remote.entry.reading.device_id, "a");
+  ASSERT_TRUE(s->ReadRegionFeed(2, 1, &feed, &head, &reset).ok());
+  ASSERT_EQ(feed.size(), 1u);
+  EXPECT_EQ(feed[0].seq, 3u);
+}
+
+TEST_F(StoreRemoteTest, HighWaterSurvivesPruneAndRegionFeedResetsExplicitly) {
+  auto s = OpenStore();
+  uint64_t hw = 0;
+  ChangeEntry dev;
+  dev.lsn = 3;
+  dev.kind = ChangeEntry::Kind::kDeviceUpsert;
+  dev.device = DeviceRecord{"a", "Pump", "roof", "", false};
+  ASSERT_TRUE(s->ApplyOriginBatch(kOther, 0, {Entry(1, "a", 1, 1), Entry(2, "a", 2, 2), dev}, &hw).ok());
+  clock_.Advance(8LL * 86400 * 1000);
+  ASSERT_TRUE(s->ApplyOriginBatch(kOther, 0, {Entry(4, "a", 4, 4)}, &hw).ok());
+  PruneResult p;
+  ASSERT_TRUE(s->Prune(&p).ok());
+  EXPECT_EQ(p.remote, 3);
+  ASSERT_TRUE(s->GetHighWater(kOther, &hw).ok());
+  EXPECT_EQ(hw, 4u);
+  // Resending pruned entries is still recognised as duplicate.
+  ASSERT_TRUE(s->ApplyOriginBatch(kOther, 0, {Entry(1, "a", 1, 1)}, &hw).ok());
+  EXPECT_EQ(hw, 4u);
+  std::vector<RegionFeedEntry> feed;
+  uint64_t head = 0;
+  bool reset = false;
+  ASSERT_TRUE(s->ReadRegionFeed(1, 100, &feed, &head, &reset).ok());
+  EXPECT_TRUE(reset);
+  EXPECT_TRUE(feed.empty());
+  uint64_t oldest = 0;
+  ASSERT_TRUE(s->RegionFeedBounds(&oldest, &head).ok());
+  EXPECT_EQ(oldest, 4u);
+  EXPECT_EQ(head, 4u);
+  ASSERT_TRUE(s->ReadRegionFeed(oldest - 1, 100, &feed, &head, &reset).ok());
+  EXPECT_FALSE(reset);
+  ASSERT_EQ(feed.size(), 1u);
+  EXPECT_EQ(feed[0].remote.origin_lsn, 4u);
+}
+
+TEST_F(StoreRemoteTest, RegionFeedCarriesDeviceRecords) {
+  auto s = OpenStore();
+  ChangeEntry dev;
+  dev.lsn = 1;
+  dev.kind = ChangeEntry::Kind::kDeviceDelete;
+  dev.device = DeviceRecord{"a", "Pump", "roof", "bar", true};
+  uint64_t hw = 0;
+  ASSERT_TRUE(s->ApplyOriginBatch(kOther, 0, {dev}, &hw).ok());
+  std::vector<RegionFeedEntry> feed;
+  uint64_t head = 0;
+  bool reset = false;
+  ASSERT_TRUE(s->ReadRegionFeed(0, 10, &feed, &head, &reset).ok());
+  ASSERT_EQ(feed.size(), 1u);
+  EXPECT_EQ(feed[0].remote.entry.kind, ChangeEntry::Kind::kDeviceDelete);
+  EXPECT_EQ(feed[0].remote.entry.device.name, "Pump");
+  EXPECT_EQ(feed[0].remote.entry.device.default_unit, "bar");
+  EXPECT_TRUE(feed[0].remote.entry.device.deleted);
+}
+
+}  // namespace
+}  // namespace edgesync::test

@@ -1,0 +1,116 @@
+// Retention, size limits and disk policies, dead letters, statistics.
+#include "tests/unit/store/store_test_util.h"
+
+namespace edgesync::test {
+namespace {
+
+class StoreRetentionTest : public StoreTest {};
+
+constexpr int64_t kDay = 86400LL * 1000;
+
+TEST_F(StoreRetentionTest, PrunesOnlyAcknowledgedAndOld) {
+  auto s = OpenStore();
+  AppendResult r;
+  ASSERT_TRUE(s->AppendReadings(Batch(100), &r).ok());  // 1..100, old
+  clock_.Advance(8 * kDay);
+  ASSERT_TRUE(s->AppendReadings(Batch(100), &r).ok());  // 101..200, young
+  PruneResult p;
+  ASSERT_TRUE(s->Prune(&p).ok());
+  EXPECT_EQ(p.readings, 0);  // nothing acknowledged
+  ASSERT_TRUE(s->AckUpstream("eu", 50).ok());
+  ASSERT_TRUE(s->Prune(&p).ok());
+  EXPECT_EQ(p.readings, 50);
+  ASSERT_TRUE(s->AckUpstream("eu", 200).ok());
+  ASSERT_TRUE(s->Prune(&p).ok());
+  EXPECT_EQ(p.readings, 50);  // 101..200 are younger than the retention age
+  std::vector<ChangeEntry> log;
+  ASSERT_TRUE(s->ReadLog(0, 1000, &log).ok());
+  ASSERT_EQ(log.size(), 100u);
+  EXPECT_EQ(log.front().lsn, 101u);
+  clock_.Advance(8 * kDay);
+  ASSERT_TRUE(s->Prune(&p).ok());
+  EXPECT_EQ(p.readings, 100);
+}
+
+TEST_F(StoreRetentionTest, RejectNewWhenMaxBytesReached) {
+  StoreOptions o = Options();
+  o.max_bytes = 256 * 1024;
+  auto s = OpenStore(o);
+  AppendResult r;
+  Status st;
+  int64_t committed = 0;
+  for (int i = 0; i < 200 && st.ok(); ++i) {
+    st = s->AppendReadings(Batch(500, 50, i * 500), &r);
+    if (st.ok()) committed = static_cast<int64_t>(r.last_lsn);
+  }
+  ASSERT_EQ(st.code(), Status::Code::kNoSpace) << st.ToString();
+  EXPECT_NE(st.message().find("max_bytes"), std::string::npos) << st.message();
+  StoreStats stats;
+  ASSERT_TRUE(s->Stats(&stats).ok());
+  EXPECT_EQ(stats.rejected_full, 500);
+  EXPECT_EQ(stats.entries, committed);
+  EXPECT_EQ(stats.dropped_oldest, 0);
+  EXPECT_EQ(s->LastLsn(), static_cast<uint64_t>(committed));
+  // Room comes back once acknowledged data is pruned.
+  ASSERT_TRUE(s->AckUpstream("eu", s->LastLsn()).ok());
+  clock_.Advance(8 * kDay);
+  PruneResult p;
+  ASSERT_TRUE(s->Prune(&p).ok());
+  EXPECT_EQ(p.readings, committed);
+  ASSERT_TRUE(s->AppendReadings(Batch(500), &r).ok());
+  EXPECT_EQ(r.first_lsn, static_cast<uint64_t>(committed) + 1);
+}
+
+TEST_F(StoreRetentionTest, DropOldestCountsEveryDroppedReading) {
+  StoreOptions o = Options();
+  o.max_bytes = 256 * 1024;
+  o.disk_policy = StoreOptions::DiskPolicy::kDropOldest;
+  auto s = OpenStore(o);
+  AppendResult r;
+  int64_t dropped = 0;
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(s->AppendReadings(Batch(500, 50, i * 500), &r).ok());
+    dropped += r.dropped_oldest;
+  }
+  EXPECT_GT(dropped, 0);
+  StoreStats stats;
+  ASSERT_TRUE(s->Stats(&stats).ok());
+  EXPECT_EQ(stats.dropped_oldest, dropped);
+  EXPECT_EQ(stats.entries + dropped, 40 * 500);
+  EXPECT_EQ(stats.last_lsn, 20000u);
+  std::vector<ChangeEntry> log;
+  ASSERT_TRUE(s->ReadLog(0, 1, &log).ok());
+  EXPECT_EQ(log[0].lsn, static_cast<uint64_t>(dropped) + 1);  // the oldest went first
+}
+
+TEST_F(StoreRetentionTest, DeadLettersAreCappedNewestFirst) {
+  StoreOptions o = Options();
+  o.dead_letter_cap = 3;
+  auto s = OpenStore(o);
+  std::vector<DeadLetter> in;
+  for (int i = 0; i < 5; ++i) in.push_back(DeadLetter{i, "t/" + std::to_string(i), std::string(1000, 'x'), "bad"});
+  ASSERT_TRUE(s->AddDeadLetters(in).ok());
+  std::vector<DeadLetter> out;
+  ASSERT_TRUE(s->ListDeadLetters(10, &out).ok());
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].topic, "t/4");
+  EXPECT_EQ(out[2].topic, "t/2");
+  EXPECT_LE(out[0].head.size(), 256u);
+  StoreStats stats;
+  ASSERT_TRUE(s->Stats(&stats).ok());
+  EXPECT_EQ(stats.dead_letters, 5);
+}
+
+TEST_F(StoreRetentionTest, StatsReportTheStore) {
+  auto s = OpenStore();
+  AppendResult r;
+  ASSERT_TRUE(s->AppendReadings(Batch(100), &r).ok());
+  StoreStats stats;
+  ASSERT_TRUE(s->Stats(&stats).ok());
+  EXPECT_EQ(stats.last_lsn, 100u);
+  EXPECT_EQ(stats.entries, 100);
+  EXPECT_GT(stats.file_bytes, 0);
+}
+
+}  // namespace
+}  // namespace edgesync::test

@@ -1,0 +1,59 @@
+// tests/unit/store/store_test_util.h: small helpers shared by the store's
+// unit tests (a store in a temp dir on a manual clock, reading factories).
+#ifndef EDGESYNC_TESTS_UNIT_STORE_STORE_TEST_UTIL_H_
+#define EDGESYNC_TESTS_UNIT_STORE_STORE_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "platform/clock.h"
+#include "store/store.h"
+#include "tests/support/process.h"
+
+namespace edgesync::test {
+
+inline Reading MakeReading(const std::string& device, const std::string& metric, int64_t ts, double value,
+                           const std::string& unit = "") {
+  Reading r;
+  r.device_id = device;
+  r.metric = metric;
+  r.ts_ms = ts;
+  r.value = value;
+  r.unit = unit;
+  return r;
+}
+
+class StoreTest : public ::testing::Test {
+ protected:
+  StoreOptions Options() {
+    StoreOptions o;
+    o.path = dir_.File("store.db");
+    o.gateway_id = "gw1";
+    o.clock = &clock_;
+    return o;
+  }
+  std::unique_ptr<Store> OpenStore(const StoreOptions& o) {
+    std::unique_ptr<Store> s;
+    Status st = Store::Open(o, &s);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return s;
+  }
+  std::unique_ptr<Store> OpenStore() { return OpenStore(Options()); }
+  std::vector<Reading> Batch(int n, int devices = 10, int64_t ts0 = 1000) {
+    std::vector<Reading> v;
+    for (int i = 0; i < n; ++i) {
+      v.push_back(MakeReading("dev" + std::to_string(i % devices), "temp", ts0 + i, i * 0.5, "C"));
+    }
+    return v;
+  }
+
+  TempDir dir_;
+  ManualClock clock_{1'800'000'000'000, 0};
+};
+
+}  // namespace edgesync::test
+
+#endif  // EDGESYNC_TESTS_UNIT_STORE_STORE_TEST_UTIL_H_
