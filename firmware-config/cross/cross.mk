@@ -1,0 +1,54 @@
+# Cross builds for the boards, included by the top-level Makefile.
+#
+#   make cross ARCH=arm64|armhf      build/$(ARCH)/edgesync
+#   make test-arm ARCH=arm64|armhf   unit tests + fuzz corpus replays under qemu-user
+#   make deps-cross [ARCH=...]       compilers, qemu and the sysroot (part of `make deps`)
+#
+# Libraries come from a sysroot of Debian's $(ARCH) packages
+# (firmware-config/cross/sysroot.sh, package list in packages.txt), so nothing
+# of the target architecture is installed on the build machine.
+
+CROSS_ARCHES := arm64 armhf
+CROSS_DIR = $(BUILD)/$(ARCH)
+SYSROOT ?= $(BUILD)/sysroot/$(ARCH)
+CROSS_QEMU = $(if $(filter arm64,$(ARCH)),qemu-aarch64,qemu-arm)
+# How a target program runs here: loader and every library from the sysroot
+# (Debian's target packages, as on a board), never the host's multiarch ones.
+CROSS_RUN = $(CROSS_QEMU) -L $(abspath $(SYSROOT))
+CROSS_FUZZ_TARGETS = $(basename $(notdir $(wildcard tests/fuzz/*_fuzz.cc)))
+
+.PHONY: deps-cross cross-check-arch cross-configure
+
+deps: deps-cross-all
+
+.PHONY: deps-cross-all
+deps-cross-all:
+	@./$(DEPS) cross-arm64 cross-armhf
+	@for a in $(CROSS_ARCHES); do \
+	  ./firmware-config/cross/sysroot.sh $$a $(BUILD)/sysroot/$$a || exit 1; done
+
+cross-check-arch:
+	@case "$(ARCH)" in arm64|armhf) ;; \
+	  *) echo "ARCH must be one of: $(CROSS_ARCHES) (got '$(ARCH)')" >&2; exit 2 ;; esac
+
+deps-cross: cross-check-arch
+	@./$(DEPS) build cross-$(ARCH)
+	@./firmware-config/cross/sysroot.sh $(ARCH) $(SYSROOT)
+
+cross-configure: deps-cross
+	@test -f $(CROSS_DIR)/build.ninja -o -f $(CROSS_DIR)/Makefile || cmake -S . -B $(CROSS_DIR) -G "$(CMAKE_GENERATOR)" \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDGESYNC_BENCH=OFF \
+	  -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/firmware-config/cross/$(ARCH).cmake \
+	  -DEDGESYNC_SYSROOT=$(abspath $(SYSROOT))
+
+cross: cross-configure
+	cmake --build $(CROSS_DIR) --target edgesync -j $(JOBS)
+	@file $(CROSS_DIR)/edgesync
+
+# The unit tests and fuzz replays of the target build, run under qemu-user.
+# Integration tests (real Mosquitto and processes on the build machine) run in
+# `make test` only.
+test-arm: cross-configure
+	cmake --build $(CROSS_DIR) --target unit_tests $(CROSS_FUZZ_TARGETS) -j $(JOBS)
+	$(if $(CROSS_FUZZ_TARGETS),cd $(CROSS_DIR) && ctest --output-on-failure -j $(JOBS) -R '^fuzz_corpus\.')
+	cd $(CROSS_DIR) && $(CROSS_RUN) tests/unit_tests
