@@ -1,7 +1,12 @@
 // The change log: appending readings and device records with the next LSN,
 // partition key ranges and their splits, and reading the log and the
 // per-range feed.
+#include <sys/resource.h>
+#include <sys/stat.h>
+
 #include <algorithm>
+
+#include "platform/files.h"
 
 #include "platform/log.h"
 #include "store/sqlite_store.h"
@@ -31,6 +36,26 @@ const RangeInfo* FindRange(const std::vector<RangeInfo>& ranges, uint32_t id) {
     if (r.id == id) return &r;
   }
   return nullptr;
+}
+
+// A write error whose errno SQLite did not keep (a short write, EFBIG) is
+// still a full store when the filesystem or the file size limit says so.
+bool LooksOutOfSpace(const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  Result<uint64_t> free_bytes = FreeBytes(dir);
+  if (free_bytes.ok() && *free_bytes < (uint64_t{1} << 20)) return true;
+  struct rlimit lim;
+  if (::getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+    for (const char* suffix : {"", "-wal"}) {
+      struct stat st;
+      if (::stat((path + suffix).c_str(), &st) == 0 &&
+          static_cast<uint64_t>(st.st_size) + (uint64_t{1} << 16) >= static_cast<uint64_t>(lim.rlim_cur)) {
+        return true;
+      }
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -268,6 +293,9 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, AppendResul
     txn.Rollback();
     ForgetPendingSeries();
     write_data_version_ = -1;
+    if (s.code() == Status::Code::kIoError && LooksOutOfSpace(options_.path)) {
+      s = Status::NoSpace(s.message() + " (no space left for the store)");
+    }
     if (s.code() == Status::Code::kNoSpace) {
       return Status::NoSpace("store " + options_.path + " is full: " + s.message() +
                              (options_.disk_policy == StoreOptions::DiskPolicy::kRejectNew

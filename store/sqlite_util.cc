@@ -1,5 +1,7 @@
 #include "store/sqlite_util.h"
 
+#include <cerrno>
+
 namespace edgesync {
 
 Status SqliteStatus(int rc, sqlite3* db, const std::string& context) {
@@ -20,7 +22,8 @@ Status SqliteStatus(int rc, sqlite3* db, const std::string& context) {
       return Status::InvalidArgument(msg);
     case SQLITE_IOERR:
       // A short write on a full filesystem can surface as an I/O error.
-      if (sqlite3_system_errno(db) == 28 /* ENOSPC */) return Status::NoSpace(msg + " (no space left on device)");
+      if (db && sqlite3_system_errno(db) == ENOSPC) return Status::NoSpace(msg + " (no space left on device)");
+      if (db && sqlite3_system_errno(db) == EFBIG) return Status::NoSpace(msg + " (file size limit reached)");
       return Status::IoError(msg);
     default:
       return Status::IoError(msg);

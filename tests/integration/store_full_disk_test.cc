@@ -1,0 +1,150 @@
+// Full disk for real: the store on a 2 MiB tmpfs (or, where mounting is not
+// permitted, under RLIMIT_FSIZE in a forked child). Writes fail with NoSpace,
+// nothing committed is lost, reads go on, writes resume when space returns.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <functional>
+
+#include "store/sqlite_util.h"
+#include "store/store.h"
+#include "tests/support/process.h"
+
+namespace edgesync::test {
+namespace {
+
+class Tmpfs {
+ public:
+  explicit Tmpfs(const std::string& dir) : dir_(dir) {
+    ::mkdir(dir.c_str(), 0700);
+    // EDGESYNC_TEST_NO_MOUNT=1 exercises the fallback where mounting works.
+    if (std::getenv("EDGESYNC_TEST_NO_MOUNT")) return;
+    mounted_ = ::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=2m") == 0;
+  }
+  ~Tmpfs() {
+    if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
+  }
+  bool mounted() const { return mounted_; }
+
+ private:
+  std::string dir_;
+  bool mounted_ = false;
+};
+
+std::vector<Reading> Batch(uint64_t first, int n) {
+  std::vector<Reading> v;
+  for (int i = 0; i < n; ++i) {
+    Reading r;
+    r.device_id = "device-" + std::to_string((first + i) % 500);
+    r.metric = "temperature";
+    r.unit = "C";
+    r.ts_ms = static_cast<int64_t>(first + i);
+    r.value = static_cast<double>(first + i);
+    v.push_back(r);
+  }
+  return v;
+}
+
+// Returns "" when every expectation held, else what went wrong (so the same
+// scenario can run in a forked child).
+std::string Scenario(const std::string& dir, const std::function<void()>& make_room) {
+  StoreOptions o;
+  o.path = dir + "/store.db";
+  o.gateway_id = "full-gw";
+  uint64_t committed = 0;
+  {
+    std::unique_ptr<Store> store;
+    Status st = Store::Open(o, &store);
+    if (!st.ok()) return "open: " + st.ToString();
+    AppendResult r;
+    for (int i = 0; i < 2000; ++i) {
+      st = store->AppendReadings(Batch(committed + 1, 500), &r);
+      if (!st.ok()) break;
+      if (r.first_lsn != committed + 1) return "LSN jumped";
+      committed = r.last_lsn;
+    }
+    if (st.code() != Status::Code::kNoSpace) return "expected NoSpace, got " + st.ToString();
+    if (st.message().find("full") == std::string::npos) return "unclear message: " + st.message();
+    if (committed == 0) return "nothing fit before the disk was full";
+    // Nothing crashes on further attempts, and reads go on.
+    for (int i = 0; i < 3; ++i) {
+      st = store->AppendReadings(Batch(committed + 1, 500), &r);
+      if (st.code() != Status::Code::kNoSpace) return "second attempt: " + st.ToString();
+    }
+    if (store->LastLsn() != committed) return "LastLsn moved on a failed write";
+    std::vector<ChangeEntry> log;
+    st = store->ReadLog(0, 10000000, &log);
+    if (!st.ok()) return "read while full: " + st.ToString();
+    if (log.size() != committed) return "read " + std::to_string(log.size()) + " of " + std::to_string(committed);
+    for (size_t i = 0; i < log.size(); ++i) {
+      if (log[i].lsn != i + 1 || log[i].reading.value != static_cast<double>(i + 1)) return "bad entry while full";
+    }
+    QueryRequest q;
+    q.device_id = "device-1";
+    std::vector<QueryRow> rows;
+    if (!store->Query(q, &rows).ok() || rows.empty()) return "query while full failed";
+    StoreStats stats;
+    if (!store->Stats(&stats).ok() || stats.rejected_full < 500) return "rejected_full not counted";
+
+    make_room();
+    st = store->AppendReadings(Batch(committed + 1, 100), &r);
+    if (!st.ok()) return "after making room: " + st.ToString();
+    if (r.first_lsn != committed + 1) return "LSN after resume is not the next one";
+    committed = r.last_lsn;
+  }
+  {
+    Db db;
+    if (!db.Open(o.path, SQLITE_OPEN_READWRITE).ok()) return "reopen for check";
+    std::string result;
+    if (!db.QueryText("PRAGMA integrity_check", &result).ok() || result != "ok") return "integrity: " + result;
+  }
+  std::unique_ptr<Store> store;
+  Status st = Store::Open(o, &store);
+  if (!st.ok()) return "reopen: " + st.ToString();
+  if (store->LastLsn() != committed) return "LastLsn after reopen differs";
+  std::vector<ChangeEntry> log;
+  if (!store->ReadLog(0, 10000000, &log).ok() || log.size() != committed) return "entries lost after reopen";
+  return "";
+}
+
+TEST(StoreFullDiskTest, FailsCleanlyAndResumes) {
+  TempDir tmp;
+  std::string dir = tmp.File("small");
+  Tmpfs fs(dir);
+  if (fs.mounted()) {
+    std::string filler = dir + "/filler";
+    WriteAll(filler, std::string(512 * 1024, 'f'));
+    std::string err = Scenario(dir, [&] { ::unlink(filler.c_str()); });
+    EXPECT_EQ(err, "");
+    return;
+  }
+  // No permission to mount: a file size limit makes writes fail with EFBIG;
+  // run in a child so the limit does not touch the test process.
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit lim;
+    ::getrlimit(RLIMIT_FSIZE, &lim);
+    struct rlimit small = lim;
+    small.rlim_cur = 1536 * 1024;
+    ::setrlimit(RLIMIT_FSIZE, &small);
+    std::string err = Scenario(dir, [&] { ::setrlimit(RLIMIT_FSIZE, &lim); });
+    if (!err.empty()) std::fprintf(stderr, "%s\n", err.c_str());
+    _exit(err.empty() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace edgesync::test
