@@ -13,10 +13,7 @@ int Pending(const char* what) {
 
 }  // namespace
 
-int RunGateway(const Config&) { return Pending("gateway"); }
-int RunRegionHub(const Config&) { return Pending("region"); }
 int RunQuery(const Config&, const QueryOptions&) { return Pending("query"); }
 int RunFeed(const Config&, const FeedOptions&) { return Pending("feed"); }
-int RunStatus(const Config&) { return Pending("status"); }
 
 }  // namespace edgesync

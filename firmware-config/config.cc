@@ -209,6 +209,13 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              "readings one device may send at once above its rate (token bucket size)"),
       Str<C>("ingest", "epoch_floor", [](C& c) -> std::string& { return c.ingest_epoch_floor; },
              "wall times before this (UTC) are untrusted: readings get the untrusted-clock quality flag"),
+      Int<C>("ingest", "mqtt_version", [](C& c) -> int64_t& { return c.ingest_mqtt_version; }, 4, 5,
+             "MQTT version towards the local broker: 4 = 3.1.1 (sessions never expire), 5 = MQTT 5"),
+      Str<C>("ingest", "ack", [](C& c) -> std::string& { return c.ingest_ack; },
+             "after-commit: the broker gets the PUBACK only once the reading is committed (nothing "
+             "acknowledged is lost on kill -9); on-receipt: group commit of batches, faster, a kill -9 may "
+             "lose at most one batch (batch_max readings, batch_delay_ms)",
+             {"after-commit", "on-receipt"}),
       StrList<C>("ingest", "subscriptions", [](C& c) -> std::vector<SubscriptionConfig>& { return c.subscriptions; },
                  "topic patterns; {deviceId} and {metric} name topic levels"),
 

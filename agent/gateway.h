@@ -1,0 +1,56 @@
+// agent/gateway.h: the gateway role's parts wired together: the store, the
+// MQTT link to the local broker, ingest. Components start in dependency
+// order and stop in reverse (the link first, so no message arrives that
+// could not be committed; then ingest commits the batch in hand; then the
+// store closes). Further components (the uplink, the read view) join here
+// with their own Start/Stop and status section.
+//
+// Thread safety: Start/Stop from one thread; StatusJson from any.
+#ifndef EDGESYNC_AGENT_GATEWAY_H_
+#define EDGESYNC_AGENT_GATEWAY_H_
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/ingest/ingest.h"
+#include "firmware-config/config.h"
+#include "platform/clock.h"
+#include "platform/status.h"
+#include "store/store.h"
+#include "sync/mqtt_link.h"
+
+namespace edgesync {
+
+// "2026-01-01T00:00:00Z" to Unix ms.
+bool ParseUtcMillis(const std::string& text, int64_t* ms);
+
+IngestOptions IngestOptionsFromConfig(const Config& config);
+MqttLinkOptions IngestLinkOptionsFromConfig(const Config& config);
+StoreOptions StoreOptionsFromConfig(const Config& config);
+
+class Gateway {
+ public:
+  explicit Gateway(Config config, Clock* clock = nullptr);
+  ~Gateway();
+  Status Start();
+  void Stop();
+  nlohmann::json StatusJson();
+  std::string StatusPath() const;
+  Store* store() { return store_.get(); }
+
+ private:
+  Config config_;
+  Clock* clock_;
+  int64_t started_ms_ = 0;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<StoreSink> sink_;
+  std::unique_ptr<Ingest> ingest_;
+  std::unique_ptr<MqttLink> link_;
+  bool running_ = false;
+};
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_AGENT_GATEWAY_H_

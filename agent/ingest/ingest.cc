@@ -1,0 +1,310 @@
+#include "agent/ingest/ingest.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "platform/log.h"
+
+namespace edgesync {
+namespace {
+
+// Printable ASCII as is, anything else as \xNN: a dead letter must be safe
+// to print and store whatever the sensor sent.
+std::string Head(const std::string& bytes, size_t max) {
+  std::string out;
+  static const char* kHex = "0123456789abcdef";
+  for (size_t i = 0; i < bytes.size() && i < max; ++i) {
+    unsigned char c = static_cast<unsigned char>(bytes[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Ingest::Ingest(IngestOptions options, IngestSink* sink, Clock* clock)
+    : options_(std::move(options)),
+      sink_(sink),
+      clock_(clock ? clock : SystemClock()),
+      limiter_(options_.device_rate, options_.device_burst, options_.max_tracked_devices) {}
+
+Ingest::~Ingest() { Stop(); }
+
+Status Ingest::Init() {
+  patterns_.clear();
+  for (const std::string& p : options_.patterns) {
+    TopicPattern tp;
+    ES_RETURN_IF_ERROR(TopicPattern::Parse(p, &tp));
+    if (!tp.has_device() && tp.has_metric()) {
+      return Status::InvalidArgument("topic pattern \"" + p + "\": {metric} needs {deviceId} too");
+    }
+    patterns_.push_back(std::move(tp));
+  }
+  if (patterns_.empty()) return Status::InvalidArgument("no topic patterns to subscribe to");
+  return Status::Ok();
+}
+
+std::vector<std::string> Ingest::Filters() const {
+  std::vector<std::string> f;
+  for (const auto& p : patterns_) f.push_back(p.Filter());
+  return f;
+}
+
+void Ingest::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_) return;
+  started_ = true;
+  stopping_ = false;
+  committer_ = std::thread([this] { CommitLoop(); });
+}
+
+void Ingest::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (committer_.joinable()) committer_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  started_ = false;
+  done_cv_.notify_all();
+}
+
+void Ingest::Reject(const std::string& topic, const std::string& payload, RejectReason reason,
+                    const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    counters_.rejected[static_cast<size_t>(reason)]++;
+  }
+  if (reason == RejectReason::kRateLimited) return;
+  ES_LOG(kDebug, "ingest: rejected {} ({}): {}", topic.substr(0, 256), RejectReasonName(reason), why);
+  DeadLetter dl;
+  dl.at_ms = clock_->WallMillis();
+  dl.topic = Head(topic, 256);
+  dl.head = Head(payload, options_.dead_letter_head_bytes);
+  dl.reason = std::string(RejectReasonName(reason)) + ": " + why;
+  bool dropped = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (dead_letters_.size() < options_.max_pending_dead_letters) {
+      dead_letters_.push_back(std::move(dl));
+      cv_.notify_one();
+    } else {
+      dropped = true;
+    }
+  }
+  if (dropped) {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    counters_.dead_letters_dropped++;
+  }
+}
+
+bool Ingest::Convert(std::vector<DecodedReading>& decoded, std::vector<Reading>* out, RejectReason* reason,
+                     std::string* why) {
+  int64_t now = clock_->WallMillis();
+  bool untrusted = now < options_.epoch_floor_ms;
+  for (DecodedReading& d : decoded) {
+    Status s = ValidateKey("deviceId", d.device_id);
+    if (s.ok()) s = ValidateKey("metric", d.metric);
+    if (!s.ok()) {
+      *reason = RejectReason::kInvalidKey;
+      *why = s.message();
+      return false;
+    }
+    Reading r;
+    r.device_id = std::move(d.device_id);
+    r.metric = std::move(d.metric);
+    r.value = d.value;
+    r.unit = std::move(d.unit);
+    if (!d.has_time) {
+      r.ts_ms = now;
+      r.quality |= kQualityReceiveTime;
+      if (untrusted) r.quality |= kQualityUntrustedClock;
+    } else if (d.relative_time) {
+      r.ts_ms = now + d.ts_ms;
+      if (untrusted) r.quality |= kQualityUntrustedClock;
+    } else {
+      r.ts_ms = d.ts_ms;
+    }
+    if (d.sensor_flagged) r.quality |= kQualitySensorFlagged;
+    s = ValidateReading(r);
+    if (!s.ok()) {
+      *reason = RejectReason::kInvalidReading;
+      *why = s.message();
+      return false;
+    }
+    out->push_back(std::move(r));
+  }
+  return true;
+}
+
+void Ingest::OnMessage(const std::string& topic, const std::string& payload) {
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    counters_.messages++;
+  }
+  if (static_cast<int64_t>(payload.size()) > options_.max_payload_bytes) {
+    Reject(topic, payload, RejectReason::kTooLarge,
+           std::to_string(payload.size()) + " bytes > " + std::to_string(options_.max_payload_bytes));
+    return;
+  }
+  std::string device, metric;
+  const TopicPattern* matched = nullptr;
+  for (const auto& p : patterns_) {
+    if (p.Match(topic, &device, &metric)) {
+      matched = &p;
+      break;
+    }
+  }
+  if (matched == nullptr) {
+    Reject(topic, payload, RejectReason::kNoTopicMatch, "topic fits no pattern");
+    return;
+  }
+  std::vector<DecodedReading> decoded;
+  DecodeError error;
+  bool ok = matched->has_metric() ? DecodeMetricPayload(payload, device, metric, &decoded, &error)
+                                  : DecodeDevicePayload(payload, device, &decoded, &error);
+  if (!ok) {
+    Reject(topic, payload, error.reason, error.message);
+    return;
+  }
+  std::vector<Reading> readings;
+  readings.reserve(decoded.size());
+  RejectReason reason;
+  std::string why;
+  if (!Convert(decoded, &readings, &reason, &why)) {
+    Reject(topic, payload, reason, why);
+    return;
+  }
+  {
+    // A pack costs one token per reading, capped at the burst so a pack
+    // larger than the burst is not refused forever.
+    double cost = std::min<double>(static_cast<double>(readings.size()), options_.device_burst);
+    std::lock_guard<std::mutex> lock(limiter_mu_);
+    if (!limiter_.Allow(readings.front().device_id, clock_->MonotonicNanos(), cost)) {
+      Reject(topic, payload, RejectReason::kRateLimited, "device over its rate");
+      return;
+    }
+  }
+  size_t n = readings.size();
+  std::unique_lock<std::mutex> lock(mu_);
+  // Back-pressure: while the committer is behind, stop reading from the
+  // broker (it queues for our session) rather than grow without bound.
+  size_t cap = static_cast<size_t>(std::max<int64_t>(options_.batch_max, 1)) * 4;
+  done_cv_.wait(lock, [&] { return queue_.size() < cap || stopping_ || !started_; });
+  if (queue_.empty()) first_queued_ns_ = clock_->MonotonicNanos();
+  for (Reading& r : readings) queue_.push_back(std::move(r));
+  uint64_t seq = ++enqueued_seq_;
+  {
+    std::lock_guard<std::mutex> c(counters_mu_);
+    counters_.readings_accepted += static_cast<int64_t>(n);
+  }
+  if (options_.ack_after_commit) ++waiters_;
+  cv_.notify_one();
+  if (!options_.ack_after_commit) return;
+  // Returning lets Paho send the PUBACK: only once the reading is durable.
+  done_cv_.wait(lock, [&] { return committed_seq_ >= seq || !started_; });
+  --waiters_;
+}
+
+void Ingest::CommitLoop() {
+  using Steady = std::chrono::steady_clock;
+  std::unique_lock<std::mutex> lock(mu_);
+  Steady::time_point first_seen{};
+  bool have_first = false;
+  while (true) {
+    cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !dead_letters_.empty(); });
+    if (stopping_ && queue_.empty() && dead_letters_.empty()) break;
+    if (!queue_.empty() && !stopping_ && waiters_ == 0 &&
+        static_cast<int64_t>(queue_.size()) < options_.batch_max) {
+      // Group commit: wait for more readings, at most batch_delay_ms after
+      // the first of this batch arrived.
+      if (!have_first) {
+        first_seen = Steady::now();
+        have_first = true;
+      }
+      auto deadline = first_seen + std::chrono::milliseconds(options_.batch_delay_ms);
+      if (Steady::now() < deadline) {
+        cv_.wait_until(lock, deadline, [&] {
+          return stopping_ || waiters_ > 0 || static_cast<int64_t>(queue_.size()) >= options_.batch_max;
+        });
+        continue;
+      }
+    }
+    have_first = false;
+    std::vector<Reading> batch;
+    batch.swap(queue_);
+    std::vector<DeadLetter> letters;
+    letters.swap(dead_letters_);
+    uint64_t seq = enqueued_seq_;
+    bool stopping = stopping_;
+    lock.unlock();
+    done_cv_.notify_all();  // queue space for producers held back
+    if (!letters.empty()) {
+      Status s = sink_->AddDeadLetters(letters);
+      std::lock_guard<std::mutex> c(counters_mu_);
+      if (s.ok()) {
+        counters_.dead_letters += static_cast<int64_t>(letters.size());
+      } else {
+        counters_.dead_letters_dropped += static_cast<int64_t>(letters.size());
+        ES_LOG(kWarn, "ingest: dead letters not stored: {}", s.ToString());
+      }
+    }
+    bool committed = batch.empty();
+    for (int attempt = 0; !batch.empty(); ++attempt) {
+      Status s = sink_->AppendReadings(batch);
+      if (s.ok()) {
+        committed = true;
+        break;
+      }
+      {
+        std::lock_guard<std::mutex> c(counters_mu_);
+        counters_.commit_failures++;
+      }
+      if (attempt == 0 || attempt % 50 == 0) {
+        ES_LOG(kError, "ingest: committing {} readings failed (attempt {}): {}", batch.size(), attempt + 1,
+               s.ToString());
+      }
+      // Invalid input cannot succeed on retry; every other failure (disk
+      // full, busy) is retried while we run: the readings are in hand.
+      if (s.code() == Status::Code::kInvalidArgument || (stopping && attempt >= 2)) {
+        ES_LOG(kError, "ingest: giving up on {} readings: {}", batch.size(), s.ToString());
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(options_.retry_delay_ms));
+      std::lock_guard<std::mutex> relock(mu_);
+      stopping = stopping_;
+    }
+    lock.lock();
+    committed_seq_ = seq;
+    {
+      std::lock_guard<std::mutex> c(counters_mu_);
+      if (committed && !batch.empty()) {
+        counters_.readings_committed += static_cast<int64_t>(batch.size());
+        counters_.batches++;
+      }
+    }
+    done_cv_.notify_all();
+  }
+}
+
+IngestCounters Ingest::counters() const {
+  IngestCounters c;
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    c = counters_;
+  }
+  std::lock_guard<std::mutex> lock(limiter_mu_);
+  c.top_rate_limited = limiter_.TopRejected(20);
+  c.rate_limited_evicted = limiter_.evicted_rejections();
+  return c;
+}
+
+}  // namespace edgesync

@@ -1,0 +1,175 @@
+// Ingest with a fake sink and a ManualClock: timestamps and quality flags,
+// group commit, rejection counters and dead letters, rate limiting.
+#include "agent/ingest/ingest.h"
+
+#include <gtest/gtest.h>
+
+#include <mutex>
+
+#include "tests/support/process.h"
+
+namespace edgesync {
+namespace {
+
+class FakeSink : public IngestSink {
+ public:
+  Status AppendReadings(const std::vector<Reading>& readings) override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (fail_next > 0) {
+      --fail_next;
+      return Status::IoError("disk busy");
+    }
+    batches.push_back(readings);
+    for (const auto& r : readings) all.push_back(r);
+    return Status::Ok();
+  }
+  Status AddDeadLetters(const std::vector<DeadLetter>& letters) override {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& l : letters) dead.push_back(l);
+    return Status::Ok();
+  }
+  size_t count() {
+    std::lock_guard<std::mutex> lock(mu);
+    return all.size();
+  }
+  std::mutex mu;
+  int fail_next = 0;
+  std::vector<std::vector<Reading>> batches;
+  std::vector<Reading> all;
+  std::vector<DeadLetter> dead;
+};
+
+constexpr int64_t kFloor = 1767225600000;  // 2026-01-01
+
+IngestOptions Options(bool after_commit) {
+  IngestOptions o;
+  o.epoch_floor_ms = kFloor;
+  o.ack_after_commit = after_commit;
+  o.retry_delay_ms = 1;
+  return o;
+}
+
+TEST(Ingest, StampsReceiveTimeAndFlagsAnUntrustedClock) {
+  FakeSink sink;
+  ManualClock clock(kFloor + 5000, 1);
+  Ingest ingest(Options(true), &sink, &clock);
+  ASSERT_TRUE(ingest.Init().ok());
+  ingest.Start();
+  ingest.OnMessage("sensors/d1/temp", "20");
+  ingest.OnMessage("sensors/d1/temp", R"({"v": 21, "t": 1800000000})");
+  clock.SetWall(86400000);  // a board without RTC, back in 1970
+  ingest.OnMessage("sensors/d1/temp", "22");
+  ingest.OnMessage("sensors/d1", R"([{"n":"x","v":1,"t":-2}])");
+  // After-commit: each OnMessage returned only once its reading was committed.
+  ASSERT_EQ(sink.count(), 4u);
+  EXPECT_EQ(sink.all[0].ts_ms, kFloor + 5000);
+  EXPECT_EQ(sink.all[0].quality, kQualityReceiveTime);
+  EXPECT_EQ(sink.all[1].ts_ms, 1800000000000);
+  EXPECT_EQ(sink.all[1].quality, 0u);
+  EXPECT_EQ(sink.all[2].ts_ms, 86400000);
+  EXPECT_EQ(sink.all[2].quality, kQualityReceiveTime | kQualityUntrustedClock);
+  EXPECT_EQ(sink.all[3].ts_ms, 86400000 - 2000);
+  EXPECT_EQ(sink.all[3].quality, kQualityUntrustedClock);
+  ingest.Stop();
+}
+
+TEST(Ingest, GroupCommitsOnReceiptAndStopCommitsTheBatchInHand) {
+  FakeSink sink;
+  IngestOptions o = Options(false);
+  o.batch_max = 100;
+  o.batch_delay_ms = 60000;  // only size or Stop can commit
+  Ingest ingest(o, &sink);
+  ASSERT_TRUE(ingest.Init().ok());
+  ingest.Start();
+  for (int i = 0; i < 250; ++i) ingest.OnMessage("sensors/d" + std::to_string(i % 10) + "/m", std::to_string(i));
+  ASSERT_TRUE(test::WaitFor([&] { return sink.count() >= 200; }, 5000));
+  ingest.Stop();
+  EXPECT_EQ(sink.count(), 250u);
+  for (const auto& b : sink.batches) EXPECT_LE(b.size(), 400u);
+  EXPECT_EQ(ingest.counters().readings_committed, 250);
+}
+
+TEST(Ingest, RetriesAFailedCommit) {
+  FakeSink sink;
+  sink.fail_next = 3;
+  Ingest ingest(Options(true), &sink);
+  ASSERT_TRUE(ingest.Init().ok());
+  ingest.Start();
+  ingest.OnMessage("sensors/d1/temp", "1");
+  EXPECT_EQ(sink.count(), 1u);
+  EXPECT_EQ(ingest.counters().commit_failures, 3);
+}
+
+TEST(Ingest, RejectsBadInputWithReasonAndDeadLetter) {
+  FakeSink sink;
+  IngestOptions o = Options(true);
+  o.max_payload_bytes = 100;
+  Ingest ingest(o, &sink);
+  ASSERT_TRUE(ingest.Init().ok());
+  ingest.Start();
+  ingest.OnMessage("sensors/d1/temp", std::string(200, '1'));
+  ingest.OnMessage("sensors/d1/temp", "\xc3\x28");
+  ingest.OnMessage("sensors/d1/temp", "inf");
+  ingest.OnMessage("sensors/d1/temp", "abc");
+  ingest.OnMessage("sensors/d1", "{\"a\":");
+  ingest.OnMessage("sensors/d1", "[{\"n\":\"x\"}]");
+  ingest.OnMessage("sensors/d1", "[{\"n\":\"a+b\",\"v\":1}]");
+  ingest.OnMessage("sensors/d1", std::string("ESRD\x00\x00\x00\x00\x00", 9).insert(0, "\x0c\x00\x00\x00", 4));
+  ingest.OnMessage("elsewhere/x", "1");
+  ingest.OnMessage("sensors/d1/temp", R"({"v":1,"u":"this unit is far too long to be a unit at all"})");
+  ingest.OnMessage("sensors/d1/temp", "5");  // the one good message
+  ingest.Stop();
+  IngestCounters c = ingest.counters();
+  auto n = [&](RejectReason r) { return c.rejected[static_cast<size_t>(r)]; };
+  EXPECT_EQ(n(RejectReason::kTooLarge), 1);
+  EXPECT_EQ(n(RejectReason::kInvalidUtf8), 1);
+  EXPECT_EQ(n(RejectReason::kNotFinite), 1);
+  EXPECT_EQ(n(RejectReason::kUnknownFormat), 1);
+  EXPECT_EQ(n(RejectReason::kMalformedJson), 1);
+  EXPECT_EQ(n(RejectReason::kMalformedSenml), 1);
+  EXPECT_EQ(n(RejectReason::kInvalidKey), 1);
+  EXPECT_EQ(n(RejectReason::kFlatbuffersInvalid), 1);
+  EXPECT_EQ(n(RejectReason::kNoTopicMatch), 1);
+  EXPECT_EQ(n(RejectReason::kInvalidReading), 1);
+  EXPECT_EQ(sink.all.size(), 1u);
+  ASSERT_EQ(sink.dead.size(), 10u);
+  EXPECT_EQ(sink.dead[0].topic, "sensors/d1/temp");
+  EXPECT_EQ(sink.dead[0].head.size(), 64u);
+  EXPECT_EQ(sink.dead[0].reason.rfind("too_large", 0), 0u);
+  EXPECT_EQ(sink.dead[1].head, "\\xc3(");
+}
+
+TEST(Ingest, RateLimitsAFloodingDeviceOnly) {
+  FakeSink sink;
+  ManualClock clock(kFloor + 1, 1);
+  IngestOptions o = Options(false);
+  o.device_rate = 10;
+  o.device_burst = 20;
+  Ingest ingest(o, &sink, &clock);
+  ASSERT_TRUE(ingest.Init().ok());
+  ingest.Start();
+  for (int i = 0; i < 1000; ++i) ingest.OnMessage("sensors/hot/m", "1");
+  for (int d = 0; d < 50; ++d) ingest.OnMessage("sensors/cool" + std::to_string(d) + "/m", "1");
+  clock.Advance(1000);  // ten more tokens for the hot device
+  for (int i = 0; i < 100; ++i) ingest.OnMessage("sensors/hot/m", "1");
+  ingest.Stop();
+  EXPECT_EQ(sink.all.size(), 20u + 50u + 10u);
+  IngestCounters c = ingest.counters();
+  EXPECT_EQ(c.rejected[static_cast<size_t>(RejectReason::kRateLimited)], 1070);
+  ASSERT_FALSE(c.top_rate_limited.empty());
+  EXPECT_EQ(c.top_rate_limited[0].first, "hot");
+  EXPECT_EQ(c.top_rate_limited[0].second, 1070);
+}
+
+TEST(RateLimiter, MemoryStaysBounded) {
+  RateLimiter limiter(1, 1, 100);
+  for (int i = 0; i < 10000; ++i) {
+    limiter.Allow("d" + std::to_string(i), i);
+    limiter.Allow("d" + std::to_string(i), i);  // rejected
+  }
+  EXPECT_LE(limiter.tracked(), 100u);
+  EXPECT_EQ(limiter.evicted_rejections() + static_cast<int64_t>(limiter.TopRejected(1000).size()), 10000);
+}
+
+}  // namespace
+}  // namespace edgesync
