@@ -94,7 +94,7 @@ Status Gateway::Start() {
   ES_RETURN_IF_ERROR(ingest_->Init());
   ES_RETURN_IF_ERROR(NewPahoMqttLink(IngestLinkOptionsFromConfig(config_), &link_).Annotate("ingest broker"));
   Ingest* ingest = ingest_.get();
-  link_->SetMessageHandler([ingest](MqttMessage&& m) { ingest->OnMessage(m.topic, m.payload); });
+  link_->SetMessageHandler([ingest](MqttMessage&& m) { ingest->OnMessage(m.topic, m.payload, m.duplicate); });
   for (const std::string& f : ingest_->Filters()) ES_RETURN_IF_ERROR(link_->Subscribe(f, 1));
   ingest_->Start();
   ES_RETURN_IF_ERROR(link_->Start());
@@ -140,6 +140,7 @@ nlohmann::json Gateway::StatusJson() {
                    {"readings_committed", c.readings_committed},
                    {"batches", c.batches},
                    {"commit_failures", c.commit_failures},
+                   {"duplicates_skipped", c.duplicates_skipped},
                    {"dead_letters", c.dead_letters},
                    {"dead_letters_dropped", c.dead_letters_dropped},
                    {"rejected", rejected},

@@ -145,7 +145,7 @@ bool Ingest::Convert(std::vector<DecodedReading>& decoded, std::vector<Reading>*
   return true;
 }
 
-void Ingest::OnMessage(const std::string& topic, const std::string& payload) {
+void Ingest::OnMessage(const std::string& topic, const std::string& payload, bool duplicate) {
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
     counters_.messages++;
@@ -182,6 +182,19 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload) {
   if (!Convert(decoded, &readings, &reason, &why)) {
     Reject(topic, payload, reason, why);
     return;
+  }
+  if (duplicate) {
+    size_t before = readings.size();
+    readings.erase(std::remove_if(readings.begin(), readings.end(),
+                                  [&](const Reading& r) {
+                                    return (r.quality & kQualityReceiveTime) == 0 && sink_->Contains(r);
+                                  }),
+                   readings.end());
+    if (readings.size() != before) {
+      std::lock_guard<std::mutex> lock(counters_mu_);
+      counters_.duplicates_skipped += static_cast<int64_t>(before - readings.size());
+    }
+    if (readings.empty()) return;
   }
   {
     // A pack costs one token per reading, capped at the burst so a pack

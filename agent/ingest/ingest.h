@@ -49,6 +49,9 @@ class IngestSink {
   virtual ~IngestSink() = default;
   virtual Status AppendReadings(const std::vector<Reading>& readings) = 0;
   virtual Status AddDeadLetters(const std::vector<DeadLetter>& letters) = 0;
+  // True if this exact reading (device, metric, time, value) is stored:
+  // used only for messages the broker marked as redelivered.
+  virtual bool Contains(const Reading& reading) = 0;
 };
 
 class StoreSink : public IngestSink {
@@ -59,6 +62,20 @@ class StoreSink : public IngestSink {
     return store_->AppendReadings(readings, &r);
   }
   Status AddDeadLetters(const std::vector<DeadLetter>& letters) override { return store_->AddDeadLetters(letters); }
+  bool Contains(const Reading& reading) override {
+    QueryRequest q;
+    q.device_id = reading.device_id;
+    q.metric = reading.metric;
+    q.from_ms = reading.ts_ms;
+    q.to_ms = reading.ts_ms + 1;
+    q.limit = 100;
+    std::vector<QueryRow> rows;
+    if (!store_->Query(q, &rows).ok()) return false;
+    for (const auto& r : rows) {
+      if (r.local && r.reading.value == reading.value) return true;
+    }
+    return false;
+  }
 
  private:
   Store* store_;
@@ -89,6 +106,7 @@ struct IngestCounters {
   int64_t dead_letters_dropped = 0;
   int64_t receive_time_stamped = 0;
   int64_t untrusted_clock = 0;
+  int64_t duplicates_skipped = 0;
   std::array<int64_t, static_cast<size_t>(RejectReason::kCount)> rejected{};
   std::vector<std::pair<std::string, int64_t>> top_rate_limited;
   int64_t rate_limited_evicted = 0;
@@ -107,7 +125,10 @@ class Ingest {
   // MQTT link has stopped delivering.
   void Stop();
 
-  void OnMessage(const std::string& topic, const std::string& payload);
+  // duplicate: the broker's DUP flag (a redelivery after we were cut off
+  // between commit and PUBACK); readings carrying their own time that are
+  // already stored are then skipped, so a redelivery is not stored twice.
+  void OnMessage(const std::string& topic, const std::string& payload, bool duplicate = false);
   IngestCounters counters() const;
 
  private:

@@ -28,6 +28,13 @@ class FakeSink : public IngestSink {
     for (const auto& l : letters) dead.push_back(l);
     return Status::Ok();
   }
+  bool Contains(const Reading& r) override {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& a : all) {
+      if (a.device_id == r.device_id && a.metric == r.metric && a.ts_ms == r.ts_ms && a.value == r.value) return true;
+    }
+    return false;
+  }
   size_t count() {
     std::lock_guard<std::mutex> lock(mu);
     return all.size();
@@ -87,6 +94,18 @@ TEST(Ingest, GroupCommitsOnReceiptAndStopCommitsTheBatchInHand) {
   EXPECT_EQ(sink.count(), 250u);
   for (const auto& b : sink.batches) EXPECT_LE(b.size(), 400u);
   EXPECT_EQ(ingest.counters().readings_committed, 250);
+}
+
+TEST(Ingest, SkipsARedeliveryOfWhatIsStored) {
+  FakeSink sink;
+  Ingest ingest(Options(true), &sink);
+  ASSERT_TRUE(ingest.Init().ok());
+  ingest.Start();
+  ingest.OnMessage("sensors/d1/temp", R"({"v": 1, "t": 1800000000})");
+  ingest.OnMessage("sensors/d1/temp", R"({"v": 1, "t": 1800000000})", /*duplicate=*/true);
+  ingest.OnMessage("sensors/d1/temp", R"({"v": 2, "t": 1800000001})", /*duplicate=*/true);
+  EXPECT_EQ(sink.count(), 2u);
+  EXPECT_EQ(ingest.counters().duplicates_skipped, 1);
 }
 
 TEST(Ingest, RetriesAFailedCommit) {
