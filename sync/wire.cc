@@ -337,4 +337,20 @@ std::string HeadTopic(const std::string& prefix, const std::string& region) {
 }
 std::string ReplyTopic(const std::string& prefix, const std::string& client) { return prefix + "/reply/" + client; }
 
+bool IsTopicLevel(const std::string& id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool IsReplyTopic(const std::string& prefix, const std::string& topic) {
+  std::string head = prefix + "/reply/";
+  return topic.size() > head.size() && topic.compare(0, head.size(), head) == 0 &&
+         IsTopicLevel(topic.substr(head.size()));
+}
+
 }  // namespace edgesync

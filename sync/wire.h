@@ -120,6 +120,11 @@ std::string HubInboxTopic(const std::string& prefix, const std::string& region, 
 std::string HubInboxFilter(const std::string& prefix, const std::string& region);
 std::string HeadTopic(const std::string& prefix, const std::string& region);
 std::string ReplyTopic(const std::string& prefix, const std::string& client);
+// A topic level edgesync builds from an id: 1..64 of [A-Za-z0-9_-].
+bool IsTopicLevel(const std::string& id);
+// A reply address a hub may answer to: <prefix>/reply/<level>, nothing else
+// (a hub must not be talked into publishing on arbitrary topics).
+bool IsReplyTopic(const std::string& prefix, const std::string& topic);
 
 }  // namespace edgesync
 

@@ -12,7 +12,7 @@
 
 #include "sync/batch_generated.h"
 #include "sync/columns.h"
-#include "tests/bench/uplink_workload.h"
+#include "tests/support/workload.h"
 
 namespace edgesync {
 namespace {
@@ -132,13 +132,11 @@ TEST(WireTest, RandomDoublesRoundTripBitForBit) {
 }
 
 TEST(WireTest, ReferenceWorkloadIsAtMostThreeBytesPerReading) {
-  bench::ReferenceWorkload workload;
-  std::vector<Reading> readings;
-  for (int s = 0; s < 5; ++s) {
-    auto second = workload.NextSecond();
-    readings.insert(readings.end(), second.begin(), second.end());
-  }
-  readings.resize(5000);  // one batch at the default uplink.batch_max_readings (5000)
+  // 1000 devices x 8 metrics at 1 Hz; one batch at the default
+  // uplink.batch_max_readings (5000), taken mid-stream.
+  test::SensorWorkload workload(1000, 1780000000000);
+  workload.Take(12345);
+  std::vector<Reading> readings = workload.Take(5000);
   WireBatch batch = MakeBatch(readings, 1);
   std::string payload;
   WireMessage m = RoundTrip(batch, &payload);

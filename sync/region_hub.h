@@ -1,0 +1,103 @@
+// sync/region_hub.h: the region hub (`edgesync region`): applies gateways'
+// batches to the region's store and serves the region feed.
+//
+// Listens on <prefix>/region/<region>/in/+ of its region broker. A batch is
+// applied with Store::ApplyOriginBatch (durable high-water mark per origin:
+// entries at or below it are ignored, a gap is refused) and answered with the
+// mark at the reply address inside the payload; the answer is sent only after
+// the store committed, so a gateway never advances past what the region
+// durably holds. Pings are echoed at once (round-trip probes). Feed requests
+// ("changes after S, at most N") are answered with a page, its continuation
+// and the head; a position that can no longer be served gets an explicit
+// reset. After applying, a small retained FeedHead notice goes to
+// <prefix>/region/<region>/head so readers know when to pull.
+// Protocol: sync/PROTOCOL.md.
+//
+// Thread safety: Start/Stop from one thread; stats() from any thread.
+// Messages are applied one at a time by a worker thread.
+#ifndef EDGESYNC_SYNC_REGION_HUB_H_
+#define EDGESYNC_SYNC_REGION_HUB_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "platform/clock.h"
+#include "platform/status.h"
+#include "store/store.h"
+#include "sync/mqtt_link.h"
+#include "sync/uplink.h"
+#include "sync/wire.h"
+
+namespace edgesync {
+
+struct RegionHubOptions {
+  std::string region;                  // [A-Za-z0-9_-]
+  std::string topic_prefix = "edgesync";
+  MqttLinkOptions link;                // the region broker; client id is set by the hub
+  size_t feed_max_entries = 5000;      // cap on one feed page
+  int64_t head_interval_ms = 100;      // at most one head notice per interval
+  size_t max_queued_messages = 64;     // received but not yet applied (back-pressure beyond)
+  int zstd_level = 3;
+  DecodeLimits limits;
+};
+
+struct RegionHubStats {
+  uint64_t batches_applied = 0;
+  uint64_t entries_received = 0;
+  uint64_t gaps_refused = 0;
+  uint64_t store_errors = 0;
+  uint64_t bad_messages = 0;        // undecodable or invalid payloads
+  uint64_t bad_reply_addresses = 0;
+  uint64_t pings = 0;
+  uint64_t feed_requests = 0;
+  uint64_t feed_resets = 0;
+  uint64_t head_seq = 0;
+};
+
+class RegionHub {
+ public:
+  RegionHub(Store* store, RegionHubOptions options, Clock* clock = nullptr, MqttLinkFactory factory = nullptr);
+  ~RegionHub();
+  RegionHub(const RegionHub&) = delete;
+  RegionHub& operator=(const RegionHub&) = delete;
+
+  Status Start();
+  void Stop();
+  bool connected() const { return link_ && link_->connected(); }
+  RegionHubStats stats() const;
+
+ private:
+  void Run();
+  void Handle(const std::string& payload);
+  void Reply(const std::string& to, const std::string& payload);
+  void PublishHead(bool force);
+
+  Store* store_;
+  RegionHubOptions options_;
+  Clock* clock_;
+  MqttLinkFactory factory_;
+  std::unique_ptr<MqttLink> link_;
+  std::thread worker_;
+  std::atomic<bool> stop_{false};
+
+  std::mutex mu_;
+  std::condition_variable cv_;       // worker: messages arrived
+  std::condition_variable space_cv_; // receive thread: room in the queue
+  std::deque<std::string> queue_;
+
+  WireCounters counters_;
+  uint64_t head_published_ = 0;
+  int64_t last_head_ms_ = 0;
+  mutable std::mutex stats_mu_;
+  RegionHubStats stats_;
+};
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_SYNC_REGION_HUB_H_

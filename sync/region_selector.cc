@@ -1,0 +1,102 @@
+#include "sync/region_selector.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace edgesync {
+namespace {
+
+// Round trips closer than this are noise (loopback jitter, a busy broker):
+// max(2 ms, 20 % of the larger one).
+int64_t MarginUs(int64_t a, int64_t b) { return std::max<int64_t>(2000, std::max(a, b) / 5); }
+
+}  // namespace
+
+RegionSelector::RegionSelector(std::vector<Region> regions, int64_t health_timeout_ms, int64_t failback_after_ms,
+                               int64_t startup_grace_ms)
+    : regions_(std::move(regions)),
+      state_(regions_.size()),
+      health_timeout_ms_(health_timeout_ms),
+      failback_after_ms_(failback_after_ms),
+      startup_grace_ms_(startup_grace_ms) {}
+
+void RegionSelector::OnConnected(size_t region, bool connected, int64_t now_ms) {
+  (void)now_ms;
+  State& s = state_[region];
+  s.connected = connected;
+  if (!connected) {
+    // A fresh probe answer is needed after a reconnect.
+    s.last_answer_ms = -1;
+    s.healthy_since_ms = -1;
+  }
+}
+
+void RegionSelector::OnProbeAnswered(size_t region, int64_t rtt_us, int64_t now_ms) {
+  State& s = state_[region];
+  if (!s.connected) return;
+  s.rtt_us = s.rtt_us < 0 ? rtt_us : (s.rtt_us * 3 + rtt_us) / 4;
+  s.last_answer_ms = now_ms;
+  if (s.healthy_since_ms < 0) s.healthy_since_ms = now_ms;
+}
+
+bool RegionSelector::Healthy(size_t region, int64_t now_ms) const {
+  const State& s = state_[region];
+  return s.connected && s.last_answer_ms >= 0 && now_ms - s.last_answer_ms <= health_timeout_ms_;
+}
+
+void RegionSelector::Refresh(int64_t now_ms) {
+  for (size_t i = 0; i < state_.size(); ++i) {
+    if (!Healthy(i, now_ms)) state_[i].healthy_since_ms = -1;
+  }
+}
+
+bool RegionSelector::Nearer(size_t a, size_t b) const {
+  int64_t ra = state_[a].rtt_us, rb = state_[b].rtt_us;
+  if (std::llabs(ra - rb) > MarginUs(ra, rb)) return ra < rb;
+  return regions_[a].preference < regions_[b].preference;
+}
+
+int RegionSelector::Select(int64_t now_ms, bool* changed) {
+  Refresh(now_ms);
+  if (first_select_ms_ < 0) first_select_ms_ = now_ms;
+  int before = current_;
+  std::vector<size_t> healthy;
+  for (size_t i = 0; i < state_.size(); ++i) {
+    if (Healthy(i, now_ms)) healthy.push_back(i);
+  }
+  if (current_ >= 0 && !Healthy(static_cast<size_t>(current_), now_ms)) {
+    // Failover: preference order among the healthy ones.
+    current_ = -1;
+    for (size_t i : healthy) {
+      if (current_ < 0 || regions_[i].preference < regions_[static_cast<size_t>(current_)].preference ||
+          (regions_[i].preference == regions_[static_cast<size_t>(current_)].preference &&
+           state_[i].rtt_us < state_[static_cast<size_t>(current_)].rtt_us)) {
+        current_ = static_cast<int>(i);
+      }
+    }
+  } else if (current_ < 0) {
+    // First choice: wait until every region answered or the grace passed,
+    // so a region that answers a little later is not overlooked.
+    if (!healthy.empty() && (healthy.size() == state_.size() || now_ms - first_select_ms_ >= startup_grace_ms_)) {
+      size_t best = healthy[0];
+      for (size_t i : healthy) {
+        if (Nearer(i, best)) best = i;
+      }
+      current_ = static_cast<int>(best);
+    }
+  } else {
+    // Move back to a nearer region once it has been healthy long enough.
+    size_t cur = static_cast<size_t>(current_);
+    for (size_t i : healthy) {
+      if (i != cur && Nearer(i, cur) && now_ms - state_[i].healthy_since_ms >= failback_after_ms_ &&
+          (static_cast<size_t>(current_) == cur || Nearer(i, static_cast<size_t>(current_)))) {
+        current_ = static_cast<int>(i);
+      }
+    }
+  }
+  *changed = current_ != before;
+  if (*changed && current_ >= 0) ++switches_;
+  return current_;
+}
+
+}  // namespace edgesync

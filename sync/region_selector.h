@@ -1,0 +1,71 @@
+// sync/region_selector.h: which region the gateway writes to.
+//
+// Fed with what the uplink observes (connection up/down, answered probes with
+// their round trip, probes left unanswered), it names the write region:
+//   - at start, the nearest healthy region (lowest smoothed round trip; round
+//     trips within a margin count as equal and preference decides);
+//   - when the write region becomes unhealthy, the next healthy region in
+//     preference order (failover);
+//   - back to a nearer region once it has been healthy for failback_after_ms
+//     (hysteresis, so a flapping link does not drag writes around).
+// A region is healthy while connected and its last probe was answered within
+// health_timeout_ms.
+//
+// Thread safety: not thread-safe; owned by the uplink's worker thread. Pure
+// logic on the monotonic times it is given, so tests drive it directly.
+#ifndef EDGESYNC_SYNC_REGION_SELECTOR_H_
+#define EDGESYNC_SYNC_REGION_SELECTOR_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace edgesync {
+
+class RegionSelector {
+ public:
+  struct Region {
+    std::string name;
+    int64_t preference = 0;
+  };
+  RegionSelector(std::vector<Region> regions, int64_t health_timeout_ms, int64_t failback_after_ms,
+                 int64_t startup_grace_ms);
+
+  void OnConnected(size_t region, bool connected, int64_t now_ms);
+  void OnProbeAnswered(size_t region, int64_t rtt_us, int64_t now_ms);
+
+  // Re-evaluates at now_ms; returns the write region (-1: none healthy yet).
+  // *changed tells whether it differs from the previous answer.
+  int Select(int64_t now_ms, bool* changed);
+  int current() const { return current_; }
+
+  bool Healthy(size_t region, int64_t now_ms) const;
+  int64_t rtt_us(size_t region) const { return state_[region].rtt_us; }
+  size_t size() const { return state_.size(); }
+  const std::string& name(size_t region) const { return regions_[region].name; }
+  int64_t switches() const { return switches_; }
+
+ private:
+  struct State {
+    bool connected = false;
+    int64_t rtt_us = -1;            // smoothed
+    int64_t last_answer_ms = -1;
+    int64_t healthy_since_ms = -1;  // start of the current healthy streak
+  };
+  // True if a is nearer than b beyond the noise margin, or as near and preferred.
+  bool Nearer(size_t a, size_t b) const;
+  void Refresh(int64_t now_ms);
+
+  std::vector<Region> regions_;
+  std::vector<State> state_;
+  int64_t health_timeout_ms_;
+  int64_t failback_after_ms_;
+  int64_t startup_grace_ms_;
+  int64_t first_select_ms_ = -1;
+  int current_ = -1;
+  int64_t switches_ = 0;
+};
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_SYNC_REGION_SELECTOR_H_

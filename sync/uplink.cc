@@ -1,0 +1,289 @@
+#include "sync/uplink.h"
+
+#include <algorithm>
+
+#include "platform/log.h"
+
+namespace edgesync {
+namespace {
+
+constexpr int64_t kTickMs = 10;
+
+}  // namespace
+
+Uplink::Uplink(Store* store, UplinkOptions options, Clock* clock, MqttLinkFactory factory)
+    : store_(store),
+      options_(std::move(options)),
+      clock_(clock ? clock : SystemClock()),
+      factory_(factory ? std::move(factory) : MqttLinkFactory(NewPahoMqttLink)),
+      backoff_(options_.backoff_base_ms, options_.backoff_max_ms) {
+  encode_.zstd_level = options_.zstd_level;
+}
+
+Uplink::~Uplink() { Stop(); }
+
+Status Uplink::Start() {
+  if (worker_.joinable()) return Status::Ok();
+  if (!IsTopicLevel(options_.gateway_id)) {
+    return Status::InvalidArgument("uplink: gateway id must be 1..64 of [A-Za-z0-9_-]");
+  }
+  if (options_.regions.empty()) return Status::InvalidArgument("uplink: no region configured");
+  if (options_.window == 0 || options_.batch_max_readings == 0) {
+    return Status::InvalidArgument("uplink: window and batch_max_readings must be at least 1");
+  }
+  origin_ = store_->origin();
+  reply_topic_ = ReplyTopic(options_.topic_prefix, "up-" + options_.gateway_id);
+  ES_RETURN_IF_ERROR(store_->GetCheckpoint("upstream", &checkpoint_));
+  next_after_ = checkpoint_;
+
+  std::vector<RegionSelector::Region> regions;
+  links_.clear();
+  for (size_t i = 0; i < options_.regions.size(); ++i) {
+    const UplinkRegion& r = options_.regions[i];
+    if (!IsTopicLevel(r.name)) return Status::InvalidArgument("uplink: region name must be [A-Za-z0-9_-]");
+    MqttLinkOptions lo = r.link;
+    lo.client_id = "es-up-" + options_.gateway_id;
+    std::unique_ptr<MqttLink> link;
+    ES_RETURN_IF_ERROR(factory_(lo, &link).Annotate("uplink region " + r.name));
+    link->SetMessageHandler([this, i](MqttMessage&& m) {
+      std::lock_guard<std::mutex> lock(mu_);
+      events_.push_back(Event{Event::Type::kMessage, i, false, std::move(m.payload)});
+      cv_.notify_one();
+    });
+    link->SetStateHandler([this, i](bool connected, bool, const std::string&) {
+      std::lock_guard<std::mutex> lock(mu_);
+      events_.push_back(Event{Event::Type::kState, i, connected, {}});
+      cv_.notify_one();
+    });
+    ES_RETURN_IF_ERROR(link->Subscribe(reply_topic_, 1));
+    links_.push_back(std::move(link));
+    regions.push_back({r.name, r.preference});
+  }
+  int64_t health_timeout = 3 * options_.probe_interval_ms + 1000;
+  int64_t grace = std::clamp<int64_t>(2 * options_.probe_interval_ms, 500, 3000);
+  selector_ = std::make_unique<RegionSelector>(regions, health_timeout, options_.failback_after_ms, grace);
+  next_probe_ms_.assign(links_.size(), 0);
+  region_high_water_.assign(links_.size(), 0);
+  for (auto& link : links_) ES_RETURN_IF_ERROR(link->Start());
+  stop_ = false;
+  worker_ = std::thread([this] { Run(); });
+  ES_LOG(kInfo, "uplink: started, {} region(s), checkpoint {}", links_.size(), checkpoint_);
+  return Status::Ok();
+}
+
+void Uplink::Stop() {
+  if (!worker_.joinable()) return;
+  stop_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cv_.notify_all();
+  }
+  worker_.join();
+  for (auto& link : links_) link->Disconnect(2000);
+  ES_LOG(kInfo, "uplink: stopped at checkpoint {}", checkpoint_);
+}
+
+void Uplink::NotifyAppended() {
+  std::lock_guard<std::mutex> lock(mu_);
+  wake_ = true;
+  cv_.notify_one();
+}
+
+UplinkStats Uplink::stats() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return stats_;
+}
+
+void Uplink::Run() {
+  while (!stop_) {
+    std::deque<Event> events;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(kTickMs), [this] { return stop_ || wake_ || !events_.empty(); });
+      events.swap(events_);
+      wake_ = false;
+    }
+    for (Event& e : events) HandleEvent(e);
+    int64_t now = NowMs();
+    Probe(now);
+    Choose(now);
+    if (!inflight_.empty() && now - inflight_.front().sent_ms > options_.ack_timeout_ms) {
+      {
+        std::lock_guard<std::mutex> lock(stats_mu_);
+        ++stats_.ack_timeouts;
+      }
+      Rewind("no answer within uplink.ack_timeout_ms", true);
+    }
+    SendBatches(now);
+
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.write_region = write_region_ >= 0 ? options_.regions[write_region_].name : "";
+    stats_.checkpoint = checkpoint_;
+    stats_.last_lsn = store_->LastLsn();
+    stats_.backlog = stats_.last_lsn > checkpoint_ ? stats_.last_lsn - checkpoint_ : 0;
+    stats_.inflight = inflight_.size();
+    stats_.region_switches = static_cast<uint64_t>(selector_->switches());
+    stats_.bad_messages = wire_counters_.rejected();
+    stats_.regions.resize(links_.size());
+    for (size_t i = 0; i < links_.size(); ++i) {
+      UplinkRegionStats& r = stats_.regions[i];
+      r.name = options_.regions[i].name;
+      r.connected = links_[i]->connected();
+      r.healthy = selector_->Healthy(i, now);
+      r.rtt_ms = selector_->rtt_us(i) < 0 ? -1 : selector_->rtt_us(i) / 1000.0;
+      r.high_water = region_high_water_[i];
+    }
+  }
+}
+
+void Uplink::HandleEvent(Event& event) {
+  int64_t now = NowMs();
+  if (event.type == Event::Type::kState) {
+    selector_->OnConnected(event.region, event.connected, now);
+    if (event.connected) next_probe_ms_[event.region] = 0;
+    if (static_cast<int>(event.region) == write_region_) {
+      // Publishes in flight on a lost connection may be gone: go back to the
+      // checkpoint; the link reconnects with its own backoff.
+      Rewind(event.connected ? "reconnected" : "connection lost", false);
+    }
+    return;
+  }
+  WireMessage m;
+  Status st = DecodeMessage(event.payload, DecodeLimits{}, &m, &wire_counters_);
+  if (!st.ok()) {
+    ES_LOG(kWarn, "uplink: region {}: undecodable answer: {}", options_.regions[event.region].name, st.ToString());
+    return;
+  }
+  if (m.kind == WireKind::kPong) {
+    int64_t rtt_ns = clock_->MonotonicNanos() - m.ping_sent_ns;
+    if (rtt_ns >= 0 && rtt_ns < int64_t{600} * 1000000000) selector_->OnProbeAnswered(event.region, rtt_ns / 1000, now);
+  } else if (m.kind == WireKind::kAck) {
+    HandleAck(event.region, m.ack);
+  }
+}
+
+void Uplink::HandleAck(size_t region, const WireAck& ack) {
+  const std::string& name = options_.regions[region].name;
+  if (ack.origin != origin_) {
+    ES_LOG(kWarn, "uplink: region {} answered for another origin {}", name, ack.origin.ToString());
+    return;
+  }
+  region_high_water_[region] = std::max(region_high_water_[region], ack.high_water);
+  if (ack.code != AckCode::kOk) {
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      ++stats_.refusals;
+    }
+    ES_LOG(kWarn, "uplink: region {} refused a batch ({}): {}", name, static_cast<int>(ack.code), ack.message);
+    if (static_cast<int>(region) == write_region_ && !inflight_.empty()) Rewind("batch refused", true);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.acks;
+  }
+  // A region never holds more than we wrote; bound a confused answer.
+  uint64_t hw = std::min(ack.high_water, store_->LastLsn());
+  if (hw > checkpoint_) {
+    Status st = store_->AckUpstream(name, hw);
+    if (st.ok()) st = store_->SetCheckpoint("upstream:" + name, hw);
+    if (st.ok()) st = store_->SetCheckpoint("upstream", hw);
+    if (!st.ok()) {
+      // The answer is not lost: the region answers again on the resend.
+      ES_LOG(kError, "uplink: recording acknowledgement {} from {}: {}", hw, name, st.ToString());
+      return;
+    }
+    checkpoint_ = hw;
+    backoff_.Reset();
+  }
+  while (!inflight_.empty() && inflight_.front().last <= checkpoint_) inflight_.pop_front();
+  if (next_after_ < checkpoint_) next_after_ = checkpoint_;
+}
+
+void Uplink::Probe(int64_t now_ms) {
+  for (size_t i = 0; i < links_.size(); ++i) {
+    if (now_ms < next_probe_ms_[i] || !links_[i]->connected()) continue;
+    next_probe_ms_[i] = now_ms + options_.probe_interval_ms;
+    std::string ping = EncodePing(reply_topic_, ++correlation_, clock_->MonotonicNanos());
+    links_[i]->Publish(HubInboxTopic(options_.topic_prefix, options_.regions[i].name, options_.gateway_id), ping, 0,
+                       false, 0);
+  }
+}
+
+void Uplink::Choose(int64_t now_ms) {
+  bool changed = false;
+  int chosen = selector_->Select(now_ms, &changed);
+  if (!changed) return;
+  int before = write_region_;
+  write_region_ = chosen;
+  if (chosen < 0) {
+    ES_LOG(kWarn, "uplink: no healthy region; the backlog waits in the store (checkpoint {})", checkpoint_);
+  } else {
+    ES_LOG(kInfo, "uplink: writing to region {} (round trip {:.1f} ms){}{}", options_.regions[chosen].name,
+           selector_->rtt_us(chosen) / 1000.0, before >= 0 ? ", was " : "",
+           before >= 0 ? options_.regions[before].name : "");
+  }
+  Rewind("write region changed", false);
+}
+
+void Uplink::Rewind(const char* why, bool with_backoff) {
+  if (!inflight_.empty() || next_after_ != checkpoint_) {
+    ES_LOG(kInfo, "uplink: resending from checkpoint {} ({})", checkpoint_, why);
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.resends;
+  }
+  inflight_.clear();
+  next_after_ = checkpoint_;
+  pending_since_ms_ = -1;
+  if (with_backoff) resume_at_ms_ = NowMs() + backoff_.Next();
+}
+
+void Uplink::SendBatches(int64_t now_ms) {
+  if (write_region_ < 0 || now_ms < resume_at_ms_) return;
+  MqttLink* link = links_[write_region_].get();
+  if (!link->connected()) return;
+  const std::string& region = options_.regions[write_region_].name;
+  while (inflight_.size() < options_.window && !stop_) {
+    uint64_t last = store_->LastLsn();
+    if (last <= next_after_) {
+      pending_since_ms_ = -1;
+      return;
+    }
+    if (last - next_after_ < options_.batch_max_readings) {
+      // Not a full batch yet: wait up to batch_max_delay_ms for more.
+      if (pending_since_ms_ < 0) pending_since_ms_ = now_ms;
+      if (now_ms - pending_since_ms_ < options_.batch_max_delay_ms) return;
+    }
+    WireBatch batch;
+    Status st = store_->ReadLog(next_after_, options_.batch_max_readings, &batch.entries);
+    if (!st.ok()) {
+      ES_LOG(kError, "uplink: reading the change log after {}: {}", next_after_, st.ToString());
+      resume_at_ms_ = now_ms + backoff_.Next();
+      return;
+    }
+    pending_since_ms_ = -1;
+    if (batch.entries.empty()) return;
+    batch.origin = origin_;
+    batch.first_lsn = batch.entries.front().lsn;
+    batch.last_lsn = batch.entries.back().lsn;
+    batch.base_lsn = checkpoint_;
+    std::string payload;
+    st = EncodeBatch(reply_topic_, ++correlation_, batch, encode_, &payload);
+    if (st.ok()) {
+      st = link->Publish(HubInboxTopic(options_.topic_prefix, region, options_.gateway_id), payload, 1, false, 1000);
+    }
+    if (!st.ok()) {
+      ES_LOG(kWarn, "uplink: sending to {}: {}", region, st.ToString());
+      Rewind("send failed", true);
+      return;
+    }
+    inflight_.push_back({batch.first_lsn, batch.last_lsn, now_ms});
+    next_after_ = batch.last_lsn;
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.batches_sent;
+    stats_.entries_sent += batch.entries.size();
+    stats_.bytes_sent += payload.size();
+  }
+}
+
+}  // namespace edgesync

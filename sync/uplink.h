@@ -1,0 +1,168 @@
+// sync/uplink.h: the gateway's uplink: replays the store's change log to the
+// nearest healthy region with end-to-end acknowledgements.
+//
+// One worker thread reads Store::ReadLog after the upstream checkpoint,
+// sends batches (at most batch_max_readings entries, or what accumulated for
+// batch_max_delay_ms) to the write region's hub, keeps up to `window` batches
+// unanswered, and moves the checkpoint only when a hub answers with its
+// durable high-water mark (Store::AckUpstream + SetCheckpoint "upstream" and
+// "upstream:<region>"). On an answer timeout, a refusal or a reconnect it
+// resends from the checkpoint after a decorrelated-jitter delay driven by its
+// own timer. Only the unanswered batches' LSN bounds are held in memory: the
+// backlog stays in the store. Every batch declares base_lsn = the checkpoint
+// (all of it is held by some region), so after a failover the new region
+// starts where the old one stopped and no reading is sent to two regions
+// unless its answer was lost. Region choice: sync/region_selector.h.
+// Protocol: sync/PROTOCOL.md.
+//
+// Thread safety: Start/Stop from one thread; NotifyAppended and stats() from
+// any thread.
+#ifndef EDGESYNC_SYNC_UPLINK_H_
+#define EDGESYNC_SYNC_UPLINK_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "platform/clock.h"
+#include "platform/status.h"
+#include "store/store.h"
+#include "sync/backoff.h"
+#include "sync/mqtt_link.h"
+#include "sync/region_selector.h"
+#include "sync/wire.h"
+
+namespace edgesync {
+
+struct UplinkRegion {
+  std::string name;
+  int64_t preference = 0;
+  MqttLinkOptions link;  // uri, credentials, TLS; client id is set by the uplink
+};
+
+struct UplinkOptions {
+  std::string gateway_id;               // [A-Za-z0-9_-]: names our topics and MQTT client
+  std::string topic_prefix = "edgesync";
+  std::vector<UplinkRegion> regions;
+  size_t batch_max_readings = 5000;
+  int64_t batch_max_delay_ms = 200;
+  size_t window = 4;
+  int64_t ack_timeout_ms = 10000;
+  int64_t backoff_base_ms = 200;
+  int64_t backoff_max_ms = 30000;
+  int64_t probe_interval_ms = 5000;
+  int64_t failback_after_ms = 60000;
+  int zstd_level = 3;
+};
+
+// Creates a link; tests may substitute a fake. Default: NewPahoMqttLink.
+using MqttLinkFactory = std::function<Status(const MqttLinkOptions&, std::unique_ptr<MqttLink>*)>;
+
+struct UplinkRegionStats {
+  std::string name;
+  bool connected = false;
+  bool healthy = false;
+  double rtt_ms = -1;
+  uint64_t high_water = 0;  // last answer from this region
+};
+
+struct UplinkStats {
+  std::string write_region;       // "" = none healthy
+  uint64_t checkpoint = 0;        // highest LSN acknowledged by a region
+  uint64_t last_lsn = 0;
+  uint64_t backlog = 0;           // last_lsn - checkpoint
+  uint64_t batches_sent = 0;
+  uint64_t entries_sent = 0;      // including resends
+  uint64_t bytes_sent = 0;        // MQTT payload bytes of batches
+  uint64_t acks = 0;
+  uint64_t resends = 0;           // times the uplink went back to the checkpoint
+  uint64_t ack_timeouts = 0;
+  uint64_t refusals = 0;          // Gap / BadBatch / StoreError answers
+  uint64_t region_switches = 0;
+  uint64_t bad_messages = 0;      // undecodable answers
+  size_t inflight = 0;
+  std::vector<UplinkRegionStats> regions;
+};
+
+class Uplink {
+ public:
+  Uplink(Store* store, UplinkOptions options, Clock* clock = nullptr, MqttLinkFactory factory = nullptr);
+  ~Uplink();
+  Uplink(const Uplink&) = delete;
+  Uplink& operator=(const Uplink&) = delete;
+
+  // Validates options, creates the region links and starts the worker.
+  Status Start();
+  // Stops the worker and disconnects; unanswered batches are resent next time.
+  void Stop();
+  // Wakes the worker after new local writes (it also polls the store).
+  void NotifyAppended();
+  UplinkStats stats() const;
+
+ private:
+  struct Event {
+    enum class Type { kMessage, kState } type;
+    size_t region = 0;
+    bool connected = false;
+    std::string payload;
+  };
+  struct InFlight {
+    uint64_t first = 0;
+    uint64_t last = 0;
+    int64_t sent_ms = 0;
+  };
+
+  void Run();
+  void HandleEvent(Event& event);
+  void HandleAck(size_t region, const WireAck& ack);
+  void Probe(int64_t now_ms);
+  void Choose(int64_t now_ms);
+  void SendBatches(int64_t now_ms);
+  void Rewind(const char* why, bool with_backoff);
+  int64_t NowMs() const { return clock_->MonotonicMillis(); }
+
+  Store* store_;
+  UplinkOptions options_;
+  Clock* clock_;
+  MqttLinkFactory factory_;
+  Origin origin_;
+  std::string reply_topic_;
+
+  std::vector<std::unique_ptr<MqttLink>> links_;
+  std::thread worker_;
+  std::atomic<bool> stop_{false};
+
+  std::mutex mu_;  // guards events_ and wake_
+  std::condition_variable cv_;
+  std::deque<Event> events_;
+  bool wake_ = false;
+
+  // Worker state.
+  std::unique_ptr<RegionSelector> selector_;
+  std::vector<int64_t> next_probe_ms_;
+  std::vector<uint64_t> region_high_water_;
+  Backoff backoff_;
+  int write_region_ = -1;
+  uint64_t checkpoint_ = 0;
+  uint64_t next_after_ = 0;        // the next batch starts after this LSN
+  int64_t resume_at_ms_ = 0;       // sending paused until then (backoff)
+  int64_t pending_since_ms_ = -1;  // first time unsent entries were seen
+  uint64_t correlation_ = 0;
+  std::deque<InFlight> inflight_;
+  EncodeOptions encode_;
+  WireCounters wire_counters_;
+
+  mutable std::mutex stats_mu_;
+  UplinkStats stats_;
+};
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_SYNC_UPLINK_H_

@@ -1,0 +1,208 @@
+// tests/integration/sync_sites.h: the real parts of the sync tests: a region
+// = a Mosquitto broker + an `edgesync region` process with its own SQLite
+// store; a gateway = a SQLite store filled in the test process + the Uplink,
+// in process or in a child process (this test binary re-executed in uplink
+// mode, so it can be SIGKILLed); and the checks "no region holds a reading
+// twice, the union holds every reading".
+#ifndef EDGESYNC_TESTS_INTEGRATION_SYNC_SITES_H_
+#define EDGESYNC_TESTS_INTEGRATION_SYNC_SITES_H_
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "platform/log.h"
+#include "platform/signals.h"
+#include "store/store.h"
+#include "sync/uplink.h"
+#include "tests/support/broker.h"
+#include "tests/support/process.h"
+#include "tests/support/tcp_proxy.h"
+#include "tests/support/workload.h"
+
+namespace edgesync::test {
+
+inline std::string Q(const std::string& s) { return "\"" + s + "\""; }
+
+class RegionSite {
+ public:
+  RegionSite(const std::string& root, std::string name, BrokerOptions broker_options = {})
+      : name_(std::move(name)), dir_(root + "/" + name_) {
+    MakeDir(dir_);
+    MakeDir(dir_ + "/broker");
+    broker_ = std::make_unique<Broker>(dir_ + "/broker", broker_options);
+  }
+  ~RegionSite() { hub_.Stop(2000); }
+
+  static void MakeDir(const std::string& d) { std::system(("mkdir -p '" + d + "'").c_str()); }
+
+  // hub_extra: more TOML lines for [hub] (TLS, credentials); uri: what the hub connects to.
+  bool Start(const std::string& hub_uri = "", const std::string& hub_extra = "") {
+    if (!broker_->running() && !broker_->Start()) return false;
+    return StartHub(hub_uri, hub_extra);
+  }
+  bool StartHub(const std::string& hub_uri = "", const std::string& hub_extra = "") {
+    if (!hub_uri.empty()) hub_uri_ = hub_uri;
+    if (!hub_extra.empty()) hub_extra_ = hub_extra;
+    std::ofstream(config()) << "[gateway]\ndata_dir = " << Q(dir_ + "/hub") << "\nlog_level = \"info\"\n\n"
+                            << "[hub]\nregion = " << Q(name_) << "\nbroker_uri = "
+                            << Q(hub_uri_.empty() ? broker_->uri() : hub_uri_) << "\n"
+                            << hub_extra_ << "\n";
+    if (!hub_.Start({EDGESYNC_BINARY, "region", "--config", config()}, dir_ + "/hub.log")) return false;
+    return true;
+  }
+  void KillHub() { hub_.Kill9(); }
+  int StopHub() { return hub_.Stop(5000); }
+  bool hub_running() { return hub_.running(); }
+  Broker& broker() { return *broker_; }
+  const std::string& name() const { return name_; }
+  std::string config() const { return dir_ + "/hub.toml"; }
+  std::string store_path() const { return dir_ + "/hub/store.db"; }
+  std::string hub_log() const { return ReadAll(dir_ + "/hub.log"); }
+
+  // Every (origin, LSN) the region's feed holds, with the number of times.
+  std::map<std::pair<std::string, uint64_t>, int> Contents() {
+    std::map<std::pair<std::string, uint64_t>, int> out;
+    StoreOptions o;
+    o.path = store_path();
+    o.create_if_missing = false;  // gateway id "" = whatever the hub's store says
+    std::unique_ptr<Store> store;
+    Status st = Store::Open(o, &store);
+    if (!st.ok()) {
+      ADD_FAILURE() << "opening region " << name_ << "'s store: " << st.ToString();
+      return out;
+    }
+    uint64_t after = 0, head = 0;
+    bool reset = false;
+    std::vector<RegionFeedEntry> page;
+    do {
+      if (!store->ReadRegionFeed(after, 10000, &page, &head, &reset).ok() || reset) break;
+      for (const auto& e : page) {
+        ++out[{e.remote.origin.ToString(), e.remote.origin_lsn}];
+        after = e.seq;
+      }
+    } while (!page.empty());
+    return out;
+  }
+
+ private:
+  std::string name_;
+  std::string dir_;
+  std::string hub_uri_;
+  std::string hub_extra_;
+  std::unique_ptr<Broker> broker_;
+  Process hub_;
+};
+
+inline std::unique_ptr<Store> OpenGatewayStore(const std::string& path, const std::string& gateway_id = "gw-1") {
+  StoreOptions o;
+  o.path = path;
+  o.gateway_id = gateway_id;
+  std::unique_ptr<Store> store;
+  Status st = Store::Open(o, &store);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return store;
+}
+
+// Appends n readings of the reference workload (1000 devices x 8 metrics).
+inline void Fill(Store* store, SensorWorkload* workload, size_t n) {
+  while (n > 0) {
+    size_t k = std::min<size_t>(n, 5000);
+    AppendResult r;
+    Status st = store->AppendReadings(workload->Take(k), &r);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    n -= k;
+  }
+}
+
+inline UplinkOptions FastUplinkOptions(const std::string& gateway_id = "gw-1") {
+  UplinkOptions o;
+  o.gateway_id = gateway_id;
+  o.batch_max_readings = 2000;
+  o.batch_max_delay_ms = 20;
+  o.window = 4;
+  o.ack_timeout_ms = 2000;
+  o.backoff_base_ms = 50;
+  o.backoff_max_ms = 500;
+  o.probe_interval_ms = 200;
+  o.failback_after_ms = 2000;
+  return o;
+}
+
+inline UplinkRegion RegionAt(const std::string& name, const std::string& uri, int64_t preference = 0) {
+  UplinkRegion r;
+  r.name = name;
+  r.preference = preference;
+  r.link.uri = uri;
+  r.link.reconnect_min_ms = 50;
+  r.link.reconnect_max_ms = 500;
+  r.link.connect_timeout_ms = 2000;
+  r.link.keep_alive_s = 2;
+  return r;
+}
+
+// Asserts: no region holds an (origin, LSN) twice; together they hold
+// exactly LSNs 1..last of origin.
+inline void ExpectExactlyOnce(const std::vector<RegionSite*>& regions, const Origin& origin, uint64_t last) {
+  std::set<uint64_t> seen;
+  for (RegionSite* r : regions) {
+    auto contents = r->Contents();
+    int64_t twice = 0;
+    for (const auto& [key, count] : contents) {
+      if (count > 1) ++twice;
+      if (key.first == origin.ToString()) seen.insert(key.second);
+    }
+    EXPECT_EQ(twice, 0) << "region " << r->name() << " holds readings twice";
+  }
+  EXPECT_EQ(seen.size(), last);
+  EXPECT_TRUE(seen.empty() || (*seen.begin() == 1 && *seen.rbegin() == last));
+}
+
+// The child mode of this test binary: `EDGESYNC_UPLINK_CHILD=<store path>`
+// plus EDGESYNC_UPLINK_REGIONS="name=uri,..." runs an Uplink over that store
+// until SIGTERM or SIGKILL. Called from a static initialiser, before gtest.
+inline int MaybeRunUplinkChild() {
+  const char* store_path = std::getenv("EDGESYNC_UPLINK_CHILD");
+  if (!store_path) return 0;
+  InitLogging(LogLevel::kInfo, "uplink-child");
+  Signals::Install();
+  auto store = OpenGatewayStore(store_path);
+  if (!store) _exit(2);
+  UplinkOptions o = FastUplinkOptions();
+  std::string regions = std::getenv("EDGESYNC_UPLINK_REGIONS") ? std::getenv("EDGESYNC_UPLINK_REGIONS") : "";
+  size_t pos = 0;
+  while (pos < regions.size()) {
+    size_t comma = regions.find(',', pos);
+    std::string item = regions.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    size_t eq = item.find('=');
+    o.regions.push_back(RegionAt(item.substr(0, eq), item.substr(eq + 1), static_cast<int64_t>(o.regions.size())));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  Uplink uplink(store.get(), o);
+  if (!uplink.Start().ok()) _exit(3);
+  while (!Signals::StopRequested()) Signals::WaitForSignal(200);
+  uplink.Stop();
+  _exit(0);
+}
+
+// Starts this binary in uplink mode.
+inline bool StartUplinkChild(Process* child, const std::string& store_path, const std::string& regions,
+                             const std::string& log) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return false;
+  exe[n] = '\0';
+  return child->Start({exe}, log, {"EDGESYNC_UPLINK_CHILD=" + store_path, "EDGESYNC_UPLINK_REGIONS=" + regions});
+}
+
+}  // namespace edgesync::test
+
+#endif  // EDGESYNC_TESTS_INTEGRATION_SYNC_SITES_H_
