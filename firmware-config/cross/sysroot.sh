@@ -40,7 +40,7 @@ want_stamp="arch=$arch recipe=$(cat "$0" "$list" | md5sum | cut -c1-12) packages
 # edgesync sysroot is left alone.
 link_qemu_prefix() {
   local link="/etc/qemu-binfmt/$qemu_arch" abs
-  abs=$(cd "$dir" && pwd)
+  abs=$(cd "$dir" && pwd -P)
   [ "$(readlink "$link" 2>/dev/null || true)" = "$abs" ] && return 0
   if [ -e "$link" ] && ! [ -L "$link" -a -f "$link/.edgesync-sysroot" ]; then
     echo "sysroot: $link exists and is not an edgesync sysroot; run target programs with qemu-$qemu_arch -L $abs"
@@ -80,21 +80,28 @@ fi
 
 # Names as apt knows them: architecture-specific packages get ":$arch",
 # architecture-independent ones (header-only libraries) stay plain.
+# (Each apt-cache call re-reads every index when apt's cache file is disabled,
+# as in Debian's container images: ask about all packages at once.)
 qualify() {
-  local p info out=""
+  local p found indep out="" missing=""
+  # `apt-cache show pkg:arch` prints nothing for Architecture: all packages.
+  found=$(apt-cache show --no-all-versions $(for p in $wanted; do echo "$p:$arch"; done) 2>/dev/null |
+    sed -n 's/^Package: //p' || true)
+  indep=$(apt-cache show --no-all-versions $wanted 2>/dev/null |
+    awk '/^Package: /{p=$2} /^Architecture: all$/{print p}' || true)
   for p in $wanted; do
-    # `apt-cache show pkg:arch` succeeds silently for Architecture: all packages.
-    info=$(apt-cache show --no-all-versions "$p:$arch" 2>/dev/null || true)
-    if [ -n "$info" ]; then
+    if echo "$found" | grep -qx -- "$p"; then
       out="$out $p:$arch"
-      continue
+    elif echo "$indep" | grep -qx -- "$p"; then
+      out="$out $p"
+    else
+      missing="$missing $p"
     fi
-    info=$(apt-cache show --no-all-versions "$p" 2>/dev/null || true)
-    case "$info" in
-      *"Architecture: all"*) out="$out $p" ;;
-      *) echo "sysroot: no $arch package '$p' in the apt index" >&2; return 1 ;;
-    esac
   done
+  if [ -n "$missing" ]; then
+    echo "sysroot: no $arch package in the apt index for:$missing" >&2
+    return 1
+  fi
   echo "$out"
 }
 
