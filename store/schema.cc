@@ -11,7 +11,7 @@ CREATE TABLE series(id INTEGER PRIMARY KEY, device_id TEXT NOT NULL, metric TEXT
                     unit TEXT NOT NULL, hkey INTEGER NOT NULL, UNIQUE(device_id, metric, unit));
 CREATE TABLE log(lsn INTEGER PRIMARY KEY, kind INTEGER NOT NULL, series INTEGER NOT NULL,
                  ts INTEGER NOT NULL, value REAL NOT NULL, quality INTEGER NOT NULL);
-CREATE INDEX log_series_ts ON log(series, ts);
+CREATE INDEX log_query ON log(lsn >> 11, series, ts);
 CREATE TABLE batches(first_lsn INTEGER PRIMARY KEY, written_at INTEGER NOT NULL);
 CREATE TABLE devices(device_id TEXT PRIMARY KEY, name TEXT NOT NULL, location TEXT NOT NULL,
                      default_unit TEXT NOT NULL, deleted INTEGER NOT NULL, lsn INTEGER NOT NULL,

@@ -129,10 +129,16 @@ class SqliteStore : public Store {
   std::mutex read_mu_;
   Db read_db_;
 
+  // series_ids_ is touched only under write_mu_ (ingest's hot path takes no
+  // other lock); series_ (id -> info) is shared with readers under series_mu_.
+  struct SeriesKey {
+    int64_t id;
+    uint64_t hash;
+  };
+  std::unordered_map<std::string, SeriesKey> series_ids_;  // key: device \0 metric \0 unit
   std::shared_mutex series_mu_;
-  std::unordered_map<std::string, int64_t> series_ids_;  // key: device \0 metric \0 unit
-  std::vector<SeriesInfo> series_;                       // index: id
-  std::string key_buf_;                                   // write_mu_
+  std::vector<SeriesInfo> series_;                         // index: id
+  std::string key_buf_;                                     // write_mu_
 
   std::mutex origins_mu_;
   std::unordered_map<std::string, int64_t> origin_ids_;

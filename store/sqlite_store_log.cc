@@ -76,14 +76,11 @@ Status SqliteStore::InternSeries(const std::string& device_id, const std::string
   key_buf_.append(metric);
   key_buf_.push_back('\0');
   key_buf_.append(unit);
-  {
-    std::shared_lock<std::shared_mutex> lock(series_mu_);
-    auto it = series_ids_.find(key_buf_);
-    if (it != series_ids_.end()) {
-      *id = it->second;
-      *hash = series_[static_cast<size_t>(*id)].hash;
-      return Status::Ok();
-    }
+  auto it = series_ids_.find(key_buf_);
+  if (it != series_ids_.end()) {
+    *id = it->second.id;
+    *hash = it->second.hash;
+    return Status::Ok();
   }
   uint64_t h = PartitionHash(device_id);
   Stmt find;
@@ -110,7 +107,7 @@ Status SqliteStore::InternSeries(const std::string& device_id, const std::string
   std::unique_lock<std::shared_mutex> lock(series_mu_);
   if (static_cast<size_t>(got) >= series_.size()) series_.resize(static_cast<size_t>(got) + 1);
   series_[static_cast<size_t>(got)] = SeriesInfo{device_id, metric, unit, h, true};
-  series_ids_[key_buf_] = got;
+  series_ids_[key_buf_] = SeriesKey{got, h};
   if (fresh) pending_series_.emplace_back(key_buf_, got);
   *id = got;
   *hash = h;
@@ -250,8 +247,9 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, AppendResul
     uint64_t lsn = 0;
     ES_RETURN_IF_ERROR(NextLsn(&lsn));
     result->first_lsn = lsn;
-    std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> counts;
-    const RangeRow* last_range = nullptr;
+    // Per-range counts by position in write_ranges_ (no per-reading map).
+    std::vector<std::pair<int64_t, int64_t>> by_pos(write_ranges_.size());
+    size_t pos = SIZE_MAX;
     Status st;
     for (const Reading& r : readings) {
       int64_t series = 0;
@@ -266,21 +264,24 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, AppendResul
       w_insert_log_.Step(&st);
       sqlite3_reset(w_insert_log_.get());
       ES_RETURN_IF_ERROR(st);
-      if (!last_range || !last_range->info.active || !last_range->info.Contains(hash)) {
-        last_range = nullptr;
-        for (const auto& rr : write_ranges_) {
-          if (rr.info.active && rr.info.Contains(hash)) {
-            last_range = &rr;
+      if (pos == SIZE_MAX || !write_ranges_[pos].info.Contains(hash)) {
+        pos = SIZE_MAX;
+        for (size_t k = 0; k < write_ranges_.size(); ++k) {
+          if (write_ranges_[k].info.active && write_ranges_[k].info.Contains(hash)) {
+            pos = k;
             break;
           }
         }
       }
-      if (last_range) {
-        auto& c = counts[last_range->info.id];
-        c.first += 1;
-        c.second += static_cast<int64_t>(r.device_id.size() + r.metric.size() + r.unit.size()) + 32;
+      if (pos != SIZE_MAX) {
+        by_pos[pos].first += 1;
+        by_pos[pos].second += static_cast<int64_t>(r.device_id.size() + r.metric.size() + r.unit.size()) + 32;
       }
       ++lsn;
+    }
+    std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> counts;
+    for (size_t k = 0; k < by_pos.size(); ++k) {
+      if (by_pos[k].first > 0) counts[write_ranges_[k].info.id] = by_pos[k];
     }
     result->last_lsn = lsn - 1;
     w_insert_batch_.Bind(1, static_cast<int64_t>(result->first_lsn));

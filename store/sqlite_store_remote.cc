@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "store/schema.h"
 #include "store/sqlite_store.h"
 #include "store/token.h"
 
@@ -342,56 +343,74 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   Status st;
   while (series.Step(&st)) list.push_back(S{series.Int(0), series.Text(1), series.Text(2)});
   ES_RETURN_IF_ERROR(st);
-  Stmt local, remote;
+  // Local rows: one seek per LSN segment of the query index (see schema.h).
+  Stmt local, remote, bounds;
   ES_RETURN_IF_ERROR(local.Prepare(&read_db_,
-                                   "SELECT lsn, ts, value, quality FROM log WHERE series=? AND ts>=? AND ts<? "
-                                   "AND kind=0 ORDER BY ts LIMIT ?"));
+                                   "SELECT lsn, ts, value, quality FROM log WHERE (lsn >> 11) = ? AND series = ? "
+                                   "AND ts >= ? AND ts < ? AND kind = 0"));
   ES_RETURN_IF_ERROR(remote.Prepare(&read_db_,
                                     "SELECT origin, olsn, ts, value, quality FROM remote WHERE series=? AND ts>=? "
                                     "AND ts<? AND kind=0 ORDER BY ts LIMIT ?"));
-  std::set<uint64_t> local_lsns;
-  for (const S& s : list) {
-    for (int pass = 0; pass < 2; ++pass) {
-      Stmt& stmt = pass == 0 ? local : remote;
-      StmtScope scope(&stmt);
-      stmt.Bind(1, s.id);
-      stmt.Bind(2, q.from_ms);
-      stmt.Bind(3, q.to_ms);
-      stmt.Bind(4, limit);
-      while (stmt.Step(&st)) {
-        QueryRow row;
-        row.reading.device_id = q.device_id;
-        row.reading.metric = s.metric;
-        row.reading.unit = s.unit;
-        int c = 0;
-        if (pass == 0) {
-          row.origin = origin_;
-          row.local = true;
-        } else {
-          ES_RETURN_IF_ERROR(OriginById(stmt.Int(0), &row.origin));
-          c = 1;
-        }
-        row.lsn = static_cast<uint64_t>(stmt.Int(c));
-        row.reading.ts_ms = stmt.Int(c + 1);
-        row.reading.value = stmt.Double(c + 2);
-        row.reading.quality = static_cast<uint32_t>(stmt.Int(c + 3));
-        // Our own entries may come back through a region feed: one row each.
-        if (pass == 0) {
-          local_lsns.insert(row.lsn);
-        } else if (row.origin == origin_ && local_lsns.count(row.lsn)) {
-          continue;
-        }
-        rows->push_back(std::move(row));
-      }
-      ES_RETURN_IF_ERROR(st);
-    }
+  ES_RETURN_IF_ERROR(bounds.Prepare(&read_db_, "SELECT ifnull(min(lsn), 1), ifnull(max(lsn), 0) FROM log"));
+  int64_t min_lsn = 1, max_lsn = 0;
+  if (bounds.Step(&st)) {
+    min_lsn = bounds.Int(0);
+    max_lsn = bounds.Int(1);
   }
-  std::sort(rows->begin(), rows->end(), [](const QueryRow& a, const QueryRow& b) {
+  ES_RETURN_IF_ERROR(st);
+  auto by_time = [](const QueryRow& a, const QueryRow& b) {
     if (a.reading.ts_ms != b.reading.ts_ms) return a.reading.ts_ms < b.reading.ts_ms;
     if (a.origin.gateway_id != b.origin.gateway_id) return a.origin.gateway_id < b.origin.gateway_id;
     if (a.origin.epoch != b.origin.epoch) return a.origin.epoch < b.origin.epoch;
     return a.lsn < b.lsn;
-  });
+  };
+  // Keeps memory bounded by the limit however long the device's history.
+  auto trim = [&] {
+    if (static_cast<int64_t>(rows->size()) > 2 * limit) {
+      std::sort(rows->begin(), rows->end(), by_time);
+      rows->resize(static_cast<size_t>(limit));
+    }
+  };
+  std::set<uint64_t> local_lsns;
+  for (const S& s : list) {
+    for (int64_t seg = min_lsn >> kQuerySegmentShift; max_lsn > 0 && seg <= (max_lsn >> kQuerySegmentShift); ++seg) {
+      StmtScope scope(&local);
+      local.Bind(1, seg);
+      local.Bind(2, s.id);
+      local.Bind(3, q.from_ms);
+      local.Bind(4, q.to_ms);
+      while (local.Step(&st)) {
+        QueryRow row;
+        row.origin = origin_;
+        row.local = true;
+        row.lsn = static_cast<uint64_t>(local.Int(0));
+        row.reading = Reading{q.device_id, s.metric, local.Int(1), local.Double(2), s.unit,
+                              static_cast<uint32_t>(local.Int(3))};
+        local_lsns.insert(row.lsn);
+        rows->push_back(std::move(row));
+      }
+      ES_RETURN_IF_ERROR(st);
+      trim();
+    }
+    StmtScope scope(&remote);
+    remote.Bind(1, s.id);
+    remote.Bind(2, q.from_ms);
+    remote.Bind(3, q.to_ms);
+    remote.Bind(4, limit);
+    while (remote.Step(&st)) {
+      QueryRow row;
+      ES_RETURN_IF_ERROR(OriginById(remote.Int(0), &row.origin));
+      row.lsn = static_cast<uint64_t>(remote.Int(1));
+      // Our own entries may come back through a region feed: one row each.
+      if (row.origin == origin_ && local_lsns.count(row.lsn)) continue;
+      row.reading = Reading{q.device_id, s.metric, remote.Int(2), remote.Double(3), s.unit,
+                            static_cast<uint32_t>(remote.Int(4))};
+      rows->push_back(std::move(row));
+    }
+    ES_RETURN_IF_ERROR(st);
+    trim();
+  }
+  std::sort(rows->begin(), rows->end(), by_time);
   if (static_cast<int64_t>(rows->size()) > limit) rows->resize(static_cast<size_t>(limit));
   return Status::Ok();
 }
