@@ -1,0 +1,87 @@
+// Region selection with real brokers and hubs: the nearer region (measured
+// round trip, one link slowed by the delaying proxy) is chosen over the
+// preferred one; when the write region dies mid-stream the gateway fails
+// over, and moves back once the nearer region has been healthy for
+// failback_after; no region holds a reading twice and the union holds all.
+#include <gtest/gtest.h>
+
+#include "tests/integration/sync_sites.h"
+
+namespace edgesync::test {
+namespace {
+
+uint64_t Checkpoint(Store* store) {
+  uint64_t v = 0;
+  store->GetCheckpoint("upstream", &v);
+  return v;
+}
+
+TEST(SyncRegionsTest, TheNearerRegionWinsOverPreference) {
+  TempDir tmp;
+  RegionSite eu(tmp.path(), "eu"), us(tmp.path(), "us");
+  ASSERT_TRUE(eu.Start());
+  ASSERT_TRUE(us.Start());
+  TcpProxy far(eu.broker().port());
+  far.SetDelayMs(120);  // eu is preferred, but 240 ms away
+  auto store = OpenGatewayStore(tmp.File("gw.db"));
+  SensorWorkload workload(1000, 1780000000000);
+  Fill(store.get(), &workload, 20000);
+  UplinkOptions o = FastUplinkOptions();
+  o.regions.push_back(RegionAt("eu", far.uri(), 0));
+  o.regions.push_back(RegionAt("us", us.broker().uri(), 1));
+  Uplink uplink(store.get(), o);
+  ASSERT_TRUE(uplink.Start().ok());
+  uint64_t last = store->LastLsn();
+  ASSERT_TRUE(WaitFor([&] { return Checkpoint(store.get()) == last; }, 30000));
+  // Both answered probes by now; the far one stays unused.
+  ASSERT_TRUE(WaitFor([&] { return uplink.stats().regions[0].healthy; }, 10000));
+  UplinkStats s = uplink.stats();
+  uplink.Stop();
+  EXPECT_EQ(s.write_region, "us");
+  EXPECT_GT(s.regions[0].rtt_ms, s.regions[1].rtt_ms);
+  EXPECT_TRUE(eu.Contents().empty());
+  ExpectExactlyOnce({&eu, &us}, store->origin(), last);
+}
+
+TEST(SyncRegionsTest, FailoverWhenTheWriteRegionDiesAndFailback) {
+  TempDir tmp;
+  RegionSite eu(tmp.path(), "eu"), us(tmp.path(), "us");
+  ASSERT_TRUE(eu.Start());
+  ASSERT_TRUE(us.Start());
+  TcpProxy far(us.broker().port());
+  far.SetDelayMs(20);
+  auto store = OpenGatewayStore(tmp.File("gw.db"));
+  SensorWorkload workload(1000, 1780000000000);
+  Fill(store.get(), &workload, 100000);
+  UplinkOptions o = FastUplinkOptions();
+  o.batch_max_readings = 500;  // a drain long enough to kill the region inside it
+  o.window = 2;
+  o.regions.push_back(RegionAt("eu", eu.broker().uri(), 0));
+  o.regions.push_back(RegionAt("us", far.uri(), 1));
+  Uplink uplink(store.get(), o);
+  ASSERT_TRUE(uplink.Start().ok());
+  uint64_t last = store->LastLsn();
+  ASSERT_TRUE(WaitFor([&] { return Checkpoint(store.get()) > 5000; }, 30000));
+  EXPECT_EQ(uplink.stats().write_region, "eu");
+  ASSERT_LT(Checkpoint(store.get()), last) << "drain finished before the failure could be injected";
+  eu.KillHub();
+  eu.broker().Kill9();
+  ASSERT_TRUE(WaitFor([&] { return Checkpoint(store.get()) == last; }, 60000))
+      << "checkpoint " << Checkpoint(store.get()) << " of " << last;
+  EXPECT_EQ(uplink.stats().write_region, "us");
+
+  // eu comes back; after failback_after (2 s) healthy, writes return to it.
+  ASSERT_TRUE(eu.Start());
+  ASSERT_TRUE(WaitFor([&] { return uplink.stats().write_region == "eu"; }, 20000));
+  Fill(store.get(), &workload, 10000);
+  last = store->LastLsn();
+  ASSERT_TRUE(WaitFor([&] { return Checkpoint(store.get()) == last; }, 30000));
+  UplinkStats s = uplink.stats();
+  uplink.Stop();
+  EXPECT_GE(s.region_switches, 3u);  // eu, us, eu
+  EXPECT_FALSE(us.Contents().empty());
+  ExpectExactlyOnce({&eu, &us}, store->origin(), last);
+}
+
+}  // namespace
+}  // namespace edgesync::test

@@ -1,0 +1,84 @@
+// RegionSelector: nearest first, failover in preference order, failback only
+// after the nearer region has been healthy for failback_after.
+#include "sync/region_selector.h"
+
+#include <gtest/gtest.h>
+
+namespace edgesync {
+namespace {
+
+constexpr int64_t kHealth = 1000, kFailback = 5000, kGrace = 500;
+
+RegionSelector Three() {
+  return RegionSelector({{"a", 0}, {"b", 1}, {"c", 2}}, kHealth, kFailback, kGrace);
+}
+
+TEST(RegionSelectorTest, WaitsForAnswersThenPicksTheNearest) {
+  RegionSelector s = Three();
+  bool changed;
+  for (size_t i = 0; i < 3; ++i) s.OnConnected(i, true, 0);
+  EXPECT_EQ(s.Select(0, &changed), -1);
+  s.OnProbeAnswered(1, 5000, 10);   // b: 5 ms
+  s.OnProbeAnswered(0, 80000, 10);  // a: 80 ms, preferred but far
+  EXPECT_EQ(s.Select(10, &changed), -1) << "c has not answered and the grace has not passed";
+  EXPECT_EQ(s.Select(kGrace, &changed), 1);
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(s.Select(kGrace + 1, &changed), 1);
+  EXPECT_FALSE(changed);
+}
+
+TEST(RegionSelectorTest, NoiseWithinTheMarginLetsPreferenceDecide) {
+  RegionSelector s = Three();
+  bool changed;
+  for (size_t i = 0; i < 3; ++i) {
+    s.OnConnected(i, true, 0);
+    s.OnProbeAnswered(i, 400 - static_cast<int64_t>(i) * 100, 0);  // 0.4, 0.3, 0.2 ms
+  }
+  EXPECT_EQ(s.Select(0, &changed), 0);
+}
+
+TEST(RegionSelectorTest, FailsOverInPreferenceOrderAndFailsBackLater) {
+  RegionSelector s = Three();
+  bool changed;
+  for (size_t i = 0; i < 3; ++i) s.OnConnected(i, true, 0);
+  s.OnProbeAnswered(0, 1000, 0);
+  s.OnProbeAnswered(1, 50000, 0);
+  s.OnProbeAnswered(2, 20000, 0);
+  ASSERT_EQ(s.Select(0, &changed), 0);
+  s.OnConnected(0, false, 100);
+  // c is nearer than b, but failover follows preference: b.
+  EXPECT_EQ(s.Select(100, &changed), 1);
+  EXPECT_TRUE(changed);
+  // a returns; healthy streak starts at 200.
+  s.OnConnected(0, true, 150);
+  for (int64_t t = 200; t < 200 + kFailback; t += 500) {
+    s.OnProbeAnswered(0, 1000, t);
+    s.OnProbeAnswered(1, 50000, t);
+    s.OnProbeAnswered(2, 20000, t);
+    EXPECT_NE(s.Select(t, &changed), 0) << "moved back before failback_after at " << t;
+  }
+  // c has been healthy all along and is nearer than b: it may win first; a is nearest.
+  s.OnProbeAnswered(0, 1000, 200 + kFailback);
+  s.OnProbeAnswered(1, 50000, 200 + kFailback);
+  s.OnProbeAnswered(2, 20000, 200 + kFailback);
+  EXPECT_EQ(s.Select(200 + kFailback, &changed), 0);
+}
+
+TEST(RegionSelectorTest, UnansweredProbesMakeARegionUnhealthy) {
+  RegionSelector s({{"a", 0}, {"b", 1}}, kHealth, kFailback, kGrace);
+  bool changed;
+  s.OnConnected(0, true, 0);
+  s.OnConnected(1, true, 0);
+  s.OnProbeAnswered(0, 1000, 0);
+  s.OnProbeAnswered(1, 9000, 0);
+  ASSERT_EQ(s.Select(0, &changed), 0);
+  // Only b keeps answering (a's hub is gone, its broker still up).
+  for (int64_t t = 300; t <= 1500; t += 300) s.OnProbeAnswered(1, 9000, t);
+  EXPECT_EQ(s.Select(1500, &changed), 1);
+  EXPECT_FALSE(s.Healthy(0, 1500));
+  // Nothing healthy: no write region.
+  EXPECT_EQ(s.Select(1500 + 2 * kHealth, &changed), -1);
+}
+
+}  // namespace
+}  // namespace edgesync
