@@ -23,5 +23,5 @@ for p in $programs; do
   echo "== $(basename "$p")"
   "$p" || status=1
 done
-"$build/tests/bench/bench_report" || status=1
+"$build/tests/bench/bench_report" "$out" || status=1
 exit $status
