@@ -25,14 +25,12 @@ CREATE TABLE checkpoints(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT 
 CREATE TABLE acks(target TEXT PRIMARY KEY, lsn INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE origins(id INTEGER PRIMARY KEY, gateway_id TEXT NOT NULL, epoch TEXT NOT NULL,
                      UNIQUE(gateway_id, epoch));
-CREATE TABLE remote(origin INTEGER NOT NULL, olsn INTEGER NOT NULL, kind INTEGER NOT NULL,
-                    series INTEGER NOT NULL, ts INTEGER NOT NULL, value REAL NOT NULL,
-                    quality INTEGER NOT NULL, at INTEGER NOT NULL, PRIMARY KEY(origin, olsn)) WITHOUT ROWID;
-CREATE INDEX remote_series_ts ON remote(series, ts);
-CREATE INDEX remote_at ON remote(at);
-CREATE TABLE remote_devices(origin INTEGER NOT NULL, olsn INTEGER NOT NULL, name TEXT NOT NULL,
-                            location TEXT NOT NULL, default_unit TEXT NOT NULL, deleted INTEGER NOT NULL,
-                            PRIMARY KEY(origin, olsn)) WITHOUT ROWID;
+CREATE TABLE remote(rid INTEGER PRIMARY KEY, origin INTEGER NOT NULL, olsn INTEGER NOT NULL,
+                    kind INTEGER NOT NULL, series INTEGER NOT NULL, ts INTEGER NOT NULL, value REAL NOT NULL,
+                    quality INTEGER NOT NULL, at INTEGER NOT NULL, UNIQUE(origin, olsn));
+CREATE INDEX remote_query ON remote(rid >> 11, series, ts);
+CREATE TABLE remote_devices(rid INTEGER PRIMARY KEY, name TEXT NOT NULL, location TEXT NOT NULL,
+                            default_unit TEXT NOT NULL, deleted INTEGER NOT NULL);
 CREATE TABLE dead_letters(id INTEGER PRIMARY KEY, at INTEGER NOT NULL, topic TEXT NOT NULL,
                           head BLOB NOT NULL, reason TEXT NOT NULL);
 )sql";
@@ -42,8 +40,7 @@ CREATE TABLE dead_letters(id INTEGER PRIMARY KEY, at INTEGER NOT NULL, topic TEX
 // keeps sequence numbers unique even after the feed is pruned.
 const char* const kV1ToV2 = R"sql(
 CREATE TABLE high_water(origin INTEGER PRIMARY KEY, lsn INTEGER NOT NULL);
-CREATE TABLE region_feed(seq INTEGER PRIMARY KEY AUTOINCREMENT, origin INTEGER NOT NULL,
-                         olsn INTEGER NOT NULL);
+CREATE TABLE region_feed(seq INTEGER PRIMARY KEY AUTOINCREMENT, rid INTEGER NOT NULL);
 )sql";
 
 }  // namespace

@@ -12,7 +12,8 @@
 //   would dirty hundreds of scattered index pages per commit (measured: ~550
 //   bytes written per reading, growing with the store). Leading with the LSN
 //   segment keeps each commit's index writes in the newest few pages; a query
-//   seeks once per 2048-LSN segment instead.
+//   seeks once per 2048-LSN segment instead. The read view (`remote`) does
+//   the same with its own row id.
 // - Device records keep their content in `devices`; the log holds one entry
 //   per record (its latest version).
 //

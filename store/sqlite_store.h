@@ -103,7 +103,7 @@ class SqliteStore : public Store {
   Status GetMetaInt(Db* db, const std::string& key, int64_t* value);
   Status OriginId(const Origin& origin, bool create, int64_t* id);
   void ForgetOrigins();
-  Status InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_t now, bool* inserted);
+  Status InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_t now, bool* inserted, int64_t* rid);
   Status LoadLease(uint32_t range_id, bool* found, Lease* lease);
 
   // Read side (read_mu_ held).

@@ -371,27 +371,32 @@ Status SqliteStore::Prune(PruneResult* result) {
   }
   // Read view and region feed: by age. A region feed reader behind the
   // pruned point gets an explicit reset (region_pruned_seq).
-  int64_t pruned_seq = 0;
-  ES_RETURN_IF_ERROR(write_db_.QueryInt(
-      "SELECT ifnull(max(f.seq), 0) FROM region_feed f JOIN remote r ON r.origin = f.origin AND r.olsn = f.olsn "
-      "WHERE r.at < " + std::to_string(cutoff), &pruned_seq));
+  // Rows before the first one applied after the cutoff are old enough (the
+  // read view is in apply order, like the log).
+  Stmt rb;
+  ES_RETURN_IF_ERROR(rb.Prepare(&write_db_,
+                                "SELECT ifnull((SELECT rid FROM remote WHERE at >= ? ORDER BY rid LIMIT 1), "
+                                "ifnull((SELECT max(rid) FROM remote), 0) + 1)"));
+  rb.Bind(1, cutoff);
+  int64_t bound = rb.Step(&st) ? rb.Int(0) : 0;
+  ES_RETURN_IF_ERROR(st);
+  rb.Reset();
   int64_t removed = 0;
-  if (pruned_seq > 0) {
-    std::string s = std::to_string(pruned_seq);
-    ES_RETURN_IF_ERROR(write_db_.Exec(
-        "DELETE FROM remote WHERE (origin, olsn) IN (SELECT origin, olsn FROM region_feed WHERE seq <= " + s + ")"));
-    removed += write_db_.changes();
-    ES_RETURN_IF_ERROR(write_db_.Exec("DELETE FROM region_feed WHERE seq <= " + s));
-    int64_t old = 0;
-    ES_RETURN_IF_ERROR(GetMetaInt(&write_db_, "region_pruned_seq", &old));
-    ES_RETURN_IF_ERROR(SetMetaInt("region_pruned_seq", std::max(old, pruned_seq)));
-  }
-  ES_RETURN_IF_ERROR(write_db_.Exec("DELETE FROM remote WHERE at < " + std::to_string(cutoff)));
-  removed += write_db_.changes();
-  if (removed > 0) {
-    ES_RETURN_IF_ERROR(write_db_.Exec(
-        "DELETE FROM remote_devices WHERE NOT EXISTS (SELECT 1 FROM remote r WHERE r.origin = "
-        "remote_devices.origin AND r.olsn = remote_devices.olsn)"));
+  if (bound > 0) {
+    std::string b = std::to_string(bound);
+    // The region feed follows the read view's order: what it served from
+    // pruned rows is gone, and a reader behind it gets an explicit reset.
+    int64_t pruned_seq = 0;
+    ES_RETURN_IF_ERROR(write_db_.QueryInt("SELECT ifnull(max(seq), 0) FROM region_feed WHERE rid < " + b, &pruned_seq));
+    if (pruned_seq > 0) {
+      ES_RETURN_IF_ERROR(write_db_.Exec("DELETE FROM region_feed WHERE seq <= " + std::to_string(pruned_seq)));
+      int64_t old = 0;
+      ES_RETURN_IF_ERROR(GetMetaInt(&write_db_, "region_pruned_seq", &old));
+      ES_RETURN_IF_ERROR(SetMetaInt("region_pruned_seq", std::max(old, pruned_seq)));
+    }
+    ES_RETURN_IF_ERROR(write_db_.Exec("DELETE FROM remote WHERE rid < " + b));
+    removed = write_db_.changes();
+    ES_RETURN_IF_ERROR(write_db_.Exec("DELETE FROM remote_devices WHERE rid < " + b));
   }
   result->remote = removed;
   return txn.Commit();

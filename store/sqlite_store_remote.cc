@@ -98,8 +98,10 @@ void SqliteStore::ForgetOrigins() {
   origins_.clear();
 }
 
-// Inside the caller's write transaction.
-Status SqliteStore::InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_t now, bool* inserted) {
+// Inside the caller's write transaction. *rid is the entry's row in the read
+// view, new or already there.
+Status SqliteStore::InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_t now, bool* inserted,
+                                 int64_t* rid) {
   int64_t series = 0;
   uint64_t hash = 0;
   bool reading = e.kind == ChangeEntry::Kind::kReading;
@@ -109,7 +111,9 @@ Status SqliteStore::InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_
     ES_RETURN_IF_ERROR(InternSeries(e.device.device_id, "", "", &series, &hash));
   }
   Stmt ins;
-  ES_RETURN_IF_ERROR(ins.Prepare(&write_db_, "INSERT OR IGNORE INTO remote VALUES(?, ?, ?, ?, ?, ?, ?, ?)"));
+  ES_RETURN_IF_ERROR(ins.Prepare(&write_db_,
+                                 "INSERT INTO remote(origin, olsn, kind, series, ts, value, quality, at) "
+                                 "VALUES(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING rid"));
   ins.Bind(1, origin_id);
   ins.Bind(2, static_cast<int64_t>(e.lsn));
   ins.Bind(3, static_cast<int64_t>(e.kind));
@@ -118,17 +122,27 @@ Status SqliteStore::InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_
   ins.Bind(6, reading ? e.reading.value : 0.0);
   ins.Bind(7, static_cast<int64_t>(reading ? e.reading.quality : 0));
   ins.Bind(8, now);
-  ES_RETURN_IF_ERROR(ins.Run());
-  *inserted = write_db_.changes() == 1;
-  if (*inserted && !reading) {
+  Status st;
+  *inserted = ins.Step(&st);
+  if (*inserted) *rid = ins.Int(0);
+  ins.Reset();
+  ES_RETURN_IF_ERROR(st);
+  if (!*inserted) {
+    Stmt find;
+    ES_RETURN_IF_ERROR(find.Prepare(&write_db_, "SELECT rid FROM remote WHERE origin=? AND olsn=?"));
+    find.Bind(1, origin_id);
+    find.Bind(2, static_cast<int64_t>(e.lsn));
+    *rid = find.Step(&st) ? find.Int(0) : 0;
+    return st;
+  }
+  if (!reading) {
     Stmt dev;
-    ES_RETURN_IF_ERROR(dev.Prepare(&write_db_, "INSERT OR IGNORE INTO remote_devices VALUES(?, ?, ?, ?, ?, ?)"));
-    dev.Bind(1, origin_id);
-    dev.Bind(2, static_cast<int64_t>(e.lsn));
-    dev.Bind(3, std::string_view(e.device.name));
-    dev.Bind(4, std::string_view(e.device.location));
-    dev.Bind(5, std::string_view(e.device.default_unit));
-    dev.Bind(6, int64_t{e.kind == ChangeEntry::Kind::kDeviceDelete ? 1 : 0});
+    ES_RETURN_IF_ERROR(dev.Prepare(&write_db_, "INSERT OR IGNORE INTO remote_devices VALUES(?, ?, ?, ?, ?)"));
+    dev.Bind(1, *rid);
+    dev.Bind(2, std::string_view(e.device.name));
+    dev.Bind(3, std::string_view(e.device.location));
+    dev.Bind(4, std::string_view(e.device.default_unit));
+    dev.Bind(5, int64_t{e.kind == ChangeEntry::Kind::kDeviceDelete ? 1 : 0});
     ES_RETURN_IF_ERROR(dev.Run());
   }
   return Status::Ok();
@@ -159,7 +173,8 @@ Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t
         last_key = r.origin.ToString();
       }
       bool inserted = false;
-      ES_RETURN_IF_ERROR(InsertRemote(origin_id, r.entry, now, &inserted));
+      int64_t rid = 0;
+      ES_RETURN_IF_ERROR(InsertRemote(origin_id, r.entry, now, &inserted, &rid));
       if (inserted) ++count;
     }
     return txn.Commit();
@@ -213,12 +228,12 @@ Status SqliteStore::ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, co
     }
     int64_t now = clock_->WallMillis();
     Stmt feed;
-    ES_RETURN_IF_ERROR(feed.Prepare(&write_db_, "INSERT INTO region_feed(origin, olsn) VALUES(?, ?)"));
+    ES_RETURN_IF_ERROR(feed.Prepare(&write_db_, "INSERT INTO region_feed(rid) VALUES(?)"));
     for (size_t i = first; i < entries.size(); ++i) {
       bool inserted = false;
-      ES_RETURN_IF_ERROR(InsertRemote(origin_id, entries[i], now, &inserted));
-      feed.Bind(1, origin_id);
-      feed.Bind(2, static_cast<int64_t>(entries[i].lsn));
+      int64_t rid = 0;
+      ES_RETURN_IF_ERROR(InsertRemote(origin_id, entries[i], now, &inserted, &rid));
+      feed.Bind(1, rid);
       ES_RETURN_IF_ERROR(feed.Run());
     }
     uint64_t new_hw = first < entries.size() ? entries.back().lsn : start;
@@ -290,10 +305,9 @@ Status SqliteStore::ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::
   if (after_seq > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("sequence out of range");
   Stmt s;
   ES_RETURN_IF_ERROR(s.Prepare(&read_db_,
-                               "SELECT f.seq, f.origin, f.olsn, r.kind, r.series, r.ts, r.value, r.quality, "
+                               "SELECT f.seq, r.origin, r.olsn, r.kind, r.series, r.ts, r.value, r.quality, "
                                "d.name, d.location, d.default_unit FROM region_feed f "
-                               "JOIN remote r ON r.origin = f.origin AND r.olsn = f.olsn "
-                               "LEFT JOIN remote_devices d ON d.origin = f.origin AND d.olsn = f.olsn "
+                               "JOIN remote r ON r.rid = f.rid LEFT JOIN remote_devices d ON d.rid = f.rid "
                                "WHERE f.seq > ? ORDER BY f.seq LIMIT ?"));
   s.Bind(1, static_cast<int64_t>(after_seq));
   s.Bind(2, static_cast<int64_t>(std::min<size_t>(max_entries, 100000)));
@@ -349,13 +363,17 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
                                    "SELECT lsn, ts, value, quality FROM log WHERE (lsn >> 11) = ? AND series = ? "
                                    "AND ts >= ? AND ts < ? AND kind = 0"));
   ES_RETURN_IF_ERROR(remote.Prepare(&read_db_,
-                                    "SELECT origin, olsn, ts, value, quality FROM remote WHERE series=? AND ts>=? "
-                                    "AND ts<? AND kind=0 ORDER BY ts LIMIT ?"));
-  ES_RETURN_IF_ERROR(bounds.Prepare(&read_db_, "SELECT ifnull(min(lsn), 1), ifnull(max(lsn), 0) FROM log"));
-  int64_t min_lsn = 1, max_lsn = 0;
+                                    "SELECT origin, olsn, ts, value, quality FROM remote WHERE (rid >> 11) = ? "
+                                    "AND series = ? AND ts >= ? AND ts < ? AND kind = 0"));
+  ES_RETURN_IF_ERROR(bounds.Prepare(&read_db_,
+                                    "SELECT ifnull((SELECT min(lsn) FROM log), 1), ifnull((SELECT max(lsn) FROM log), 0),"
+                                    " ifnull((SELECT min(rid) FROM remote), 1), ifnull((SELECT max(rid) FROM remote), 0)"));
+  int64_t min_lsn = 1, max_lsn = 0, min_rid = 1, max_rid = 0;
   if (bounds.Step(&st)) {
     min_lsn = bounds.Int(0);
     max_lsn = bounds.Int(1);
+    min_rid = bounds.Int(2);
+    max_rid = bounds.Int(3);
   }
   ES_RETURN_IF_ERROR(st);
   auto by_time = [](const QueryRow& a, const QueryRow& b) {
@@ -392,23 +410,25 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
       ES_RETURN_IF_ERROR(st);
       trim();
     }
-    StmtScope scope(&remote);
-    remote.Bind(1, s.id);
-    remote.Bind(2, q.from_ms);
-    remote.Bind(3, q.to_ms);
-    remote.Bind(4, limit);
-    while (remote.Step(&st)) {
-      QueryRow row;
-      ES_RETURN_IF_ERROR(OriginById(remote.Int(0), &row.origin));
-      row.lsn = static_cast<uint64_t>(remote.Int(1));
-      // Our own entries may come back through a region feed: one row each.
-      if (row.origin == origin_ && local_lsns.count(row.lsn)) continue;
-      row.reading = Reading{q.device_id, s.metric, remote.Int(2), remote.Double(3), s.unit,
-                            static_cast<uint32_t>(remote.Int(4))};
-      rows->push_back(std::move(row));
+    for (int64_t seg = min_rid >> kQuerySegmentShift; max_rid > 0 && seg <= (max_rid >> kQuerySegmentShift); ++seg) {
+      StmtScope scope(&remote);
+      remote.Bind(1, seg);
+      remote.Bind(2, s.id);
+      remote.Bind(3, q.from_ms);
+      remote.Bind(4, q.to_ms);
+      while (remote.Step(&st)) {
+        QueryRow row;
+        ES_RETURN_IF_ERROR(OriginById(remote.Int(0), &row.origin));
+        row.lsn = static_cast<uint64_t>(remote.Int(1));
+        // Our own entries may come back through a region feed: one row each.
+        if (row.origin == origin_ && local_lsns.count(row.lsn)) continue;
+        row.reading = Reading{q.device_id, s.metric, remote.Int(2), remote.Double(3), s.unit,
+                              static_cast<uint32_t>(remote.Int(4))};
+        rows->push_back(std::move(row));
+      }
+      ES_RETURN_IF_ERROR(st);
+      trim();
     }
-    ES_RETURN_IF_ERROR(st);
-    trim();
   }
   std::sort(rows->begin(), rows->end(), by_time);
   if (static_cast<int64_t>(rows->size()) > limit) rows->resize(static_cast<size_t>(limit));
