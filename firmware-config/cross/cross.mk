@@ -35,11 +35,18 @@ deps-cross: cross-check-arch
 	@./$(DEPS) build cross-$(ARCH)
 	@./firmware-config/cross/sysroot.sh $(ARCH) $(SYSROOT)
 
+# (Re)configures when there is no build tree yet or a toolchain file changed
+# (compiler flags are taken from it only when the cache is created).
 cross-configure: deps-cross
-	@test -f $(CROSS_DIR)/build.ninja -o -f $(CROSS_DIR)/Makefile || cmake -S . -B $(CROSS_DIR) -G "$(CMAKE_GENERATOR)" \
-	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDGESYNC_BENCH=OFF \
-	  -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/firmware-config/cross/$(ARCH).cmake \
-	  -DEDGESYNC_SYSROOT=$(abspath $(SYSROOT))
+	@if [ ! -f $(CROSS_DIR)/CMakeCache.txt ] || \
+	    { [ ! -f $(CROSS_DIR)/build.ninja ] && [ ! -f $(CROSS_DIR)/Makefile ]; } || \
+	    [ -n "$$(find firmware-config/cross -name '*.cmake' -newer $(CROSS_DIR)/CMakeCache.txt)" ]; then \
+	  rm -f $(CROSS_DIR)/CMakeCache.txt; \
+	  cmake -S . -B $(CROSS_DIR) -G "$(CMAKE_GENERATOR)" \
+	    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDGESYNC_BENCH=OFF \
+	    -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/firmware-config/cross/$(ARCH).cmake \
+	    -DEDGESYNC_SYSROOT=$(abspath $(SYSROOT)) || exit 1; \
+	fi
 
 cross: cross-configure
 	cmake --build $(CROSS_DIR) --target edgesync -j $(JOBS)
