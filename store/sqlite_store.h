@@ -124,21 +124,30 @@ class SqliteStore : public Store {
   Db write_db_;
   std::vector<RangeRow> write_ranges_;  // sorted by min; all ranges
   int64_t write_data_version_ = -1;
-  std::vector<std::pair<std::string, int64_t>> pending_series_;  // created in the open txn
+  std::vector<std::pair<std::string, int64_t>> pending_series_;  // (device, id) created in the open txn
 
   std::mutex read_mu_;
   Db read_db_;
 
-  // series_ids_ is touched only under write_mu_ (ingest's hot path takes no
-  // other lock); series_ (id -> info) is shared with readers under series_mu_.
-  struct SeriesKey {
+  // by_device_ is touched only under write_mu_, so ingest's hot path takes
+  // no other lock; series_ (id -> info) is shared with readers under
+  // series_mu_. Interning goes device first, then a short scan of its
+  // metrics: a message's readings mostly share one device, so the last
+  // device is remembered and most lookups hash nothing.
+  struct SeriesSlot {
+    std::string metric;
+    std::string unit;
     int64_t id;
-    uint64_t hash;
   };
-  std::unordered_map<std::string, SeriesKey> series_ids_;  // key: device \0 metric \0 unit
+  struct DeviceSeries {
+    uint64_t hash = 0;
+    std::vector<SeriesSlot> slots;
+  };
+  std::unordered_map<std::string, DeviceSeries> by_device_;
+  DeviceSeries* last_device_ = nullptr;  // node pointers survive rehashing
+  std::string last_device_id_;
   std::shared_mutex series_mu_;
-  std::vector<SeriesInfo> series_;                         // index: id
-  std::string key_buf_;                                     // write_mu_
+  std::vector<SeriesInfo> series_;  // index: id
 
   std::mutex origins_mu_;
   std::unordered_map<std::string, int64_t> origin_ids_;

@@ -63,18 +63,27 @@ Status SqliteStore::NextLsn(uint64_t* next) {
 
 Status SqliteStore::InternSeries(const std::string& device_id, const std::string& metric, const std::string& unit,
                                  int64_t* id, uint64_t* hash) {
-  key_buf_.assign(device_id);
-  key_buf_.push_back('\0');
-  key_buf_.append(metric);
-  key_buf_.push_back('\0');
-  key_buf_.append(unit);
-  auto it = series_ids_.find(key_buf_);
-  if (it != series_ids_.end()) {
-    *id = it->second.id;
-    *hash = it->second.hash;
-    return Status::Ok();
+  DeviceSeries* dev = nullptr;
+  if (last_device_ && device_id == last_device_id_) {
+    dev = last_device_;
+  } else {
+    auto it = by_device_.find(device_id);
+    if (it != by_device_.end()) {
+      dev = &it->second;
+      last_device_ = dev;
+      last_device_id_ = device_id;
+    }
   }
-  uint64_t h = PartitionHash(device_id);
+  if (dev) {
+    for (const SeriesSlot& slot : dev->slots) {
+      if (slot.metric == metric && slot.unit == unit) {
+        *id = slot.id;
+        *hash = dev->hash;
+        return Status::Ok();
+      }
+    }
+  }
+  uint64_t h = dev ? dev->hash : PartitionHash(device_id);
   Stmt find;
   ES_RETURN_IF_ERROR(find.Prepare(&write_db_, "SELECT id FROM series WHERE device_id=? AND metric=? AND unit=?"));
   find.Bind(1, std::string_view(device_id));
@@ -99,8 +108,10 @@ Status SqliteStore::InternSeries(const std::string& device_id, const std::string
   std::unique_lock<std::shared_mutex> lock(series_mu_);
   if (static_cast<size_t>(got) >= series_.size()) series_.resize(static_cast<size_t>(got) + 1);
   series_[static_cast<size_t>(got)] = SeriesInfo{device_id, metric, unit, h, true};
-  series_ids_[key_buf_] = SeriesKey{got, h};
-  if (fresh) pending_series_.emplace_back(key_buf_, got);
+  DeviceSeries& entry = by_device_[device_id];
+  entry.hash = h;
+  entry.slots.push_back(SeriesSlot{metric, unit, got});
+  if (fresh) pending_series_.emplace_back(device_id, got);
   *id = got;
   *hash = h;
   return Status::Ok();
@@ -110,9 +121,16 @@ Status SqliteStore::InternSeries(const std::string& device_id, const std::string
 void SqliteStore::ForgetPendingSeries() {
   std::unique_lock<std::shared_mutex> lock(series_mu_);
   for (const auto& p : pending_series_) {
-    series_ids_.erase(p.first);
+    auto it = by_device_.find(p.first);
+    if (it != by_device_.end()) {
+      auto& slots = it->second.slots;
+      slots.erase(std::remove_if(slots.begin(), slots.end(), [&](const SeriesSlot& s) { return s.id == p.second; }),
+                  slots.end());
+      if (slots.empty()) by_device_.erase(it);
+    }
     series_[static_cast<size_t>(p.second)] = SeriesInfo{};
   }
+  last_device_ = nullptr;
   pending_series_.clear();
 }
 

@@ -278,8 +278,9 @@ Status SqliteStore::Init() {
     while (all.Step(&st)) {
       int64_t id = all.Int(0);
       SeriesInfo info{all.Text(1), all.Text(2), all.Text(3), HashFromKey(all.Int(4)), true};
-      std::string key = info.device_id + '\0' + info.metric + '\0' + info.unit;
-      series_ids_.emplace(std::move(key), SeriesKey{id, info.hash});
+      DeviceSeries& dev = by_device_[info.device_id];
+      dev.hash = info.hash;
+      dev.slots.push_back(SeriesSlot{info.metric, info.unit, id});
       if (static_cast<size_t>(id) >= series_.size()) series_.resize(static_cast<size_t>(id) + 1);
       series_[static_cast<size_t>(id)] = std::move(info);
     }
