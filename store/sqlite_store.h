@@ -119,11 +119,14 @@ class SqliteStore : public Store {
   Clock* clock_;
   Origin origin_;
   int schema_version_ = 0;
+  int64_t wal_max_bytes_ = 0;  // the WAL's size once it has grown to its limit
 
   std::mutex write_mu_;
   Db write_db_;
   std::vector<RangeRow> write_ranges_;  // sorted by min; all ranges
   int64_t write_data_version_ = -1;
+  int64_t last_drop_log_ms_ = 0;  // warnings about dropped readings, rate-limited
+  int64_t drop_log_pending_ = 0;
   std::vector<std::pair<std::string, int64_t>> pending_series_;  // (device, id) created in the open txn
 
   std::mutex read_mu_;

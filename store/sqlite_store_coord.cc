@@ -1,10 +1,12 @@
 // Coordination and housekeeping: space limits and drop-oldest, leases of feed
 // consumers, named checkpoints and upstream acknowledgements, dead letters,
 // retention and statistics.
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 
+#include "platform/files.h"
 #include "platform/log.h"
 #include "store/sqlite_store.h"
 #include "store/token.h"
@@ -34,20 +36,41 @@ void ReadLease(const Stmt& s, Lease* l) {
 // before the file grows), before a batch is written.
 Status SqliteStore::CheckSpace(size_t n, int64_t* to_drop) {
   *to_drop = 0;
-  if (options_.max_bytes <= 0) return Status::Ok();
+  const bool drop = options_.disk_policy == StoreOptions::DiskPolicy::kDropOldest;
+  if (options_.max_bytes <= 0 && !drop) return Status::Ok();  // the filesystem will say so
   int64_t pages = 0, free_pages = 0, page_size = 0;
   ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA page_count", &pages));
   ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA freelist_count", &free_pages));
   ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA page_size", &page_size));
   int64_t used = (pages - free_pages) * page_size;
   int64_t need = static_cast<int64_t>(n) * kDiskBytesPerReading;
-  if (used + need <= options_.max_bytes) return Status::Ok();
-  if (options_.disk_policy == StoreOptions::DiskPolicy::kRejectNew) {
+  int64_t limit = options_.max_bytes > 0 ? options_.max_bytes : INT64_MAX;
+  if (drop) {
+    // Under drop-oldest, room must be made before the filesystem is full:
+    // once it is, neither a new row nor the checkpoint that would recycle
+    // the WAL can be written. Deleted rows free pages inside the file (which
+    // new rows reuse), not bytes on the filesystem, so the file may grow
+    // only into what the WAL does not still need.
+    Result<uint64_t> fs_free = FreeBytes(options_.path);
+    struct stat wal;
+    int64_t wal_size = ::stat((options_.path + "-wal").c_str(), &wal) == 0 ? wal.st_size : 0;
+    if (fs_free.ok()) {
+      int64_t wal_room = std::max<int64_t>(0, wal_max_bytes_ - wal_size) + 2 * need + 65536;
+      int64_t fs_limit = pages * page_size + static_cast<int64_t>(*fs_free) - wal_room;
+      limit = std::min(limit, fs_limit);
+    }
+    struct rlimit lim;  // a per-file size limit caps the file the same way
+    if (::getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+      limit = std::min(limit, static_cast<int64_t>(lim.rlim_cur) - 2 * need - 65536);
+    }
+  }
+  if (used + need <= limit) return Status::Ok();
+  if (!drop) {
     return Status::NoSpace("store " + options_.path + " is full: " + std::to_string(used) + " bytes used, limit " +
                            std::to_string(options_.max_bytes) +
                            " (store.max_bytes); new readings rejected (disk policy reject-new)");
   }
-  *to_drop = std::max<int64_t>(static_cast<int64_t>(n), (used + need - options_.max_bytes) / kDiskBytesPerReading);
+  *to_drop = std::max<int64_t>(static_cast<int64_t>(n), (used + need - limit) / kDiskBytesPerReading);
   return Status::Ok();
 }
 
@@ -85,8 +108,15 @@ Status SqliteStore::DropOldest(int64_t n, int64_t* dropped_unacked) {
     int64_t total = 0;
     ES_RETURN_IF_ERROR(GetMetaInt(&write_db_, "dropped_oldest", &total));
     ES_RETURN_IF_ERROR(SetMetaInt("dropped_oldest", total + unacked));
-    ES_LOG(kWarn, "store {}: full, dropped {} unacknowledged oldest readings (disk policy drop-oldest)",
-           options_.path, unacked);
+    // Once full, every batch drops some: say so every 10 s, not per batch.
+    drop_log_pending_ += unacked;
+    int64_t now = clock_->MonotonicMillis();
+    if (last_drop_log_ms_ == 0 || now - last_drop_log_ms_ >= 10000) {
+      ES_LOG(kWarn, "store {}: full, dropped {} unacknowledged oldest readings (disk policy drop-oldest)",
+             options_.path, drop_log_pending_);
+      drop_log_pending_ = 0;
+      last_drop_log_ms_ = now;
+    }
   }
   *dropped_unacked = unacked;
   return Status::Ok();

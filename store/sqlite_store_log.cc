@@ -224,24 +224,37 @@ Status SqliteStore::AppendReadings(const std::vector<Reading>& readings, AppendR
     return Status::Ok();
   }
   Status s = AppendOnce(readings, result);
-  if (s.code() == Status::Code::kNoSpace && options_.disk_policy == StoreOptions::DiskPolicy::kDropOldest) {
-    // The filesystem itself is full: make room by dropping the oldest
-    // readings, then try once more.
+  int64_t dropped_total = s.ok() ? result->dropped_oldest : 0;  // a failed attempt dropped nothing
+  // The filesystem itself is full under drop-oldest: the space to win back
+  // is mostly the WAL's. Checkpoint and truncate it, drop the oldest
+  // readings (their pages go to the free list that new rows reuse),
+  // checkpoint again, retry; drop more each round.
+  int64_t to_drop = static_cast<int64_t>(readings.size()) * 2;
+  for (int round = 0; round < 3 && s.code() == Status::Code::kNoSpace &&
+                      options_.disk_policy == StoreOptions::DiskPolicy::kDropOldest;
+       ++round, to_drop *= 4) {
+    write_db_.Exec("PRAGMA wal_checkpoint(TRUNCATE)");
     int64_t dropped = 0;
     Txn txn(&write_db_);
     Status d = txn.Begin();
-    if (d.ok()) d = DropOldest(static_cast<int64_t>(readings.size()) * 2, &dropped);
+    if (d.ok()) d = DropOldest(to_drop, &dropped);
     if (d.ok()) d = txn.Commit();
-    if (d.ok()) {
-      s = AppendOnce(readings, result);
-      result->dropped_oldest += dropped;
+    if (!d.ok()) {
+      txn.Rollback();
+      break;
     }
+    dropped_total += dropped;
+    write_db_.Exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    s = AppendOnce(readings, result);
+    dropped_total += s.ok() ? result->dropped_oldest : 0;
   }
+  result->dropped_oldest = dropped_total;
   if (s.code() == Status::Code::kNoSpace) rejected_full_ += static_cast<int64_t>(readings.size());
   return s;
 }
 
 Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, AppendResult* result) {
+  result->dropped_oldest = 0;
   int64_t to_drop = 0;
   ES_RETURN_IF_ERROR(CheckSpace(readings.size(), &to_drop));
   Txn txn(&write_db_);

@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -225,8 +227,20 @@ Status SqliteStore::Init() {
   ES_RETURN_IF_ERROR(write_db_.Exec("PRAGMA journal_mode=WAL"));
   ES_RETURN_IF_ERROR(write_db_.Exec(options_.sync == StoreOptions::Sync::kFull ? "PRAGMA synchronous=FULL"
                                                                                : "PRAGMA synchronous=NORMAL"));
-  // Keeps the WAL from staying large on a small card after a burst.
-  ES_RETURN_IF_ERROR(write_db_.Exec("PRAGMA journal_size_limit=4194304"));
+  // The WAL is checkpointed every wal_pages pages and kept at most that
+  // large: 4 MiB normally, less on a small filesystem, where a WAL as large
+  // as the free space could never be checkpointed once the disk is full.
+  {
+    struct statvfs fs;
+    int64_t wal_pages = 1000;
+    if (::statvfs(DirOf(path).c_str(), &fs) == 0) {
+      int64_t total = static_cast<int64_t>(fs.f_blocks) * static_cast<int64_t>(fs.f_frsize);
+      wal_pages = std::clamp<int64_t>(total / 16 / 4096, 32, 1000);
+    }
+    wal_max_bytes_ = wal_pages * 4096 + 65536;
+    ES_RETURN_IF_ERROR(write_db_.Exec("PRAGMA wal_autocheckpoint=" + std::to_string(wal_pages)));
+    ES_RETURN_IF_ERROR(write_db_.Exec("PRAGMA journal_size_limit=" + std::to_string(wal_max_bytes_)));
+  }
   if (version < kSchemaVersion) {
     Txn txn(&write_db_);
     ES_RETURN_IF_ERROR(txn.Begin());

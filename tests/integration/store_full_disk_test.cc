@@ -146,5 +146,67 @@ TEST(StoreFullDiskTest, FailsCleanlyAndResumes) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+// drop-oldest on a really full filesystem: writes go on, the oldest
+// readings make room, and every dropped one is counted.
+std::string DropOldestScenario(const std::string& dir) {
+  StoreOptions o;
+  o.path = dir + "/store.db";
+  o.gateway_id = "full-gw";
+  o.disk_policy = StoreOptions::DiskPolicy::kDropOldest;
+  std::unique_ptr<Store> store;
+  Status st = Store::Open(o, &store);
+  if (!st.ok()) return "open: " + st.ToString();
+  uint64_t next = 1;
+  int64_t dropped = 0;
+  for (int i = 0; i < 150; ++i) {
+    AppendResult r;
+    st = store->AppendReadings(Batch(next, 500), &r);
+    if (!st.ok()) return "batch " + std::to_string(i) + ": " + st.ToString();
+    if (r.first_lsn != next) return "LSN jumped";
+    next = r.last_lsn + 1;
+    dropped += r.dropped_oldest;
+  }
+  if (dropped == 0) return "the filesystem never filled up";
+  StoreStats stats;
+  if (!store->Stats(&stats).ok()) return "stats";
+  if (stats.dropped_oldest != dropped) return "dropped_oldest " + std::to_string(stats.dropped_oldest) +
+                                              " != " + std::to_string(dropped);
+  if (stats.entries + dropped != static_cast<int64_t>(next - 1)) return "entries + dropped != written";
+  std::vector<ChangeEntry> log;
+  if (!store->ReadLog(0, 10000000, &log).ok() || log.size() != static_cast<size_t>(stats.entries)) return "read";
+  for (size_t i = 0; i < log.size(); ++i) {
+    if (log[i].lsn != static_cast<uint64_t>(dropped) + 1 + i) return "not the oldest were dropped";
+  }
+  return "";
+}
+
+// drop-oldest on a really full filesystem: writes go on, the oldest
+// readings make room, and every dropped one is counted.
+TEST(StoreFullDiskTest, DropOldestKeepsWritingOnAFullFilesystem) {
+  TempDir tmp;
+  std::string dir = tmp.File("small");
+  Tmpfs fs(dir);
+  if (fs.mounted()) {
+    EXPECT_EQ(DropOldestScenario(dir), "");
+    return;
+  }
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit small;
+    ::getrlimit(RLIMIT_FSIZE, &small);
+    small.rlim_cur = 1536 * 1024;
+    ::setrlimit(RLIMIT_FSIZE, &small);
+    std::string err = DropOldestScenario(dir);
+    if (!err.empty()) std::fprintf(stderr, "%s\n", err.c_str());
+    _exit(err.empty() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 }  // namespace
 }  // namespace edgesync::test
