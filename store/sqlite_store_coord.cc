@@ -342,43 +342,62 @@ Status SqliteStore::ListDeadLetters(size_t max, std::vector<DeadLetter>* letters
 
 Status SqliteStore::Prune(PruneResult* result) {
   *result = PruneResult{};
-  std::lock_guard<std::mutex> lock(write_mu_);
-  Txn txn(&write_db_);
-  ES_RETURN_IF_ERROR(txn.Begin());
-  int64_t now = clock_->WallMillis();
-  int64_t cutoff = now - options_.retention_age_ms;
-  uint64_t next = 0;
-  ES_RETURN_IF_ERROR(NextLsn(&next));
-  int64_t high = static_cast<int64_t>(next) - 1;
-  ES_RETURN_IF_ERROR(SetMetaInt("high_lsn", high));  // LSNs are never reused, even with an empty log
-  int64_t acked = 0, young = 0;
-  ES_RETURN_IF_ERROR(write_db_.QueryInt("SELECT ifnull(max(lsn), 0) FROM acks", &acked));
-  // Everything before the first batch written after the cutoff is old enough
-  // (batch-grained; a clock stepped back only delays pruning).
-  Stmt y;
-  ES_RETURN_IF_ERROR(y.Prepare(&write_db_,
-                               "SELECT ifnull((SELECT first_lsn - 1 FROM batches WHERE written_at >= ? "
-                               "ORDER BY first_lsn LIMIT 1), ?)"));
-  y.Bind(1, cutoff);
-  y.Bind(2, high);
-  Status st;
-  young = y.Step(&st) ? y.Int(0) : 0;
-  ES_RETURN_IF_ERROR(st);
-  y.Reset();
-  int64_t limit = std::min(acked, young);
-  if (limit > 0) {
+  const int64_t now = clock_->WallMillis();
+  const int64_t cutoff = now - options_.retention_age_ms;
+  int64_t limit = 0, lo = 0;
+  {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    Txn txn(&write_db_);
+    ES_RETURN_IF_ERROR(txn.Begin());
+    uint64_t next = 0;
+    ES_RETURN_IF_ERROR(NextLsn(&next));
+    int64_t high = static_cast<int64_t>(next) - 1;
+    ES_RETURN_IF_ERROR(SetMetaInt("high_lsn", high));  // LSNs are never reused, even with an empty log
+    int64_t acked = 0;
+    ES_RETURN_IF_ERROR(write_db_.QueryInt("SELECT ifnull(max(lsn), 0) FROM acks", &acked));
+    // Everything before the first batch written after the cutoff is old
+    // enough (batch-grained; a clock stepped back only delays pruning).
+    Stmt y;
+    ES_RETURN_IF_ERROR(y.Prepare(&write_db_,
+                                 "SELECT ifnull((SELECT first_lsn - 1 FROM batches WHERE written_at >= ? "
+                                 "ORDER BY first_lsn LIMIT 1), ?)"));
+    y.Bind(1, cutoff);
+    y.Bind(2, high);
+    Status st;
+    int64_t young = y.Step(&st) ? y.Int(0) : 0;
+    ES_RETURN_IF_ERROR(st);
+    y.Reset();
+    limit = std::min(acked, young);
+    ES_RETURN_IF_ERROR(write_db_.QueryInt("SELECT ifnull(min(lsn), 1) - 1 FROM log", &lo));
+    ES_RETURN_IF_ERROR(txn.Commit());
+  }
+  // Readings go in chunks, each its own short transaction: ingest waits at
+  // most one chunk, and the WAL stays small.
+  constexpr int64_t kChunk = 20000;
+  while (lo < limit) {
+    int64_t upper = std::min(limit, lo + kChunk);
+    std::lock_guard<std::mutex> lock(write_mu_);
+    Txn txn(&write_db_);
+    ES_RETURN_IF_ERROR(txn.Begin());
     Stmt del;
-    ES_RETURN_IF_ERROR(del.Prepare(&write_db_, "DELETE FROM log WHERE kind = 0 AND lsn <= ?"));
-    del.Bind(1, limit);
+    ES_RETURN_IF_ERROR(del.Prepare(&write_db_, "DELETE FROM log WHERE lsn > ? AND lsn <= ? AND kind = 0"));
+    del.Bind(1, lo);
+    del.Bind(2, upper);
     ES_RETURN_IF_ERROR(del.Run());
-    result->readings = write_db_.changes();
+    result->readings += write_db_.changes();
     Stmt b;
     ES_RETURN_IF_ERROR(b.Prepare(&write_db_,
                                  "DELETE FROM batches WHERE first_lsn < (SELECT max(first_lsn) FROM batches "
                                  "WHERE first_lsn <= ?)"));
-    b.Bind(1, limit + 1);
+    b.Bind(1, upper + 1);
     ES_RETURN_IF_ERROR(b.Run());
+    ES_RETURN_IF_ERROR(txn.Commit());
+    lo = upper;
   }
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Txn txn(&write_db_);
+  ES_RETURN_IF_ERROR(txn.Begin());
+  Status st;
   // Tombstones past their retention leave the log and the device table.
   Stmt tomb;
   ES_RETURN_IF_ERROR(tomb.Prepare(&write_db_, "SELECT lsn FROM devices WHERE deleted = 1 AND updated_at < ?"));

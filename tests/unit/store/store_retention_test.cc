@@ -32,6 +32,23 @@ TEST_F(StoreRetentionTest, PrunesOnlyAcknowledgedAndOld) {
   EXPECT_EQ(p.readings, 100);
 }
 
+TEST_F(StoreRetentionTest, PrunesLargeBacklogsInChunks) {
+  auto s = OpenStore();
+  AppendResult r;
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(s->AppendReadings(Batch(1000, 100, i * 1000), &r).ok());
+  uint64_t lsn = 0;
+  ASSERT_TRUE(s->UpsertDevice(DeviceRecord{"dev1", "kept", "", "", false}, &lsn).ok());
+  ASSERT_TRUE(s->AckUpstream("eu", lsn).ok());
+  clock_.Advance(8 * kDay);
+  PruneResult p;
+  ASSERT_TRUE(s->Prune(&p).ok());
+  EXPECT_EQ(p.readings, 50000);
+  std::vector<ChangeEntry> log;
+  ASSERT_TRUE(s->ReadLog(0, 10, &log).ok());
+  ASSERT_EQ(log.size(), 1u);  // device records are not readings: they stay
+  EXPECT_EQ(log[0].lsn, lsn);
+}
+
 TEST_F(StoreRetentionTest, RejectNewWhenMaxBytesReached) {
   StoreOptions o = Options();
   o.max_bytes = 256 * 1024;
