@@ -178,6 +178,7 @@ class Store {
   virtual Status ReadFeed(uint32_t range_id, const FeedStart& from, size_t max_entries, FeedPage* page) = 0;
 
   // The whole log in LSN order (the uplink): entries with lsn > after_lsn.
+  // LSNs may skip (compacted device records, pruned or dropped readings).
   virtual Status ReadLog(uint64_t after_lsn, size_t max_entries, std::vector<ChangeEntry>* entries) = 0;
 
   // Leases of feed consumers; every change is a compare-and-set on version.
@@ -203,8 +204,11 @@ class Store {
   // origin's durable high-water mark are ignored; the first entry must be
   // high_water + 1, or base_lsn + 1 where base_lsn (> high_water) is the
   // sender's declaration that everything up to it is held elsewhere (after a
-  // failover); any other gap is refused (InvalidArgument). On success
-  // *high_water is the new mark. Applied entries join the region feed.
+  // failover); any other gap is refused (InvalidArgument). Inside a batch
+  // LSNs must increase but may skip: an origin's log has holes where older
+  // versions of device records were compacted or readings pruned/dropped.
+  // On success *high_water is the new mark (base_lsn alone, with no
+  // entries, raises it to base_lsn). Applied entries join the region feed.
   virtual Status ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, const std::vector<ChangeEntry>& entries,
                                   uint64_t* high_water) = 0;
   virtual Status GetHighWater(const Origin& origin, uint64_t* high_water) = 0;

@@ -3,7 +3,8 @@
 // a table of the same shape (same columns, same index, WAL, same synchronous
 // setting, 1000 per transaction), in the same run; and bytes written to
 // storage per reading (/proc/self/io write_bytes, WAL and checkpoints
-// included) against the raw baseline's.
+// included) against the raw baseline's; and the uplink's read rate through
+// ReadLog against a raw SELECT of the same rows.
 //
 // Data: 200,000 readings, 1000 devices x 8 metrics, in arrival order (one
 // round of every device's metrics per timestamp), as a gateway ingests them.
@@ -150,6 +151,69 @@ Run StoreRun(const std::string& path, const Data& d, bool full) {
   return Run{kReadings / elapsed, static_cast<double>(w1 - w0) / kReadings};
 }
 
+// Uplink read path: the whole log in pages of 5000 through Store::ReadLog,
+// against a raw SELECT of the same rows in LSN order turned into the same
+// ChangeEntry values (series strings from an in-memory table).
+double StoreReadRate(const std::string& path) {
+  StoreOptions o;
+  o.path = path;
+  o.open_check = StoreOptions::OpenCheck::kNone;
+  std::unique_ptr<Store> store;
+  if (!Store::Open(o, &store).ok()) std::exit(1);
+  double t = Seconds();
+  uint64_t after = 0;
+  size_t n = 0;
+  for (;;) {
+    std::vector<ChangeEntry> page;
+    if (!store->ReadLog(after, 5000, &page).ok()) std::exit(1);
+    if (page.empty()) break;
+    after = page.back().lsn;
+    n += page.size();
+  }
+  double elapsed = Seconds() - t;
+  if (n != kReadings) std::exit(1);
+  return n / elapsed;
+}
+
+double RawReadRate(const std::string& path, const Data& d) {
+  sqlite3* db = nullptr;
+  Check(sqlite3_open(path.c_str(), &db), db, "open");
+  std::vector<const Reading*> by_series(kDevices * kMetrics + 1);
+  for (size_t i = 0; i < d.readings.size(); ++i) by_series[static_cast<size_t>(d.series[i])] = &d.readings[i];
+  sqlite3_stmt* sel = nullptr;
+  Check(sqlite3_prepare_v2(db, "SELECT lsn, kind, series, ts, value, quality FROM log WHERE lsn > ? ORDER BY lsn LIMIT 5000",
+                           -1, &sel, nullptr),
+        db, "prepare");
+  double t = Seconds();
+  int64_t after = 0;
+  size_t n = 0;
+  for (;;) {
+    std::vector<ChangeEntry> page;
+    sqlite3_bind_int64(sel, 1, after);
+    while (sqlite3_step(sel) == SQLITE_ROW) {
+      ChangeEntry e;
+      e.lsn = static_cast<uint64_t>(sqlite3_column_int64(sel, 0));
+      const Reading* s = by_series[static_cast<size_t>(sqlite3_column_int64(sel, 2))];
+      e.reading.device_id = s->device_id;
+      e.reading.metric = s->metric;
+      e.reading.unit = s->unit;
+      e.reading.ts_ms = sqlite3_column_int64(sel, 3);
+      e.reading.value = sqlite3_column_double(sel, 4);
+      e.reading.quality = static_cast<uint32_t>(sqlite3_column_int64(sel, 5));
+      page.push_back(std::move(e));
+    }
+    sqlite3_reset(sel);
+    if (page.empty()) break;
+    after = static_cast<int64_t>(page.back().lsn);
+    n += page.size();
+  }
+  double elapsed = Seconds() - t;
+  sqlite3_finalize(sel);
+  sqlite3_close(db);
+  if (n != kReadings) std::exit(1);
+  return n / elapsed;
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -170,7 +234,7 @@ int main() {
   bench::Report report("store");
   for (bool full : {false, true}) {
     const char* mode = full ? "full" : "normal";
-    std::vector<double> raw_rate, store_rate, raw_bytes, store_bytes;
+    std::vector<double> raw_rate, store_rate, raw_bytes, store_bytes, raw_read, store_read;
     for (int rep = 0; rep < 3; ++rep) {  // interleaved so drift hits both alike
       Run raw = RawRun(dir + "/raw.db", d, full);
       Run mine = StoreRun(dir + "/store.db", d, full);
@@ -178,11 +242,19 @@ int main() {
       store_rate.push_back(mine.rate);
       raw_bytes.push_back(raw.bytes_per_reading);
       store_bytes.push_back(mine.bytes_per_reading);
+      if (!full) {
+        raw_read.push_back(RawReadRate(dir + "/raw.db", d));
+        store_read.push_back(StoreReadRate(dir + "/store.db"));
+      }
     }
     report.Add(std::string("store_append_readings_per_s_sync_") + mode, Median(store_rate), "readings/s",
                std::string("raw_sqlite_insert_per_s_sync_") + mode, Median(raw_rate));
     report.Add(std::string("store_disk_bytes_per_reading_sync_") + mode, Median(store_bytes), "bytes",
                std::string("raw_sqlite_disk_bytes_per_reading_sync_") + mode, Median(raw_bytes));
+    if (!full) {
+      report.Add("store_readlog_entries_per_s", Median(store_read), "entries/s", "raw_sqlite_select_entries_per_s",
+                 Median(raw_read));
+    }
   }
   RemoveDb(dir + "/raw.db");
   RemoveDb(dir + "/store.db");
