@@ -90,6 +90,14 @@ TEST_F(StoreRemoteTest, OriginBatchesKeepADurableHighWater) {
   uint64_t got = 0;
   ASSERT_TRUE(s->GetHighWater(kOther, &got).ok());
   EXPECT_EQ(got, 5u);
+  // Holes inside a batch are the origin's compacted entries: accepted.
+  ASSERT_TRUE(s->ApplyOriginBatch(kOther, 0, {Entry(6, "a", 6, 6), Entry(9, "a", 9, 9)}, &hw).ok());
+  EXPECT_EQ(hw, 9u);
+  // A declaration alone moves the mark.
+  ASSERT_TRUE(s->ApplyOriginBatch(kOther, 12, {}, &hw).ok());
+  EXPECT_EQ(hw, 12u);
+  ASSERT_TRUE(s->ApplyOriginBatch(kOther, 3, {}, &hw).ok());  // an old declaration changes nothing
+  EXPECT_EQ(hw, 12u);
   ASSERT_TRUE(s->GetHighWater(Origin{"gw9", kOther.epoch}, &got).ok());
   EXPECT_EQ(got, 0u);
   std::vector<RegionFeedEntry> feed;
@@ -97,8 +105,8 @@ TEST_F(StoreRemoteTest, OriginBatchesKeepADurableHighWater) {
   bool reset = true;
   ASSERT_TRUE(s->ReadRegionFeed(0, 100, &feed, &head, &reset).ok());
   EXPECT_FALSE(reset);
-  EXPECT_EQ(head, 4u);
-  ASSERT_EQ(feed.size(), 4u);
+  EXPECT_EQ(head, 6u);
+  ASSERT_EQ(feed.size(), 6u);
   EXPECT_EQ(feed[0].seq, 1u);
   EXPECT_EQ(feed[3].remote.origin_lsn, 5u);
   EXPECT_EQ(feed[3].remote.origin, kOther);
