@@ -9,7 +9,6 @@
 
 #include "platform/log.h"
 #include "store/sqlite_store.h"
-#include "store/token.h"
 
 namespace edgesync {
 namespace {
