@@ -281,11 +281,14 @@ Status SqliteStore::SetCheckpoint(const std::string& name, uint64_t value) {
 
 Status SqliteStore::AckUpstream(const std::string& target, uint64_t lsn) {
   ES_RETURN_IF_ERROR(ValidateName("upstream target", target));
-  if (lsn > last_lsn_.load()) {
-    return Status::InvalidArgument("ack of LSN " + std::to_string(lsn) + " beyond the last LSN " +
-                                   std::to_string(last_lsn_.load()));
-  }
   std::lock_guard<std::mutex> lock(write_mu_);
+  // From the file, not the cached LastLsn: another process may be the writer.
+  uint64_t next = 0;
+  ES_RETURN_IF_ERROR(NextLsn(&next));
+  if (lsn >= next) {
+    return Status::InvalidArgument("ack of LSN " + std::to_string(lsn) + " beyond the last LSN " +
+                                   std::to_string(next - 1));
+  }
   Stmt s;
   ES_RETURN_IF_ERROR(s.Prepare(&write_db_,
                                "INSERT INTO acks VALUES(?, ?) ON CONFLICT(target) DO UPDATE SET lsn=max(lsn, excluded.lsn)"));
