@@ -329,7 +329,7 @@ Status SqliteStore::ListDeadLetters(size_t max, std::vector<DeadLetter>* letters
   letters->clear();
   Stmt s;
   ES_RETURN_IF_ERROR(s.Prepare(&read_db_, "SELECT at, topic, head, reason FROM dead_letters ORDER BY id DESC LIMIT ?"));
-  s.Bind(1, static_cast<int64_t>(std::min<size_t>(max, INT64_MAX)));
+  s.Bind(1, static_cast<int64_t>(std::min<uint64_t>(max, INT64_MAX)));
   Status st;
   while (s.Step(&st)) {
     DeadLetter d;
