@@ -1,0 +1,220 @@
+// bench_uplink: the uplink's figures, each against a baseline run in the same
+// process on the same machine:
+//   1. bytes on the wire per reading, reference workload (tests/support/
+//      workload.h: 1000 devices x 8 metrics at 1 Hz), as MQTT PUBLISH packets
+//      (fixed header, topic, packet id, payload): edgesync batches vs one JSON
+//      message per reading; for backlog batches (uplink.batch_max_readings)
+//      and for online batches (what 200 ms of readings make).
+//   2. drain: time to deliver a backlog of N readings (default 1,000,000;
+//      EDGESYNC_BENCH_DRAIN_READINGS overrides) from a gateway store to a
+//      region hub on loopback (end-to-end acknowledged), vs a Mosquitto bridge
+//      with persistence forwarding the same N readings as JSON messages that
+//      were published while its link was down (QoS 1, cleansession false,
+//      persistence, max_queued_messages/bytes unlimited, restart_timeout 1 1).
+//      Also: readings the bridge lost or duplicated; bytes that crossed the
+//      link (a counting TCP proxy) per reading for both.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <vector>
+
+#include <mqtt/async_client.h>
+
+#include "firmware-config/config.h"
+#include "platform/log.h"
+#include "sync/wire.h"
+#include "tests/bench/report.h"
+#include "tests/integration/sync_sites.h"
+#include "tests/support/mqtt_client.h"
+
+namespace edgesync {
+namespace {
+
+using test::Broker;
+using test::BrokerOptions;
+using test::RegionSite;
+using test::SensorWorkload;
+using test::TcpProxy;
+using test::TempDir;
+
+double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+size_t PacketBytes(size_t topic, size_t payload) {
+  size_t remaining = 2 + topic + 2 + payload;
+  size_t length_bytes = 1;
+  for (size_t r = remaining; r >= 128; r >>= 7) ++length_bytes;
+  return 1 + length_bytes + remaining;
+}
+
+// Bytes per reading of edgesync batches of batch_size vs JSON per reading.
+void BytesPerReading(bench::Report* report) {
+  SensorWorkload workload(1000, 1780000000000);
+  std::vector<Reading> readings = workload.Take(160000);  // 20 s of the workload
+  const std::string topic = HubInboxTopic("edgesync", "eu", "gw-0001");
+  size_t json = 0;
+  for (const Reading& r : readings) {
+    json += PacketBytes(("sensors/" + r.device_id + "/" + r.metric).size(), test::ReadingAsJson(r).size());
+  }
+  double json_per = static_cast<double>(json) / readings.size();
+  for (size_t batch_size : {size_t{5000}, size_t{1600}}) {
+    size_t total = 0;
+    for (size_t at = 0; at < readings.size(); at += batch_size) {
+      WireBatch b;
+      b.origin = {"gw-0001", "0123456789abcdef0123456789abcdef"};
+      for (size_t i = at; i < std::min(readings.size(), at + batch_size); ++i) {
+        ChangeEntry e;
+        e.lsn = i + 1;
+        e.reading = readings[i];
+        b.entries.push_back(std::move(e));
+      }
+      b.first_lsn = b.entries.front().lsn;
+      b.last_lsn = b.entries.back().lsn;
+      b.base_lsn = at;
+      std::string payload;
+      if (!EncodeBatch(ReplyTopic("edgesync", "up-gw-0001"), at, b, {}, &payload).ok()) std::abort();
+      total += PacketBytes(topic.size(), payload.size());
+    }
+    double per = static_cast<double>(total) / readings.size();
+    report->Add(batch_size == 5000 ? "bytes_per_reading_backlog_batches" : "bytes_per_reading_online_batches", per,
+                "B/reading", "json_message_per_reading", json_per);
+  }
+}
+
+uint64_t Checkpoint(Store* store) {
+  uint64_t v = 0;
+  store->GetCheckpoint("upstream", &v);
+  return v;
+}
+
+void Drain(bench::Report* report, size_t n) {
+  TempDir tmp;
+  RegionSite eu(tmp.path(), "eu");
+  if (!eu.Start()) std::abort();
+  TcpProxy link(eu.broker().port());
+  auto store = test::OpenGatewayStore(tmp.File("gw.db"), "gw-0001");
+  SensorWorkload workload(1000, 1780000000000);
+  for (size_t left = n; left > 0;) {
+    size_t k = std::min<size_t>(left, 5000);
+    AppendResult r;
+    if (!store->AppendReadings(workload.Take(k), &r).ok()) std::abort();
+    left -= k;
+  }
+  uint64_t last = store->LastLsn();
+  Config defaults;
+  UplinkOptions o;
+  o.gateway_id = "gw-0001";
+  o.batch_max_readings = static_cast<size_t>(defaults.uplink_batch_max_readings);
+  o.window = static_cast<size_t>(defaults.uplink_window);
+  o.probe_interval_ms = 1000;
+  o.regions.push_back(test::RegionAt("eu", link.uri()));
+  auto start = std::chrono::steady_clock::now();
+  Uplink uplink(store.get(), o);
+  if (!uplink.Start().ok()) std::abort();
+  test::WaitFor([&] { return Checkpoint(store.get()) == last; }, 1800000);
+  auto end = std::chrono::steady_clock::now();
+  UplinkStats s = uplink.stats();
+  uplink.Stop();
+  double edgesync_s = Seconds(start, end);
+  int64_t edgesync_bytes = link.bytes_upstream();
+  std::printf("edgesync: %zu readings acknowledged in %.2f s (%.0f/s), %llu batches, %llu resends\n", n, edgesync_s,
+              n / edgesync_s, static_cast<unsigned long long>(s.batches_sent),
+              static_cast<unsigned long long>(s.resends));
+  auto contents = eu.Contents();
+  size_t twice = 0;
+  for (const auto& kv : contents) twice += kv.second > 1;
+  int64_t lost = static_cast<int64_t>(last) - static_cast<int64_t>(contents.size());
+
+  // Baseline: a Mosquitto bridge from a local broker to the region broker.
+  TempDir btmp;
+  std::string tuning = "max_queued_messages 0\nmax_queued_bytes 0\nmax_inflight_messages 0\nset_tcp_nodelay true\n";
+  RegionSite::MakeDir(btmp.path() + "/remote");
+  RegionSite::MakeDir(btmp.path() + "/local");
+  BrokerOptions ro;
+  ro.extra_config = tuning;
+  Broker remote(btmp.path() + "/remote", ro);
+  if (!remote.Start()) std::abort();
+  TcpProxy bridge_link(remote.port());
+  bridge_link.Cut();
+  BrokerOptions lo;
+  lo.extra_config = tuning + "connection uplink\naddress 127.0.0.1:" + std::to_string(bridge_link.port()) +
+                    "\ntopic sensors/# out 1\ncleansession false\nrestart_timeout 1 1\n"
+                    "bridge_protocol_version mqttv311\nclientid bridge-gw-0001\n";
+  Broker local(btmp.path() + "/local", lo);
+  if (!local.Start()) std::abort();
+
+  // The region side: counts each reading (its sequence number) once.
+  std::vector<uint8_t> seen(n, 0);
+  std::atomic<size_t> unique{0}, duplicates{0};
+  mqtt::async_client sub(remote.uri(), "region-consumer");
+  sub.set_message_callback([&](mqtt::const_message_ptr m) {
+    const std::string& p = m->get_payload_str();
+    size_t at = p.find("\"seq\":");
+    if (at == std::string::npos) return;
+    size_t i = std::strtoull(p.c_str() + at + 6, nullptr, 10);
+    if (i >= n) return;
+    if (seen[i]++) ++duplicates; else ++unique;
+  });
+  sub.connect(mqtt::connect_options_builder().clean_session(false).finalize())->wait();
+  sub.subscribe("sensors/#", 1)->wait();
+
+  // Sensors publish the same readings to the local broker while the link is down.
+  {
+    test::TestMqttClient pub(local.uri(), "sensors", true);
+    if (!pub.Connect()) std::abort();
+    SensorWorkload again(1000, 1780000000000);
+    for (size_t i = 0; i < n; ++i) {
+      Reading r = again.Next();
+      std::string json = test::ReadingAsJson(r);
+      json.insert(json.size() - 1, ",\"seq\":" + std::to_string(i));
+      if (!pub.PublishAsync("sensors/" + r.device_id + "/" + r.metric, json, 1)) std::abort();
+    }
+    pub.Flush(600000);
+    pub.Disconnect();
+  }
+  test::SleepMs(1500);  // one autosave interval: the queue is on disk too
+  auto bstart = std::chrono::steady_clock::now();
+  bridge_link.Restore();
+  size_t previous = 0;
+  auto last_progress = std::chrono::steady_clock::now();
+  while (unique < n) {
+    test::SleepMs(100);
+    if (unique != previous) {
+      previous = unique;
+      last_progress = std::chrono::steady_clock::now();
+    } else if (Seconds(last_progress, std::chrono::steady_clock::now()) > 20) {
+      break;  // nothing more is coming
+    }
+  }
+  auto bend = std::chrono::steady_clock::now();
+  double bridge_s = Seconds(bstart, unique == n ? bend : last_progress);
+  sub.disconnect()->wait();
+  std::printf("bridge: %zu of %zu readings in %.2f s, %zu duplicates\n", unique.load(), n, bridge_s,
+              duplicates.load());
+
+  report->Add("drain_seconds", edgesync_s, "s", "mosquitto_bridge_seconds", bridge_s);
+  report->Add("drain_readings_per_s", n / edgesync_s, "readings/s", "mosquitto_bridge_readings_per_s",
+              unique / bridge_s);
+  report->Add("drain_lost", static_cast<double>(lost), "readings", "mosquitto_bridge_lost",
+              static_cast<double>(n - unique));
+  report->Add("drain_duplicated", static_cast<double>(twice), "readings", "mosquitto_bridge_duplicated",
+              static_cast<double>(duplicates));
+  report->Add("drain_link_bytes_per_reading", static_cast<double>(edgesync_bytes) / n, "B/reading",
+              "mosquitto_bridge_link_bytes_per_reading", static_cast<double>(bridge_link.bytes_upstream()) / n);
+}
+
+}  // namespace
+}  // namespace edgesync
+
+int main() {
+  edgesync::InitLogging(edgesync::LogLevel::kWarn, "bench_uplink");
+  edgesync::bench::Report report("uplink");
+  edgesync::BytesPerReading(&report);
+  size_t n = 1000000;
+  if (const char* v = std::getenv("EDGESYNC_BENCH_DRAIN_READINGS")) n = std::strtoull(v, nullptr, 10);
+  edgesync::Drain(&report, n);
+  return report.Write() ? 0 : 1;
+}
