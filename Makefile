@@ -42,7 +42,7 @@ integration: configure
 
 demo: configure
 	@./$(DEPS) demo
-	cmake --build $(BUILD) --target edgesync -j $(JOBS)
+	cmake --build $(BUILD) --target edgesync sensor_sim demo_summary -j $(JOBS)
 	./tests/demo/run.sh $(BUILD)/edgesync
 
 bench: configure

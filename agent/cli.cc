@@ -66,6 +66,8 @@ int RunCli(int argc, char** argv) {
 
   auto* status = app.add_subcommand("status", "print the counters of a running or stopped gateway");
   status->add_option("-c,--config", config_path, "config file (TOML)")->required();
+  bool status_line = false;
+  status->add_flag("--line", status_line, "one line: ingested, backlog, sent, acknowledged, rates, time to drain");
 
   auto* config_cmd = app.add_subcommand("config", "configuration tools");
   config_cmd->require_subcommand(1);
@@ -106,7 +108,7 @@ int RunCli(int argc, char** argv) {
   if (region->parsed()) return RunRegionHub(config);
   if (query->parsed()) return RunQuery(config, query_options);
   if (feed->parsed()) return RunFeed(config, feed_options);
-  if (status->parsed()) return RunStatus(config);
+  if (status->parsed()) return RunStatus(config, status_line);
   return 2;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "agent/roles.h"
+#include "agent/sync_config.h"
 #include "platform/files.h"
 #include "platform/log.h"
 #include "platform/signals.h"
@@ -75,6 +76,25 @@ StoreOptions StoreOptionsFromConfig(const Config& c) {
   return o;
 }
 
+namespace {
+
+// Commits through the store and wakes the uplink at once, so a reading goes
+// upstream without waiting for the uplink's next poll of the store.
+class UplinkNotifyingSink : public StoreSink {
+ public:
+  UplinkNotifyingSink(Store* store, Uplink* uplink) : StoreSink(store), uplink_(uplink) {}
+  Status AppendReadings(const std::vector<Reading>& readings) override {
+    Status s = StoreSink::AppendReadings(readings);
+    if (s.ok() && uplink_ != nullptr) uplink_->NotifyAppended();
+    return s;
+  }
+
+ private:
+  Uplink* uplink_;
+};
+
+}  // namespace
+
 Gateway::Gateway(Config config, Clock* clock) : config_(std::move(config)), clock_(clock ? clock : SystemClock()) {}
 
 Gateway::~Gateway() { Stop(); }
@@ -89,7 +109,15 @@ Status Gateway::Start() {
   StoreOptions so = StoreOptionsFromConfig(config_);
   so.clock = clock_;
   ES_RETURN_IF_ERROR(Store::Open(so, &store_).Annotate("opening store " + so.path));
-  sink_ = std::make_unique<StoreSink>(store_.get());
+  if (!config_.regions.empty()) {
+    uplink_ = std::make_unique<Uplink>(store_.get(), MakeUplinkOptions(config_), clock_);
+    ES_RETURN_IF_ERROR(uplink_->Start().Annotate("uplink"));
+    feed_puller_ = std::make_unique<FeedPuller>(store_.get(), MakeFeedPullerOptions(config_), clock_);
+    ES_RETURN_IF_ERROR(feed_puller_->Start().Annotate("feed puller"));
+  } else {
+    ES_LOG(kWarn, "gateway {}: no [[region]] configured: readings are kept locally only", config_.gateway_id);
+  }
+  sink_ = std::make_unique<UplinkNotifyingSink>(store_.get(), uplink_.get());
   ingest_ = std::make_unique<Ingest>(IngestOptionsFromConfig(config_), sink_.get(), clock_);
   ES_RETURN_IF_ERROR(ingest_->Init());
   ES_RETURN_IF_ERROR(NewPahoMqttLink(IngestLinkOptionsFromConfig(config_), &link_).Annotate("ingest broker"));
@@ -111,6 +139,8 @@ void Gateway::Stop() {
   // has committed its last batch.
   if (link_) link_->Disconnect(3000);
   if (ingest_) ingest_->Stop();
+  if (uplink_) uplink_->Stop();
+  if (feed_puller_) feed_puller_->Stop();
   ES_LOG(kInfo, "gateway {}: stopped", config_.gateway_id);
 }
 
@@ -157,6 +187,49 @@ nlohmann::json Gateway::StatusJson() {
                     {"dropped_oldest", s.dropped_oldest}};
     }
   }
+  uint64_t committed = j.contains("ingest") ? j["ingest"]["readings_committed"].get<uint64_t>() : 0;
+  uint64_t acked = 0;
+  if (uplink_) {
+    UplinkStats u = uplink_->stats();
+    acked = u.checkpoint;
+    json regions = json::array();
+    for (const auto& r : u.regions) {
+      regions.push_back({{"name", r.name}, {"connected", r.connected}, {"healthy", r.healthy},
+                         {"rtt_ms", r.rtt_ms}, {"high_water", r.high_water}});
+    }
+    j["uplink"] = {{"write_region", u.write_region}, {"checkpoint", u.checkpoint},
+                   {"last_lsn", u.last_lsn},         {"backlog", u.backlog},
+                   {"batches_sent", u.batches_sent}, {"entries_sent", u.entries_sent},
+                   {"bytes_sent", u.bytes_sent},     {"acks", u.acks},
+                   {"resends", u.resends},           {"ack_timeouts", u.ack_timeouts},
+                   {"refusals", u.refusals},         {"region_switches", u.region_switches},
+                   {"inflight", u.inflight},         {"regions", regions}};
+  }
+  if (feed_puller_) {
+    FeedPullerStats f = feed_puller_->stats();
+    json regions = json::array();
+    for (const auto& r : f.regions) {
+      regions.push_back({{"name", r.name},     {"connected", r.connected}, {"position", r.position},
+                         {"head", r.head},     {"applied", r.applied},     {"skipped_own", r.skipped_own},
+                         {"resets", r.resets}});
+    }
+    j["read_view"] = {{"pages", f.pages}, {"timeouts", f.timeouts}, {"bad_messages", f.bad_messages},
+                      {"regions", regions}};
+  }
+  int64_t now_ms = clock_->MonotonicMillis();
+  if (rate_at_ms_ > 0 && now_ms - rate_at_ms_ >= 500) {
+    double secs = static_cast<double>(now_ms - rate_at_ms_) / 1000.0;
+    // Smoothed over a few samples: a per-second figure jumps with batching.
+    auto smooth = [](double old, double fresh) { return old == 0 ? fresh : 0.7 * old + 0.3 * fresh; };
+    ingest_rate_ = smooth(ingest_rate_, static_cast<double>(committed - std::min(committed, rate_committed_)) / secs);
+    ack_rate_ = smooth(ack_rate_, static_cast<double>(acked - std::min(acked, rate_acked_)) / secs);
+  }
+  if (rate_at_ms_ == 0 || now_ms - rate_at_ms_ >= 500) {
+    rate_at_ms_ = now_ms;
+    rate_committed_ = committed;
+    rate_acked_ = acked;
+  }
+  j["rates"] = {{"ingest_per_s", ingest_rate_}, {"acked_per_s", ack_rate_}};
   ProcessStats p = ReadProcessStats();
   j["process"] = {{"rss_bytes", p.rss_bytes}, {"peak_rss_bytes", p.peak_rss_bytes}};
   return j;
@@ -197,17 +270,55 @@ int RunGateway(const Config& config) {
     int64_t now = SystemClock()->MonotonicMillis();
     if (now >= next_status) {
       next_status = now + 1000;
-      Status w = WriteFileAtomic(status_path, gateway.StatusJson().dump(2) + "\n");
+      Status w = WriteFileAtomic(status_path, gateway.StatusJson().dump(2) + "\n", /*durable=*/false);
       if (!w.ok()) ES_LOG(kWarn, "status file: {}", w.ToString());
     }
   }
   systemd.Stopping();
   gateway.Stop();
-  WriteFileAtomic(status_path, gateway.StatusJson().dump(2) + "\n");
+  WriteFileAtomic(status_path, gateway.StatusJson().dump(2) + "\n", /*durable=*/false);
   return 0;
 }
 
-int RunStatus(const Config& config) {
+namespace {
+
+std::string StatusLine(const nlohmann::json& j, int64_t now_ms) {
+  auto num = [](const nlohmann::json& o, const char* a, const char* b) -> double {
+    if (!o.contains(a) || !o[a].contains(b) || !o[a][b].is_number()) return 0;
+    return o[a][b].get<double>();
+  };
+  double committed = num(j, "ingest", "readings_committed");
+  double backlog = num(j, "uplink", "backlog");
+  double sent = num(j, "uplink", "entries_sent");
+  double acked = num(j, "uplink", "checkpoint");
+  double in_rate = num(j, "rates", "ingest_per_s");
+  double ack_rate = num(j, "rates", "acked_per_s");
+  std::string region = j.contains("uplink") ? j["uplink"].value("write_region", "") : "";
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "ingested %.0f | backlog %.0f | sent %.0f | acked %.0f | region %s | in %.0f/s, acked %.0f/s",
+                committed, backlog, sent, acked, region.empty() ? "none" : region.c_str(), in_rate, ack_rate);
+  std::string line = buf;
+  if (backlog > 0) {
+    // Draining at the acknowledgement rate net of what keeps arriving.
+    double net = ack_rate - in_rate;
+    if (net > 1) {
+      std::snprintf(buf, sizeof buf, " | drain ~%.0fs", backlog / net);
+      line += buf;
+    } else {
+      line += " | drain: waiting for a region";
+    }
+  } else {
+    line += " | caught up";
+  }
+  int64_t age_ms = now_ms - j.value("time_ms", int64_t{0});
+  if (age_ms > 5000) line += " | stale " + std::to_string(age_ms / 1000) + "s (not running?)";
+  return line;
+}
+
+}  // namespace
+
+int RunStatus(const Config& config, bool one_line) {
   std::string path = config.status_file.empty() ? config.data_dir + "/status.json" : config.status_file;
   std::string text;
   Status s = ReadFile(path, &text);
@@ -215,7 +326,16 @@ int RunStatus(const Config& config) {
     std::fprintf(stderr, "edgesync status: no status file %s (is the gateway running?)\n", path.c_str());
     return 1;
   }
-  std::fputs(text.c_str(), stdout);
+  if (!one_line) {
+    std::fputs(text.c_str(), stdout);
+    return 0;
+  }
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    std::fprintf(stderr, "edgesync status: %s is not a status document\n", path.c_str());
+    return 1;
+  }
+  std::printf("%s\n", StatusLine(j, SystemClock()->WallMillis()).c_str());
   return 0;
 }
 

@@ -1,9 +1,9 @@
 // agent/gateway.h: the gateway role's parts wired together: the store, the
-// MQTT link to the local broker, ingest. Components start in dependency
-// order and stop in reverse (the link first, so no message arrives that
-// could not be committed; then ingest commits the batch in hand; then the
-// store closes). Further components (the uplink, the read view) join here
-// with their own Start/Stop and status section.
+// uplink to the nearest region, the feed puller that keeps the read view,
+// the MQTT link to the local broker and ingest. Components start in
+// dependency order and stop in reverse (the ingest link first, so no message
+// arrives that could not be committed; then ingest commits the batch in
+// hand; then the uplink and the feed puller; then the store closes).
 //
 // Thread safety: Start/Stop from one thread; StatusJson from any.
 #ifndef EDGESYNC_AGENT_GATEWAY_H_
@@ -19,7 +19,9 @@
 #include "platform/clock.h"
 #include "platform/status.h"
 #include "store/store.h"
+#include "sync/feed_puller.h"
 #include "sync/mqtt_link.h"
+#include "sync/uplink.h"
 
 namespace edgesync {
 
@@ -48,7 +50,15 @@ class Gateway {
   std::unique_ptr<StoreSink> sink_;
   std::unique_ptr<Ingest> ingest_;
   std::unique_ptr<MqttLink> link_;
+  std::unique_ptr<Uplink> uplink_;
+  std::unique_ptr<FeedPuller> feed_puller_;
   bool running_ = false;
+  // The previous status sample, for rates (readings/s in and acknowledged).
+  int64_t rate_at_ms_ = 0;
+  uint64_t rate_committed_ = 0;
+  uint64_t rate_acked_ = 0;
+  double ingest_rate_ = 0;
+  double ack_rate_ = 0;
 };
 
 }  // namespace edgesync

@@ -29,7 +29,9 @@ int RunGateway(const Config& config);
 int RunRegionHub(const Config& config);
 int RunQuery(const Config& config, const QueryOptions& options);
 int RunFeed(const Config& config, const FeedOptions& options);
-int RunStatus(const Config& config);
+// one_line: a single human line (ingested, backlog, sent, acknowledged,
+// rates, time to drain) instead of the whole JSON document.
+int RunStatus(const Config& config, bool one_line);
 
 }  // namespace edgesync
 

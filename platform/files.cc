@@ -30,7 +30,7 @@ std::string DirOf(const std::string& path) {
 
 }  // namespace
 
-Status WriteFileAtomic(const std::string& path, const std::string& data) {
+Status WriteFileAtomic(const std::string& path, const std::string& data, bool durable) {
   std::string tmp = path + ".tmp";
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
   if (fd < 0) return Errno("create", tmp);
@@ -46,7 +46,7 @@ Status WriteFileAtomic(const std::string& path, const std::string& data) {
     }
     off += static_cast<size_t>(n);
   }
-  if (fsync(fd) != 0) {
+  if (durable && fsync(fd) != 0) {
     Status s = Errno("fsync", tmp);
     close(fd);
     unlink(tmp.c_str());
@@ -60,7 +60,7 @@ Status WriteFileAtomic(const std::string& path, const std::string& data) {
   }
   // The rename itself lives in the directory; without this a power cut can
   // bring back the old name.
-  int dfd = open(DirOf(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int dfd = durable ? open(DirOf(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
   if (dfd >= 0) {
     fsync(dfd);
     close(dfd);

@@ -14,7 +14,10 @@ namespace edgesync {
 
 // Writes data to path so that after a power cut the file holds either the
 // old or the new content, never a mix: temp file, fsync, rename, fsync dir.
-Status WriteFileAtomic(const std::string& path, const std::string& data);
+// durable=false skips the fsyncs, for files rewritten every second that may
+// be stale after a power cut (status): syncing them would wear an SD card
+// for nothing.
+Status WriteFileAtomic(const std::string& path, const std::string& data, bool durable = true);
 Status ReadFile(const std::string& path, std::string* data);
 // Creates the directory and its parents (mode 0750).
 Status MakeDirs(const std::string& path);
