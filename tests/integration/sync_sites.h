@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -186,8 +187,30 @@ inline int MaybeRunUplinkChild() {
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
+  // EDGESYNC_UPLINK_TLS="ca,cert,key,credentials" (any may be empty) for every region.
+  if (const char* tls = std::getenv("EDGESYNC_UPLINK_TLS")) {
+    std::vector<std::string> f;
+    std::string all = tls;
+    for (size_t at = 0;;) {
+      size_t c = all.find(',', at);
+      f.push_back(all.substr(at, c == std::string::npos ? std::string::npos : c - at));
+      if (c == std::string::npos) break;
+      at = c + 1;
+    }
+    f.resize(4);
+    for (UplinkRegion& r : o.regions) {
+      r.link.ca_file = f[0];
+      r.link.cert_file = f[1];
+      r.link.key_file = f[2];
+      r.link.credentials_file = f[3];
+    }
+  }
   Uplink uplink(store.get(), o);
-  if (!uplink.Start().ok()) _exit(3);
+  Status started = uplink.Start();
+  if (!started.ok()) {
+    std::fprintf(stderr, "uplink: %s\n", started.ToString().c_str());
+    _exit(3);
+  }
   while (!Signals::StopRequested()) Signals::WaitForSignal(200);
   uplink.Stop();
   _exit(0);
@@ -195,12 +218,14 @@ inline int MaybeRunUplinkChild() {
 
 // Starts this binary in uplink mode.
 inline bool StartUplinkChild(Process* child, const std::string& store_path, const std::string& regions,
-                             const std::string& log) {
+                             const std::string& log, const std::string& tls = "") {
   char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return false;
   exe[n] = '\0';
-  return child->Start({exe}, log, {"EDGESYNC_UPLINK_CHILD=" + store_path, "EDGESYNC_UPLINK_REGIONS=" + regions});
+  std::vector<std::string> env = {"EDGESYNC_UPLINK_CHILD=" + store_path, "EDGESYNC_UPLINK_REGIONS=" + regions};
+  if (!tls.empty()) env.push_back("EDGESYNC_UPLINK_TLS=" + tls);
+  return child->Start({exe}, log, env);
 }
 
 }  // namespace edgesync::test
