@@ -207,103 +207,157 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
     }
   }
   size_t n = readings.size();
-  std::unique_lock<std::mutex> lock(mu_);
-  // Back-pressure: while the committer is behind, stop reading from the
-  // broker (it queues for our session) rather than grow without bound.
-  size_t cap = static_cast<size_t>(std::max<int64_t>(options_.batch_max, 1)) * 4;
-  done_cv_.wait(lock, [&] { return queue_.size() < cap || stopping_ || !started_; });
-  if (queue_.empty()) first_queued_ns_ = clock_->MonotonicNanos();
-  for (Reading& r : readings) queue_.push_back(std::move(r));
-  uint64_t seq = ++enqueued_seq_;
   {
     std::lock_guard<std::mutex> c(counters_mu_);
     counters_.readings_accepted += static_cast<int64_t>(n);
   }
-  if (options_.ack_after_commit) ++waiters_;
-  cv_.notify_one();
-  if (!options_.ack_after_commit) return;
-  // Returning lets Paho send the PUBACK: only once the reading is durable.
-  done_cv_.wait(lock, [&] { return committed_seq_ >= seq || !started_; });
-  --waiters_;
+  std::unique_lock<std::mutex> lock(mu_);
+  // Back-pressure: while the committer is behind, stop reading from the
+  // broker (it queues for our session) rather than grow without bound.
+  const size_t batch_max = static_cast<size_t>(std::max<int64_t>(options_.batch_max, 1));
+  done_cv_.wait(lock, [&] { return queue_.size() < 4 * batch_max || stopping_ || !started_; });
+  const size_t before = queue_.size();
+  if (queue_.capacity() == 0) queue_.reserve(batch_max);
+  for (Reading& r : readings) queue_.push_back(std::move(r));
+  queued_msgs_.push_back(n);
+  const uint64_t seq = ++enqueued_seq_;
+  if (!options_.ack_after_commit) {
+    // Wake the committer only when its wait can end: the first reading of
+    // a batch (it starts the delay) or the batch filling up. Its waits
+    // test these under mu_, so no wake-up is lost, and the messages in
+    // between cost no system call.
+    if (before == 0 || (before < batch_max && queue_.size() >= batch_max)) cv_.notify_one();
+    return;
+  }
+  // Returning lets Paho send the PUBACK: only once the readings are
+  // durable. Paho hands over one message at a time, so normally nothing
+  // else is pending and this thread commits its own message: no hop to the
+  // committer and back. Whoever holds the commit slot takes every queued
+  // message (up to batch_max readings), so concurrent callers share commits.
+  while (committed_seq_ < seq) {
+    if (committing_) {
+      done_cv_.wait(lock);
+      continue;
+    }
+    committing_ = true;
+    std::vector<DeadLetter> letters;
+    uint64_t last = TakeBatch(&letters);
+    lock.unlock();
+    CommitBatch(letters);
+    lock.lock();
+    committing_ = false;
+    committed_seq_ = last;
+    done_cv_.notify_all();
+    cv_.notify_one();  // the committer may wait for the commit slot
+  }
+}
+
+uint64_t Ingest::TakeBatch(std::vector<DeadLetter>* letters) {
+  letters->swap(dead_letters_);
+  batch_.clear();
+  const size_t batch_max = static_cast<size_t>(std::max<int64_t>(options_.batch_max, 1));
+  size_t msgs = 0, readings = 0;
+  for (size_t m : queued_msgs_) {
+    if (msgs > 0 && readings + m > batch_max) break;
+    readings += m;
+    ++msgs;
+  }
+  if (readings == queue_.size()) {
+    batch_.swap(queue_);  // queue_ gets batch_'s old capacity back
+  } else {
+    batch_.reserve(readings);
+    std::move(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(readings), std::back_inserter(batch_));
+    queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(readings));
+  }
+  queued_msgs_.erase(queued_msgs_.begin(), queued_msgs_.begin() + static_cast<std::ptrdiff_t>(msgs));
+  taken_seq_ += msgs;
+  done_cv_.notify_all();  // queue space for producers held back
+  return taken_seq_;
+}
+
+void Ingest::CommitBatch(const std::vector<DeadLetter>& letters) {
+  if (!letters.empty()) {
+    Status s = sink_->AddDeadLetters(letters);
+    std::lock_guard<std::mutex> c(counters_mu_);
+    if (s.ok()) {
+      counters_.dead_letters += static_cast<int64_t>(letters.size());
+    } else {
+      counters_.dead_letters_dropped += static_cast<int64_t>(letters.size());
+      ES_LOG(kWarn, "ingest: dead letters not stored: {}", s.ToString());
+    }
+  }
+  if (batch_.empty()) return;
+  bool committed = false;
+  for (int attempt = 0;; ++attempt) {
+    Status s = sink_->AppendReadings(batch_);
+    if (s.ok()) {
+      committed = true;
+      break;
+    }
+    {
+      std::lock_guard<std::mutex> c(counters_mu_);
+      counters_.commit_failures++;
+    }
+    if (attempt == 0 || attempt % 50 == 0) {
+      ES_LOG(kError, "ingest: committing {} readings failed (attempt {}): {}", batch_.size(), attempt + 1,
+             s.ToString());
+    }
+    bool stopping;
+    {
+      std::lock_guard<std::mutex> relock(mu_);
+      stopping = stopping_;
+    }
+    // Invalid input cannot succeed on retry; every other failure (disk
+    // full, busy) is retried while we run: the readings are in hand.
+    if (s.code() == Status::Code::kInvalidArgument || (stopping && attempt >= 2)) {
+      ES_LOG(kError, "ingest: giving up on {} readings: {}", batch_.size(), s.ToString());
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(options_.retry_delay_ms));
+  }
+  std::lock_guard<std::mutex> c(counters_mu_);
+  if (committed) {
+    counters_.readings_committed += static_cast<int64_t>(batch_.size());
+    counters_.batches++;
+  }
 }
 
 void Ingest::CommitLoop() {
   using Steady = std::chrono::steady_clock;
+  const size_t batch_max = static_cast<size_t>(std::max<int64_t>(options_.batch_max, 1));
   std::unique_lock<std::mutex> lock(mu_);
   Steady::time_point first_seen{};
   bool have_first = false;
   while (true) {
     cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !dead_letters_.empty(); });
+    if (committing_) {  // the receiving thread is committing (ack after commit)
+      cv_.wait(lock, [&] { return !committing_; });
+      continue;
+    }
     if (stopping_ && queue_.empty() && dead_letters_.empty()) break;
-    if (!queue_.empty() && !stopping_ && waiters_ == 0 &&
-        static_cast<int64_t>(queue_.size()) < options_.batch_max) {
+    if (!queue_.empty() && !stopping_ && !options_.ack_after_commit && queue_.size() < batch_max) {
       // Group commit: wait for more readings, at most batch_delay_ms after
-      // the first of this batch arrived.
+      // the first of this batch arrived. OnMessage wakes us when the batch
+      // fills up (or on stop); the deadline covers the rest.
       if (!have_first) {
         first_seen = Steady::now();
         have_first = true;
       }
       auto deadline = first_seen + std::chrono::milliseconds(options_.batch_delay_ms);
       if (Steady::now() < deadline) {
-        cv_.wait_until(lock, deadline, [&] {
-          return stopping_ || waiters_ > 0 || static_cast<int64_t>(queue_.size()) >= options_.batch_max;
-        });
+        cv_.wait_until(lock, deadline, [&] { return stopping_ || queue_.size() >= batch_max; });
         continue;
       }
     }
     have_first = false;
-    std::vector<Reading> batch;
-    batch.swap(queue_);
+    committing_ = true;
     std::vector<DeadLetter> letters;
-    letters.swap(dead_letters_);
-    uint64_t seq = enqueued_seq_;
-    bool stopping = stopping_;
+    uint64_t last = TakeBatch(&letters);
     lock.unlock();
-    done_cv_.notify_all();  // queue space for producers held back
-    if (!letters.empty()) {
-      Status s = sink_->AddDeadLetters(letters);
-      std::lock_guard<std::mutex> c(counters_mu_);
-      if (s.ok()) {
-        counters_.dead_letters += static_cast<int64_t>(letters.size());
-      } else {
-        counters_.dead_letters_dropped += static_cast<int64_t>(letters.size());
-        ES_LOG(kWarn, "ingest: dead letters not stored: {}", s.ToString());
-      }
-    }
-    bool committed = batch.empty();
-    for (int attempt = 0; !batch.empty(); ++attempt) {
-      Status s = sink_->AppendReadings(batch);
-      if (s.ok()) {
-        committed = true;
-        break;
-      }
-      {
-        std::lock_guard<std::mutex> c(counters_mu_);
-        counters_.commit_failures++;
-      }
-      if (attempt == 0 || attempt % 50 == 0) {
-        ES_LOG(kError, "ingest: committing {} readings failed (attempt {}): {}", batch.size(), attempt + 1,
-               s.ToString());
-      }
-      // Invalid input cannot succeed on retry; every other failure (disk
-      // full, busy) is retried while we run: the readings are in hand.
-      if (s.code() == Status::Code::kInvalidArgument || (stopping && attempt >= 2)) {
-        ES_LOG(kError, "ingest: giving up on {} readings: {}", batch.size(), s.ToString());
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(options_.retry_delay_ms));
-      std::lock_guard<std::mutex> relock(mu_);
-      stopping = stopping_;
-    }
+    CommitBatch(letters);
     lock.lock();
-    committed_seq_ = seq;
-    {
-      std::lock_guard<std::mutex> c(counters_mu_);
-      if (committed && !batch.empty()) {
-        counters_.readings_committed += static_cast<int64_t>(batch.size());
-        counters_.batches++;
-      }
-    }
+    committing_ = false;
+    committed_seq_ = last;
     done_cv_.notify_all();
   }
 }

@@ -4,15 +4,18 @@
 // OnMessage runs on the MQTT receive thread: topic match, size/UTF-8 checks,
 // decode, per-device token bucket, timestamps (payload time, else receive
 // time with kQualityReceiveTime; kQualityUntrustedClock while the wall clock
-// is before the epoch floor), then a queue. One committer thread writes the
-// queue in batches (group commit: batch_max readings or batch_delay_ms).
+// is before the epoch floor), then a queue. Batches hold whole messages and
+// at most batch_max readings (a single larger message is one batch).
 //
 // Acknowledgement: Paho C 1.3.12 sends the PUBACK of a QoS 1 message only
 // after the message callback returns (measured; docs/INGEST.md). With
-// ack_after_commit, OnMessage waits until its readings are committed, so a
-// kill -9 never loses a reading the broker was told we have. Without it,
-// OnMessage returns at once and a kill -9 may lose what is queued: at most
-// one batch (batch_max readings, batch_delay_ms plus one commit).
+// ack_after_commit, OnMessage returns only once its readings are committed,
+// so a kill -9 never loses a reading the broker was told we have; it
+// commits on the calling thread (one commit slot shared with the committer
+// thread, so concurrent callers share a commit). Without it, OnMessage
+// returns at once and the committer thread writes the queue in batches
+// (group commit: batch_max readings or batch_delay_ms); a kill -9 may lose
+// what is queued: at most the queue (4 x batch_max) plus one batch.
 //
 // Rejected messages are counted by reason and dead-lettered (topic, first
 // bytes, reason, time) through the sink; rate-limited ones are counted per
@@ -134,6 +137,12 @@ class Ingest {
  private:
   void Reject(const std::string& topic, const std::string& payload, RejectReason reason, const std::string& why);
   void CommitLoop();
+  // mu_ held, committing_ set by the caller: whole messages, at most
+  // batch_max readings (at least one message), into batch_; returns the
+  // sequence number of the last message taken.
+  uint64_t TakeBatch(std::vector<DeadLetter>* letters);
+  // mu_ not held: writes letters and batch_ (retrying failures).
+  void CommitBatch(const std::vector<DeadLetter>& letters);
   bool Convert(std::vector<DecodedReading>& decoded, std::vector<Reading>* out, RejectReason* reason,
                std::string* why);
 
@@ -146,14 +155,19 @@ class Ingest {
   RateLimiter limiter_;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;         // committer: work arrived / stop
+  std::condition_variable cv_;         // committer: work arrived / stop / commit slot free
   std::condition_variable done_cv_;    // producers: committed / space
   std::vector<Reading> queue_;
+  std::deque<size_t> queued_msgs_;     // readings per queued message, oldest first
   std::vector<DeadLetter> dead_letters_;
-  int64_t first_queued_ns_ = 0;
   uint64_t enqueued_seq_ = 0;          // messages queued so far
+  uint64_t taken_seq_ = 0;             // messages taken out of the queue for a commit
   uint64_t committed_seq_ = 0;         // messages committed so far
-  int waiters_ = 0;
+  // One commit at a time, by the committer thread or (ack after commit) by
+  // the receiving thread itself; batch_ is the holder's buffer, kept so its
+  // capacity is reused.
+  bool committing_ = false;
+  std::vector<Reading> batch_;
   bool stopping_ = false;
   bool started_ = false;
   std::thread committer_;

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "tests/support/process.h"
 
@@ -24,9 +26,20 @@ class FakeSink : public IngestSink {
     return Status::Ok();
   }
   Status AddDeadLetters(const std::vector<DeadLetter>& letters) override {
-    std::lock_guard<std::mutex> lock(mu);
+    std::unique_lock<std::mutex> lock(mu);
+    in_dead_letters = true;
+    cv.wait(lock, [&] { return !hold_dead_letters; });
     for (const auto& l : letters) dead.push_back(l);
     return Status::Ok();
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu);
+    hold_dead_letters = false;
+    cv.notify_all();
+  }
+  bool InDeadLetters() {
+    std::lock_guard<std::mutex> lock(mu);
+    return in_dead_letters;
   }
   bool Contains(const Reading& r) override {
     std::lock_guard<std::mutex> lock(mu);
@@ -35,11 +48,21 @@ class FakeSink : public IngestSink {
     }
     return false;
   }
+  bool HasValue(const std::string& device, double value) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& a : all) {
+      if (a.device_id == device && a.value == value) return true;
+    }
+    return false;
+  }
   size_t count() {
     std::lock_guard<std::mutex> lock(mu);
     return all.size();
   }
   std::mutex mu;
+  std::condition_variable cv;
+  bool hold_dead_letters = false;  // AddDeadLetters blocks until Release()
+  bool in_dead_letters = false;
   int fail_next = 0;
   std::vector<std::vector<Reading>> batches;
   std::vector<Reading> all;
@@ -82,18 +105,61 @@ TEST(Ingest, StampsReceiveTimeAndFlagsAnUntrustedClock) {
 
 TEST(Ingest, GroupCommitsOnReceiptAndStopCommitsTheBatchInHand) {
   FakeSink sink;
+  sink.hold_dead_letters = true;
   IngestOptions o = Options(false);
   o.batch_max = 100;
   o.batch_delay_ms = 60000;  // only size or Stop can commit
   Ingest ingest(o, &sink);
   ASSERT_TRUE(ingest.Init().ok());
   ingest.Start();
-  for (int i = 0; i < 250; ++i) ingest.OnMessage("sensors/d" + std::to_string(i % 10) + "/m", std::to_string(i));
+  // The committer is held in the sink (writing a dead letter) while 170
+  // readings queue up: a slow committer (as under qemu) then finds more
+  // than batch_max waiting. It must still commit batches of batch_max, not
+  // the whole queue: otherwise 170 + 80 leaves 80 < batch_max that only
+  // Stop would commit, and size alone would commit 170 of 250, not 200.
+  ingest.OnMessage("sensors/d0/m", "abc");
+  ASSERT_TRUE(test::WaitFor([&] { return sink.InDeadLetters(); }, 5000));
+  int i = 0;
+  for (; i < 170; ++i) ingest.OnMessage("sensors/d" + std::to_string(i % 10) + "/m", std::to_string(i));
+  sink.Release();
+  for (; i < 250; ++i) ingest.OnMessage("sensors/d" + std::to_string(i % 10) + "/m", std::to_string(i));
   ASSERT_TRUE(test::WaitFor([&] { return sink.count() >= 200; }, 5000));
+  EXPECT_EQ(sink.count(), 200u);  // the last 50 wait for the delay or Stop
   ingest.Stop();
   EXPECT_EQ(sink.count(), 250u);
-  for (const auto& b : sink.batches) EXPECT_LE(b.size(), 400u);
+  ASSERT_EQ(sink.batches.size(), 3u);
+  EXPECT_EQ(sink.batches[0].size(), 100u);
+  EXPECT_EQ(sink.batches[1].size(), 100u);
+  EXPECT_EQ(sink.batches[2].size(), 50u);
+  for (int k = 0; k < 250; ++k) EXPECT_EQ(sink.all[static_cast<size_t>(k)].value, k);  // queue order kept
   EXPECT_EQ(ingest.counters().readings_committed, 250);
+}
+
+TEST(Ingest, AckAfterCommitCommitsOnTheCallingThreadAndSharesCommits) {
+  FakeSink sink;
+  IngestOptions o = Options(true);
+  o.batch_max = 1000;
+  Ingest ingest(o, &sink);
+  ASSERT_TRUE(ingest.Init().ok());
+  ingest.Start();
+  // Several receiving threads at once: each returns only once its own
+  // reading is committed; none is lost or committed twice.
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&ingest, &sink, t] {
+      const std::string device = "t" + std::to_string(t);
+      for (int i = 0; i < 200; ++i) {
+        ingest.OnMessage("sensors/" + device + "/m", std::to_string(i));
+        EXPECT_TRUE(sink.HasValue(device, i)) << device << " " << i;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(sink.count(), 800u);
+  EXPECT_EQ(ingest.counters().readings_committed, 800);
+  EXPECT_LE(ingest.counters().batches, 800);
+  ingest.Stop();
+  EXPECT_EQ(sink.count(), 800u);
 }
 
 TEST(Ingest, SkipsARedeliveryOfWhatIsStored) {
