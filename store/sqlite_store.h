@@ -91,13 +91,21 @@ class SqliteStore : public Store {
   Status AppendOnce(const std::vector<Reading>& readings, AppendResult* result);
   Status CheckSpace(size_t n, int64_t* to_drop);
   Status DropOldest(int64_t n, int64_t* dropped_unacked);
-  Status NextLsn(uint64_t* next);
+  // from_cache: inside a write transaction after RefreshWriteRanges, the
+  // LSN this connection committed last is still the high one unless another
+  // connection wrote since (data_version), so no query is needed.
+  Status NextLsn(uint64_t* next, bool from_cache = false);
   Status InternSeries(const std::string& device_id, const std::string& metric, const std::string& unit,
                       int64_t* id, uint64_t* hash);
   void ForgetPendingSeries();
   Status LoadRanges(Db* db, std::vector<RangeRow>* ranges);
   Status RefreshWriteRanges();
-  Status CountIntoRanges(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add);
+  // Adds counts to write_ranges_ and splits; writes the counts to the
+  // ranges table only when `persist` (with those still pending).
+  Status CountIntoRanges(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add, bool persist);
+  // After a commit: counts not persisted wait in pending_counts_.
+  void KeepPendingCounts(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add, bool persisted);
+  Status FlushRangeCounts();
   Status WriteDeviceEntry(const DeviceRecord& device, bool deleted, uint64_t* lsn);
   Status SetMetaInt(const std::string& key, int64_t value);
   Status GetMetaInt(Db* db, const std::string& key, int64_t* value);
@@ -124,7 +132,18 @@ class SqliteStore : public Store {
   std::mutex write_mu_;
   Db write_db_;
   std::vector<RangeRow> write_ranges_;  // sorted by min; all ranges
-  int64_t write_data_version_ = -1;
+  int64_t write_data_version_ = -1;  // -1: reload write_ranges_
+  int64_t seen_data_version_ = -1;   // as of the last RefreshWriteRanges
+  // What this connection knows of the file while no other connection has
+  // written (data_version unchanged); -1 / INT64_MIN = unknown.
+  int64_t cached_high_lsn_ = -1;
+  int64_t last_batch_at_ = INT64_MIN;  // written_at of the newest batches row
+  // Entry/byte counts of ranges (they only drive splits) are written to the
+  // ranges table at most every kRangeFlushMs, not in every commit: a small
+  // commit then touches the log and its index only. A kill -9 loses at most
+  // that long a stretch of counts, which only delays a split.
+  std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> pending_counts_;
+  int64_t last_range_flush_ms_ = 0;
   int64_t last_drop_log_ms_ = 0;  // warnings about dropped readings, rate-limited
   int64_t drop_log_pending_ = 0;
   std::vector<std::pair<std::string, int64_t>> pending_series_;  // (device, id) created in the open txn
@@ -160,7 +179,7 @@ class SqliteStore : public Store {
   std::atomic<int64_t> rejected_full_{0};
 
   // Cached statements.
-  Stmt w_insert_log_, w_insert_series_, w_insert_batch_, w_high_, w_update_range_;
+  Stmt w_insert_log_, w_insert_series_, w_insert_batch_, w_high_, w_update_range_, w_data_version_;
   Stmt r_log_after_, r_series_by_id_, r_device_;
 };
 

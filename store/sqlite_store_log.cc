@@ -13,6 +13,8 @@
 namespace edgesync {
 namespace {
 
+constexpr int64_t kRangeFlushMs = 1000;
+
 // What a reading weighs for the split limit: the bytes a consumer reads.
 int64_t EntryBytes(const SeriesInfo& s) {
   return static_cast<int64_t>(s.device_id.size() + s.metric.size() + s.unit.size()) + 32;
@@ -51,7 +53,11 @@ bool LooksOutOfSpace(const std::string& path) {
 
 }  // namespace
 
-Status SqliteStore::NextLsn(uint64_t* next) {
+Status SqliteStore::NextLsn(uint64_t* next, bool from_cache) {
+  if (from_cache && cached_high_lsn_ >= 0) {
+    *next = static_cast<uint64_t>(cached_high_lsn_) + 1;
+    return Status::Ok();
+  }
   StmtScope scope(&w_high_);
   Status st;
   int64_t high = w_high_.Step(&st) ? w_high_.Int(0) : 0;
@@ -156,17 +162,48 @@ Status SqliteStore::LoadRanges(Db* db, std::vector<RangeRow>* ranges) {
 // PRAGMA data_version tells cheaply whether anything changed).
 Status SqliteStore::RefreshWriteRanges() {
   int64_t dv = 0;
-  ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA data_version", &dv));
+  {
+    StmtScope scope(&w_data_version_);
+    Status st;
+    dv = w_data_version_.Step(&st) ? w_data_version_.Int(0) : 0;
+    ES_RETURN_IF_ERROR(st);
+  }
+  if (dv != seen_data_version_) {  // another connection wrote: forget what we knew
+    cached_high_lsn_ = -1;
+    last_batch_at_ = INT64_MIN;
+    seen_data_version_ = dv;
+  }
   if (dv == write_data_version_ && !write_ranges_.empty()) return Status::Ok();
   ES_RETURN_IF_ERROR(LoadRanges(&write_db_, &write_ranges_));
+  for (auto& r : write_ranges_) {  // counts of ours not in the table yet
+    auto it = pending_counts_.find(r.info.id);
+    if (it != pending_counts_.end()) {
+      r.entries += it->second.first;
+      r.bytes += it->second.second;
+    }
+  }
   write_data_version_ = dv;
   return Status::Ok();
 }
 
-// Adds counts per range and splits a range that passed its limit. A split is
-// metadata only: rows stay where they are, the children cover the halves.
-Status SqliteStore::CountIntoRanges(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add) {
-  for (const auto& [id, counts] : add) {
+void SqliteStore::KeepPendingCounts(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add,
+                                    bool persisted) {
+  if (persisted) {
+    pending_counts_.clear();
+    return;
+  }
+  for (const auto& [id, c] : add) {
+    auto& p = pending_counts_[id];
+    p.first += c.first;
+    p.second += c.second;
+  }
+}
+
+// In its own transaction (at close).
+Status SqliteStore::FlushRangeCounts() {
+  Txn txn(&write_db_);
+  ES_RETURN_IF_ERROR(txn.Begin());
+  for (const auto& [id, counts] : pending_counts_) {
     StmtScope scope(&w_update_range_);
     w_update_range_.Bind(1, counts.first);
     w_update_range_.Bind(2, counts.second);
@@ -174,6 +211,33 @@ Status SqliteStore::CountIntoRanges(const std::unordered_map<uint32_t, std::pair
     Status st;
     w_update_range_.Step(&st);
     ES_RETURN_IF_ERROR(st);
+  }
+  ES_RETURN_IF_ERROR(txn.Commit());
+  pending_counts_.clear();
+  return Status::Ok();
+}
+
+// Adds counts per range and splits a range that passed its limit. A split is
+// metadata only: rows stay where they are, the children cover the halves.
+Status SqliteStore::CountIntoRanges(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add,
+                                    bool persist) {
+  if (persist) {
+    std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> all = pending_counts_;
+    for (const auto& [id, c] : add) {
+      all[id].first += c.first;
+      all[id].second += c.second;
+    }
+    for (const auto& [id, counts] : all) {
+      StmtScope scope(&w_update_range_);
+      w_update_range_.Bind(1, counts.first);
+      w_update_range_.Bind(2, counts.second);
+      w_update_range_.Bind(3, static_cast<int64_t>(id));
+      Status st;
+      w_update_range_.Step(&st);
+      ES_RETURN_IF_ERROR(st);
+    }
+  }
+  for (const auto& [id, counts] : add) {
     for (size_t i = 0; i < write_ranges_.size(); ++i) {
       RangeRow& r = write_ranges_[i];
       if (r.info.id != id) continue;
@@ -258,6 +322,10 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, AppendResul
   ES_RETURN_IF_ERROR(CheckSpace(readings.size(), &to_drop));
   Txn txn(&write_db_);
   pending_series_.clear();
+  const int64_t written_at = clock_->WallMillis();
+  const int64_t mono_ms = clock_->MonotonicMillis();
+  const bool persist_counts = mono_ms - last_range_flush_ms_ >= kRangeFlushMs || mono_ms < last_range_flush_ms_;
+  std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> counts;
   Status s = [&]() -> Status {
     ES_RETURN_IF_ERROR(txn.Begin());
     ES_RETURN_IF_ERROR(RefreshWriteRanges());
@@ -267,7 +335,7 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, AppendResul
       result->dropped_oldest = dropped;
     }
     uint64_t lsn = 0;
-    ES_RETURN_IF_ERROR(NextLsn(&lsn));
+    ES_RETURN_IF_ERROR(NextLsn(&lsn, /*from_cache=*/true));
     result->first_lsn = lsn;
     // Per-range counts by position in write_ranges_ (no per-reading map).
     std::vector<std::pair<int64_t, int64_t>> by_pos(write_ranges_.size());
@@ -301,21 +369,27 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, AppendResul
       }
       ++lsn;
     }
-    std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> counts;
     for (size_t k = 0; k < by_pos.size(); ++k) {
       if (by_pos[k].first > 0) counts[write_ranges_[k].info.id] = by_pos[k];
     }
     result->last_lsn = lsn - 1;
-    w_insert_batch_.Bind(1, static_cast<int64_t>(result->first_lsn));
-    w_insert_batch_.Bind(2, clock_->WallMillis());
-    ES_RETURN_IF_ERROR(w_insert_batch_.Run());
-    ES_RETURN_IF_ERROR(CountIntoRanges(counts));
+    // The time index needs a row only where written_at changes: a lookup
+    // takes the first batch written at or after a time, and batches that
+    // share a millisecond with the batch before them are found through it.
+    if (written_at != last_batch_at_) {
+      w_insert_batch_.Bind(1, static_cast<int64_t>(result->first_lsn));
+      w_insert_batch_.Bind(2, written_at);
+      ES_RETURN_IF_ERROR(w_insert_batch_.Run());
+    }
+    ES_RETURN_IF_ERROR(CountIntoRanges(counts, persist_counts));
     return txn.Commit();
   }();
   if (!s.ok()) {
     txn.Rollback();
     ForgetPendingSeries();
     write_data_version_ = -1;
+    cached_high_lsn_ = -1;
+    last_batch_at_ = INT64_MIN;
     if (s.code() == Status::Code::kIoError && LooksOutOfSpace(options_.path)) {
       s = Status::NoSpace(s.message() + " (no space left for the store)");
     }
@@ -329,6 +403,10 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, AppendResul
   }
   pending_series_.clear();
   last_lsn_ = result->last_lsn;
+  cached_high_lsn_ = static_cast<int64_t>(result->last_lsn);
+  last_batch_at_ = written_at;
+  KeepPendingCounts(counts, persist_counts);
+  if (persist_counts) last_range_flush_ms_ = mono_ms;
   return Status::Ok();
 }
 
@@ -359,7 +437,7 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
       if (deleted) return Status::NotFound("device " + device.device_id + " has no record");
     }
     old.Reset();
-    ES_RETURN_IF_ERROR(NextLsn(&lsn));
+    ES_RETURN_IF_ERROR(NextLsn(&lsn, /*from_cache=*/true));
     int64_t series = 0;
     uint64_t hash = 0;
     ES_RETURN_IF_ERROR(InternSeries(device.device_id, "", "", &series, &hash));
@@ -394,7 +472,8 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
     ES_RETURN_IF_ERROR(w_insert_batch_.Run());
     for (const auto& rr : write_ranges_) {
       if (rr.info.active && rr.info.Contains(hash)) {
-        ES_RETURN_IF_ERROR(CountIntoRanges({{rr.info.id, {1, EntryBytes(SeriesInfo{rec.device_id, "", "", 0, true})}}}));
+        ES_RETURN_IF_ERROR(CountIntoRanges({{rr.info.id, {1, EntryBytes(SeriesInfo{rec.device_id, "", "", 0, true})}}},
+                                           /*persist=*/true));
         break;
       }
     }
@@ -404,10 +483,15 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
     txn.Rollback();
     ForgetPendingSeries();
     write_data_version_ = -1;
+    cached_high_lsn_ = -1;
+    last_batch_at_ = INT64_MIN;
     return s;
   }
   pending_series_.clear();
+  pending_counts_.clear();  // written with this commit
   last_lsn_ = lsn;
+  cached_high_lsn_ = static_cast<int64_t>(lsn);
+  last_batch_at_ = INT64_MIN;  // the next append writes its own row
   if (lsn_out) *lsn_out = lsn;
   return Status::Ok();
 }

@@ -185,7 +185,12 @@ Status Store::Open(const StoreOptions& options, std::unique_ptr<Store>* store) {
 SqliteStore::SqliteStore(const StoreOptions& options)
     : options_(options), clock_(options.clock ? options.clock : SystemClock()) {}
 
-SqliteStore::~SqliteStore() = default;
+SqliteStore::~SqliteStore() {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  if (pending_counts_.empty() || write_db_.get() == nullptr) return;
+  Status s = FlushRangeCounts();
+  if (!s.ok()) ES_LOG(kWarn, "store {}: range counts not saved at close: {}", options_.path, s.ToString());
+}
 
 Status SqliteStore::Init() {
   const std::string& path = options_.path;
@@ -277,6 +282,7 @@ Status SqliteStore::Init() {
       "SELECT max(ifnull((SELECT value FROM meta WHERE key='high_lsn'), 0), ifnull((SELECT max(lsn) FROM log), 0))"));
   ES_RETURN_IF_ERROR(w_update_range_.Prepare(
       &write_db_, "UPDATE ranges SET entries = entries + ?, bytes = bytes + ? WHERE id = ?"));
+  ES_RETURN_IF_ERROR(w_data_version_.Prepare(&write_db_, "PRAGMA data_version"));
   ES_RETURN_IF_ERROR(r_log_after_.Prepare(
       &read_db_, "SELECT lsn, kind, series, ts, value, quality FROM log WHERE lsn > ? ORDER BY lsn LIMIT ?"));
   ES_RETURN_IF_ERROR(r_series_by_id_.Prepare(&read_db_, "SELECT device_id, metric, unit, hkey FROM series WHERE id = ?"));

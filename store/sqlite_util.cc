@@ -45,6 +45,10 @@ Status Db::Open(const std::string& path, int flags) {
 }
 
 void Db::Close() {
+  for (sqlite3_stmt*& op : txn_ops_) {
+    if (op) sqlite3_finalize(op);
+    op = nullptr;
+  }
   if (db_) {
     sqlite3_close_v2(db_);
     db_ = nullptr;
@@ -56,6 +60,20 @@ Status Db::Exec(const std::string& sql) {
   int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
   if (err) sqlite3_free(err);
   return SqliteStatus(rc, db_, "sql");
+}
+
+Status Db::RunTxnOp(TxnOp op) {
+  static const char* const kSql[] = {"BEGIN", "BEGIN IMMEDIATE", "COMMIT"};
+  sqlite3_stmt*& stmt = txn_ops_[static_cast<int>(op)];
+  const char* sql = kSql[static_cast<int>(op)];
+  if (stmt == nullptr) {
+    int rc = sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+    if (rc != SQLITE_OK) return SqliteStatus(rc, db_, std::string("preparing ") + sql);
+  }
+  int rc = sqlite3_step(stmt);
+  Status s = SqliteStatus(rc, db_, sql);
+  sqlite3_reset(stmt);
+  return s;
 }
 
 Status Db::QueryInt(const std::string& sql, int64_t* value) {
@@ -101,13 +119,13 @@ Status Stmt::Run() {
 Txn::~Txn() { Rollback(); }
 
 Status Txn::Begin(Mode mode) {
-  ES_RETURN_IF_ERROR(db_->Exec(mode == Mode::kImmediate ? "BEGIN IMMEDIATE" : "BEGIN"));
+  ES_RETURN_IF_ERROR(db_->RunTxnOp(mode == Mode::kImmediate ? Db::TxnOp::kBeginImmediate : Db::TxnOp::kBegin));
   open_ = true;
   return Status::Ok();
 }
 
 Status Txn::Commit() {
-  Status s = db_->Exec("COMMIT");
+  Status s = db_->RunTxnOp(Db::TxnOp::kCommit);
   if (s.ok()) {
     open_ = false;
   }

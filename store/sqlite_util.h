@@ -40,9 +40,14 @@ class Db {
   Status QueryInt(const std::string& sql, int64_t* value);
   Status QueryText(const std::string& sql, std::string* value);
   int64_t changes() const { return sqlite3_changes64(db_); }
+  // Transaction control through statements prepared once: parsing "BEGIN"
+  // and "COMMIT" again for every small commit costs more than running them.
+  enum class TxnOp { kBegin, kBeginImmediate, kCommit, kCount };
+  Status RunTxnOp(TxnOp op);
 
  private:
   sqlite3* db_ = nullptr;
+  sqlite3_stmt* txn_ops_[static_cast<int>(TxnOp::kCount)] = {};
 };
 
 class Stmt {
