@@ -158,11 +158,11 @@ void Uplink::HandleEvent(Event& event) {
     int64_t rtt_ns = clock_->MonotonicNanos() - m.ping_sent_ns;
     if (rtt_ns >= 0 && rtt_ns < int64_t{600} * 1000000000) selector_->OnProbeAnswered(event.region, rtt_ns / 1000, now);
   } else if (m.kind == WireKind::kAck) {
-    HandleAck(event.region, m.ack);
+    HandleAck(event.region, m.correlation_id, m.ack);
   }
 }
 
-void Uplink::HandleAck(size_t region, const WireAck& ack) {
+void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ack) {
   const std::string& name = options_.regions[region].name;
   if (ack.origin != origin_) {
     ES_LOG(kWarn, "uplink: region {} answered for another origin {}", name, ack.origin.ToString());
@@ -175,7 +175,11 @@ void Uplink::HandleAck(size_t region, const WireAck& ack) {
       ++stats_.refusals;
     }
     ES_LOG(kWarn, "uplink: region {} refused a batch ({}): {}", name, static_cast<int>(ack.code), ack.message);
-    if (static_cast<int>(region) == write_region_ && !inflight_.empty()) Rewind("batch refused", true);
+    // Batches sent before the last rewind are refused too (they follow the
+    // refused one); only a refusal of a newer batch means something new.
+    if (static_cast<int>(region) == write_region_ && correlation_id > rewound_at_correlation_) {
+      Rewind("batch refused", true);
+    }
     return;
   }
   {
@@ -233,6 +237,7 @@ void Uplink::Rewind(const char* why, bool with_backoff) {
     ++stats_.resends;
   }
   inflight_.clear();
+  rewound_at_correlation_ = correlation_;
   next_after_ = checkpoint_;
   pending_since_ms_ = -1;
   if (with_backoff) resume_at_ms_ = NowMs() + backoff_.Next();

@@ -121,7 +121,7 @@ class Uplink {
 
   void Run();
   void HandleEvent(Event& event);
-  void HandleAck(size_t region, const WireAck& ack);
+  void HandleAck(size_t region, uint64_t correlation_id, const WireAck& ack);
   void Probe(int64_t now_ms);
   void Choose(int64_t now_ms);
   void SendBatches(int64_t now_ms);
@@ -155,6 +155,7 @@ class Uplink {
   int64_t resume_at_ms_ = 0;       // sending paused until then (backoff)
   int64_t pending_since_ms_ = -1;  // first time unsent entries were seen
   uint64_t correlation_ = 0;
+  uint64_t rewound_at_correlation_ = 0;  // answers to older requests do not rewind again
   std::deque<InFlight> inflight_;
   EncodeOptions encode_;
   WireCounters wire_counters_;

@@ -349,8 +349,12 @@ bool IsTopicLevel(const std::string& id) {
 
 bool IsReplyTopic(const std::string& prefix, const std::string& topic) {
   std::string head = prefix + "/reply/";
-  return topic.size() > head.size() && topic.compare(0, head.size(), head) == 0 &&
-         IsTopicLevel(topic.substr(head.size()));
+  if (topic.size() <= head.size() || topic.compare(0, head.size(), head) != 0) return false;
+  // One level of topic-safe characters; a little longer than an id, since
+  // clients prefix theirs ("up-", "feed-").
+  std::string level = topic.substr(head.size());
+  return level.size() <= 80 && IsTopicLevel(level.substr(0, 64)) &&
+         (level.size() <= 64 || IsTopicLevel(level.substr(64)));
 }
 
 }  // namespace edgesync

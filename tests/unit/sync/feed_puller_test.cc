@@ -10,52 +10,10 @@
 #include <mutex>
 
 #include "tests/support/process.h"
+#include "tests/unit/sync/fake_link.h"
 
 namespace edgesync {
 namespace {
-
-// A link whose publishes go to `responder`, which may answer through the
-// message handler at once.
-class FakeLink : public MqttLink {
- public:
-  using Responder = std::function<void(const std::string& topic, const std::string& payload, FakeLink* link)>;
-  explicit FakeLink(Responder responder) : responder_(std::move(responder)) {}
-  void SetMessageHandler(MessageHandler h) override { on_message_ = std::move(h); }
-  void SetStateHandler(StateHandler h) override { on_state_ = std::move(h); }
-  Status Subscribe(const std::string&, int) override { return Status::Ok(); }
-  Status Start() override {
-    connected_ = true;
-    if (on_state_) on_state_(true, false, "");
-    return Status::Ok();
-  }
-  Status Connect(int64_t) override { return Start(); }
-  bool WaitConnected(int64_t) override { return connected_; }
-  bool connected() const override { return connected_; }
-  Status Disconnect(int64_t) override {
-    connected_ = false;
-    return Status::Ok();
-  }
-  Status Publish(const std::string& topic, const std::string& payload, int, bool, int64_t,
-                 PublishDone done) override {
-    responder_(topic, payload, this);
-    if (done) done(Status::Ok());
-    return Status::Ok();
-  }
-  Status Flush(int64_t) override { return Status::Ok(); }
-  int inflight() const override { return 0; }
-  Counters counters() const override { return {}; }
-  void Deliver(const std::string& payload) {
-    MqttMessage m;
-    m.payload = payload;
-    on_message_(std::move(m));
-  }
-
- private:
-  Responder responder_;
-  MessageHandler on_message_;
-  StateHandler on_state_;
-  bool connected_ = false;
-};
 
 // Minimal in-memory store: only what the puller uses.
 class ViewStore : public Store {

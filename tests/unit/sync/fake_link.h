@@ -1,0 +1,61 @@
+// tests/unit/sync/fake_link.h: an MqttLink without a broker for unit tests
+// of the sync classes: every publish goes to a responder function, which can
+// answer at once through the message handler (as a hub would) or not at all
+// (a hub that never answers, while the broker still acknowledged).
+#ifndef EDGESYNC_TESTS_UNIT_SYNC_FAKE_LINK_H_
+#define EDGESYNC_TESTS_UNIT_SYNC_FAKE_LINK_H_
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+#include "sync/mqtt_link.h"
+
+namespace edgesync {
+
+// A link whose publishes go to `responder`, which may answer through the
+// message handler at once.
+class FakeLink : public MqttLink {
+ public:
+  using Responder = std::function<void(const std::string& topic, const std::string& payload, FakeLink* link)>;
+  explicit FakeLink(Responder responder) : responder_(std::move(responder)) {}
+  void SetMessageHandler(MessageHandler h) override { on_message_ = std::move(h); }
+  void SetStateHandler(StateHandler h) override { on_state_ = std::move(h); }
+  Status Subscribe(const std::string&, int) override { return Status::Ok(); }
+  Status Start() override {
+    connected_ = true;
+    if (on_state_) on_state_(true, false, "");
+    return Status::Ok();
+  }
+  Status Connect(int64_t) override { return Start(); }
+  bool WaitConnected(int64_t) override { return connected_; }
+  bool connected() const override { return connected_; }
+  Status Disconnect(int64_t) override {
+    connected_ = false;
+    return Status::Ok();
+  }
+  Status Publish(const std::string& topic, const std::string& payload, int, bool, int64_t,
+                 PublishDone done) override {
+    responder_(topic, payload, this);
+    if (done) done(Status::Ok());
+    return Status::Ok();
+  }
+  Status Flush(int64_t) override { return Status::Ok(); }
+  int inflight() const override { return 0; }
+  Counters counters() const override { return {}; }
+  void Deliver(const std::string& payload) {
+    MqttMessage m;
+    m.payload = payload;
+    on_message_(std::move(m));
+  }
+
+ private:
+  Responder responder_;
+  MessageHandler on_message_;
+  StateHandler on_state_;
+  std::atomic<bool> connected_{false};
+};
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_TESTS_UNIT_SYNC_FAKE_LINK_H_
