@@ -248,7 +248,9 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
     committing_ = false;
     committed_seq_ = last;
     done_cv_.notify_all();
-    cv_.notify_one();  // the committer may wait for the commit slot
+    // Only if the committer waits for the slot: a notify while it waits
+    // for work would wake it for nothing, once per message.
+    if (committer_wants_slot_) cv_.notify_one();
   }
 }
 
@@ -331,7 +333,9 @@ void Ingest::CommitLoop() {
   while (true) {
     cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !dead_letters_.empty(); });
     if (committing_) {  // the receiving thread is committing (ack after commit)
+      committer_wants_slot_ = true;
       cv_.wait(lock, [&] { return !committing_; });
+      committer_wants_slot_ = false;
       continue;
     }
     if (stopping_ && queue_.empty() && dead_letters_.empty()) break;

@@ -167,6 +167,7 @@ class Ingest {
   // the receiving thread itself; batch_ is the holder's buffer, kept so its
   // capacity is reused.
   bool committing_ = false;
+  bool committer_wants_slot_ = false;  // the committer waits on cv_ for !committing_
   std::vector<Reading> batch_;
   bool stopping_ = false;
   bool started_ = false;
