@@ -13,11 +13,21 @@
 //      persistence, max_queued_messages/bytes unlimited, restart_timeout 1 1).
 //      Also: readings the bridge lost or duplicated; bytes that crossed the
 //      link (a counting TCP proxy) per reading for both.
+//   3. online latency at 1,000 readings/s: a sensor publishes plain numbers to
+//      the gateway's local broker; an `edgesync gateway` process (default
+//      config: ingest group commit, uplink.batch_max_delay_ms 200) stores and
+//      sends them; the time until the region's answer covering that reading's
+//      LSN (watched on the reply topic) is its latency; p50 and p99. Baseline:
+//      the same readings through a Mosquitto bridge, publish to delivery at a
+//      region subscriber (no store, nothing durable on either side).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include <mqtt/async_client.h>
@@ -206,6 +216,139 @@ void Drain(bench::Report* report, size_t n) {
               "mosquitto_bridge_link_bytes_per_reading", static_cast<double>(bridge_link.bytes_upstream()) / n);
 }
 
+// Publishes `n` plain-number readings at `rate`/s to uri; returns publish times (ms).
+std::vector<double> PublishPaced(const std::string& uri, size_t n, double rate) {
+  std::vector<double> at(n);
+  test::TestMqttClient pub(uri, "latency-sensors", true);
+  if (!pub.Connect()) std::abort();
+  SensorWorkload w(1000, 1780000000000);
+  auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < n; ++i) {
+    auto due = start + std::chrono::microseconds(static_cast<int64_t>(i * 1e6 / rate));
+    std::this_thread::sleep_until(due);
+    Reading r = w.Next();
+    at[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    char v[32];
+    std::snprintf(v, sizeof v, "%.6g", r.value);
+    if (!pub.PublishAsync("sensors/" + r.device_id + "/" + r.metric, v, 1)) std::abort();
+  }
+  pub.Flush(30000);
+  pub.Disconnect();
+  return at;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
+}
+
+double NowMsD() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Latencies (ms) of an `edgesync gateway` with the given uplink.batch_max_delay_ms.
+std::vector<double> GatewayLatencies(size_t n, size_t warmup, double rate, int64_t batch_delay_ms) {
+  TempDir tmp;
+  RegionSite::MakeDir(tmp.path() + "/local");
+  Broker local(tmp.path() + "/local");
+  if (!local.Start()) std::abort();
+  RegionSite eu(tmp.path(), "eu");
+  if (!eu.Start()) std::abort();
+  RegionSite::MakeDir(tmp.path() + "/gw");
+  std::ofstream(tmp.File("gw.toml")) << "[gateway]\nid = \"gw-lat\"\ndata_dir = " << test::Q(tmp.path() + "/gw")
+                                     << "\nlog_level = \"warn\"\n[ingest]\nbroker_uri = " << test::Q(local.uri())
+                                     << "\n[uplink]\nbatch_max_delay_ms = " << batch_delay_ms << "\n[[region]]\nname = \"eu\"\nuri = " << test::Q(eu.broker().uri()) << "\n";
+  // The region's answers, as they are published: (high-water, time).
+  std::mutex mu;
+  std::vector<std::pair<uint64_t, double>> acks;
+  mqtt::async_client watch(eu.broker().uri(), "latency-watch");
+  watch.set_message_callback([&](mqtt::const_message_ptr m) {
+    WireMessage msg;
+    if (!DecodeMessage(m->get_payload_str(), {}, &msg, nullptr).ok() || msg.kind != WireKind::kAck) return;
+    std::lock_guard<std::mutex> lock(mu);
+    acks.emplace_back(msg.ack.high_water, NowMsD());
+  });
+  watch.connect()->wait();
+  watch.subscribe(ReplyTopic("edgesync", "up-gw-lat"), 0)->wait();
+  test::Process gateway;
+  if (!gateway.Start({EDGESYNC_BINARY, "gateway", "--config", tmp.File("gw.toml")}, tmp.File("gw.log"))) std::abort();
+  test::SleepMs(3000);  // connected to both brokers, region chosen
+  std::vector<double> sent = PublishPaced(local.uri(), n, rate);
+  test::WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return !acks.empty() && acks.back().first >= n;
+      },
+      30000);
+  gateway.Stop();
+  watch.disconnect()->wait();
+  std::vector<double> lat;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    size_t a = 0;
+    for (size_t k = 1; k <= n; ++k) {
+      while (a < acks.size() && acks[a].first < k) ++a;
+      if (a == acks.size()) break;
+      if (k > warmup) lat.push_back(acks[a].second - sent[k - 1]);
+    }
+  }
+  std::printf("edgesync (batch_max_delay_ms %lld): %zu of %zu readings acknowledged by the region\n",
+              static_cast<long long>(batch_delay_ms), lat.size(), n - warmup);
+  return lat;
+}
+
+void Latency(bench::Report* report) {
+  const size_t n = 15000, warmup = 2000;
+  const double rate = 1000;
+  std::vector<double> lat = GatewayLatencies(n, warmup, rate, Config().uplink_batch_max_delay_ms);
+  std::vector<double> lat20 = GatewayLatencies(n, warmup, rate, 20);
+  std::mutex mu;
+
+  // Baseline: the bridge, publish to delivery at the region.
+  TempDir btmp;
+  RegionSite::MakeDir(btmp.path() + "/remote");
+  RegionSite::MakeDir(btmp.path() + "/local");
+  Broker remote(btmp.path() + "/remote");
+  if (!remote.Start()) std::abort();
+  BrokerOptions lo;
+  lo.extra_config = "connection uplink\naddress 127.0.0.1:" + std::to_string(remote.port()) +
+                    "\ntopic sensors/# out 1\ncleansession false\nrestart_timeout 1 1\n"
+                    "bridge_protocol_version mqttv311\nclientid bridge-lat\n";
+  Broker blocal(btmp.path() + "/local", lo);
+  if (!blocal.Start()) std::abort();
+  std::vector<double> arrived;
+  arrived.reserve(n);
+  mqtt::async_client sub(remote.uri(), "latency-region");
+  sub.set_message_callback([&](mqtt::const_message_ptr) {
+    std::lock_guard<std::mutex> lock(mu);
+    arrived.push_back(NowMsD());
+  });
+  sub.connect()->wait();
+  sub.subscribe("sensors/#", 1)->wait();
+  test::SleepMs(2000);  // the bridge is up
+  std::vector<double> bsent = PublishPaced(blocal.uri(), n, rate);
+  test::WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return arrived.size() >= n;
+      },
+      30000);
+  sub.disconnect()->wait();
+  std::vector<double> blat;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (size_t k = warmup; k < std::min(n, arrived.size()); ++k) blat.push_back(arrived[k] - bsent[k]);
+  }
+  report->Add("online_latency_p50", Percentile(lat, 0.5), "ms", "mosquitto_bridge_latency_p50", Percentile(blat, 0.5));
+  report->Add("online_latency_p99", Percentile(lat, 0.99), "ms", "mosquitto_bridge_latency_p99",
+              Percentile(blat, 0.99));
+  report->Add("online_latency_p50_batch_delay_20ms", Percentile(lat20, 0.5), "ms", "mosquitto_bridge_latency_p50",
+              Percentile(blat, 0.5));
+  report->Add("online_latency_p99_batch_delay_20ms", Percentile(lat20, 0.99), "ms", "mosquitto_bridge_latency_p99",
+              Percentile(blat, 0.99));
+}
+
 }  // namespace
 }  // namespace edgesync
 
@@ -215,6 +358,7 @@ int main() {
   edgesync::BytesPerReading(&report);
   size_t n = 1000000;
   if (const char* v = std::getenv("EDGESYNC_BENCH_DRAIN_READINGS")) n = std::strtoull(v, nullptr, 10);
-  edgesync::Drain(&report, n);
+  if (n > 0) edgesync::Drain(&report, n);
+  edgesync::Latency(&report);
   return report.Write() ? 0 : 1;
 }
