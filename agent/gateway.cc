@@ -287,7 +287,9 @@ std::string StatusLine(const nlohmann::json& j, int64_t now_ms) {
     if (!o.contains(a) || !o[a].contains(b) || !o[a][b].is_number()) return 0;
     return o[a][b].get<double>();
   };
-  double committed = num(j, "ingest", "readings_committed");
+  // The store's last LSN: every reading ever ingested, across restarts (the
+  // ingest counters start from zero with each process).
+  double committed = num(j, "store", "last_lsn");
   double backlog = num(j, "uplink", "backlog");
   double sent = num(j, "uplink", "entries_sent");
   double acked = num(j, "uplink", "checkpoint");
