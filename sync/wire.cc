@@ -34,7 +34,12 @@ std::string Str(const flatbuffers::String* s) { return s ? s->str() : std::strin
 
 Status Compress(const std::string& raw, int level, std::string* out) {
   out->resize(ZSTD_compressBound(raw.size()));
-  size_t n = ZSTD_compress(out->data(), out->size(), raw.data(), raw.size(), level);
+  std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> ctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
+  ZSTD_CCtx_setParameter(ctx.get(), ZSTD_c_compressionLevel, level);
+  // 4 bytes per batch: a damaged body is refused instead of decoding into
+  // plausible but wrong readings.
+  ZSTD_CCtx_setParameter(ctx.get(), ZSTD_c_checksumFlag, 1);
+  size_t n = ZSTD_compress2(ctx.get(), out->data(), out->size(), raw.data(), raw.size());
   if (ZSTD_isError(n)) return Status::Corruption(std::string("zstd: ") + ZSTD_getErrorName(n));
   out->resize(n);
   return Status::Ok();
