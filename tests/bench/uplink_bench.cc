@@ -20,12 +20,15 @@
 //      LSN (watched on the reply topic) is its latency; p50 and p99. Baseline:
 //      the same readings through a Mosquitto bridge, publish to delivery at a
 //      region subscriber (no store, nothing durable on either side).
+#include <dirent.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -33,6 +36,7 @@
 #include <mqtt/async_client.h>
 
 #include "firmware-config/config.h"
+#include "platform/files.h"
 #include "platform/log.h"
 #include "sync/wire.h"
 #include "tests/bench/report.h"
@@ -94,6 +98,25 @@ void BytesPerReading(bench::Report* report) {
   }
 }
 
+// The pid of the process whose command line contains `needle` ("" if none).
+int PidOf(const std::string& needle) {
+  DIR* proc = opendir("/proc");
+  if (!proc) return 0;
+  int found = 0;
+  while (dirent* d = readdir(proc)) {
+    int pid = std::atoi(d->d_name);
+    if (pid <= 0) continue;
+    std::ifstream in(std::string("/proc/") + d->d_name + "/cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmd.find(needle) != std::string::npos && cmd.find("mosquitto") != std::string::npos) {
+      found = pid;
+      break;
+    }
+  }
+  closedir(proc);
+  return found;
+}
+
 uint64_t Checkpoint(Store* store) {
   uint64_t v = 0;
   store->GetCheckpoint("upstream", &v);
@@ -122,9 +145,15 @@ void Drain(bench::Report* report, size_t n) {
   o.probe_interval_ms = 1000;
   o.regions.push_back(test::RegionAt("eu", link.uri()));
   auto start = std::chrono::steady_clock::now();
+  uint64_t rss_before = ReadProcessStats().rss_bytes, rss_max = rss_before;
   Uplink uplink(store.get(), o);
   if (!uplink.Start().ok()) std::abort();
-  test::WaitFor([&] { return Checkpoint(store.get()) == last; }, 1800000);
+  test::WaitFor(
+      [&] {
+        rss_max = std::max(rss_max, ReadProcessStats().rss_bytes);
+        return Checkpoint(store.get()) == last;
+      },
+      1800000);
   auto end = std::chrono::steady_clock::now();
   UplinkStats s = uplink.stats();
   uplink.Stop();
@@ -200,6 +229,8 @@ void Drain(bench::Report* report, size_t n) {
     }
   }
   auto bend = std::chrono::steady_clock::now();
+  int local_pid = PidOf(btmp.path() + "/local");
+  double bridge_peak_mb = local_pid ? ReadProcessStats(local_pid).peak_rss_bytes / 1048576.0 : -1;
   double bridge_s = Seconds(bstart, unique == n ? bend : last_progress);
   sub.disconnect()->wait();
   std::printf("bridge: %zu of %zu readings in %.2f s, %zu duplicates\n", unique.load(), n, bridge_s,
@@ -212,6 +243,8 @@ void Drain(bench::Report* report, size_t n) {
               static_cast<double>(n - unique));
   report->Add("drain_duplicated", static_cast<double>(twice), "readings", "mosquitto_bridge_duplicated",
               static_cast<double>(duplicates));
+  report->Add("drain_memory_growth", (rss_max - rss_before) / 1048576.0, "MB",
+              "mosquitto_bridge_local_broker_peak_rss", bridge_peak_mb);
   report->Add("drain_link_bytes_per_reading", static_cast<double>(edgesync_bytes) / n, "B/reading",
               "mosquitto_bridge_link_bytes_per_reading", static_cast<double>(bridge_link.bytes_upstream()) / n);
 }
