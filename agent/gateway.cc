@@ -1,7 +1,5 @@
 #include "agent/gateway.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <cstdio>
 
@@ -13,20 +11,6 @@
 #include "platform/systemd.h"
 
 namespace edgesync {
-
-bool ParseUtcMillis(const std::string& text, int64_t* ms) {
-  struct tm tm = {};
-  int consumed = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                  &tm.tm_min, &tm.tm_sec, &consumed) != 6 ||
-      consumed != static_cast<int>(text.size())) {
-    return false;
-  }
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  *ms = static_cast<int64_t>(timegm(&tm)) * 1000;
-  return true;
-}
 
 IngestOptions IngestOptionsFromConfig(const Config& c) {
   IngestOptions o;

@@ -25,9 +25,6 @@
 
 namespace edgesync {
 
-// "2026-01-01T00:00:00Z" to Unix ms.
-bool ParseUtcMillis(const std::string& text, int64_t* ms);
-
 IngestOptions IngestOptionsFromConfig(const Config& config);
 MqttLinkOptions IngestLinkOptionsFromConfig(const Config& config);
 StoreOptions StoreOptionsFromConfig(const Config& config);

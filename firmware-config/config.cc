@@ -1,5 +1,7 @@
 #include "firmware-config/config.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -304,12 +306,6 @@ class Checker {
   std::vector<ConfigError>* errors_;
 };
 
-bool ParseIsoUtc(const std::string& s) {
-  int y, mo, d, h, mi, sec;
-  char z = 0;
-  return std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &y, &mo, &d, &h, &mi, &sec, &z) == 7 && z == 'Z' &&
-         mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h < 24 && mi < 60 && sec < 61;
-}
 
 void CheckSemantics(const toml::value& root, ConfigRole role, Config* c, Checker* check) {
   auto at = [&](const char* section, const char* key) -> const toml::value* {
@@ -332,7 +328,8 @@ void CheckSemantics(const toml::value& root, ConfigRole role, Config* c, Checker
   if (!c->hub_region.empty() && !IsTopicSafeId(c->hub_region)) {
     check->Error(at("hub", "region"), "hub.region", "must be 1..64 of [A-Za-z0-9_-]");
   }
-  if (!ParseIsoUtc(c->ingest_epoch_floor)) {
+  int64_t floor_ms = 0;
+  if (!ParseUtcMillis(c->ingest_epoch_floor, &floor_ms)) {
     check->Error(at("ingest", "epoch_floor"), "ingest.epoch_floor", "expected YYYY-MM-DDTHH:MM:SSZ");
   }
   if (c->uplink_backoff_max_ms < c->uplink_backoff_base_ms) {
@@ -348,6 +345,21 @@ std::string ConfigError::ToString() const {
   out += ": ";
   if (!key.empty()) out += key + ": ";
   return out + message;
+}
+
+bool ParseUtcMillis(const std::string& text, int64_t* ms) {
+  struct tm tm = {};
+  int consumed = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec, &consumed) != 6 ||
+      consumed != static_cast<int>(text.size()) || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
+      tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60) {
+    return false;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  *ms = static_cast<int64_t>(timegm(&tm)) * 1000;
+  return true;
 }
 
 bool IsTopicSafeId(const std::string& id) {

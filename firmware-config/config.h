@@ -133,6 +133,9 @@ std::vector<OptionDoc> ListOptions();
 // (what firmware-config/edgesync.example.toml holds; a test keeps them equal).
 std::string ExampleConfig();
 
+// "2026-01-01T00:00:00Z" (UTC) to Unix ms; false if not of that form.
+bool ParseUtcMillis(const std::string& text, int64_t* ms);
+
 // Ids that go into MQTT topics: [A-Za-z0-9_-], 1..64 (safe on every broker,
 // including nats-server's MQTT listener).
 bool IsTopicSafeId(const std::string& id);

@@ -154,3 +154,26 @@ TEST(ConfigTest, ShippedExampleListsEveryOptionAtItsDefault) {
 
 }  // namespace
 }  // namespace edgesync
+
+namespace edgesync {
+namespace {
+
+TEST(ConfigTest, ParseUtcMillis) {
+  int64_t ms = 0;
+  ASSERT_TRUE(ParseUtcMillis("2026-01-01T00:00:00Z", &ms));
+  EXPECT_EQ(ms, 1767225600000);
+  ASSERT_TRUE(ParseUtcMillis("1970-01-01T00:00:01Z", &ms));
+  EXPECT_EQ(ms, 1000);
+  EXPECT_FALSE(ParseUtcMillis("2026-01-01", &ms));
+  EXPECT_FALSE(ParseUtcMillis("2026-13-01T00:00:00Z", &ms));
+  EXPECT_FALSE(ParseUtcMillis("2026-01-01T00:00:00Z trailing", &ms));
+  Config c;
+  std::vector<ConfigError> errors;
+  EXPECT_FALSE(ParseConfig("[ingest]\nepoch_floor = \"yesterday\"\n", "t.toml", ConfigRole::kAny, &c, &errors).ok());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].key, "ingest.epoch_floor");
+  EXPECT_EQ(errors[0].line, 2);
+}
+
+}  // namespace
+}  // namespace edgesync
