@@ -122,21 +122,14 @@ void RegionHub::Handle(const std::string& payload) {
       return;  // the reader times out and asks again
     }
     if (page.reset) {
-      // The oldest position still served: the smallest S without a reset.
-      uint64_t lo = m.feed_after_seq + 1, hi = page.head_seq;
-      std::vector<RegionFeedEntry> none;
-      uint64_t head = 0;
-      bool reset = false;
-      while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (!store_->ReadRegionFeed(mid, 0, &none, &head, &reset).ok()) break;
-        if (reset) {
-          lo = mid + 1;
-        } else {
-          hi = mid;
-        }
+      // The reader restarts explicitly just before the oldest entry still served.
+      uint64_t oldest = 0, head = 0;
+      st = store_->RegionFeedBounds(&oldest, &head);
+      if (!st.ok()) {
+        ES_LOG(kError, "hub {}: region feed bounds: {}", options_.region, st.ToString());
+        return;
       }
-      page.next_seq = lo;
+      page.next_seq = oldest > 0 ? oldest - 1 : head;
       ES_LOG(kWarn, "hub {}: feed position {} was pruned; reader restarts at {}", options_.region,
              m.feed_after_seq, page.next_seq);
       std::lock_guard<std::mutex> lock(stats_mu_);
@@ -159,7 +152,17 @@ void RegionHub::Handle(const std::string& payload) {
   WireAck ack;
   ack.region = options_.region;
   ack.origin = b.origin;
-  st = store_->ApplyOriginBatch(b.origin, b.base_lsn, b.entries, &ack.high_water);
+  // The span may open with LSNs the gateway's log compacted away. When the
+  // span joins what is held (here, or elsewhere per base_lsn), they are no
+  // gap: declare them as the base. Only this worker applies, so the mark
+  // cannot move in between.
+  uint64_t base = b.base_lsn;
+  uint64_t held = 0;
+  if (b.entries.front().lsn > b.first_lsn && store_->GetHighWater(b.origin, &held).ok() &&
+      std::max(held, base) >= b.first_lsn - 1) {
+    base = std::max(base, b.entries.front().lsn - 1);
+  }
+  st = store_->ApplyOriginBatch(b.origin, base, b.entries, &ack.high_water);
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.entries_received += b.entries.size();

@@ -269,7 +269,9 @@ void Uplink::SendBatches(int64_t now_ms) {
     pending_since_ms_ = -1;
     if (batch.entries.empty()) return;
     batch.origin = origin_;
-    batch.first_lsn = batch.entries.front().lsn;
+    // The span starts right after the previous batch: LSNs the log compacted
+    // away (superseded device records) are covered, not a gap.
+    batch.first_lsn = next_after_ + 1;
     batch.last_lsn = batch.entries.back().lsn;
     batch.base_lsn = checkpoint_;
     std::string payload;

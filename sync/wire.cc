@@ -125,8 +125,10 @@ Status DecodeBatch(const wire::Batch* b, const DecodeLimits& limits, WireBatch* 
     if (e.lsn <= prev) return bad("LSNs not increasing");
     prev = e.lsn;
   }
-  if (out->entries.front().lsn != b->first_lsn() || out->entries.back().lsn != b->last_lsn()) {
-    return bad("entries do not span first_lsn..last_lsn");
+  // first_lsn starts the span the batch covers; the first entry may come
+  // later when the log compacted the LSNs before it (device records).
+  if (out->entries.front().lsn < b->first_lsn() || out->entries.back().lsn != b->last_lsn()) {
+    return bad("entries outside first_lsn..last_lsn");
   }
   return Status::Ok();
 }

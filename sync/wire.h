@@ -95,8 +95,10 @@ struct WireMessage {
   uint64_t head_seq = 0;
 };
 
-// Encoders. A batch's entries must be of its origin, in LSN order, with
-// first_lsn/last_lsn equal to the first and last entry's LSN.
+// Encoders. A batch's entries must be of its origin, in LSN order; the batch
+// covers the LSN span first_lsn..last_lsn (last_lsn = the last entry's LSN;
+// first_lsn = the LSN after the previous batch, which may lie before the
+// first entry when the log compacted the LSNs in between).
 Status EncodeBatch(const std::string& reply_to, uint64_t correlation_id, const WireBatch& batch,
                    const EncodeOptions& options, std::string* out);
 std::string EncodeAck(uint64_t correlation_id, const WireAck& ack);

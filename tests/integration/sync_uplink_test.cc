@@ -144,5 +144,38 @@ TEST(SyncUplinkTest, RegionHubKilledDuringTheDrain) {
   ExpectExactlyOnce({&eu}, store->origin(), last);
 }
 
+// The log keeps only a device record's latest version: LSNs vanish from it.
+// A batch boundary right before such a hole must not look like a gap.
+TEST(SyncUplinkTest, CompactedDeviceRecordsAtABatchBoundaryAreNoGap) {
+  TempDir tmp;
+  RegionSite eu(tmp.path(), "eu");
+  ASSERT_TRUE(eu.Start());
+  auto store = OpenGatewayStore(tmp.File("gw.db"));
+  SensorWorkload workload(10, 1780000000000);
+  uint64_t lsn = 0;
+  Fill(store.get(), &workload, 10);                                          // 1..10
+  ASSERT_TRUE(store->UpsertDevice({"dev-00001", "first", "", "", false}, &lsn).ok());  // 11
+  Fill(store.get(), &workload, 9);                                           // 12..20
+  ASSERT_TRUE(store->UpsertDevice({"dev-00001", "second", "", "", false}, &lsn).ok());  // 21 supersedes 11
+  ASSERT_EQ(lsn, 21u);
+  std::vector<ChangeEntry> log;
+  ASSERT_TRUE(store->ReadLog(10, 1, &log).ok());
+  ASSERT_EQ(log.size(), 1u);
+  ASSERT_EQ(log[0].lsn, 12u) << "the store kept the superseded record; the test premise does not hold";
+  UplinkOptions o = FastUplinkOptions();
+  o.batch_max_readings = 10;  // batch one ends at 10, batch two starts at 12
+  o.regions.push_back(RegionAt("eu", eu.broker().uri()));
+  Uplink uplink(store.get(), o);
+  ASSERT_TRUE(uplink.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return Checkpoint(store.get()) == 21; }, 20000)) << Checkpoint(store.get());
+  UplinkStats s = uplink.stats();
+  uplink.Stop();
+  EXPECT_EQ(s.refusals, 0u);
+  auto contents = eu.Contents();
+  EXPECT_EQ(contents.size(), 20u);
+  EXPECT_EQ(contents.count({store->origin().ToString(), 11}), 0u);
+  EXPECT_EQ(contents.count({store->origin().ToString(), 21}), 1u);
+}
+
 }  // namespace
 }  // namespace edgesync::test

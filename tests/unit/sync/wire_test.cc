@@ -109,6 +109,14 @@ TEST(WireTest, BatchRoundTripsEveryField) {
   ExpectSameEntries(batch.entries, m.batch.entries);
 }
 
+TEST(WireTest, ABatchSpanMayOpenBeforeItsFirstEntry) {
+  WireBatch batch = MakeBatch({{"dev-a", "t", 1, 1.5, "C", 0}, {"dev-a", "t", 2, 2.5, "C", 0}}, 20);
+  batch.first_lsn = 17;  // 17..19 were compacted away
+  WireMessage m = RoundTrip(batch);
+  EXPECT_EQ(m.batch.first_lsn, 17u);
+  ExpectSameEntries(batch.entries, m.batch.entries);
+}
+
 TEST(WireTest, RandomDoublesRoundTripBitForBit) {
   std::mt19937_64 rng(7);
   std::vector<Reading> readings;
