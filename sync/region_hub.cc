@@ -22,6 +22,13 @@ Status RegionHub::Start() {
   lo.clean_start = false;  // batches sent while we restart wait in the broker
   ES_RETURN_IF_ERROR(factory_(lo, &link_).Annotate("hub"));
   link_->SetMessageHandler([this](MqttMessage&& m) {
+    // Probes are answered here, not behind queued batches: the round trip
+    // measures the path to the region, not how busy its store is.
+    WireKind kind;
+    if (PeekKind(m.payload, options_.limits, &kind) && kind == WireKind::kPing) {
+      Handle(m.payload);
+      return;
+    }
     std::unique_lock<std::mutex> lock(mu_);
     // Back-pressure: while the store is behind, stop reading the socket, so
     // the broker holds what we cannot apply yet instead of our memory.

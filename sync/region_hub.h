@@ -14,7 +14,8 @@
 // Protocol: sync/PROTOCOL.md.
 //
 // Thread safety: Start/Stop from one thread; stats() from any thread.
-// Messages are applied one at a time by a worker thread.
+// Messages are applied one at a time by a worker thread; pings are answered
+// on the MQTT receive thread, ahead of queued batches.
 #ifndef EDGESYNC_SYNC_REGION_HUB_H_
 #define EDGESYNC_SYNC_REGION_HUB_H_
 

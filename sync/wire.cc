@@ -254,6 +254,29 @@ std::string EncodeFeedHead(const std::string& region, uint64_t head_seq) {
   return Finish(fbb, "", 0, wire::Body::FeedHead, h.Union());
 }
 
+bool PeekKind(std::string_view payload, const DecodeLimits& limits, WireKind* kind) {
+  if (payload.size() > limits.max_payload_bytes || payload.size() < 8) return false;
+  std::unique_ptr<uint64_t[]> aligned;
+  const uint8_t* data = reinterpret_cast<const uint8_t*>(payload.data());
+  if (reinterpret_cast<uintptr_t>(data) % alignof(uint64_t) != 0) {
+    aligned.reset(new uint64_t[payload.size() / 8 + 1]);
+    std::memcpy(aligned.get(), payload.data(), payload.size());
+    data = reinterpret_cast<const uint8_t*>(aligned.get());
+  }
+  flatbuffers::Verifier verifier(data, payload.size(), 16, 10000);
+  if (!wire::MessageBufferHasIdentifier(data) || !wire::VerifyMessageBuffer(verifier)) return false;
+  switch (wire::GetMessage(data)->body_type()) {
+    case wire::Body::Batch: *kind = WireKind::kBatch; return true;
+    case wire::Body::BatchAck: *kind = WireKind::kAck; return true;
+    case wire::Body::Ping: *kind = WireKind::kPing; return true;
+    case wire::Body::Pong: *kind = WireKind::kPong; return true;
+    case wire::Body::FeedRequest: *kind = WireKind::kFeedRequest; return true;
+    case wire::Body::FeedPage: *kind = WireKind::kFeedPage; return true;
+    case wire::Body::FeedHead: *kind = WireKind::kFeedHead; return true;
+    default: return false;
+  }
+}
+
 Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireMessage* message,
                      WireCounters* counters) {
   if (payload.size() > limits.max_payload_bytes) {

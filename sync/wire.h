@@ -110,6 +110,10 @@ Status EncodeFeedPage(uint64_t correlation_id, const WireFeedPage& page, const E
                       std::string* out);
 std::string EncodeFeedHead(const std::string& region, uint64_t head_seq);
 
+// Verifies the buffer and tells its kind without decoding the body (cheap:
+// no decompression). False if it is not a valid message.
+bool PeekKind(std::string_view payload, const DecodeLimits& limits, WireKind* kind);
+
 // Decodes any message. counters may be null.
 Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireMessage* message,
                      WireCounters* counters);

@@ -307,6 +307,18 @@ TEST(WireTest, InconsistentColumnsAreRejected) {
   }
 }
 
+TEST(WireTest, PeekKindNeedsNoDecompression) {
+  WireKind kind;
+  EXPECT_TRUE(PeekKind(EncodePing("r", 1, 2), {}, &kind));
+  EXPECT_EQ(kind, WireKind::kPing);
+  std::string batch;
+  ASSERT_TRUE(EncodeBatch("r", 1, MakeBatch({{"d", "m", 1, 1.0, "", 0}}, 1), {}, &batch).ok());
+  EXPECT_TRUE(PeekKind(batch, {}, &kind));
+  EXPECT_EQ(kind, WireKind::kBatch);
+  EXPECT_FALSE(PeekKind("garbage garbage", {}, &kind));
+  EXPECT_FALSE(PeekKind(std::string_view(batch).substr(0, batch.size() / 2), {}, &kind));
+}
+
 TEST(WireTest, VarintsAndZigZag) {
   for (int64_t v : {int64_t{0}, int64_t{1}, int64_t{-1}, INT64_MAX, INT64_MIN, int64_t{123456789}}) {
     EXPECT_EQ(UnZigZag(ZigZag(v)), v);
