@@ -6,9 +6,11 @@
 namespace edgesync {
 namespace {
 
-// Round trips closer than this are noise (loopback jitter, a busy broker):
-// max(2 ms, 20 % of the larger one).
-int64_t MarginUs(int64_t a, int64_t b) { return std::max<int64_t>(2000, std::max(a, b) / 5); }
+// Round trips closer than this are noise (jitter, a busy broker or board):
+// max(5 ms, 25 % of the larger one).
+int64_t MarginUs(int64_t a, int64_t b) { return std::max<int64_t>(5000, std::max(a, b) / 4); }
+
+constexpr size_t kSamples = 8;
 
 }  // namespace
 
@@ -28,13 +30,22 @@ void RegionSelector::OnConnected(size_t region, bool connected, int64_t now_ms) 
     // A fresh probe answer is needed after a reconnect.
     s.last_answer_ms = -1;
     s.healthy_since_ms = -1;
+    // The path may differ after a reconnect: measure afresh.
+    s.samples.clear();
+    s.next_sample = 0;
   }
 }
 
 void RegionSelector::OnProbeAnswered(size_t region, int64_t rtt_us, int64_t now_ms) {
   State& s = state_[region];
   if (!s.connected) return;
-  s.rtt_us = s.rtt_us < 0 ? rtt_us : (s.rtt_us * 3 + rtt_us) / 4;
+  if (s.samples.size() < kSamples) {
+    s.samples.push_back(rtt_us);
+  } else {
+    s.samples[s.next_sample] = rtt_us;
+  }
+  s.next_sample = (s.next_sample + 1) % kSamples;
+  s.rtt_us = *std::min_element(s.samples.begin(), s.samples.end());
   s.last_answer_ms = now_ms;
   if (s.healthy_since_ms < 0) s.healthy_since_ms = now_ms;
 }
@@ -85,14 +96,26 @@ int RegionSelector::Select(int64_t now_ms, bool* changed) {
       current_ = static_cast<int>(best);
     }
   } else {
-    // Move back to a nearer region once it has been healthy long enough.
+    // Move to a nearer region once it has been healthy and nearer, without
+    // a break, for failback_after.
     size_t cur = static_cast<size_t>(current_);
-    for (size_t i : healthy) {
-      if (i != cur && Nearer(i, cur) && now_ms - state_[i].healthy_since_ms >= failback_after_ms_ &&
-          (static_cast<size_t>(current_) == cur || Nearer(i, static_cast<size_t>(current_)))) {
-        current_ = static_cast<int>(i);
+    int best = -1;
+    for (size_t i = 0; i < state_.size(); ++i) {
+      State& s = state_[i];
+      if (i == cur || !Healthy(i, now_ms) || !Nearer(i, cur)) {
+        s.nearer_since_ms = -1;
+        continue;
+      }
+      if (s.nearer_since_ms < 0) s.nearer_since_ms = now_ms;
+      if (now_ms - s.nearer_since_ms >= failback_after_ms_ && now_ms - s.healthy_since_ms >= failback_after_ms_ &&
+          (best < 0 || Nearer(i, static_cast<size_t>(best)))) {
+        best = static_cast<int>(i);
       }
     }
+    if (best >= 0) current_ = best;
+  }
+  if (current_ != before) {
+    for (State& s : state_) s.nearer_since_ms = -1;
   }
   *changed = current_ != before;
   if (*changed && current_ >= 0) ++switches_;

@@ -2,12 +2,15 @@
 //
 // Fed with what the uplink observes (connection up/down, answered probes with
 // their round trip, probes left unanswered), it names the write region:
-//   - at start, the nearest healthy region (lowest smoothed round trip; round
-//     trips within a margin count as equal and preference decides);
+//   - at start, the nearest healthy region: lowest round trip, taken as the
+//     minimum of the last few probes (queueing on a busy link or hub only
+//     ever adds delay, the minimum is the distance); round trips within
+//     max(5 ms, 25 %) count as equal and preference decides;
 //   - when the write region becomes unhealthy, the next healthy region in
 //     preference order (failover);
-//   - back to a nearer region once it has been healthy for failback_after_ms
-//     (hysteresis, so a flapping link does not drag writes around).
+//   - to a nearer region once it has been healthy, and nearer, for
+//     failback_after_ms without a break (hysteresis, so neither a flapping
+//     link nor a moment of load drags writes around).
 // A region is healthy while connected and its last probe was answered within
 // health_timeout_ms.
 //
@@ -48,7 +51,10 @@ class RegionSelector {
  private:
   struct State {
     bool connected = false;
-    int64_t rtt_us = -1;            // smoothed
+    int64_t rtt_us = -1;            // minimum of `samples`
+    std::vector<int64_t> samples;   // the last kSamples round trips
+    size_t next_sample = 0;
+    int64_t nearer_since_ms = -1;   // continuously nearer than the write region since
     int64_t last_answer_ms = -1;
     int64_t healthy_since_ms = -1;  // start of the current healthy streak
   };

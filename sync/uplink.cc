@@ -47,12 +47,12 @@ Status Uplink::Start() {
     ES_RETURN_IF_ERROR(factory_(lo, &link).Annotate("uplink region " + r.name));
     link->SetMessageHandler([this, i](MqttMessage&& m) {
       std::lock_guard<std::mutex> lock(mu_);
-      events_.push_back(Event{Event::Type::kMessage, i, false, std::move(m.payload)});
+      events_.push_back(Event{Event::Type::kMessage, i, false, std::move(m.payload), clock_->MonotonicNanos()});
       cv_.notify_one();
     });
     link->SetStateHandler([this, i](bool connected, bool, const std::string&) {
       std::lock_guard<std::mutex> lock(mu_);
-      events_.push_back(Event{Event::Type::kState, i, connected, {}});
+      events_.push_back(Event{Event::Type::kState, i, connected, {}, 0});
       cv_.notify_one();
     });
     ES_RETURN_IF_ERROR(link->Subscribe(reply_topic_, 1));
@@ -155,7 +155,7 @@ void Uplink::HandleEvent(Event& event) {
     return;
   }
   if (m.kind == WireKind::kPong) {
-    int64_t rtt_ns = clock_->MonotonicNanos() - m.ping_sent_ns;
+    int64_t rtt_ns = event.received_ns - m.ping_sent_ns;
     if (rtt_ns >= 0 && rtt_ns < int64_t{600} * 1000000000) selector_->OnProbeAnswered(event.region, rtt_ns / 1000, now);
   } else if (m.kind == WireKind::kAck) {
     HandleAck(event.region, m.correlation_id, m.ack);

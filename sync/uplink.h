@@ -112,6 +112,7 @@ class Uplink {
     size_t region = 0;
     bool connected = false;
     std::string payload;
+    int64_t received_ns = 0;  // taken on arrival, so a busy worker does not inflate round trips
   };
   struct InFlight {
     uint64_t first = 0;

@@ -83,5 +83,32 @@ TEST(SyncRegionsTest, FailoverWhenTheWriteRegionDiesAndFailback) {
   ExpectExactlyOnce({&eu, &us}, store->origin(), last);
 }
 
+// Two regions at the same distance: a busy drain must not make the write
+// region look farther (round trips are stamped on arrival, and hubs answer
+// probes ahead of their queue), so writes stay put instead of flapping.
+TEST(SyncRegionsTest, ALongDrainDoesNotDragWritesBetweenEqualRegions) {
+  TempDir tmp;
+  RegionSite eu(tmp.path(), "eu"), us(tmp.path(), "us");
+  ASSERT_TRUE(eu.Start());
+  ASSERT_TRUE(us.Start());
+  auto store = OpenGatewayStore(tmp.File("gw.db"));
+  SensorWorkload workload(1000, 1780000000000);
+  Fill(store.get(), &workload, 100000);
+  UplinkOptions o = FastUplinkOptions();
+  o.batch_max_readings = 500;
+  o.window = 2;
+  o.failback_after_ms = 500;
+  o.regions.push_back(RegionAt("eu", eu.broker().uri(), 0));
+  o.regions.push_back(RegionAt("us", us.broker().uri(), 1));
+  Uplink uplink(store.get(), o);
+  ASSERT_TRUE(uplink.Start().ok());
+  uint64_t last = store->LastLsn();
+  ASSERT_TRUE(WaitFor([&] { return Checkpoint(store.get()) == last; }, 60000));
+  UplinkStats s = uplink.stats();
+  uplink.Stop();
+  EXPECT_EQ(s.region_switches, 1u) << "writes moved between equally near regions during the drain";
+  ExpectExactlyOnce({&eu, &us}, store->origin(), last);
+}
+
 }  // namespace
 }  // namespace edgesync::test

@@ -64,6 +64,57 @@ TEST(RegionSelectorTest, FailsOverInPreferenceOrderAndFailsBackLater) {
   EXPECT_EQ(s.Select(200 + kFailback, &changed), 0);
 }
 
+TEST(RegionSelectorTest, LoadOnTheWriteRegionDoesNotMoveWrites) {
+  RegionSelector s({{"a", 0}, {"b", 1}}, kHealth, kFailback, kGrace);
+  bool changed;
+  s.OnConnected(0, true, 0);
+  s.OnConnected(1, true, 0);
+  s.OnProbeAnswered(0, 1000, 0);
+  s.OnProbeAnswered(1, 1000, 0);
+  ASSERT_EQ(s.Select(0, &changed), 0);
+  // a is draining a backlog: its probes queue behind the work (30-60 ms),
+  // except now and then; b idles at 1 ms. The minimum is a's distance.
+  for (int64_t t = 100; t < 4 * kFailback; t += 100) {
+    s.OnProbeAnswered(0, (t / 100) % 7 == 0 ? 1200 : 30000 + (t % 3) * 10000, t);
+    s.OnProbeAnswered(1, 1000, t);
+    EXPECT_EQ(s.Select(t, &changed), 0) << "at " << t;
+  }
+  EXPECT_EQ(s.switches(), 1);
+}
+
+TEST(RegionSelectorTest, ARegionMustStayNearerForTheWholeFailbackTime) {
+  RegionSelector s({{"a", 0}, {"b", 1}}, kHealth, kFailback, kGrace);
+  bool changed;
+  s.OnConnected(0, true, 0);
+  s.OnConnected(1, true, 0);
+  s.OnProbeAnswered(0, 50000, 0);
+  s.OnProbeAnswered(1, 80000, 0);
+  ASSERT_EQ(s.Select(0, &changed), 0);
+  // b's path improves to 10 ms, but a's minimum drops to 12 ms for a while
+  // in the middle (within the margin): the streak restarts.
+  int64_t t = 100;
+  for (; t < 3000; t += 100) {
+    s.OnProbeAnswered(0, 50000, t);
+    s.OnProbeAnswered(1, 10000, t);
+    EXPECT_EQ(s.Select(t, &changed), 0);
+  }
+  s.OnProbeAnswered(0, 12000, t);  // stays the minimum of a's last samples for 8 probes
+  for (int i = 0; i < 7; ++i, t += 100) {
+    s.OnProbeAnswered(0, 50000, t);
+    s.OnProbeAnswered(1, 10000, t);
+    EXPECT_EQ(s.Select(t, &changed), 0);
+  }
+  int64_t streak_start = t;
+  for (; t < streak_start + kFailback; t += 100) {
+    s.OnProbeAnswered(0, 50000, t);
+    s.OnProbeAnswered(1, 10000, t);
+    EXPECT_EQ(s.Select(t, &changed), 0) << "moved at " << t << " before a full failback period";
+  }
+  s.OnProbeAnswered(0, 50000, t);
+  s.OnProbeAnswered(1, 10000, t);
+  EXPECT_EQ(s.Select(t, &changed), 1);
+}
+
 TEST(RegionSelectorTest, UnansweredProbesMakeARegionUnhealthy) {
   RegionSelector s({{"a", 0}, {"b", 1}}, kHealth, kFailback, kGrace);
   bool changed;
