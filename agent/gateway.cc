@@ -4,61 +4,13 @@
 #include <cstdio>
 
 #include "agent/roles.h"
-#include "agent/sync_config.h"
+#include "agent/options.h"
 #include "platform/files.h"
 #include "platform/log.h"
 #include "platform/signals.h"
 #include "platform/systemd.h"
 
 namespace edgesync {
-
-IngestOptions IngestOptionsFromConfig(const Config& c) {
-  IngestOptions o;
-  o.patterns.clear();
-  for (const auto& s : c.subscriptions) o.patterns.push_back(s.pattern);
-  o.max_payload_bytes = c.ingest_max_payload_bytes;
-  o.device_rate = c.ingest_device_rate;
-  o.device_burst = static_cast<double>(c.ingest_device_burst);
-  ParseUtcMillis(c.ingest_epoch_floor, &o.epoch_floor_ms);
-  o.batch_max = c.ingest_batch_max;
-  o.batch_delay_ms = c.ingest_batch_delay_ms;
-  o.ack_after_commit = c.ingest_ack != "on-receipt";
-  return o;
-}
-
-MqttLinkOptions IngestLinkOptionsFromConfig(const Config& c) {
-  MqttLinkOptions o;
-  o.uri = c.ingest_broker_uri;
-  o.client_id = c.ClientId();
-  o.credentials_file = c.ingest_credentials_file;
-  o.ca_file = c.ingest_tls.ca_file;
-  o.cert_file = c.ingest_tls.cert_file;
-  o.key_file = c.ingest_tls.key_file;
-  o.mqtt_version = static_cast<int>(c.ingest_mqtt_version);
-  o.clean_start = false;
-  o.session_expiry_s = c.ingest_session_expiry_s;
-  // A CA file alone means TLS even if the URI was written tcp://.
-  if (!o.ca_file.empty() && o.uri.rfind("tcp://", 0) == 0) o.uri = "ssl://" + o.uri.substr(6);
-  return o;
-}
-
-StoreOptions StoreOptionsFromConfig(const Config& c) {
-  StoreOptions o;
-  o.path = c.StorePath();
-  o.gateway_id = c.gateway_id;
-  o.sync = c.store_sync == "full" ? StoreOptions::Sync::kFull : StoreOptions::Sync::kNormal;
-  o.initial_ranges = static_cast<int>(c.store_initial_ranges);
-  o.split_max_entries = c.store_split_max_entries;
-  o.split_max_bytes = c.store_split_max_bytes;
-  o.retention_age_ms = c.store_retention_age_s * 1000;
-  o.disk_policy = c.store_disk_policy == "drop-oldest" ? StoreOptions::DiskPolicy::kDropOldest
-                                                       : StoreOptions::DiskPolicy::kRejectNew;
-  o.max_bytes = c.store_max_bytes;
-  o.tombstone_retention_ms = c.store_tombstone_retention_s * 1000;
-  o.dead_letter_cap = c.store_dead_letter_cap;
-  o.lease_expiry_ms = c.store_lease_expiry_ms;
-  return o;
-}
 
 namespace {
 
@@ -94,9 +46,9 @@ Status Gateway::Start() {
   so.clock = clock_;
   ES_RETURN_IF_ERROR(Store::Open(so, &store_).Annotate("opening store " + so.path));
   if (!config_.regions.empty()) {
-    uplink_ = std::make_unique<Uplink>(store_.get(), MakeUplinkOptions(config_), clock_);
+    uplink_ = std::make_unique<Uplink>(store_.get(), UplinkOptionsFromConfig(config_), clock_);
     ES_RETURN_IF_ERROR(uplink_->Start().Annotate("uplink"));
-    feed_puller_ = std::make_unique<FeedPuller>(store_.get(), MakeFeedPullerOptions(config_), clock_);
+    feed_puller_ = std::make_unique<FeedPuller>(store_.get(), FeedPullerOptionsFromConfig(config_), clock_);
     ES_RETURN_IF_ERROR(feed_puller_->Start().Annotate("feed puller"));
   } else {
     ES_LOG(kWarn, "gateway {}: no [[region]] configured: readings are kept locally only", config_.gateway_id);

@@ -25,10 +25,6 @@
 
 namespace edgesync {
 
-IngestOptions IngestOptionsFromConfig(const Config& config);
-MqttLinkOptions IngestLinkOptionsFromConfig(const Config& config);
-StoreOptions StoreOptionsFromConfig(const Config& config);
-
 class Gateway {
  public:
   explicit Gateway(Config config, Clock* clock = nullptr);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "agent/gateway.h"
+#include "agent/options.h"
 #include "agent/roles.h"
 #include "store/store.h"
 

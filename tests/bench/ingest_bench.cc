@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "agent/gateway.h"
+#include "agent/options.h"
 #include "firmware-config/config.h"
 #include "platform/files.h"
 #include "store/store.h"

@@ -1,0 +1,109 @@
+#include "agent/options.h"
+
+namespace edgesync {
+namespace {
+
+// A broker connection as every role configures it: URI, credentials file, TLS.
+MqttLinkOptions LinkOptions(const std::string& uri, const std::string& credentials_file, const TlsConfig& tls) {
+  MqttLinkOptions o;
+  o.uri = uri;
+  o.credentials_file = credentials_file;
+  o.ca_file = tls.ca_file;
+  o.cert_file = tls.cert_file;
+  o.key_file = tls.key_file;
+  return o;
+}
+
+std::vector<UplinkRegion> Regions(const Config& c) {
+  std::vector<UplinkRegion> out;
+  for (const RegionConfig& r : c.regions) {
+    UplinkRegion u;
+    u.name = r.name;
+    u.preference = r.preference;
+    u.link = LinkOptions(r.uri, r.credentials_file, r.tls);
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+}  // namespace
+
+IngestOptions IngestOptionsFromConfig(const Config& c) {
+  IngestOptions o;
+  o.patterns.clear();
+  for (const auto& s : c.subscriptions) o.patterns.push_back(s.pattern);
+  o.max_payload_bytes = c.ingest_max_payload_bytes;
+  o.device_rate = c.ingest_device_rate;
+  o.device_burst = static_cast<double>(c.ingest_device_burst);
+  ParseUtcMillis(c.ingest_epoch_floor, &o.epoch_floor_ms);
+  o.batch_max = c.ingest_batch_max;
+  o.batch_delay_ms = c.ingest_batch_delay_ms;
+  o.ack_after_commit = c.ingest_ack != "on-receipt";
+  return o;
+}
+
+MqttLinkOptions IngestLinkOptionsFromConfig(const Config& c) {
+  MqttLinkOptions o = LinkOptions(c.ingest_broker_uri, c.ingest_credentials_file, c.ingest_tls);
+  o.client_id = c.ClientId();
+  o.mqtt_version = static_cast<int>(c.ingest_mqtt_version);
+  o.clean_start = false;
+  o.session_expiry_s = c.ingest_session_expiry_s;
+  // A CA file alone means TLS even if the URI was written tcp://.
+  if (!o.ca_file.empty() && o.uri.rfind("tcp://", 0) == 0) o.uri = "ssl://" + o.uri.substr(6);
+  return o;
+}
+
+StoreOptions StoreOptionsFromConfig(const Config& c) {
+  StoreOptions o;
+  o.path = c.StorePath();
+  o.gateway_id = c.gateway_id;
+  o.sync = c.store_sync == "full" ? StoreOptions::Sync::kFull : StoreOptions::Sync::kNormal;
+  o.initial_ranges = static_cast<int>(c.store_initial_ranges);
+  o.split_max_entries = c.store_split_max_entries;
+  o.split_max_bytes = c.store_split_max_bytes;
+  o.retention_age_ms = c.store_retention_age_s * 1000;
+  o.disk_policy = c.store_disk_policy == "drop-oldest" ? StoreOptions::DiskPolicy::kDropOldest
+                                                       : StoreOptions::DiskPolicy::kRejectNew;
+  o.max_bytes = c.store_max_bytes;
+  o.tombstone_retention_ms = c.store_tombstone_retention_s * 1000;
+  o.dead_letter_cap = c.store_dead_letter_cap;
+  o.lease_expiry_ms = c.store_lease_expiry_ms;
+  return o;
+}
+
+UplinkOptions UplinkOptionsFromConfig(const Config& c) {
+  UplinkOptions o;
+  o.gateway_id = c.gateway_id;
+  o.topic_prefix = c.uplink_topic_prefix;
+  o.regions = Regions(c);
+  o.batch_max_readings = static_cast<size_t>(c.uplink_batch_max_readings);
+  o.batch_max_delay_ms = c.uplink_batch_max_delay_ms;
+  o.window = static_cast<size_t>(c.uplink_window);
+  o.ack_timeout_ms = c.uplink_ack_timeout_ms;
+  o.backoff_base_ms = c.uplink_backoff_base_ms;
+  o.backoff_max_ms = c.uplink_backoff_max_ms;
+  o.probe_interval_ms = c.uplink_probe_interval_ms;
+  o.failback_after_ms = c.uplink_failback_after_s * 1000;
+  return o;
+}
+
+FeedPullerOptions FeedPullerOptionsFromConfig(const Config& c) {
+  FeedPullerOptions o;
+  o.gateway_id = c.gateway_id;
+  o.topic_prefix = c.uplink_topic_prefix;
+  o.regions = Regions(c);
+  o.answer_timeout_ms = c.uplink_ack_timeout_ms;
+  o.backoff_base_ms = c.uplink_backoff_base_ms;
+  o.backoff_max_ms = c.uplink_backoff_max_ms;
+  return o;
+}
+
+RegionHubOptions RegionHubOptionsFromConfig(const Config& c) {
+  RegionHubOptions o;
+  o.region = c.hub_region;
+  o.topic_prefix = c.uplink_topic_prefix;
+  o.link = LinkOptions(c.hub_broker_uri, c.hub_credentials_file, c.hub_tls);
+  return o;
+}
+
+}  // namespace edgesync
