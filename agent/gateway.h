@@ -52,6 +52,9 @@ class Gateway {
   uint64_t rate_acked_ = 0;
   double ingest_rate_ = 0;
   double ack_rate_ = 0;
+  static constexpr int64_t kStoreCountsEveryMs = 30000;
+  StoreStats store_stats_;
+  int64_t store_stats_at_ms_ = 0;
 };
 
 }  // namespace edgesync
