@@ -111,6 +111,9 @@ class SqliteStore : public Store {
   Status GetMetaInt(Db* db, const std::string& key, int64_t* value);
   Status OriginId(const Origin& origin, bool create, int64_t* id);
   void ForgetOrigins();
+  // The read view's statements, prepared on first use and kept for the
+  // connection's life (a store that never applies remote entries pays nothing).
+  Status PrepareApply();
   Status InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_t now, bool* inserted, int64_t* rid);
   Status LoadLease(uint32_t range_id, bool* found, Lease* lease);
 
@@ -181,6 +184,10 @@ class SqliteStore : public Store {
   // Cached statements.
   Stmt w_insert_log_, w_insert_series_, w_insert_batch_, w_high_, w_update_range_, w_data_version_;
   Stmt r_log_after_, r_series_by_id_, r_device_;
+  // Apply path (write side): see PrepareApply.
+  bool apply_prepared_ = false;
+  Stmt w_insert_remote_, w_find_remote_, w_insert_remote_device_, w_insert_feed_, w_get_high_water_,
+      w_put_high_water_;
 };
 
 }  // namespace edgesync

@@ -98,8 +98,25 @@ void SqliteStore::ForgetOrigins() {
   origins_.clear();
 }
 
-// Inside the caller's write transaction. *rid is the entry's row in the read
-// view, new or already there.
+Status SqliteStore::PrepareApply() {
+  if (apply_prepared_) return Status::Ok();
+  // Without RETURNING: SQLite materialises a RETURNING row set per
+  // execution; changes() and last_insert_rowid() give the same answer free.
+  ES_RETURN_IF_ERROR(w_insert_remote_.Prepare(&write_db_,
+                                              "INSERT INTO remote(origin, olsn, kind, series, ts, value, quality, at) "
+                                              "VALUES(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"));
+  ES_RETURN_IF_ERROR(w_find_remote_.Prepare(&write_db_, "SELECT rid FROM remote WHERE origin=? AND olsn=?"));
+  ES_RETURN_IF_ERROR(
+      w_insert_remote_device_.Prepare(&write_db_, "INSERT OR IGNORE INTO remote_devices VALUES(?, ?, ?, ?, ?)"));
+  ES_RETURN_IF_ERROR(w_insert_feed_.Prepare(&write_db_, "INSERT INTO region_feed(rid) VALUES(?)"));
+  ES_RETURN_IF_ERROR(w_get_high_water_.Prepare(&write_db_, "SELECT lsn FROM high_water WHERE origin=?"));
+  ES_RETURN_IF_ERROR(w_put_high_water_.Prepare(&write_db_, "INSERT OR REPLACE INTO high_water VALUES(?, ?)"));
+  apply_prepared_ = true;
+  return Status::Ok();
+}
+
+// Inside the caller's write transaction (PrepareApply done). *rid is the
+// entry's row in the read view, new or already there.
 Status SqliteStore::InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_t now, bool* inserted,
                                  int64_t* rid) {
   int64_t series = 0;
@@ -108,12 +125,12 @@ Status SqliteStore::InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_
   if (reading) {
     ES_RETURN_IF_ERROR(InternSeries(e.reading.device_id, e.reading.metric, e.reading.unit, &series, &hash));
   } else {
-    ES_RETURN_IF_ERROR(InternSeries(e.device.device_id, "", "", &series, &hash));
+    static const std::string kNone;
+    ES_RETURN_IF_ERROR(InternSeries(e.device.device_id, kNone, kNone, &series, &hash));
   }
-  Stmt ins;
-  ES_RETURN_IF_ERROR(ins.Prepare(&write_db_,
-                                 "INSERT INTO remote(origin, olsn, kind, series, ts, value, quality, at) "
-                                 "VALUES(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING rid"));
+  // Every parameter is bound on every use, so a plain reset (no
+  // clear_bindings) is enough between entries.
+  Stmt& ins = w_insert_remote_;
   ins.Bind(1, origin_id);
   ins.Bind(2, static_cast<int64_t>(e.lsn));
   ins.Bind(3, static_cast<int64_t>(e.kind));
@@ -123,21 +140,20 @@ Status SqliteStore::InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_
   ins.Bind(7, static_cast<int64_t>(reading ? e.reading.quality : 0));
   ins.Bind(8, now);
   Status st;
-  *inserted = ins.Step(&st);
-  if (*inserted) *rid = ins.Int(0);
-  ins.Reset();
+  ins.Step(&st);
+  sqlite3_reset(ins.get());
   ES_RETURN_IF_ERROR(st);
+  *inserted = write_db_.changes() > 0;
   if (!*inserted) {
-    Stmt find;
-    ES_RETURN_IF_ERROR(find.Prepare(&write_db_, "SELECT rid FROM remote WHERE origin=? AND olsn=?"));
-    find.Bind(1, origin_id);
-    find.Bind(2, static_cast<int64_t>(e.lsn));
-    *rid = find.Step(&st) ? find.Int(0) : 0;
+    StmtScope scope(&w_find_remote_);
+    w_find_remote_.Bind(1, origin_id);
+    w_find_remote_.Bind(2, static_cast<int64_t>(e.lsn));
+    *rid = w_find_remote_.Step(&st) ? w_find_remote_.Int(0) : 0;
     return st;
   }
+  *rid = sqlite3_last_insert_rowid(write_db_.get());
   if (!reading) {
-    Stmt dev;
-    ES_RETURN_IF_ERROR(dev.Prepare(&write_db_, "INSERT OR IGNORE INTO remote_devices VALUES(?, ?, ?, ?, ?)"));
+    Stmt& dev = w_insert_remote_device_;
     dev.Bind(1, *rid);
     dev.Bind(2, std::string_view(e.device.name));
     dev.Bind(3, std::string_view(e.device.location));
@@ -150,27 +166,33 @@ Status SqliteStore::InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_
 
 Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t* applied) {
   *applied = 0;
+  const Origin* checked = nullptr;  // entries mostly share one origin: validate it once
   for (size_t i = 0; i < entries.size(); ++i) {
     const RemoteEntry& r = entries[i];
-    Status v = ValidateOrigin(r.origin);
+    Status v;
+    if (!checked || !(r.origin == *checked)) {
+      v = ValidateOrigin(r.origin);
+      checked = &r.origin;
+    }
     if (v.ok()) v = ValidateEntry(r.entry);
     if (v.ok() && r.entry.lsn != r.origin_lsn) v = Status::InvalidArgument("entry LSN differs from origin LSN");
     if (!v.ok()) return v.Annotate("remote entry " + std::to_string(i));
   }
   if (entries.empty()) return Status::Ok();
   std::lock_guard<std::mutex> lock(write_mu_);
+  ES_RETURN_IF_ERROR(PrepareApply());
   Txn txn(&write_db_);
   pending_series_.clear();
   int64_t count = 0;
   Status s = [&]() -> Status {
     ES_RETURN_IF_ERROR(txn.Begin());
     int64_t now = clock_->WallMillis();
-    std::string last_key;
+    const Origin* last = nullptr;
     int64_t origin_id = 0;
     for (const RemoteEntry& r : entries) {
-      if (r.origin.ToString() != last_key) {
+      if (!last || !(r.origin == *last)) {
         ES_RETURN_IF_ERROR(OriginId(r.origin, true, &origin_id));
-        last_key = r.origin.ToString();
+        last = &r.origin;
       }
       bool inserted = false;
       int64_t rid = 0;
@@ -203,6 +225,7 @@ Status SqliteStore::ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, co
   }
   if (base_lsn > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("base LSN out of range");
   std::lock_guard<std::mutex> lock(write_mu_);
+  ES_RETURN_IF_ERROR(PrepareApply());
   Txn txn(&write_db_);
   pending_series_.clear();
   uint64_t hw = 0;
@@ -210,13 +233,13 @@ Status SqliteStore::ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, co
     ES_RETURN_IF_ERROR(txn.Begin());
     int64_t origin_id = 0;
     ES_RETURN_IF_ERROR(OriginId(origin, true, &origin_id));
-    Stmt get;
-    ES_RETURN_IF_ERROR(get.Prepare(&write_db_, "SELECT lsn FROM high_water WHERE origin=?"));
-    get.Bind(1, origin_id);
     Status st;
-    hw = get.Step(&st) ? static_cast<uint64_t>(get.Int(0)) : 0;
-    ES_RETURN_IF_ERROR(st);
-    get.Reset();
+    {
+      StmtScope scope(&w_get_high_water_);
+      w_get_high_water_.Bind(1, origin_id);
+      hw = w_get_high_water_.Step(&st) ? static_cast<uint64_t>(w_get_high_water_.Int(0)) : 0;
+      ES_RETURN_IF_ERROR(st);
+    }
     size_t first = 0;
     while (first < entries.size() && entries[first].lsn <= hw) ++first;  // already held
     uint64_t start = hw;
@@ -227,22 +250,21 @@ Status SqliteStore::ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, co
                                      ", batch starts at " + std::to_string(entries[first].lsn));
     }
     int64_t now = clock_->WallMillis();
-    Stmt feed;
-    ES_RETURN_IF_ERROR(feed.Prepare(&write_db_, "INSERT INTO region_feed(rid) VALUES(?)"));
+    Stmt& feed = w_insert_feed_;
     for (size_t i = first; i < entries.size(); ++i) {
       bool inserted = false;
       int64_t rid = 0;
       ES_RETURN_IF_ERROR(InsertRemote(origin_id, entries[i], now, &inserted, &rid));
       feed.Bind(1, rid);
-      ES_RETURN_IF_ERROR(feed.Run());
+      feed.Step(&st);
+      sqlite3_reset(feed.get());
+      ES_RETURN_IF_ERROR(st);
     }
     uint64_t new_hw = first < entries.size() ? entries.back().lsn : start;
     if (new_hw > hw) {
-      Stmt put;
-      ES_RETURN_IF_ERROR(put.Prepare(&write_db_, "INSERT OR REPLACE INTO high_water VALUES(?, ?)"));
-      put.Bind(1, origin_id);
-      put.Bind(2, static_cast<int64_t>(new_hw));
-      ES_RETURN_IF_ERROR(put.Run());
+      w_put_high_water_.Bind(1, origin_id);
+      w_put_high_water_.Bind(2, static_cast<int64_t>(new_hw));
+      ES_RETURN_IF_ERROR(w_put_high_water_.Run());
       hw = new_hw;
     }
     return txn.Commit();

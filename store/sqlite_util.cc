@@ -97,6 +97,8 @@ Stmt::~Stmt() {
 }
 
 Status Stmt::Prepare(Db* db, const char* sql) {
+  if (stmt_) sqlite3_finalize(stmt_);  // preparing again must not leak the old statement
+  stmt_ = nullptr;
   db_ = db;
   int rc = sqlite3_prepare_v3(db->get(), sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
   return SqliteStatus(rc, db->get(), std::string("preparing ") + sql);
