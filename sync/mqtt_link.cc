@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 #include <unordered_set>
 #include <utility>
@@ -83,18 +84,53 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   }
 
   Status Init() {
+    BuildConnectOptions(&connect_options_);
+    return NewClient(&client_);
+  }
+
+  Status NewClient(std::unique_ptr<mqtt::async_client>* client) {
     try {
       int buffered = options_.max_inflight + 1000;
       int version = options_.mqtt_version == 5 ? MQTTVERSION_5 : MQTTVERSION_3_1_1;
-      client_ = std::make_unique<mqtt::async_client>(options_.uri, options_.client_id,
+      *client = std::make_unique<mqtt::async_client>(options_.uri, options_.client_id,
                                                      mqtt::create_options(version, buffered));
     } catch (const mqtt::exception& e) {
       return FromPaho("mqtt client for " + options_.uri, e).Annotate("creating");
     }
-    BuildConnectOptions(&connect_options_);
-    client_->set_message_callback([this](mqtt::const_message_ptr m) { OnMessage(m); });
-    client_->set_connection_lost_handler([this](const std::string& cause) { OnLost(cause); });
+    (*client)->set_message_callback([this](mqtt::const_message_ptr m) { OnMessage(m); });
+    (*client)->set_connection_lost_handler([this](const std::string& cause) { OnLost(cause); });
     return Status::Ok();
+  }
+
+  // Replaces the Paho client with a fresh one. A connect whose token never
+  // completes (seen after a hung broker came back: the broker logged the
+  // connection, Paho never reported it, and later connects never left the
+  // client) leaves no way out but a new client object. Publishes still
+  // pending on the old one are reported failed; their senders resend (the
+  // uplink from its checkpoint).
+  void ResetClient() {
+    std::unique_ptr<mqtt::async_client> fresh;
+    if (!NewClient(&fresh).ok()) return;
+    std::unique_ptr<mqtt::async_client> old;
+    {
+      std::unique_lock<std::shared_mutex> lock(client_mu_);
+      old = std::move(client_);
+      client_ = std::move(fresh);
+    }
+    old.reset();  // joins the old client's threads: no completion of it runs after this
+    std::vector<PendingPublish*> left;
+    {
+      std::lock_guard<std::mutex> lock(window_mu_);
+      left.assign(pending_.begin(), pending_.end());
+      pending_.clear();
+    }
+    for (PendingPublish* p : left) {
+      counters_publish_failures_++;
+      if (p->done) p->done(Status::Unavailable("mqtt client of " + options_.uri + " replaced before the publish completed"));
+      delete p;
+      FreeSlot();
+    }
+    ES_LOG(kWarn, "mqtt {}: a connect never completed; replaced the client", options_.uri);
   }
 
   void SetMessageHandler(MessageHandler handler) override { message_handler_ = std::move(handler); }
@@ -174,6 +210,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
       pending_.insert(pending);
     }
     try {
+      std::shared_lock<std::shared_mutex> client_lock(client_mu_);
       client_->publish(topic, payload.data(), payload.size(), qos, retained, pending, *this);
       return Status::Ok();
     } catch (const mqtt::exception& e) {
@@ -305,10 +342,12 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   bool TryConnect() {
     bool session_present = false;
     try {
+      std::shared_lock<std::shared_mutex> client_lock(client_mu_);
       auto tok = client_->connect(connect_options_);
       if (!tok->wait_for(milliseconds(options_.connect_timeout_ms + 2000))) {
         std::lock_guard<std::mutex> lock(mu_);
         last_error_ = "connect timed out";
+        client_stale_ = true;
         return false;
       }
       session_present = tok->get_connect_response().is_session_present();
@@ -339,6 +378,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
 
   Status SubscribeNow(const std::string& filter, int qos) {
     try {
+      std::shared_lock<std::shared_mutex> client_lock(client_mu_);
       auto tok = client_->subscribe(filter, qos);
       if (!tok->wait_for(milliseconds(options_.connect_timeout_ms + 5000))) {
         return Status::Timeout("subscribing to " + filter);
@@ -366,7 +406,10 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
         continue;
       }
       if (ever_connected && !options_.auto_reconnect) break;
+      bool stale = client_stale_;
+      client_stale_ = false;
       lock.unlock();
+      if (stale) ResetClient();
       bool ok = TryConnect();
       lock.lock();
       if (ok) {
@@ -378,6 +421,8 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
       // Logging every failure would flood the journal during a long outage.
       if (++failures == 1 || failures % 30 == 0) {
         ES_LOG(kWarn, "mqtt {}: cannot connect ({} attempts): {}", options_.uri, failures, last_error_);
+      } else {
+        ES_LOG(kDebug, "mqtt {}: cannot connect ({} attempts): {}", options_.uri, failures, last_error_);
       }
       cv_.wait_for(lock, milliseconds(backoff_.Next()), [this] { return stopping_; });
     }
@@ -386,7 +431,10 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   const MqttLinkOptions options_;
   const std::string user_;
   const std::string password_;
+  // Shared while a call uses the client, exclusive while ResetClient swaps it.
+  std::shared_mutex client_mu_;
   std::unique_ptr<mqtt::async_client> client_;
+  bool client_stale_ = false;  // guarded by mu_: a connect never completed
   mqtt::connect_options connect_options_;  // built once, never moved (see BuildConnectOptions)
   MessageHandler message_handler_;
   StateHandler state_handler_;
