@@ -115,6 +115,11 @@ class SqliteStore : public Store {
   // connection's life (a store that never applies remote entries pays nothing).
   Status PrepareApply();
   Status InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_t now, bool* inserted, int64_t* rid);
+  // Up to kRemoteChunk entries of one origin: rids[i] is entry i's row in the
+  // read view (new or already there); *added counts the new ones.
+  static constexpr size_t kRemoteChunk = 64;
+  Status InsertRemoteChunk(int64_t origin_id, const ChangeEntry* const* chunk, size_t n, int64_t now, int64_t* rids,
+                           int64_t* added);
   Status LoadLease(uint32_t range_id, bool* found, Lease* lease);
 
   // Read side (read_mu_ held).
@@ -186,7 +191,7 @@ class SqliteStore : public Store {
   Stmt r_log_after_, r_series_by_id_, r_device_;
   // Apply path (write side): see PrepareApply.
   bool apply_prepared_ = false;
-  Stmt w_insert_remote_, w_find_remote_, w_insert_remote_device_, w_insert_feed_, w_get_high_water_,
+  Stmt w_insert_remote_, w_insert_remote_chunk_, w_find_remote_, w_insert_remote_device_, w_insert_feed_, w_get_high_water_,
       w_put_high_water_;
 };
 

@@ -105,6 +105,13 @@ Status SqliteStore::PrepareApply() {
   ES_RETURN_IF_ERROR(w_insert_remote_.Prepare(&write_db_,
                                               "INSERT INTO remote(origin, olsn, kind, series, ts, value, quality, at) "
                                               "VALUES(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"));
+  // kRemoteChunk rows per execution: a statement's fixed cost (opening
+  // cursors on the table and both indexes, halting, resetting) is then paid
+  // once per chunk instead of once per entry.
+  std::string chunk = "INSERT INTO remote(origin, olsn, kind, series, ts, value, quality, at) VALUES";
+  for (size_t i = 0; i < kRemoteChunk; ++i) chunk += i ? ",(?, ?, ?, ?, ?, ?, ?, ?)" : "(?, ?, ?, ?, ?, ?, ?, ?)";
+  chunk += " ON CONFLICT DO NOTHING";
+  ES_RETURN_IF_ERROR(w_insert_remote_chunk_.Prepare(&write_db_, chunk.c_str()));
   ES_RETURN_IF_ERROR(w_find_remote_.Prepare(&write_db_, "SELECT rid FROM remote WHERE origin=? AND olsn=?"));
   ES_RETURN_IF_ERROR(
       w_insert_remote_device_.Prepare(&write_db_, "INSERT OR IGNORE INTO remote_devices VALUES(?, ?, ?, ?, ?)"));
@@ -170,6 +177,75 @@ Status SqliteStore::InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_
   return Status::Ok();
 }
 
+Status SqliteStore::InsertRemoteChunk(int64_t origin_id, const ChangeEntry* const* chunk, size_t n, int64_t now,
+                                      int64_t* rids, int64_t* added) {
+  *added = 0;
+  if (n < kRemoteChunk) {
+    for (size_t i = 0; i < n; ++i) {
+      bool inserted = false;
+      ES_RETURN_IF_ERROR(InsertRemote(origin_id, *chunk[i], now, &inserted, &rids[i]));
+      *added += inserted;
+    }
+    return Status::Ok();
+  }
+  Stmt& ins = w_insert_remote_chunk_;
+  for (size_t i = 0; i < n; ++i) {
+    const ChangeEntry& e = *chunk[i];
+    int64_t series = 0;
+    uint64_t hash = 0;
+    bool reading = e.kind == ChangeEntry::Kind::kReading;
+    if (reading) {
+      ES_RETURN_IF_ERROR(InternSeries(e.reading.device_id, e.reading.metric, e.reading.unit, &series, &hash));
+    } else {
+      static const std::string kNone;
+      ES_RETURN_IF_ERROR(InternSeries(e.device.device_id, kNone, kNone, &series, &hash));
+    }
+    int p = static_cast<int>(i) * 8;
+    ins.Bind(p + 1, origin_id);
+    ins.Bind(p + 2, static_cast<int64_t>(e.lsn));
+    ins.Bind(p + 3, static_cast<int64_t>(e.kind));
+    ins.Bind(p + 4, series);
+    ins.Bind(p + 5, reading ? e.reading.ts_ms : int64_t{0});
+    ins.Bind(p + 6, reading ? e.reading.value : 0.0);
+    ins.Bind(p + 7, static_cast<int64_t>(reading ? e.reading.quality : 0));
+    ins.Bind(p + 8, now);
+  }
+  Status st;
+  ins.Step(&st);
+  sqlite3_reset(ins.get());
+  ES_RETURN_IF_ERROR(st);
+  const int64_t count = write_db_.changes();
+  const int64_t last = sqlite3_last_insert_rowid(write_db_.get());
+  // New rows of one statement get consecutive rids ending at `last` (the
+  // writer holds the lock, and a rid is the table's highest plus one).
+  const int64_t first_new = count > 0 ? last - count + 1 : INT64_MAX;
+  if (count == static_cast<int64_t>(n)) {
+    for (size_t i = 0; i < n; ++i) rids[i] = first_new + static_cast<int64_t>(i);
+  } else {
+    for (size_t i = 0; i < n; ++i) {  // some were already held: look each up
+      StmtScope scope(&w_find_remote_);
+      w_find_remote_.Bind(1, origin_id);
+      w_find_remote_.Bind(2, static_cast<int64_t>(chunk[i]->lsn));
+      rids[i] = w_find_remote_.Step(&st) ? w_find_remote_.Int(0) : 0;
+      ES_RETURN_IF_ERROR(st);
+      if (rids[i] == 0) return Status::Corruption("read view entry missing right after its insert");
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const ChangeEntry& e = *chunk[i];
+    if (e.kind == ChangeEntry::Kind::kReading || rids[i] < first_new) continue;
+    Stmt& dev = w_insert_remote_device_;
+    dev.Bind(1, rids[i]);
+    dev.Bind(2, std::string_view(e.device.name));
+    dev.Bind(3, std::string_view(e.device.location));
+    dev.Bind(4, std::string_view(e.device.default_unit));
+    dev.Bind(5, int64_t{e.kind == ChangeEntry::Kind::kDeviceDelete ? 1 : 0});
+    ES_RETURN_IF_ERROR(dev.Run());
+  }
+  *added = count;
+  return Status::Ok();
+}
+
 Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t* applied) {
   *applied = 0;
   const Origin* checked = nullptr;  // entries mostly share one origin: validate it once
@@ -193,17 +269,23 @@ Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t
   Status s = [&]() -> Status {
     ES_RETURN_IF_ERROR(txn.Begin());
     int64_t now = clock_->WallMillis();
-    const Origin* last = nullptr;
-    int64_t origin_id = 0;
-    for (const RemoteEntry& r : entries) {
-      if (!last || !(r.origin == *last)) {
-        ES_RETURN_IF_ERROR(OriginId(r.origin, true, &origin_id));
-        last = &r.origin;
+    const ChangeEntry* chunk[kRemoteChunk];
+    int64_t rids[kRemoteChunk];
+    size_t i = 0;
+    while (i < entries.size()) {
+      // A chunk holds entries of one origin.
+      const Origin& origin = entries[i].origin;
+      int64_t origin_id = 0;
+      ES_RETURN_IF_ERROR(OriginId(origin, true, &origin_id));
+      size_t n = 0;
+      while (n < kRemoteChunk && i + n < entries.size() && entries[i + n].origin == origin) {
+        chunk[n] = &entries[i + n].entry;
+        ++n;
       }
-      bool inserted = false;
-      int64_t rid = 0;
-      ES_RETURN_IF_ERROR(InsertRemote(origin_id, r.entry, now, &inserted, &rid));
-      if (inserted) ++count;
+      int64_t added = 0;
+      ES_RETURN_IF_ERROR(InsertRemoteChunk(origin_id, chunk, n, now, rids, &added));
+      count += added;
+      i += n;
     }
     return txn.Commit();
   }();
@@ -269,15 +351,21 @@ Status SqliteStore::ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, co
       sqlite3_reset(w_insert_feed_.get());
       return fs;
     };
-    for (size_t i = first; i < entries.size(); ++i) {
-      bool inserted = false;
-      int64_t rid = 0;
-      ES_RETURN_IF_ERROR(InsertRemote(origin_id, entries[i], now, &inserted, &rid));
-      if (rid != run_last + 1 || run_last < run_first) {
-        ES_RETURN_IF_ERROR(flush_run());
-        run_first = rid;
+    const ChangeEntry* chunk[kRemoteChunk];
+    int64_t rids[kRemoteChunk];
+    for (size_t i = first; i < entries.size();) {
+      size_t n = std::min(kRemoteChunk, entries.size() - i);
+      for (size_t k = 0; k < n; ++k) chunk[k] = &entries[i + k];
+      int64_t added = 0;
+      ES_RETURN_IF_ERROR(InsertRemoteChunk(origin_id, chunk, n, now, rids, &added));
+      for (size_t k = 0; k < n; ++k) {
+        if (rids[k] != run_last + 1 || run_last < run_first) {
+          ES_RETURN_IF_ERROR(flush_run());
+          run_first = rids[k];
+        }
+        run_last = rids[k];
       }
-      run_last = rid;
+      i += n;
     }
     ES_RETURN_IF_ERROR(flush_run());
     uint64_t new_hw = first < entries.size() ? entries.back().lsn : start;
