@@ -53,7 +53,7 @@ struct UplinkOptions {
   std::vector<UplinkRegion> regions;
   size_t batch_max_readings = 5000;
   int64_t batch_max_delay_ms = 200;
-  size_t window = 4;
+  size_t window = 12;  // see Config::uplink_window
   int64_t ack_timeout_ms = 10000;
   int64_t backoff_base_ms = 200;
   int64_t backoff_max_ms = 30000;
