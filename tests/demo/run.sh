@@ -25,13 +25,17 @@ rm -rf "$DIR"
 mkdir -p "$DIR"
 PIDS=()
 cleanup() {
+  # A frozen broker handles no signal but SIGKILL until it is thawed.
+  for pid in "${PIDS[@]}"; do kill -CONT "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   sleep 0.5
   for pid in "${PIDS[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
 }
 trap cleanup EXIT
-trap 'echo; echo "demo: interrupted"; INTERRUPTED=1' INT TERM
+# First Ctrl-C: stop the sensors, let the backlog drain, print the summary.
+# Second Ctrl-C: skip the wait for the drain.
+trap 'INTERRUPTED=$((INTERRUPTED + 1)); echo; echo "demo: interrupted (again to skip the drain)"' INT TERM
 INTERRUPTED=0
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
@@ -55,7 +59,9 @@ max_inflight_messages 0
 set_tcp_nodelay true
 log_dest file $d/broker.log
 CONF
-  mosquitto -c "$d/mosquitto.conf" &
+  # Each part runs in its own session: Ctrl-C reaches this script only, which
+  # then stops everything in order and still prints the summary.
+  setsid mosquitto -c "$d/mosquitto.conf" &
   echo $! > "$d/pid"
   PIDS+=($!)
 }
@@ -75,7 +81,7 @@ data_dir = "$DIR/$region"
 region = "$region"
 broker_uri = "tcp://127.0.0.1:${!port_var}"
 CONF
-  "$BIN" region --config "$DIR/$region/hub.toml" >> "$DIR/$region/hub.log" 2>&1 &
+  setsid "$BIN" region --config "$DIR/$region/hub.toml" >> "$DIR/$region/hub.log" 2>&1 &
   PIDS+=($!)
 done
 
@@ -99,7 +105,7 @@ name = "us"
 uri = "tcp://127.0.0.1:$US_PORT"
 preference = 1
 CONF
-"$BIN" gateway --config "$DIR/gateway/gateway.toml" >> "$DIR/gateway/gateway.log" 2>&1 &
+setsid "$BIN" gateway --config "$DIR/gateway/gateway.toml" >> "$DIR/gateway/gateway.log" 2>&1 &
 PIDS+=($!)
 GW_PID=$!
 
@@ -114,7 +120,7 @@ for _ in $(seq 100); do
 done
 sleep 1
 
-"$SIM" --uri "tcp://127.0.0.1:$LOCAL_PORT" --devices "$DEVICES" --rate "$RATE" --seconds "$SECONDS_TOTAL" \
+setsid "$SIM" --uri "tcp://127.0.0.1:$LOCAL_PORT" --devices "$DEVICES" --rate "$RATE" --seconds "$SECONDS_TOTAL" \
   --count-file "$DIR/published" > "$DIR/sim.log" 2>&1 &
 SIM_PID=$!
 PIDS+=($SIM_PID)
@@ -136,12 +142,13 @@ while kill -0 "$SIM_PID" 2>/dev/null && [ "$INTERRUPTED" = 0 ]; do
   sleep 1
 done
 [ $cut = 1 ] && kill -CONT "$(cat "$DIR/eu/pid")" "$(cat "$DIR/us/pid")"
+kill "$SIM_PID" 2>/dev/null || true  # SIGTERM: it flushes and writes its final count
 wait "$SIM_PID" 2>/dev/null || true
 echo
 echo "demo: sensors stopped; waiting for the backlog to drain"
 published=$(cat "$DIR/published" 2>/dev/null || echo 0)
 for _ in $(seq 180); do
-  [ "$INTERRUPTED" = 1 ] && break
+  [ "$INTERRUPTED" -ge 2 ] && break
   line=$("$BIN" status --config "$DIR/gateway/gateway.toml" --line 2>/dev/null || true)
   printf '\r%s   ' "$line"
   ingested=$(echo "$line" | sed -n 's/^ingested \([0-9]*\) .*/\1/p')
