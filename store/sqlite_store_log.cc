@@ -199,19 +199,26 @@ void SqliteStore::KeepPendingCounts(const std::unordered_map<uint32_t, std::pair
   }
 }
 
-// In its own transaction (at close).
-Status SqliteStore::FlushRangeCounts() {
-  Txn txn(&write_db_);
-  ES_RETURN_IF_ERROR(txn.Begin());
-  for (const auto& [id, counts] : pending_counts_) {
+// Adds per-range entry and byte counts to the ranges table (inside the
+// caller's transaction).
+Status SqliteStore::WriteRangeCounts(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& counts) {
+  for (const auto& [id, c] : counts) {
     StmtScope scope(&w_update_range_);
-    w_update_range_.Bind(1, counts.first);
-    w_update_range_.Bind(2, counts.second);
+    w_update_range_.Bind(1, c.first);
+    w_update_range_.Bind(2, c.second);
     w_update_range_.Bind(3, static_cast<int64_t>(id));
     Status st;
     w_update_range_.Step(&st);
     ES_RETURN_IF_ERROR(st);
   }
+  return Status::Ok();
+}
+
+// In its own transaction (at close).
+Status SqliteStore::FlushRangeCounts() {
+  Txn txn(&write_db_);
+  ES_RETURN_IF_ERROR(txn.Begin());
+  ES_RETURN_IF_ERROR(WriteRangeCounts(pending_counts_));
   ES_RETURN_IF_ERROR(txn.Commit());
   pending_counts_.clear();
   return Status::Ok();
@@ -227,15 +234,7 @@ Status SqliteStore::CountIntoRanges(const std::unordered_map<uint32_t, std::pair
       all[id].first += c.first;
       all[id].second += c.second;
     }
-    for (const auto& [id, counts] : all) {
-      StmtScope scope(&w_update_range_);
-      w_update_range_.Bind(1, counts.first);
-      w_update_range_.Bind(2, counts.second);
-      w_update_range_.Bind(3, static_cast<int64_t>(id));
-      Status st;
-      w_update_range_.Step(&st);
-      ES_RETURN_IF_ERROR(st);
-    }
+    ES_RETURN_IF_ERROR(WriteRangeCounts(all));
   }
   for (const auto& [id, counts] : add) {
     for (size_t i = 0; i < write_ranges_.size(); ++i) {

@@ -239,19 +239,25 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
       done_cv_.wait(lock);
       continue;
     }
-    committing_ = true;
-    std::vector<DeadLetter> letters;
-    uint64_t last = TakeBatch(&letters);
-    lock.unlock();
-    CommitBatch(letters);
-    lock.lock();
-    committing_ = false;
-    committed_seq_ = last;
-    done_cv_.notify_all();
+    CommitHeldSlot(&lock);
     // Only if the committer waits for the slot: a notify while it waits
     // for work would wake it for nothing, once per message.
     if (committer_wants_slot_) cv_.notify_one();
   }
+}
+
+// Takes the commit slot, commits the next batch outside the lock, and hands
+// the slot back; callers hold `lock` on mu_ and have checked the slot is free.
+void Ingest::CommitHeldSlot(std::unique_lock<std::mutex>* lock) {
+  committing_ = true;
+  std::vector<DeadLetter> letters;
+  uint64_t last = TakeBatch(&letters);
+  lock->unlock();
+  CommitBatch(letters);
+  lock->lock();
+  committing_ = false;
+  committed_seq_ = last;
+  done_cv_.notify_all();
 }
 
 uint64_t Ingest::TakeBatch(std::vector<DeadLetter>* letters) {
@@ -354,15 +360,7 @@ void Ingest::CommitLoop() {
       }
     }
     have_first = false;
-    committing_ = true;
-    std::vector<DeadLetter> letters;
-    uint64_t last = TakeBatch(&letters);
-    lock.unlock();
-    CommitBatch(letters);
-    lock.lock();
-    committing_ = false;
-    committed_seq_ = last;
-    done_cv_.notify_all();
+    CommitHeldSlot(&lock);
   }
 }
 

@@ -140,6 +140,7 @@ class Ingest {
   // mu_ held, committing_ set by the caller: whole messages, at most
   // batch_max readings (at least one message), into batch_; returns the
   // sequence number of the last message taken.
+  void CommitHeldSlot(std::unique_lock<std::mutex>* lock);
   uint64_t TakeBatch(std::vector<DeadLetter>* letters);
   // mu_ not held: writes letters and batch_ (retrying failures).
   void CommitBatch(const std::vector<DeadLetter>& letters);
