@@ -105,6 +105,7 @@ class SqliteStore : public Store {
   Status CountIntoRanges(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add, bool persist);
   // After a commit: counts not persisted wait in pending_counts_.
   void KeepPendingCounts(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add, bool persisted);
+  Status EndRemoteWrite(Txn* txn, const Status& status);
   Status WriteRangeCounts(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& counts);
   Status FlushRangeCounts();
   Status WriteDeviceEntry(const DeviceRecord& device, bool deleted, uint64_t* lsn);

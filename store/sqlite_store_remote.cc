@@ -246,6 +246,20 @@ Status SqliteStore::InsertRemoteChunk(int64_t origin_id, const ChangeEntry* cons
   return Status::Ok();
 }
 
+// The end of a read-view or hub write: on failure the transaction is rolled
+// back and the series and origins it interned are forgotten (their rows are
+// gone with it); on success they become part of the caches.
+Status SqliteStore::EndRemoteWrite(Txn* txn, const Status& status) {
+  if (!status.ok()) {
+    txn->Rollback();
+    ForgetPendingSeries();
+    ForgetOrigins();
+    return status;
+  }
+  pending_series_.clear();
+  return Status::Ok();
+}
+
 Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t* applied) {
   *applied = 0;
   const Origin* checked = nullptr;  // entries mostly share one origin: validate it once
@@ -289,13 +303,7 @@ Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t
     }
     return txn.Commit();
   }();
-  if (!s.ok()) {
-    txn.Rollback();
-    ForgetPendingSeries();
-    ForgetOrigins();
-    return s;
-  }
-  pending_series_.clear();
+  ES_RETURN_IF_ERROR(EndRemoteWrite(&txn, s));
   *applied = count;
   return Status::Ok();
 }
@@ -377,13 +385,7 @@ Status SqliteStore::ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, co
     }
     return txn.Commit();
   }();
-  if (!s.ok()) {
-    txn.Rollback();
-    ForgetPendingSeries();
-    ForgetOrigins();
-    return s;
-  }
-  pending_series_.clear();
+  ES_RETURN_IF_ERROR(EndRemoteWrite(&txn, s));
   *high_water = hw;
   return Status::Ok();
 }
