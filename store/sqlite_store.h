@@ -105,6 +105,8 @@ class SqliteStore : public Store {
   Status CountIntoRanges(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add, bool persist);
   // After a commit: counts not persisted wait in pending_counts_.
   void KeepPendingCounts(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add, bool persisted);
+  Status BindRemoteRow(int64_t origin_id, const ChangeEntry& e, int64_t now, Stmt* stmt, int first);
+  Status InsertRemoteDevice(int64_t rid, const ChangeEntry& e);
   Status EndRemoteWrite(Txn* txn, const Status& status);
   Status WriteRangeCounts(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& counts);
   Status FlushRangeCounts();

@@ -128,30 +128,48 @@ Status SqliteStore::PrepareApply() {
   return Status::Ok();
 }
 
-// Inside the caller's write transaction (PrepareApply done). *rid is the
-// entry's row in the read view, new or already there.
-Status SqliteStore::InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_t now, bool* inserted,
-                                 int64_t* rid) {
+// Interns the entry's series and binds its 8 columns of the remote table to
+// stmt's parameters first..first+7 (one row of a single or chunked INSERT).
+Status SqliteStore::BindRemoteRow(int64_t origin_id, const ChangeEntry& e, int64_t now, Stmt* stmt, int first) {
   int64_t series = 0;
   uint64_t hash = 0;
-  bool reading = e.kind == ChangeEntry::Kind::kReading;
+  const bool reading = e.kind == ChangeEntry::Kind::kReading;
   if (reading) {
     ES_RETURN_IF_ERROR(InternSeries(e.reading.device_id, e.reading.metric, e.reading.unit, &series, &hash));
   } else {
     static const std::string kNone;
     ES_RETURN_IF_ERROR(InternSeries(e.device.device_id, kNone, kNone, &series, &hash));
   }
+  stmt->Bind(first, origin_id);
+  stmt->Bind(first + 1, static_cast<int64_t>(e.lsn));
+  stmt->Bind(first + 2, static_cast<int64_t>(e.kind));
+  stmt->Bind(first + 3, series);
+  stmt->Bind(first + 4, reading ? e.reading.ts_ms : int64_t{0});
+  stmt->Bind(first + 5, reading ? e.reading.value : 0.0);
+  stmt->Bind(first + 6, static_cast<int64_t>(reading ? e.reading.quality : 0));
+  stmt->Bind(first + 7, now);
+  return Status::Ok();
+}
+
+// The device record part of a new device entry of the read view.
+Status SqliteStore::InsertRemoteDevice(int64_t rid, const ChangeEntry& e) {
+  Stmt& dev = w_insert_remote_device_;
+  dev.Bind(1, rid);
+  dev.Bind(2, std::string_view(e.device.name));
+  dev.Bind(3, std::string_view(e.device.location));
+  dev.Bind(4, std::string_view(e.device.default_unit));
+  dev.Bind(5, int64_t{e.kind == ChangeEntry::Kind::kDeviceDelete ? 1 : 0});
+  return dev.Run();
+}
+
+// Inside the caller's write transaction (PrepareApply done). *rid is the
+// entry's row in the read view, new or already there.
+Status SqliteStore::InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_t now, bool* inserted,
+                                 int64_t* rid) {
   // Every parameter is bound on every use, so a plain reset (no
   // clear_bindings) is enough between entries.
   Stmt& ins = w_insert_remote_;
-  ins.Bind(1, origin_id);
-  ins.Bind(2, static_cast<int64_t>(e.lsn));
-  ins.Bind(3, static_cast<int64_t>(e.kind));
-  ins.Bind(4, series);
-  ins.Bind(5, reading ? e.reading.ts_ms : int64_t{0});
-  ins.Bind(6, reading ? e.reading.value : 0.0);
-  ins.Bind(7, static_cast<int64_t>(reading ? e.reading.quality : 0));
-  ins.Bind(8, now);
+  ES_RETURN_IF_ERROR(BindRemoteRow(origin_id, e, now, &ins, 1));
   Status st;
   ins.Step(&st);
   sqlite3_reset(ins.get());
@@ -165,15 +183,7 @@ Status SqliteStore::InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_
     return st;
   }
   *rid = sqlite3_last_insert_rowid(write_db_.get());
-  if (!reading) {
-    Stmt& dev = w_insert_remote_device_;
-    dev.Bind(1, *rid);
-    dev.Bind(2, std::string_view(e.device.name));
-    dev.Bind(3, std::string_view(e.device.location));
-    dev.Bind(4, std::string_view(e.device.default_unit));
-    dev.Bind(5, int64_t{e.kind == ChangeEntry::Kind::kDeviceDelete ? 1 : 0});
-    ES_RETURN_IF_ERROR(dev.Run());
-  }
+  if (e.kind != ChangeEntry::Kind::kReading) return InsertRemoteDevice(*rid, e);
   return Status::Ok();
 }
 
@@ -190,25 +200,7 @@ Status SqliteStore::InsertRemoteChunk(int64_t origin_id, const ChangeEntry* cons
   }
   Stmt& ins = w_insert_remote_chunk_;
   for (size_t i = 0; i < n; ++i) {
-    const ChangeEntry& e = *chunk[i];
-    int64_t series = 0;
-    uint64_t hash = 0;
-    bool reading = e.kind == ChangeEntry::Kind::kReading;
-    if (reading) {
-      ES_RETURN_IF_ERROR(InternSeries(e.reading.device_id, e.reading.metric, e.reading.unit, &series, &hash));
-    } else {
-      static const std::string kNone;
-      ES_RETURN_IF_ERROR(InternSeries(e.device.device_id, kNone, kNone, &series, &hash));
-    }
-    int p = static_cast<int>(i) * 8;
-    ins.Bind(p + 1, origin_id);
-    ins.Bind(p + 2, static_cast<int64_t>(e.lsn));
-    ins.Bind(p + 3, static_cast<int64_t>(e.kind));
-    ins.Bind(p + 4, series);
-    ins.Bind(p + 5, reading ? e.reading.ts_ms : int64_t{0});
-    ins.Bind(p + 6, reading ? e.reading.value : 0.0);
-    ins.Bind(p + 7, static_cast<int64_t>(reading ? e.reading.quality : 0));
-    ins.Bind(p + 8, now);
+    ES_RETURN_IF_ERROR(BindRemoteRow(origin_id, *chunk[i], now, &ins, static_cast<int>(i) * 8 + 1));
   }
   Status st;
   ins.Step(&st);
@@ -234,13 +226,7 @@ Status SqliteStore::InsertRemoteChunk(int64_t origin_id, const ChangeEntry* cons
   for (size_t i = 0; i < n; ++i) {
     const ChangeEntry& e = *chunk[i];
     if (e.kind == ChangeEntry::Kind::kReading || rids[i] < first_new) continue;
-    Stmt& dev = w_insert_remote_device_;
-    dev.Bind(1, rids[i]);
-    dev.Bind(2, std::string_view(e.device.name));
-    dev.Bind(3, std::string_view(e.device.location));
-    dev.Bind(4, std::string_view(e.device.default_unit));
-    dev.Bind(5, int64_t{e.kind == ChangeEntry::Kind::kDeviceDelete ? 1 : 0});
-    ES_RETURN_IF_ERROR(dev.Run());
+    ES_RETURN_IF_ERROR(InsertRemoteDevice(rids[i], e));
   }
   *added = count;
   return Status::Ok();
