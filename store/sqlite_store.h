@@ -44,6 +44,8 @@ class SqliteStore : public Store {
   int schema_version() const override { return schema_version_; }
 
   Status AppendReadings(const std::vector<Reading>& readings, AppendResult* result) override;
+  Status AppendReadingsMarked(const std::vector<Reading>& readings, const CheckpointMark& mark,
+                              AppendResult* result) override;
   uint64_t LastLsn() const override { return last_lsn_.load(); }
 
   Status UpsertDevice(const DeviceRecord& device, uint64_t* lsn) override;
@@ -88,7 +90,10 @@ class SqliteStore : public Store {
   };
 
   // Write side (write_mu_ held).
-  Status AppendOnce(const std::vector<Reading>& readings, AppendResult* result);
+  // mark may be null (no checkpoint to move).
+  Status AppendWithMark(const std::vector<Reading>& readings, const CheckpointMark* mark, AppendResult* result);
+  Status AppendOnce(const std::vector<Reading>& readings, const CheckpointMark* mark, AppendResult* result);
+  Status MoveCheckpoint(const CheckpointMark& mark);  // write_mu_ held, inside or outside a transaction
   Status CheckSpace(size_t n, int64_t* to_drop);
   Status DropOldest(int64_t n, int64_t* dropped_unacked);
   // from_cache: inside a write transaction after RefreshWriteRanges, the
@@ -191,7 +196,7 @@ class SqliteStore : public Store {
   std::atomic<int64_t> rejected_full_{0};
 
   // Cached statements.
-  Stmt w_insert_log_, w_insert_series_, w_insert_batch_, w_high_, w_update_range_, w_data_version_;
+  Stmt w_insert_log_, w_insert_series_, w_insert_batch_, w_set_checkpoint_, w_high_, w_update_range_, w_data_version_;
   Stmt r_log_after_, r_series_by_id_, r_device_;
   // Apply path (write side): see PrepareApply.
   bool apply_prepared_ = false;

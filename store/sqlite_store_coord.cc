@@ -22,6 +22,12 @@ Status ValidateName(const char* what, const std::string& name) {
   return Status::Ok();
 }
 
+Status ValidateMark(const CheckpointMark& mark) {
+  ES_RETURN_IF_ERROR(ValidateName("checkpoint name", mark.name));
+  if (mark.value > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("checkpoint value too large");
+  return Status::Ok();
+}
+
 void ReadLease(const Stmt& s, Lease* l) {
   l->range_id = static_cast<uint32_t>(s.Int(0));
   l->owner = s.Text(1);
@@ -266,17 +272,16 @@ Status SqliteStore::GetCheckpoint(const std::string& name, uint64_t* value) {
 }
 
 Status SqliteStore::SetCheckpoint(const std::string& name, uint64_t value) {
-  ES_RETURN_IF_ERROR(ValidateName("checkpoint name", name));
-  if (value > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("checkpoint value too large");
+  const CheckpointMark mark{name, value};
+  ES_RETURN_IF_ERROR(ValidateMark(mark));
   std::lock_guard<std::mutex> lock(write_mu_);
-  Stmt s;
-  // Replies may arrive out of order: a checkpoint only moves forward.
-  ES_RETURN_IF_ERROR(s.Prepare(&write_db_,
-                               "INSERT INTO checkpoints VALUES(?, ?) ON CONFLICT(name) DO UPDATE SET "
-                               "value=max(value, excluded.value)"));
-  s.Bind(1, std::string_view(name));
-  s.Bind(2, static_cast<int64_t>(value));
-  return s.Run();
+  return MoveCheckpoint(mark);
+}
+
+Status SqliteStore::AppendReadingsMarked(const std::vector<Reading>& readings, const CheckpointMark& mark,
+                                         AppendResult* result) {
+  ES_RETURN_IF_ERROR(ValidateMark(mark));
+  return AppendWithMark(readings, &mark, result);
 }
 
 Status SqliteStore::AckUpstream(const std::string& target, uint64_t lsn) {

@@ -275,6 +275,17 @@ Status SqliteStore::CountIntoRanges(const std::unordered_map<uint32_t, std::pair
 }
 
 Status SqliteStore::AppendReadings(const std::vector<Reading>& readings, AppendResult* result) {
+  return AppendWithMark(readings, nullptr, result);
+}
+
+Status SqliteStore::MoveCheckpoint(const CheckpointMark& mark) {
+  w_set_checkpoint_.Bind(1, std::string_view(mark.name));
+  w_set_checkpoint_.Bind(2, static_cast<int64_t>(mark.value));
+  return w_set_checkpoint_.Run();
+}
+
+Status SqliteStore::AppendWithMark(const std::vector<Reading>& readings, const CheckpointMark* mark,
+                                   AppendResult* result) {
   *result = AppendResult{};
   for (size_t i = 0; i < readings.size(); ++i) {
     Status v = ValidateReading(readings[i]);
@@ -283,9 +294,9 @@ Status SqliteStore::AppendReadings(const std::vector<Reading>& readings, AppendR
   std::lock_guard<std::mutex> lock(write_mu_);
   if (readings.empty()) {
     result->first_lsn = result->last_lsn = last_lsn_.load();
-    return Status::Ok();
+    return mark != nullptr ? MoveCheckpoint(*mark) : Status::Ok();
   }
-  Status s = AppendOnce(readings, result);
+  Status s = AppendOnce(readings, mark, result);
   int64_t dropped_total = s.ok() ? result->dropped_oldest : 0;  // a failed attempt dropped nothing
   // The filesystem itself is full under drop-oldest: the space to win back
   // is mostly the WAL's. Checkpoint and truncate it, drop the oldest
@@ -307,7 +318,7 @@ Status SqliteStore::AppendReadings(const std::vector<Reading>& readings, AppendR
     }
     dropped_total += dropped;
     write_db_.Exec("PRAGMA wal_checkpoint(TRUNCATE)");
-    s = AppendOnce(readings, result);
+    s = AppendOnce(readings, mark, result);
     dropped_total += s.ok() ? result->dropped_oldest : 0;
   }
   result->dropped_oldest = dropped_total;
@@ -315,7 +326,8 @@ Status SqliteStore::AppendReadings(const std::vector<Reading>& readings, AppendR
   return s;
 }
 
-Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, AppendResult* result) {
+Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const CheckpointMark* mark,
+                               AppendResult* result) {
   result->dropped_oldest = 0;
   int64_t to_drop = 0;
   ES_RETURN_IF_ERROR(CheckSpace(readings.size(), &to_drop));
@@ -381,6 +393,7 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, AppendResul
       ES_RETURN_IF_ERROR(w_insert_batch_.Run());
     }
     ES_RETURN_IF_ERROR(CountIntoRanges(counts, persist_counts));
+    if (mark != nullptr) ES_RETURN_IF_ERROR(MoveCheckpoint(*mark));
     return txn.Commit();
   }();
   if (!s.ok()) {

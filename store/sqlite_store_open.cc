@@ -277,6 +277,10 @@ Status SqliteStore::Init() {
   ES_RETURN_IF_ERROR(w_insert_series_.Prepare(
       &write_db_, "INSERT INTO series(device_id, metric, unit, hkey) VALUES(?, ?, ?, ?) RETURNING id"));
   ES_RETURN_IF_ERROR(w_insert_batch_.Prepare(&write_db_, "INSERT OR REPLACE INTO batches VALUES(?, ?)"));
+  // Replies and marks may come out of order: a checkpoint only moves forward.
+  ES_RETURN_IF_ERROR(w_set_checkpoint_.Prepare(&write_db_,
+                                               "INSERT INTO checkpoints VALUES(?, ?) ON CONFLICT(name) DO UPDATE SET "
+                                               "value=max(value, excluded.value)"));
   ES_RETURN_IF_ERROR(w_high_.Prepare(
       &write_db_,
       "SELECT max(ifnull((SELECT value FROM meta WHERE key='high_lsn'), 0), ifnull((SELECT max(lsn) FROM log), 0))"));

@@ -89,6 +89,14 @@ struct Lease {
   int64_t version = 0;                // compare-and-set token
 };
 
+// A named checkpoint moved forward in the same transaction as an append:
+// ingest's intake journal records how far the store holds it, so a record
+// is either replayed or already stored, never both.
+struct CheckpointMark {
+  std::string name;
+  uint64_t value = 0;
+};
+
 struct AppendResult {
   uint64_t first_lsn = 0;
   uint64_t last_lsn = 0;
@@ -162,6 +170,10 @@ class Store {
   // fails the whole call with InvalidArgument. NoSpace when full and the
   // policy is reject-new.
   virtual Status AppendReadings(const std::vector<Reading>& readings, AppendResult* result) = 0;
+  // The same, and checkpoint mark.name moves forward to mark.value (never
+  // back; see SetCheckpoint) in the same transaction.
+  virtual Status AppendReadingsMarked(const std::vector<Reading>& readings, const CheckpointMark& mark,
+                                      AppendResult* result) = 0;
   virtual uint64_t LastLsn() const = 0;
 
   // Device records. Only a record's latest version stays in the log.

@@ -1,6 +1,8 @@
 // Leases (compare-and-set, expiry, takeover), named checkpoints, upstream acks.
 #include "tests/unit/store/store_test_util.h"
 
+#include <cmath>
+
 namespace edgesync::test {
 namespace {
 
@@ -85,6 +87,28 @@ TEST_F(StoreLeaseTest, CheckpointsOnlyMoveForward) {
   ASSERT_TRUE(s->GetCheckpoint("upstream:eu", &v).ok());
   EXPECT_EQ(v, 10u);
   EXPECT_EQ(s->SetCheckpoint("", 1).code(), Status::Code::kInvalidArgument);
+}
+
+TEST_F(StoreLeaseTest, AMarkedAppendMovesItsCheckpointOnlyWithTheReadings) {
+  auto s = OpenStore();
+  AppendResult r;
+  ASSERT_TRUE(s->AppendReadingsMarked(Batch(5), CheckpointMark{"ingest:intake", 5}, &r).ok());
+  uint64_t v = 0;
+  ASSERT_TRUE(s->GetCheckpoint("ingest:intake", &v).ok());
+  EXPECT_EQ(v, 5u);
+  // An append that fails (one invalid reading) moves nothing.
+  std::vector<Reading> bad = Batch(3);
+  bad[2].value = std::nan("");
+  EXPECT_EQ(s->AppendReadingsMarked(bad, CheckpointMark{"ingest:intake", 8}, &r).code(),
+            Status::Code::kInvalidArgument);
+  ASSERT_TRUE(s->GetCheckpoint("ingest:intake", &v).ok());
+  EXPECT_EQ(v, 5u);
+  EXPECT_EQ(s->LastLsn(), 5u);
+  // Never back.
+  ASSERT_TRUE(s->AppendReadingsMarked(Batch(1), CheckpointMark{"ingest:intake", 3}, &r).ok());
+  ASSERT_TRUE(s->GetCheckpoint("ingest:intake", &v).ok());
+  EXPECT_EQ(v, 5u);
+  EXPECT_EQ(s->AppendReadingsMarked(Batch(1), CheckpointMark{"", 9}, &r).code(), Status::Code::kInvalidArgument);
 }
 
 TEST_F(StoreLeaseTest, AckUpstreamRefusesTheFuture) {

@@ -21,6 +21,9 @@ class ViewStore : public Store {
   Origin origin() const override { return {"gw-me", "00000000000000000000000000000001"}; }
   int schema_version() const override { return 0; }
   Status AppendReadings(const std::vector<Reading>&, AppendResult*) override { return Status::Unsupported(""); }
+  Status AppendReadingsMarked(const std::vector<Reading>&, const CheckpointMark&, AppendResult*) override {
+    return Status::Unsupported("");
+  }
   uint64_t LastLsn() const override { return 0; }
   Status UpsertDevice(const DeviceRecord&, uint64_t*) override { return Status::Unsupported(""); }
   Status DeleteDevice(const std::string&, uint64_t*) override { return Status::Unsupported(""); }
