@@ -19,8 +19,8 @@ namespace {
 class UplinkNotifyingSink : public StoreSink {
  public:
   UplinkNotifyingSink(Store* store, Uplink* uplink) : StoreSink(store), uplink_(uplink) {}
-  Status AppendReadings(const std::vector<Reading>& readings) override {
-    Status s = StoreSink::AppendReadings(readings);
+  Status AppendReadings(const std::vector<Reading>& readings, uint64_t intake_seq) override {
+    Status s = StoreSink::AppendReadings(readings, intake_seq);
     if (s.ok() && uplink_ != nullptr) uplink_->NotifyAppended();
     return s;
   }
@@ -60,7 +60,8 @@ Status Gateway::Start() {
   Ingest* ingest = ingest_.get();
   link_->SetMessageHandler([ingest](MqttMessage&& m) { ingest->OnMessage(m.topic, m.payload, m.duplicate); });
   for (const std::string& f : ingest_->Filters()) ES_RETURN_IF_ERROR(link_->Subscribe(f, 1));
-  ingest_->Start();
+  // The journal's readings go in before any message can be redelivered.
+  ES_RETURN_IF_ERROR(ingest_->Start().Annotate("ingest"));
   ES_RETURN_IF_ERROR(link_->Start());
   running_ = true;
   ES_LOG(kInfo, "gateway {}: ingesting from {} ({} ack)", config_.gateway_id, config_.ingest_broker_uri,
@@ -107,6 +108,9 @@ nlohmann::json Gateway::StatusJson() {
                    {"batches", c.batches},
                    {"commit_failures", c.commit_failures},
                    {"duplicates_skipped", c.duplicates_skipped},
+                   {"replayed", c.replayed},
+                   {"journal_failures", c.journal_failures},
+                   {"journal_bytes", c.journal_bytes},
                    {"dead_letters", c.dead_letters},
                    {"dead_letters_dropped", c.dead_letters_dropped},
                    {"rejected", rejected},

@@ -38,7 +38,12 @@ IngestOptions IngestOptionsFromConfig(const Config& c) {
   ParseUtcMillis(c.ingest_epoch_floor, &o.epoch_floor_ms);
   o.batch_max = c.ingest_batch_max;
   o.batch_delay_ms = c.ingest_batch_delay_ms;
-  o.ack_after_commit = c.ingest_ack != "on-receipt";
+  o.ack = c.ingest_ack == "on-receipt"     ? AckMode::kOnReceipt
+          : c.ingest_ack == "after-commit" ? AckMode::kAfterCommit
+                                           : AckMode::kAfterJournal;
+  o.journal_dir = c.ingest_journal_dir.empty() ? c.data_dir : c.ingest_journal_dir;
+  o.journal_segment_bytes = c.ingest_journal_segment_bytes;
+  o.journal_sync = c.store_sync == "full";
   return o;
 }
 

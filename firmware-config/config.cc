@@ -214,10 +214,17 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
       Int<C>("ingest", "mqtt_version", [](C& c) -> int64_t& { return c.ingest_mqtt_version; }, 4, 5,
              "MQTT version towards the local broker: 4 = 3.1.1 (sessions never expire), 5 = MQTT 5"),
       Str<C>("ingest", "ack", [](C& c) -> std::string& { return c.ingest_ack; },
-             "after-commit: the broker gets the PUBACK only once the reading is committed (nothing "
-             "acknowledged is lost on kill -9); on-receipt: group commit of batches, faster, a kill -9 may "
-             "lose at most one batch (batch_max readings, batch_delay_ms)",
-             {"after-commit", "on-receipt"}),
+             "when the broker gets the PUBACK. after-journal: once the readings are written to the intake "
+             "journal in journal_dir (the store commits them in groups; nothing acknowledged is lost on kill -9); "
+             "after-commit: once they are committed to the store (no journal; one commit per message, slower); "
+             "on-receipt: at once (group commit; a kill -9 may lose at most one batch: batch_max readings, "
+             "batch_delay_ms)",
+             {"after-journal", "after-commit", "on-receipt"}),
+      Str<C>("ingest", "journal_dir", [](C& c) -> std::string& { return c.ingest_journal_dir; },
+             "where the intake journal lives (ack = after-journal); empty = data_dir. A tmpfs such as /run "
+             "spares the SD card and still survives kill -9, but not a power cut"),
+      Int<C>("ingest", "journal_segment_bytes", [](C& c) -> int64_t& { return c.ingest_journal_segment_bytes; },
+             4096, 1 << 30, "the journal's two segments take turns at this size: it uses about twice this on disk"),
       StrList<C>("ingest", "subscriptions", [](C& c) -> std::vector<SubscriptionConfig>& { return c.subscriptions; },
                  "topic patterns; {deviceId} and {metric} name topic levels"),
 

@@ -71,7 +71,9 @@ struct Config {
   int64_t ingest_device_burst = 200;
   std::string ingest_epoch_floor = "2026-01-01T00:00:00Z";
   int64_t ingest_mqtt_version = 5;          // 4 = MQTT 3.1.1, 5 = MQTT 5
-  std::string ingest_ack = "after-commit";  // or "on-receipt" (group commit, bounded loss window)
+  std::string ingest_ack = "after-journal";  // or "after-commit" (no journal), "on-receipt" (bounded loss window)
+  std::string ingest_journal_dir;            // "" = data_dir
+  int64_t ingest_journal_segment_bytes = 1 << 20;
   std::vector<SubscriptionConfig> subscriptions = {{"sensors/{deviceId}/{metric}"}, {"sensors/{deviceId}"}};
 
   // [uplink]

@@ -56,12 +56,51 @@ std::vector<std::string> Ingest::Filters() const {
   return f;
 }
 
-void Ingest::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (started_) return;
+Status Ingest::Start() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (started_) return Status::Ok();
+  uint64_t checkpoint = 0;
+  ES_RETURN_IF_ERROR(sink_->IntakeCheckpoint(&checkpoint).Annotate("reading the intake checkpoint"));
+  uint64_t last = checkpoint;
+  size_t replay = 0;
+  if (options_.ack == AckMode::kAfterJournal) {
+    IntakeJournalOptions jo;
+    jo.dir = options_.journal_dir;
+    jo.segment_bytes = options_.journal_segment_bytes;
+    jo.sync = options_.journal_sync;
+    IntakeRecovery rec;
+    ES_RETURN_IF_ERROR(IntakeJournal::Open(jo, checkpoint, &journal_, &rec).Annotate("intake journal"));
+    if (rec.cut_bytes > 0) {
+      ES_LOG(kWarn, "ingest: cut {} torn bytes off the intake journal (never acknowledged)", rec.cut_bytes);
+    }
+    last = std::max(last, rec.last_seq);
+    committed_seq_ = checkpoint;
+    for (IntakeRecord& r : rec.pending) {
+      replay += r.readings.size();
+      Enqueue(&r.readings, r.seq);
+    }
+    if (replay > 0) {
+      ES_LOG(kInfo, "ingest: committing {} readings of {} messages from the intake journal", replay,
+             rec.pending.size());
+    }
+  }
+  enqueued_seq_ = last;
+  if (queued_msgs_.empty()) committed_seq_ = last;
   started_ = true;
   stopping_ = false;
   committer_ = std::thread([this] { CommitLoop(); });
+  if (replay > 0) {
+    replay_until_ = enqueued_seq_;  // no group-commit delay for these
+    cv_.notify_one();
+    const uint64_t target = enqueued_seq_;
+    if (!done_cv_.wait_for(lock, std::chrono::milliseconds(options_.replay_wait_ms),
+                           [&] { return committed_seq_ >= target; })) {
+      ES_LOG(kWarn, "ingest: the intake journal's readings are not committed yet; taking messages anyway");
+    }
+    std::lock_guard<std::mutex> c(counters_mu_);
+    counters_.replayed += static_cast<int64_t>(replay);
+  }
+  return Status::Ok();
 }
 
 void Ingest::Stop() {
@@ -74,6 +113,12 @@ void Ingest::Stop() {
   if (committer_.joinable()) committer_.join();
   std::lock_guard<std::mutex> lock(mu_);
   started_ = false;
+  // Everything journaled is committed: the next start has nothing to read.
+  if (journal_ && !gave_up_ && queued_msgs_.empty() && committed_seq_ == enqueued_seq_) {
+    Status s = journal_->Clear();
+    if (!s.ok()) ES_LOG(kWarn, "ingest: {}", s.ToString());
+  }
+  journal_.reset();
   done_cv_.notify_all();
 }
 
@@ -217,16 +262,20 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
   const size_t batch_max = static_cast<size_t>(std::max<int64_t>(options_.batch_max, 1));
   done_cv_.wait(lock, [&] { return queue_.size() < 4 * batch_max || stopping_ || !started_; });
   const size_t before = queue_.size();
-  if (queue_.capacity() == 0) queue_.reserve(batch_max);
-  for (Reading& r : readings) queue_.push_back(std::move(r));
-  queued_msgs_.push_back(n);
   const uint64_t seq = ++enqueued_seq_;
-  if (!options_.ack_after_commit) {
-    // Wake the committer only when its wait can end: the first reading of
-    // a batch (it starts the delay) or the batch filling up. Its waits
-    // test these under mu_, so no wake-up is lost, and the messages in
-    // between cost no system call.
-    if (before == 0 || (before < batch_max && queue_.size() >= batch_max)) cv_.notify_one();
+  bool journaled = false;
+  if (journal_) {
+    Status s = journal_->Append(seq, readings, committed_seq_);
+    journaled = s.ok();
+    std::lock_guard<std::mutex> c(counters_mu_);
+    counters_.journal_bytes = journal_->bytes();
+    if (!s.ok() && counters_.journal_failures++ % 1000 == 0) {
+      ES_LOG(kError, "ingest: intake journal: {}; committing each message before its PUBACK", s.ToString());
+    }
+  }
+  Enqueue(&readings, seq);
+  if (options_.ack != AckMode::kAfterCommit && (journaled || options_.ack == AckMode::kOnReceipt)) {
+    WakeCommitter(before);
     return;
   }
   // Returning lets Paho send the PUBACK: only once the readings are
@@ -246,6 +295,20 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
   }
 }
 
+void Ingest::Enqueue(std::vector<Reading>* readings, uint64_t seq) {
+  if (queue_.capacity() == 0) queue_.reserve(static_cast<size_t>(std::max<int64_t>(options_.batch_max, 1)));
+  for (Reading& r : *readings) queue_.push_back(std::move(r));
+  queued_msgs_.push_back(QueuedMessage{readings->size(), seq});
+}
+
+void Ingest::WakeCommitter(size_t before) {
+  // Only when its wait can end: the first reading of a batch (it starts
+  // the delay) or the batch filling up. Its waits test these under mu_, so
+  // no wake-up is lost, and the messages in between cost no system call.
+  const size_t batch_max = static_cast<size_t>(std::max<int64_t>(options_.batch_max, 1));
+  if (before == 0 || (before < batch_max && queue_.size() >= batch_max)) cv_.notify_one();
+}
+
 // Takes the commit slot, commits the next batch outside the lock, and hands
 // the slot back; callers hold `lock` on mu_ and have checked the slot is free.
 void Ingest::CommitHeldSlot(std::unique_lock<std::mutex>* lock) {
@@ -253,8 +316,9 @@ void Ingest::CommitHeldSlot(std::unique_lock<std::mutex>* lock) {
   std::vector<DeadLetter> letters;
   uint64_t last = TakeBatch(&letters);
   lock->unlock();
-  CommitBatch(letters);
+  const bool committed = CommitBatch(letters, last);
   lock->lock();
+  if (!committed) gave_up_ = true;
   committing_ = false;
   committed_seq_ = last;
   done_cv_.notify_all();
@@ -265,9 +329,11 @@ uint64_t Ingest::TakeBatch(std::vector<DeadLetter>* letters) {
   batch_.clear();
   const size_t batch_max = static_cast<size_t>(std::max<int64_t>(options_.batch_max, 1));
   size_t msgs = 0, readings = 0;
-  for (size_t m : queued_msgs_) {
-    if (msgs > 0 && readings + m > batch_max) break;
-    readings += m;
+  uint64_t last = committed_seq_;
+  for (const QueuedMessage& m : queued_msgs_) {
+    if (msgs > 0 && readings + m.readings > batch_max) break;
+    readings += m.readings;
+    last = m.seq;
     ++msgs;
   }
   if (readings == queue_.size()) {
@@ -278,12 +344,11 @@ uint64_t Ingest::TakeBatch(std::vector<DeadLetter>* letters) {
     queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(readings));
   }
   queued_msgs_.erase(queued_msgs_.begin(), queued_msgs_.begin() + static_cast<std::ptrdiff_t>(msgs));
-  taken_seq_ += msgs;
   done_cv_.notify_all();  // queue space for producers held back
-  return taken_seq_;
+  return last;
 }
 
-void Ingest::CommitBatch(const std::vector<DeadLetter>& letters) {
+bool Ingest::CommitBatch(const std::vector<DeadLetter>& letters, uint64_t last_seq) {
   if (!letters.empty()) {
     Status s = sink_->AddDeadLetters(letters);
     std::lock_guard<std::mutex> c(counters_mu_);
@@ -294,10 +359,10 @@ void Ingest::CommitBatch(const std::vector<DeadLetter>& letters) {
       ES_LOG(kWarn, "ingest: dead letters not stored: {}", s.ToString());
     }
   }
-  if (batch_.empty()) return;
+  if (batch_.empty()) return true;
   bool committed = false;
   for (int attempt = 0;; ++attempt) {
-    Status s = sink_->AppendReadings(batch_);
+    Status s = sink_->AppendReadings(batch_, last_seq);
     if (s.ok()) {
       committed = true;
       break;
@@ -328,6 +393,7 @@ void Ingest::CommitBatch(const std::vector<DeadLetter>& letters) {
     counters_.readings_committed += static_cast<int64_t>(batch_.size());
     counters_.batches++;
   }
+  return committed;
 }
 
 void Ingest::CommitLoop() {
@@ -345,7 +411,8 @@ void Ingest::CommitLoop() {
       continue;
     }
     if (stopping_ && queue_.empty() && dead_letters_.empty()) break;
-    if (!queue_.empty() && !stopping_ && !options_.ack_after_commit && queue_.size() < batch_max) {
+    if (!queue_.empty() && !stopping_ && options_.ack != AckMode::kAfterCommit &&
+        queue_.size() < batch_max && committed_seq_ >= replay_until_) {
       // Group commit: wait for more readings, at most batch_delay_ms after
       // the first of this batch arrived. OnMessage wakes us when the batch
       // fills up (or on stop); the deadline covers the rest.

@@ -8,14 +8,21 @@
 // at most batch_max readings (a single larger message is one batch).
 //
 // Acknowledgement: Paho C 1.3.12 sends the PUBACK of a QoS 1 message only
-// after the message callback returns (measured; docs/INGEST.md). With
-// ack_after_commit, OnMessage returns only once its readings are committed,
-// so a kill -9 never loses a reading the broker was told we have; it
-// commits on the calling thread (one commit slot shared with the committer
-// thread, so concurrent callers share a commit). Without it, OnMessage
-// returns at once and the committer thread writes the queue in batches
-// (group commit: batch_max readings or batch_delay_ms); a kill -9 may lose
-// what is queued: at most the queue (4 x batch_max) plus one batch.
+// after the message callback returns (measured; docs/INGEST.md), so when
+// OnMessage returns decides what a kill -9 can lose:
+// - kAfterJournal: the readings are written to the intake journal (one
+//   write(2); intake_journal.h) before OnMessage returns; the committer
+//   thread commits the queue in groups, each with the intake checkpoint, and
+//   Start commits what the journal holds beyond the checkpoint. Nothing
+//   acknowledged is lost. If a journal write fails, that message is
+//   committed before OnMessage returns, as in kAfterCommit.
+// - kAfterCommit: OnMessage returns once its readings are committed: one
+//   commit per message, on the calling thread (one commit slot shared with
+//   the committer thread, so concurrent callers share a commit).
+// - kOnReceipt: OnMessage returns at once; a kill -9 may lose what is
+//   queued: at most the queue (4 x batch_max) plus one batch.
+// Every message accepted gets the next intake sequence number; every commit
+// moves the store's intake checkpoint to the last one it holds.
 //
 // Rejected messages are counted by reason and dead-lettered (topic, first
 // bytes, reason, time) through the sink; rate-limited ones are counted per
@@ -32,12 +39,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "agent/ingest/decoders.h"
+#include "agent/ingest/intake_journal.h"
 #include "agent/ingest/rate_limiter.h"
 #include "agent/ingest/topic_pattern.h"
 #include "platform/clock.h"
@@ -50,7 +59,10 @@ namespace edgesync {
 class IngestSink {
  public:
   virtual ~IngestSink() = default;
-  virtual Status AppendReadings(const std::vector<Reading>& readings) = 0;
+  // Commits the readings and, in the same transaction, moves the intake
+  // checkpoint forward to intake_seq.
+  virtual Status AppendReadings(const std::vector<Reading>& readings, uint64_t intake_seq) = 0;
+  virtual Status IntakeCheckpoint(uint64_t* intake_seq) = 0;
   virtual Status AddDeadLetters(const std::vector<DeadLetter>& letters) = 0;
   // True if this exact reading (device, metric, time, value) is stored:
   // used only for messages the broker marked as redelivered.
@@ -59,11 +71,13 @@ class IngestSink {
 
 class StoreSink : public IngestSink {
  public:
+  static constexpr const char* kIntakeCheckpoint = "ingest:intake";
   explicit StoreSink(Store* store) : store_(store) {}
-  Status AppendReadings(const std::vector<Reading>& readings) override {
+  Status AppendReadings(const std::vector<Reading>& readings, uint64_t intake_seq) override {
     AppendResult r;
-    return store_->AppendReadings(readings, &r);
+    return store_->AppendReadingsMarked(readings, CheckpointMark{kIntakeCheckpoint, intake_seq}, &r);
   }
+  Status IntakeCheckpoint(uint64_t* intake_seq) override { return store_->GetCheckpoint(kIntakeCheckpoint, intake_seq); }
   Status AddDeadLetters(const std::vector<DeadLetter>& letters) override { return store_->AddDeadLetters(letters); }
   bool Contains(const Reading& reading) override {
     QueryRequest q;
@@ -84,6 +98,8 @@ class StoreSink : public IngestSink {
   Store* store_;
 };
 
+enum class AckMode { kAfterJournal, kAfterCommit, kOnReceipt };
+
 struct IngestOptions {
   std::vector<std::string> patterns = {"sensors/{deviceId}/{metric}", "sensors/{deviceId}"};
   int64_t max_payload_bytes = 65536;
@@ -93,7 +109,16 @@ struct IngestOptions {
   int64_t epoch_floor_ms = 0;
   int64_t batch_max = 1000;
   int64_t batch_delay_ms = 10;
-  bool ack_after_commit = true;
+  AckMode ack = AckMode::kAfterJournal;
+  // kAfterJournal: where intake-a/b.journal live (the data directory), how
+  // large a segment grows before the other is reused, and whether every
+  // record is fdatasync'ed (as the store does with sync = full).
+  std::string journal_dir;
+  int64_t journal_segment_bytes = 1 << 20;
+  bool journal_sync = false;
+  // How long Start waits for the journal's records to be committed before
+  // it lets messages in anyway (a full store must not keep the gateway down).
+  int64_t replay_wait_ms = 60000;
   size_t dead_letter_head_bytes = 64;
   size_t max_pending_dead_letters = 1000;
   int64_t retry_delay_ms = 200;  // after a failed commit
@@ -110,6 +135,9 @@ struct IngestCounters {
   int64_t receive_time_stamped = 0;
   int64_t untrusted_clock = 0;
   int64_t duplicates_skipped = 0;
+  int64_t replayed = 0;               // readings committed again from the journal at start
+  int64_t journal_failures = 0;       // journal writes that failed (the message was committed instead)
+  int64_t journal_bytes = 0;
   std::array<int64_t, static_cast<size_t>(RejectReason::kCount)> rejected{};
   std::vector<std::pair<std::string, int64_t>> top_rate_limited;
   int64_t rate_limited_evicted = 0;
@@ -123,7 +151,11 @@ class Ingest {
   // The MQTT filters to subscribe to (one per pattern).
   std::vector<std::string> Filters() const;
 
-  void Start();
+  // Opens the journal (kAfterJournal), queues what it holds beyond the
+  // store's intake checkpoint, starts the committer, and waits (at most
+  // replay_wait_ms) until those records are committed: a redelivered
+  // message is checked against the store, so the store must have them.
+  Status Start();
   // Commits everything queued, then stops the committer. Call after the
   // MQTT link has stopped delivering.
   void Stop();
@@ -139,11 +171,17 @@ class Ingest {
   void CommitLoop();
   // mu_ held, committing_ set by the caller: whole messages, at most
   // batch_max readings (at least one message), into batch_; returns the
-  // sequence number of the last message taken.
+  // intake sequence number of the last message taken.
   void CommitHeldSlot(std::unique_lock<std::mutex>* lock);
   uint64_t TakeBatch(std::vector<DeadLetter>* letters);
+  // mu_ held: queues one accepted message under its sequence number.
+  void Enqueue(std::vector<Reading>* readings, uint64_t seq);
+  // mu_ held: wakes the committer if its wait can end now that queue_ grew
+  // from `before` readings.
+  void WakeCommitter(size_t before);
   // mu_ not held: writes letters and batch_ (retrying failures).
-  void CommitBatch(const std::vector<DeadLetter>& letters);
+  // False if the batch was given up (invalid, or failing while stopping).
+  bool CommitBatch(const std::vector<DeadLetter>& letters, uint64_t last_seq);
   bool Convert(std::vector<DecodedReading>& decoded, std::vector<Reading>* out, RejectReason* reason,
                std::string* why);
 
@@ -159,11 +197,18 @@ class Ingest {
   std::condition_variable cv_;         // committer: work arrived / stop / commit slot free
   std::condition_variable done_cv_;    // producers: committed / space
   std::vector<Reading> queue_;
-  std::deque<size_t> queued_msgs_;     // readings per queued message, oldest first
+  struct QueuedMessage {
+    size_t readings;
+    uint64_t seq;
+  };
+  std::deque<QueuedMessage> queued_msgs_;  // oldest first
+  std::unique_ptr<IntakeJournal> journal_;  // kAfterJournal, between Start and Stop
   std::vector<DeadLetter> dead_letters_;
-  uint64_t enqueued_seq_ = 0;          // messages queued so far
-  uint64_t taken_seq_ = 0;             // messages taken out of the queue for a commit
-  uint64_t committed_seq_ = 0;         // messages committed so far
+  // Intake sequence numbers: they go on from the store's checkpoint (and
+  // the journal's last record) across restarts.
+  uint64_t enqueued_seq_ = 0;          // the last message queued
+  uint64_t committed_seq_ = 0;         // the last message committed
+  uint64_t replay_until_ = 0;          // the journal's messages, committed at start without delay
   // One commit at a time, by the committer thread or (ack after commit) by
   // the receiving thread itself; batch_ is the holder's buffer, kept so its
   // capacity is reused.
@@ -172,6 +217,7 @@ class Ingest {
   std::vector<Reading> batch_;
   bool stopping_ = false;
   bool started_ = false;
+  bool gave_up_ = false;               // a batch was not committed: keep the journal
   std::thread committer_;
 
   mutable std::mutex counters_mu_;

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/resource.h>
+
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -15,14 +18,21 @@ namespace {
 
 class FakeSink : public IngestSink {
  public:
-  Status AppendReadings(const std::vector<Reading>& readings) override {
+  Status AppendReadings(const std::vector<Reading>& readings, uint64_t intake_seq) override {
     std::lock_guard<std::mutex> lock(mu);
-    if (fail_next > 0) {
-      --fail_next;
+    if (fail_always || fail_next > 0) {
+      if (fail_next > 0) --fail_next;
       return Status::IoError("disk busy");
     }
     batches.push_back(readings);
     for (const auto& r : readings) all.push_back(r);
+    EXPECT_GE(intake_seq, checkpoint) << "the intake checkpoint went back";
+    checkpoint = intake_seq;
+    return Status::Ok();
+  }
+  Status IntakeCheckpoint(uint64_t* intake_seq) override {
+    std::lock_guard<std::mutex> lock(mu);
+    *intake_seq = checkpoint;
     return Status::Ok();
   }
   Status AddDeadLetters(const std::vector<DeadLetter>& letters) override {
@@ -64,6 +74,8 @@ class FakeSink : public IngestSink {
   bool hold_dead_letters = false;  // AddDeadLetters blocks until Release()
   bool in_dead_letters = false;
   int fail_next = 0;
+  bool fail_always = false;
+  uint64_t checkpoint = 0;
   std::vector<std::vector<Reading>> batches;
   std::vector<Reading> all;
   std::vector<DeadLetter> dead;
@@ -71,10 +83,10 @@ class FakeSink : public IngestSink {
 
 constexpr int64_t kFloor = 1767225600000;  // 2026-01-01
 
-IngestOptions Options(bool after_commit) {
+IngestOptions Options(AckMode ack) {
   IngestOptions o;
   o.epoch_floor_ms = kFloor;
-  o.ack_after_commit = after_commit;
+  o.ack = ack;
   o.retry_delay_ms = 1;
   return o;
 }
@@ -82,9 +94,9 @@ IngestOptions Options(bool after_commit) {
 TEST(Ingest, StampsReceiveTimeAndFlagsAnUntrustedClock) {
   FakeSink sink;
   ManualClock clock(kFloor + 5000, 1);
-  Ingest ingest(Options(true), &sink, &clock);
+  Ingest ingest(Options(AckMode::kAfterCommit), &sink, &clock);
   ASSERT_TRUE(ingest.Init().ok());
-  ingest.Start();
+  ASSERT_TRUE(ingest.Start().ok());
   ingest.OnMessage("sensors/d1/temp", "20");
   ingest.OnMessage("sensors/d1/temp", R"({"v": 21, "t": 1800000000})");
   clock.SetWall(86400000);  // a board without RTC, back in 1970
@@ -106,12 +118,12 @@ TEST(Ingest, StampsReceiveTimeAndFlagsAnUntrustedClock) {
 TEST(Ingest, GroupCommitsOnReceiptAndStopCommitsTheBatchInHand) {
   FakeSink sink;
   sink.hold_dead_letters = true;
-  IngestOptions o = Options(false);
+  IngestOptions o = Options(AckMode::kOnReceipt);
   o.batch_max = 100;
   o.batch_delay_ms = 60000;  // only size or Stop can commit
   Ingest ingest(o, &sink);
   ASSERT_TRUE(ingest.Init().ok());
-  ingest.Start();
+  ASSERT_TRUE(ingest.Start().ok());
   // The committer is held in the sink (writing a dead letter) while 170
   // readings queue up: a slow committer (as under qemu) then finds more
   // than batch_max waiting. It must still commit batches of batch_max, not
@@ -137,11 +149,11 @@ TEST(Ingest, GroupCommitsOnReceiptAndStopCommitsTheBatchInHand) {
 
 TEST(Ingest, AckAfterCommitCommitsOnTheCallingThreadAndSharesCommits) {
   FakeSink sink;
-  IngestOptions o = Options(true);
+  IngestOptions o = Options(AckMode::kAfterCommit);
   o.batch_max = 1000;
   Ingest ingest(o, &sink);
   ASSERT_TRUE(ingest.Init().ok());
-  ingest.Start();
+  ASSERT_TRUE(ingest.Start().ok());
   // Several receiving threads at once: each returns only once its own
   // reading is committed; none is lost or committed twice.
   std::vector<std::thread> threads;
@@ -164,9 +176,9 @@ TEST(Ingest, AckAfterCommitCommitsOnTheCallingThreadAndSharesCommits) {
 
 TEST(Ingest, SkipsARedeliveryOfWhatIsStored) {
   FakeSink sink;
-  Ingest ingest(Options(true), &sink);
+  Ingest ingest(Options(AckMode::kAfterCommit), &sink);
   ASSERT_TRUE(ingest.Init().ok());
-  ingest.Start();
+  ASSERT_TRUE(ingest.Start().ok());
   ingest.OnMessage("sensors/d1/temp", R"({"v": 1, "t": 1800000000})");
   ingest.OnMessage("sensors/d1/temp", R"({"v": 1, "t": 1800000000})", /*duplicate=*/true);
   ingest.OnMessage("sensors/d1/temp", R"({"v": 2, "t": 1800000001})", /*duplicate=*/true);
@@ -177,9 +189,9 @@ TEST(Ingest, SkipsARedeliveryOfWhatIsStored) {
 TEST(Ingest, RetriesAFailedCommit) {
   FakeSink sink;
   sink.fail_next = 3;
-  Ingest ingest(Options(true), &sink);
+  Ingest ingest(Options(AckMode::kAfterCommit), &sink);
   ASSERT_TRUE(ingest.Init().ok());
-  ingest.Start();
+  ASSERT_TRUE(ingest.Start().ok());
   ingest.OnMessage("sensors/d1/temp", "1");
   EXPECT_EQ(sink.count(), 1u);
   EXPECT_EQ(ingest.counters().commit_failures, 3);
@@ -187,11 +199,11 @@ TEST(Ingest, RetriesAFailedCommit) {
 
 TEST(Ingest, RejectsBadInputWithReasonAndDeadLetter) {
   FakeSink sink;
-  IngestOptions o = Options(true);
+  IngestOptions o = Options(AckMode::kAfterCommit);
   o.max_payload_bytes = 100;
   Ingest ingest(o, &sink);
   ASSERT_TRUE(ingest.Init().ok());
-  ingest.Start();
+  ASSERT_TRUE(ingest.Start().ok());
   ingest.OnMessage("sensors/d1/temp", std::string(200, '1'));
   ingest.OnMessage("sensors/d1/temp", "\xc3\x28");
   ingest.OnMessage("sensors/d1/temp", "inf");
@@ -227,12 +239,12 @@ TEST(Ingest, RejectsBadInputWithReasonAndDeadLetter) {
 TEST(Ingest, RateLimitsAFloodingDeviceOnly) {
   FakeSink sink;
   ManualClock clock(kFloor + 1, 1);
-  IngestOptions o = Options(false);
+  IngestOptions o = Options(AckMode::kOnReceipt);
   o.device_rate = 10;
   o.device_burst = 20;
   Ingest ingest(o, &sink, &clock);
   ASSERT_TRUE(ingest.Init().ok());
-  ingest.Start();
+  ASSERT_TRUE(ingest.Start().ok());
   for (int i = 0; i < 1000; ++i) ingest.OnMessage("sensors/hot/m", "1");
   for (int d = 0; d < 50; ++d) ingest.OnMessage("sensors/cool" + std::to_string(d) + "/m", "1");
   clock.Advance(1000);  // ten more tokens for the hot device
@@ -244,6 +256,116 @@ TEST(Ingest, RateLimitsAFloodingDeviceOnly) {
   ASSERT_FALSE(c.top_rate_limited.empty());
   EXPECT_EQ(c.top_rate_limited[0].first, "hot");
   EXPECT_EQ(c.top_rate_limited[0].second, 1070);
+}
+
+IngestOptions JournalOptions(const std::string& dir) {
+  IngestOptions o = Options(AckMode::kAfterJournal);
+  o.journal_dir = dir;
+  o.batch_max = 1000;
+  o.batch_delay_ms = 60000;  // only Stop commits
+  return o;
+}
+
+TEST(Ingest, AfterJournalReturnsBeforeTheCommitAndStartCommitsWhatTheJournalHolds) {
+  test::TempDir dir;
+  const IngestOptions o = JournalOptions(dir.path());
+  ManualClock clock(kFloor + 1000, 1);
+  {
+    FakeSink sink;
+    sink.fail_always = true;  // nothing reaches the store, as with a kill before the commit
+    Ingest ingest(o, &sink, &clock);
+    ASSERT_TRUE(ingest.Init().ok());
+    ASSERT_TRUE(ingest.Start().ok());
+    for (int i = 0; i < 9; ++i) {
+      ingest.OnMessage("sensors/d1/m", R"({"v": )" + std::to_string(i) + R"(, "t": 1800000000})");
+    }
+    ingest.OnMessage("sensors/d2/m", "9");  // stamped with the receive time
+    EXPECT_EQ(sink.count(), 0u);          // every call returned before any commit
+    ingest.Stop();                        // gives up the batch: the journal keeps it
+    EXPECT_EQ(sink.count(), 0u);
+  }
+  clock.SetWall(kFloor + 99000);
+  FakeSink sink;
+  {
+    Ingest ingest(o, &sink, &clock);
+    ASSERT_TRUE(ingest.Init().ok());
+    ASSERT_TRUE(ingest.Start().ok());
+    // Start returned once the journal's readings were committed.
+    ASSERT_EQ(sink.count(), 10u);
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(sink.all[static_cast<size_t>(i)].value, i);
+    EXPECT_EQ(sink.all[0].ts_ms, 1800000000000);
+    EXPECT_EQ(sink.all[9].ts_ms, kFloor + 1000);  // the first receive time, not the replay's
+    EXPECT_EQ(sink.all[9].quality, kQualityReceiveTime);
+    EXPECT_EQ(sink.checkpoint, 10u);
+    EXPECT_EQ(ingest.counters().replayed, 10);
+    ingest.OnMessage("sensors/d1/m", "10");
+    ingest.Stop();
+    EXPECT_EQ(sink.count(), 11u);
+    EXPECT_EQ(sink.checkpoint, 11u);  // sequence numbers go on from the journal's
+  }
+  // A clean stop left nothing to commit again.
+  Ingest ingest(o, &sink, &clock);
+  ASSERT_TRUE(ingest.Init().ok());
+  ASSERT_TRUE(ingest.Start().ok());
+  EXPECT_EQ(ingest.counters().replayed, 0);
+  ingest.Stop();
+  EXPECT_EQ(sink.count(), 11u);
+}
+
+TEST(Ingest, AfterJournalSkipsWhatTheStoreAlreadyHolds) {
+  test::TempDir dir;
+  const IngestOptions o = JournalOptions(dir.path());
+  FakeSink sink;
+  {
+    Ingest ingest(o, &sink);
+    ASSERT_TRUE(ingest.Init().ok());
+    ASSERT_TRUE(ingest.Start().ok());
+    for (int i = 0; i < 5; ++i) ingest.OnMessage("sensors/d1/m", std::to_string(i));
+    ingest.Stop();  // commits, and clears the journal
+  }
+  ASSERT_EQ(sink.count(), 5u);
+  ASSERT_EQ(sink.checkpoint, 5u);
+  // Put the records back as a kill -9 after the commit would have left them.
+  IntakeRecovery rec;
+  std::unique_ptr<IntakeJournal> journal;
+  IntakeJournalOptions jo;
+  jo.dir = dir.path();
+  ASSERT_TRUE(IntakeJournal::Open(jo, 0, &journal, &rec).ok());
+  for (uint64_t seq = 1; seq <= 5; ++seq) {
+    ASSERT_TRUE(journal->Append(seq, {Reading{"d1", "m", kFloor, double(seq - 1), "", 0}}, 0).ok());
+  }
+  journal.reset();
+  Ingest ingest(o, &sink);
+  ASSERT_TRUE(ingest.Init().ok());
+  ASSERT_TRUE(ingest.Start().ok());
+  EXPECT_EQ(ingest.counters().replayed, 0);  // all at or below the checkpoint
+  ingest.Stop();
+  EXPECT_EQ(sink.count(), 5u);
+}
+
+TEST(Ingest, AJournalWriteThatFailsIsCommittedBeforeTheCallReturns) {
+  test::TempDir dir;
+  FakeSink sink;
+  Ingest ingest(JournalOptions(dir.path()), &sink);
+  ASSERT_TRUE(ingest.Init().ok());
+  ASSERT_TRUE(ingest.Start().ok());
+  // The journal's file may not grow: its writes fail with EFBIG.
+  signal(SIGXFSZ, SIG_IGN);
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit none = old;
+  none.rlim_cur = 0;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &none), 0);
+  ingest.OnMessage("sensors/d1/m", "1");
+  ingest.OnMessage("sensors/d1/m", "2");
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
+  EXPECT_EQ(sink.count(), 2u);  // committed, since the journal could not hold them
+  EXPECT_EQ(ingest.counters().journal_failures, 2);
+  ingest.OnMessage("sensors/d1/m", "3");
+  EXPECT_EQ(sink.count(), 2u);  // journaled again: the commit waits for the batch
+  ingest.Stop();
+  EXPECT_EQ(sink.count(), 3u);
+  EXPECT_EQ(sink.checkpoint, 3u);
 }
 
 TEST(RateLimiter, MemoryStaysBounded) {

@@ -1,0 +1,97 @@
+// agent/ingest/intake_journal.h: accepted readings written to an append-only
+// file before the PUBACK, so a kill -9 loses nothing the broker was told we
+// have, while the store still commits in groups.
+//
+// Paho sends a message's PUBACK when the message callback returns. Holding
+// the callback until a store commit costs one commit per message; one
+// write(2) of the readings to this journal costs a few microseconds and is
+// as durable against a process kill (the data is in the kernel's page
+// cache). With sync on (store.sync = "full") every record is also
+// fdatasync'ed, matching what a commit would give against power loss.
+//
+// Each record carries the message's intake sequence number; the store
+// commits batches together with the checkpoint of the last sequence number
+// in them (Store::AppendReadingsMarked), so at start the records after the
+// checkpoint are exactly the ones to commit again.
+//
+// Two segment files take turns: appends go to the active one; once it
+// holds segment_bytes and every record of the other one is committed, the
+// other is truncated and becomes the active one. Disk use is therefore
+// about 2 x segment_bytes; the committed prefix is dropped without copying.
+//
+// Record: u32 body length | u32 checksum (XXH3 low 32 bits) | body, little
+// endian; body: u64 seq | u32 count | count x (u16 len + device id, u16 len +
+// metric, u16 len + unit, i64 ts_ms, f64 value, u32 quality). A torn or
+// damaged record ends its segment: it and anything after it are cut off at
+// open (a torn record was never acknowledged).
+//
+// Thread safety: none; the owner serialises calls.
+#ifndef EDGESYNC_AGENT_INGEST_INTAKE_JOURNAL_H_
+#define EDGESYNC_AGENT_INGEST_INTAKE_JOURNAL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "platform/status.h"
+#include "store/types.h"
+
+namespace edgesync {
+
+struct IntakeJournalOptions {
+  std::string dir;                    // holds intake-a.journal and intake-b.journal
+  int64_t segment_bytes = 1 << 20;
+  bool sync = false;                  // fdatasync every record
+};
+
+struct IntakeRecord {
+  uint64_t seq = 0;
+  std::vector<Reading> readings;
+};
+
+struct IntakeRecovery {
+  std::vector<IntakeRecord> pending;  // seq > the committed checkpoint, in seq order
+  uint64_t last_seq = 0;              // highest sequence number in either segment
+  int64_t cut_bytes = 0;              // torn or damaged bytes cut off
+};
+
+class IntakeJournal {
+ public:
+  // Opens (creating) both segments, cuts torn tails, and returns the records
+  // after committed_seq.
+  static Status Open(const IntakeJournalOptions& options, uint64_t committed_seq,
+                     std::unique_ptr<IntakeJournal>* journal, IntakeRecovery* recovery);
+  ~IntakeJournal();
+  IntakeJournal(const IntakeJournal&) = delete;
+  IntakeJournal& operator=(const IntakeJournal&) = delete;
+
+  // Appends one record; committed_seq (what the store holds) lets the
+  // segments turn. On failure nothing of the record stays in the file.
+  Status Append(uint64_t seq, const std::vector<Reading>& readings, uint64_t committed_seq);
+  // Empties both segments; only when everything appended is committed.
+  Status Clear();
+
+  int64_t bytes() const { return sizes_[0] + sizes_[1]; }
+
+  // The record encoding, for tests and the fuzzer: Decode returns false on
+  // anything that is not exactly one well-formed body.
+  static void EncodeBody(uint64_t seq, const std::vector<Reading>& readings, std::string* out);
+  static bool DecodeBody(const char* data, size_t size, IntakeRecord* record);
+
+ private:
+  IntakeJournal() = default;
+  Status Turn(uint64_t committed_seq);
+
+  IntakeJournalOptions options_;
+  int fds_[2] = {-1, -1};
+  std::string paths_[2];
+  int64_t sizes_[2] = {0, 0};
+  uint64_t last_seqs_[2] = {0, 0};    // highest seq in each segment (0 = none)
+  int active_ = 0;
+  std::string buffer_;                // reused record buffer
+};
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_AGENT_INGEST_INTAKE_JOURNAL_H_

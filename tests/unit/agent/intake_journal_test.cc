@@ -1,0 +1,170 @@
+// The intake journal on real files: records back in order after a reopen,
+// torn and damaged tails cut off, segments that take turns without losing
+// an uncommitted record.
+#include "agent/ingest/intake_journal.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+
+#include "platform/files.h"
+#include "tests/support/process.h"
+
+namespace edgesync {
+namespace {
+
+std::vector<Reading> Readings(uint64_t seq, int n) {
+  std::vector<Reading> out;
+  for (int i = 0; i < n; ++i) {
+    out.push_back(Reading{"dev-" + std::to_string(seq), "m" + std::to_string(i), 1800000000000 + int64_t(seq),
+                          double(seq) + 0.25 * i, i % 2 ? "Cel" : "", uint32_t(i)});
+  }
+  return out;
+}
+
+IntakeJournalOptions Opts(const std::string& dir, int64_t segment = 1 << 20) {
+  IntakeJournalOptions o;
+  o.dir = dir;
+  o.segment_bytes = segment;
+  return o;
+}
+
+int64_t FileSize(const std::string& path) {
+  std::string data;
+  return ReadFile(path, &data).ok() ? static_cast<int64_t>(data.size()) : -1;
+}
+
+TEST(IntakeJournal, RecordsAfterTheCheckpointComeBackInOrder) {
+  test::TempDir dir;
+  std::unique_ptr<IntakeJournal> j;
+  IntakeRecovery rec;
+  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec).ok());
+  EXPECT_TRUE(rec.pending.empty());
+  for (uint64_t seq = 1; seq <= 20; ++seq) ASSERT_TRUE(j->Append(seq, Readings(seq, int(seq % 4) + 1), 0).ok());
+  j.reset();
+  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 12, &j, &rec).ok());
+  EXPECT_EQ(rec.last_seq, 20u);
+  EXPECT_EQ(rec.cut_bytes, 0);
+  ASSERT_EQ(rec.pending.size(), 8u);
+  for (size_t i = 0; i < rec.pending.size(); ++i) {
+    const uint64_t seq = 13 + i;
+    EXPECT_EQ(rec.pending[i].seq, seq);
+    const std::vector<Reading> want = Readings(seq, int(seq % 4) + 1);
+    ASSERT_EQ(rec.pending[i].readings.size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) {
+      const Reading& got = rec.pending[i].readings[k];
+      EXPECT_EQ(got.device_id, want[k].device_id);
+      EXPECT_EQ(got.metric, want[k].metric);
+      EXPECT_EQ(got.unit, want[k].unit);
+      EXPECT_EQ(got.ts_ms, want[k].ts_ms);
+      EXPECT_EQ(got.value, want[k].value);
+      EXPECT_EQ(got.quality, want[k].quality);
+    }
+  }
+}
+
+TEST(IntakeJournal, ATornTailIsCutAndWritingGoesOnAfterIt) {
+  test::TempDir dir;
+  const std::string seg = dir.path() + "/intake-a.journal";
+  std::unique_ptr<IntakeJournal> j;
+  IntakeRecovery rec;
+  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec).ok());
+  for (uint64_t seq = 1; seq <= 3; ++seq) ASSERT_TRUE(j->Append(seq, Readings(seq, 2), 0).ok());
+  j.reset();
+  const int64_t full = FileSize(seg);
+  ASSERT_GT(full, 0);
+  ASSERT_EQ(truncate(seg.c_str(), full - 5), 0);  // the last record torn by a kill
+  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec).ok());
+  ASSERT_EQ(rec.pending.size(), 2u);
+  EXPECT_GT(rec.cut_bytes, 0);
+  EXPECT_EQ(rec.last_seq, 2u);
+  ASSERT_TRUE(j->Append(3, Readings(3, 1), 0).ok());
+  j.reset();
+  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec).ok());
+  ASSERT_EQ(rec.pending.size(), 3u);
+  EXPECT_EQ(rec.pending[2].seq, 3u);
+  EXPECT_EQ(rec.cut_bytes, 0);
+}
+
+TEST(IntakeJournal, ADamagedRecordEndsItsSegment) {
+  test::TempDir dir;
+  const std::string seg = dir.path() + "/intake-a.journal";
+  std::unique_ptr<IntakeJournal> j;
+  IntakeRecovery rec;
+  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec).ok());
+  ASSERT_TRUE(j->Append(1, Readings(1, 1), 0).ok());
+  const int64_t first = j->bytes();
+  ASSERT_TRUE(j->Append(2, Readings(2, 1), 0).ok());
+  ASSERT_TRUE(j->Append(3, Readings(3, 1), 0).ok());
+  j.reset();
+  // One flipped byte in the second record's body.
+  int fd = ::open(seg.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  char c = 0;
+  ASSERT_EQ(pread(fd, &c, 1, first + 12), 1);
+  c = static_cast<char>(c ^ 0x40);
+  ASSERT_EQ(pwrite(fd, &c, 1, first + 12), 1);
+  ::close(fd);
+  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec).ok());
+  ASSERT_EQ(rec.pending.size(), 1u);
+  EXPECT_EQ(rec.pending[0].seq, 1u);
+  EXPECT_EQ(FileSize(seg), first);
+}
+
+TEST(IntakeJournal, SegmentsTakeTurnsOnlyOverCommittedRecords) {
+  test::TempDir dir;
+  const int64_t segment = 512;
+  std::unique_ptr<IntakeJournal> j;
+  IntakeRecovery rec;
+  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path(), segment), 0, &j, &rec).ok());
+  // The store keeps up (committed = seq - 1): disk use stays near two segments.
+  int64_t most = 0;
+  for (uint64_t seq = 1; seq <= 500; ++seq) {
+    ASSERT_TRUE(j->Append(seq, Readings(seq, 1), seq - 1).ok());
+    most = std::max(most, j->bytes());
+  }
+  EXPECT_LE(most, 2 * segment + 200);
+  // Then the store stops committing at 500: nothing after it may go.
+  for (uint64_t seq = 501; seq <= 700; ++seq) ASSERT_TRUE(j->Append(seq, Readings(seq, 1), 500).ok());
+  j.reset();
+  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path(), segment), 500, &j, &rec).ok());
+  ASSERT_EQ(rec.pending.size(), 200u);
+  for (size_t i = 0; i < rec.pending.size(); ++i) EXPECT_EQ(rec.pending[i].seq, 501 + i);
+  // Appends go on in the segment holding the newest records.
+  ASSERT_TRUE(j->Append(701, Readings(701, 1), 700).ok());
+  j.reset();
+  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path(), segment), 700, &j, &rec).ok());
+  ASSERT_EQ(rec.pending.size(), 1u);
+  EXPECT_EQ(rec.pending[0].seq, 701u);
+  EXPECT_TRUE(j->Clear().ok());
+  EXPECT_EQ(j->bytes(), 0);
+  EXPECT_EQ(FileSize(dir.path() + "/intake-a.journal") + FileSize(dir.path() + "/intake-b.journal"), 0);
+}
+
+TEST(IntakeJournal, DecodeRefusesWhatIsNotOneWholeBody) {
+  std::string body;
+  IntakeJournal::EncodeBody(7, Readings(7, 3), &body);
+  IntakeRecord r;
+  ASSERT_TRUE(IntakeJournal::DecodeBody(body.data(), body.size(), &r));
+  EXPECT_EQ(r.seq, 7u);
+  EXPECT_EQ(r.readings.size(), 3u);
+  for (size_t cut = 0; cut < body.size(); ++cut) EXPECT_FALSE(IntakeJournal::DecodeBody(body.data(), cut, &r)) << cut;
+  std::string longer = body + "x";
+  EXPECT_FALSE(IntakeJournal::DecodeBody(longer.data(), longer.size(), &r));
+  // A count far beyond the bytes present is refused before any allocation.
+  std::string huge = body;
+  huge[8] = huge[9] = huge[10] = huge[11] = '\xff';
+  EXPECT_FALSE(IntakeJournal::DecodeBody(huge.data(), huge.size(), &r));
+}
+
+TEST(IntakeJournal, AnUnwritableDirectoryIsAnError) {
+  std::unique_ptr<IntakeJournal> j;
+  IntakeRecovery rec;
+  Status s = IntakeJournal::Open(Opts("/proc/edgesync-no-such-dir"), 0, &j, &rec);
+  EXPECT_FALSE(s.ok());
+}
+
+}  // namespace
+}  // namespace edgesync
