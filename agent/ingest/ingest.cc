@@ -63,7 +63,12 @@ Status Ingest::Start() {
   ES_RETURN_IF_ERROR(sink_->IntakeCheckpoint(&checkpoint).Annotate("reading the intake checkpoint"));
   uint64_t last = checkpoint;
   size_t replay = 0;
-  if (options_.ack == AckMode::kAfterJournal) {
+  if (options_.journal_dir.empty() && options_.ack == AckMode::kAfterJournal) {
+    return Status::InvalidArgument("ack after journal needs a journal directory");
+  }
+  // Opened in every mode: records a kAfterJournal run left behind are
+  // committed even if the gateway now runs with another ack mode.
+  if (!options_.journal_dir.empty()) {
     IntakeJournalOptions jo;
     jo.dir = options_.journal_dir;
     jo.segment_bytes = options_.journal_segment_bytes;
@@ -88,6 +93,7 @@ Status Ingest::Start() {
   if (queued_msgs_.empty()) committed_seq_ = last;
   started_ = true;
   stopping_ = false;
+  gave_up_ = false;
   committer_ = std::thread([this] { CommitLoop(); });
   if (replay > 0) {
     replay_until_ = enqueued_seq_;  // no group-commit delay for these
@@ -264,7 +270,7 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
   const size_t before = queue_.size();
   const uint64_t seq = ++enqueued_seq_;
   bool journaled = false;
-  if (journal_) {
+  if (journal_ && options_.ack == AckMode::kAfterJournal) {
     Status s = journal_->Append(seq, readings, committed_seq_);
     journaled = s.ok();
     std::lock_guard<std::mutex> c(counters_mu_);

@@ -110,9 +110,10 @@ struct IngestOptions {
   int64_t batch_max = 1000;
   int64_t batch_delay_ms = 10;
   AckMode ack = AckMode::kAfterJournal;
-  // kAfterJournal: where intake-a/b.journal live (the data directory), how
-  // large a segment grows before the other is reused, and whether every
-  // record is fdatasync'ed (as the store does with sync = full).
+  // Where intake-a/b.journal live (the data directory; "" = none, only for
+  // the other modes), how large a segment grows before the other is
+  // reused, and whether every record is fdatasync'ed (as the store does
+  // with sync = full).
   std::string journal_dir;
   int64_t journal_segment_bytes = 1 << 20;
   bool journal_sync = false;
@@ -151,7 +152,7 @@ class Ingest {
   // The MQTT filters to subscribe to (one per pattern).
   std::vector<std::string> Filters() const;
 
-  // Opens the journal (kAfterJournal), queues what it holds beyond the
+  // Opens the journal (in every mode), queues what it holds beyond the
   // store's intake checkpoint, starts the committer, and waits (at most
   // replay_wait_ms) until those records are committed: a redelivered
   // message is checked against the store, so the store must have them.
@@ -202,7 +203,7 @@ class Ingest {
     uint64_t seq;
   };
   std::deque<QueuedMessage> queued_msgs_;  // oldest first
-  std::unique_ptr<IntakeJournal> journal_;  // kAfterJournal, between Start and Stop
+  std::unique_ptr<IntakeJournal> journal_;  // between Start and Stop; written only in kAfterJournal
   std::vector<DeadLetter> dead_letters_;
   // Intake sequence numbers: they go on from the store's checkpoint (and
   // the journal's last record) across restarts.

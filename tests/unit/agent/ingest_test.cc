@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "platform/files.h"
 #include "tests/support/process.h"
 
 namespace edgesync {
@@ -341,6 +342,43 @@ TEST(Ingest, AfterJournalSkipsWhatTheStoreAlreadyHolds) {
   EXPECT_EQ(ingest.counters().replayed, 0);  // all at or below the checkpoint
   ingest.Stop();
   EXPECT_EQ(sink.count(), 5u);
+}
+
+TEST(Ingest, AnotherAckModeStillCommitsWhatTheJournalHolds) {
+  test::TempDir dir;
+  {
+    FakeSink failing;
+    failing.fail_always = true;
+    Ingest ingest(JournalOptions(dir.path()), &failing);
+    ASSERT_TRUE(ingest.Init().ok());
+    ASSERT_TRUE(ingest.Start().ok());
+    for (int i = 0; i < 3; ++i) ingest.OnMessage("sensors/d1/m", std::to_string(i));
+    ingest.Stop();
+  }
+  // The gateway comes back configured with ack = on-receipt.
+  IngestOptions o = JournalOptions(dir.path());
+  o.ack = AckMode::kOnReceipt;
+  FakeSink sink;
+  Ingest ingest(o, &sink);
+  ASSERT_TRUE(ingest.Init().ok());
+  ASSERT_TRUE(ingest.Start().ok());
+  EXPECT_EQ(sink.count(), 3u);
+  ingest.OnMessage("sensors/d1/m", "3");
+  ingest.Stop();
+  EXPECT_EQ(sink.count(), 4u);
+  EXPECT_EQ(sink.checkpoint, 4u);
+  // Nothing was journaled in on-receipt mode, and the clean stop emptied it.
+  std::string a, b;
+  ASSERT_TRUE(ReadFile(dir.path() + "/intake-a.journal", &a).ok());
+  ASSERT_TRUE(ReadFile(dir.path() + "/intake-b.journal", &b).ok());
+  EXPECT_EQ(a.size() + b.size(), 0u);
+}
+
+TEST(Ingest, AfterJournalWithoutADirectoryIsRefused) {
+  FakeSink sink;
+  Ingest ingest(Options(AckMode::kAfterJournal), &sink);
+  ASSERT_TRUE(ingest.Init().ok());
+  EXPECT_EQ(ingest.Start().code(), Status::Code::kInvalidArgument);
 }
 
 TEST(Ingest, AJournalWriteThatFailsIsCommittedBeforeTheCallReturns) {
