@@ -14,13 +14,6 @@
 namespace edgesync {
 namespace {
 
-Status Errno(const std::string& what, const std::string& path) {
-  int e = errno;
-  std::string msg = what + " " + path + ": " + std::strerror(e);
-  if (e == ENOSPC || e == EDQUOT || e == EFBIG) return Status::NoSpace(msg);
-  return Status::IoError(msg);
-}
-
 std::string DirOf(const std::string& path) {
   auto slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
@@ -30,31 +23,46 @@ std::string DirOf(const std::string& path) {
 
 }  // namespace
 
+Status ErrnoStatus(const std::string& what, const std::string& path) {
+  int e = errno;
+  std::string msg = what + " " + path + ": " + std::strerror(e);
+  if (e == ENOSPC || e == EDQUOT || e == EFBIG) return Status::NoSpace(msg);
+  return Status::IoError(msg);
+}
+
+Status WriteAllAt(int fd, const std::string& path, std::string_view data, int64_t offset) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = ENOSPC;
+      return ErrnoStatus("write", path);
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
 Status WriteFileAtomic(const std::string& path, const std::string& data, bool durable) {
   std::string tmp = path + ".tmp";
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-  if (fd < 0) return Errno("create", tmp);
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      Status s = Errno("write", tmp);
-      close(fd);
-      unlink(tmp.c_str());
-      return s;
-    }
-    off += static_cast<size_t>(n);
+  if (fd < 0) return ErrnoStatus("create", tmp);
+  Status written = WriteAllAt(fd, tmp, data, 0);
+  if (!written.ok()) {
+    close(fd);
+    unlink(tmp.c_str());
+    return written;
   }
   if (durable && fsync(fd) != 0) {
-    Status s = Errno("fsync", tmp);
+    Status s = ErrnoStatus("fsync", tmp);
     close(fd);
     unlink(tmp.c_str());
     return s;
   }
   close(fd);
   if (rename(tmp.c_str(), path.c_str()) != 0) {
-    Status s = Errno("rename", tmp);
+    Status s = ErrnoStatus("rename", tmp);
     unlink(tmp.c_str());
     return s;
   }
@@ -85,7 +93,7 @@ Status MakeDirs(const std::string& path) {
     pos = path.find('/', pos + 1);
     cur = path.substr(0, pos);
     if (cur.empty()) continue;
-    if (mkdir(cur.c_str(), 0750) != 0 && errno != EEXIST) return Errno("mkdir", cur);
+    if (mkdir(cur.c_str(), 0750) != 0 && errno != EEXIST) return ErrnoStatus("mkdir", cur);
   }
   return Status::Ok();
 }
@@ -97,7 +105,7 @@ bool FileExists(const std::string& path) {
 
 Result<uint64_t> FreeBytes(const std::string& path) {
   struct statvfs vfs;
-  if (statvfs(path.c_str(), &vfs) != 0) return Errno("statvfs", path);
+  if (statvfs(path.c_str(), &vfs) != 0) return ErrnoStatus("statvfs", path);
   return static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "platform/status.h"
 
@@ -19,6 +20,11 @@ namespace edgesync {
 // for nothing.
 Status WriteFileAtomic(const std::string& path, const std::string& data, bool durable = true);
 Status ReadFile(const std::string& path, std::string* data);
+// Writes all of data at offset (retrying short writes and EINTR).
+Status WriteAllAt(int fd, const std::string& path, std::string_view data, int64_t offset);
+// The Status for the errno a failed call left: NoSpace for a full disk
+// (ENOSPC, EDQUOT, EFBIG), IoError otherwise; "<what> <path>: <strerror>".
+Status ErrnoStatus(const std::string& what, const std::string& path);
 // Creates the directory and its parents (mode 0750).
 Status MakeDirs(const std::string& path);
 bool FileExists(const std::string& path);

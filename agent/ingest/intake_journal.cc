@@ -20,26 +20,22 @@ constexpr size_t kHeaderBytes = 8;
 constexpr uint32_t kMaxBodyBytes = 64u << 20;
 constexpr size_t kMaxField = 0xffff;
 
-void PutU16(std::string* out, uint16_t v) {
-  char b[2] = {static_cast<char>(v & 0xff), static_cast<char>(v >> 8)};
-  out->append(b, 2);
+// Little endian, whatever the board.
+template <typename T>
+void StoreLe(char* p, T v) {
+  for (size_t i = 0; i < sizeof(T); ++i) p[i] = static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
 }
 
-void PutU32(std::string* out, uint32_t v) {
-  char b[4];
-  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-  out->append(b, 4);
-}
-
-void PutU64(std::string* out, uint64_t v) {
-  char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-  out->append(b, 8);
+template <typename T>
+void PutLe(std::string* out, T v) {
+  char b[sizeof(T)];
+  StoreLe(b, v);
+  out->append(b, sizeof(T));
 }
 
 void PutField(std::string* out, const std::string& s) {
   size_t n = std::min(s.size(), kMaxField);  // keys and units are validated far shorter
-  PutU16(out, static_cast<uint16_t>(n));
+  PutLe(out, static_cast<uint16_t>(n));
   out->append(s.data(), n);
 }
 
@@ -48,12 +44,18 @@ uint32_t Checksum(const char* data, size_t size) { return static_cast<uint32_t>(
 class Reader {
  public:
   Reader(const char* data, size_t size) : p_(data), end_(data + size) {}
-  bool U16(uint16_t* v) { return Fixed(v); }
-  bool U32(uint32_t* v) { return Fixed(v); }
-  bool U64(uint64_t* v) { return Fixed(v); }
+  template <typename T>
+  bool Le(T* v) {
+    if (left() < sizeof(T)) return false;
+    uint64_t x = 0;
+    for (size_t i = 0; i < sizeof(T); ++i) x |= static_cast<uint64_t>(static_cast<unsigned char>(p_[i])) << (8 * i);
+    *v = static_cast<T>(x);
+    p_ += sizeof(T);
+    return true;
+  }
   bool Field(std::string* s) {
     uint16_t n = 0;
-    if (!U16(&n) || static_cast<size_t>(end_ - p_) < n) return false;
+    if (!Le(&n) || left() < n) return false;
     s->assign(p_, n);
     p_ += n;
     return true;
@@ -62,94 +64,39 @@ class Reader {
   size_t left() const { return static_cast<size_t>(end_ - p_); }
 
  private:
-  template <typename T>
-  bool Fixed(T* v) {
-    if (left() < sizeof(T)) return false;
-    uint64_t x = 0;
-    for (size_t i = 0; i < sizeof(T); ++i) x |= static_cast<uint64_t>(static_cast<unsigned char>(p_[i])) << (8 * i);
-    *v = static_cast<T>(x);
-    p_ += sizeof(T);
-    return true;
-  }
   const char* p_;
   const char* end_;
 };
 
-uint32_t LoadU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
-  return v;
-}
-
-Status Errno(const std::string& what, const std::string& path) {
-  int e = errno;
-  std::string m = what + " " + path + ": " + std::strerror(e);
-  return e == ENOSPC || e == EDQUOT ? Status::NoSpace(m) : Status::IoError(m);
-}
-
-Status ReadAll(int fd, const std::string& path, std::string* data) {
-  data->clear();
-  char buf[65536];
-  while (true) {
-    ssize_t n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(data->size()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno("reading", path);
-    if (n == 0) return Status::Ok();
-    data->append(buf, static_cast<size_t>(n));
-  }
-}
-
-// Writes all of data at the end of the file (size bytes long), or restores
-// the old size.
-Status AppendAll(int fd, const std::string& path, const std::string& data, int64_t size, bool sync) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(size + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (n == 0) errno = ENOSPC;
-      Status s = Errno("writing", path);
-      // A partial record would end the segment at the next open and hide
-      // every record after it: take it back.
-      while (::ftruncate(fd, static_cast<off_t>(size)) != 0 && errno == EINTR) {
-      }
-      return s;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (sync && ::fdatasync(fd) != 0) return Errno("syncing", path);
-  return Status::Ok();
-}
-
 }  // namespace
 
 void IntakeJournal::EncodeBody(uint64_t seq, const std::vector<Reading>& readings, std::string* out) {
-  PutU64(out, seq);
-  PutU32(out, static_cast<uint32_t>(readings.size()));
+  PutLe(out, seq);
+  PutLe(out, static_cast<uint32_t>(readings.size()));
   for (const Reading& r : readings) {
     PutField(out, r.device_id);
     PutField(out, r.metric);
     PutField(out, r.unit);
-    PutU64(out, static_cast<uint64_t>(r.ts_ms));
+    PutLe(out, static_cast<uint64_t>(r.ts_ms));
     uint64_t bits = 0;
     std::memcpy(&bits, &r.value, sizeof bits);
-    PutU64(out, bits);
-    PutU32(out, r.quality);
+    PutLe(out, bits);
+    PutLe(out, r.quality);
   }
 }
 
 bool IntakeJournal::DecodeBody(const char* data, size_t size, IntakeRecord* record) {
   Reader in(data, size);
   uint32_t count = 0;
-  if (!in.U64(&record->seq) || !in.U32(&count)) return false;
+  if (!in.Le(&record->seq) || !in.Le(&count)) return false;
   // Each reading takes at least 26 bytes: a count beyond that is damage.
   if (count > in.left() / 26) return false;
   record->readings.clear();
   record->readings.resize(count);
   for (Reading& r : record->readings) {
     uint64_t ts = 0, bits = 0;
-    if (!in.Field(&r.device_id) || !in.Field(&r.metric) || !in.Field(&r.unit) || !in.U64(&ts) || !in.U64(&bits) ||
-        !in.U32(&r.quality)) {
+    if (!in.Field(&r.device_id) || !in.Field(&r.metric) || !in.Field(&r.unit) || !in.Le(&ts) || !in.Le(&bits) ||
+        !in.Le(&r.quality)) {
       return false;
     }
     r.ts_ms = static_cast<int64_t>(ts);
@@ -168,12 +115,14 @@ Status IntakeJournal::Open(const IntakeJournalOptions& options, uint64_t committ
   for (int k = 0; k < 2; ++k) {
     j->paths_[k] = options.dir + (k == 0 ? "/intake-a.journal" : "/intake-b.journal");
     j->fds_[k] = ::open(j->paths_[k].c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640);
-    if (j->fds_[k] < 0) return Errno("opening", j->paths_[k]);
-    ES_RETURN_IF_ERROR(ReadAll(j->fds_[k], j->paths_[k], &data));
+    if (j->fds_[k] < 0) return ErrnoStatus("opening", j->paths_[k]);
+    ES_RETURN_IF_ERROR(ReadFile(j->paths_[k], &data));
     size_t pos = 0;
     while (data.size() - pos >= kHeaderBytes) {
-      uint32_t len = LoadU32(data.data() + pos);
-      uint32_t sum = LoadU32(data.data() + pos + 4);
+      Reader header(data.data() + pos, kHeaderBytes);
+      uint32_t len = 0, sum = 0;
+      header.Le(&len);
+      header.Le(&sum);
       if (len > kMaxBodyBytes || data.size() - pos - kHeaderBytes < len) break;
       const char* body = data.data() + pos + kHeaderBytes;
       IntakeRecord record;
@@ -184,7 +133,7 @@ Status IntakeJournal::Open(const IntakeJournalOptions& options, uint64_t committ
     }
     if (pos < data.size()) {
       recovery->cut_bytes += static_cast<int64_t>(data.size() - pos);
-      if (::ftruncate(j->fds_[k], static_cast<off_t>(pos)) != 0) return Errno("truncating", j->paths_[k]);
+      if (::ftruncate(j->fds_[k], static_cast<off_t>(pos)) != 0) return ErrnoStatus("truncating", j->paths_[k]);
     }
     j->sizes_[k] = static_cast<int64_t>(pos);
   }
@@ -211,7 +160,7 @@ Status IntakeJournal::Turn(uint64_t committed_seq) {
   const int other = 1 - active_;
   if (sizes_[active_] < options_.segment_bytes || last_seqs_[other] > committed_seq) return Status::Ok();
   if (sizes_[other] > 0) {
-    if (::ftruncate(fds_[other], 0) != 0) return Errno("truncating", paths_[other]);
+    if (::ftruncate(fds_[other], 0) != 0) return ErrnoStatus("truncating", paths_[other]);
     sizes_[other] = 0;
   }
   last_seqs_[other] = 0;
@@ -225,13 +174,18 @@ Status IntakeJournal::Append(uint64_t seq, const std::vector<Reading>& readings,
   EncodeBody(seq, readings, &buffer_);
   const size_t len = buffer_.size() - kHeaderBytes;
   if (len > kMaxBodyBytes) return Status::InvalidArgument("intake record too large");
-  uint32_t sum = Checksum(buffer_.data() + kHeaderBytes, len);
-  for (int i = 0; i < 4; ++i) {
-    buffer_[i] = static_cast<char>((len >> (8 * i)) & 0xff);
-    buffer_[4 + i] = static_cast<char>((sum >> (8 * i)) & 0xff);
-  }
+  StoreLe(&buffer_[0], static_cast<uint32_t>(len));
+  StoreLe(&buffer_[4], Checksum(buffer_.data() + kHeaderBytes, len));
   const int k = active_;
-  ES_RETURN_IF_ERROR(AppendAll(fds_[k], paths_[k], buffer_, sizes_[k], options_.sync));
+  Status written = WriteAllAt(fds_[k], paths_[k], buffer_, sizes_[k]);
+  if (!written.ok()) {
+    // A partial record would end the segment at the next open and hide
+    // every record after it: take it back.
+    while (::ftruncate(fds_[k], static_cast<off_t>(sizes_[k])) != 0 && errno == EINTR) {
+    }
+    return written;
+  }
+  if (options_.sync && ::fdatasync(fds_[k]) != 0) return ErrnoStatus("syncing", paths_[k]);
   sizes_[k] += static_cast<int64_t>(buffer_.size());
   last_seqs_[k] = std::max(last_seqs_[k], seq);
   return Status::Ok();
@@ -239,7 +193,7 @@ Status IntakeJournal::Append(uint64_t seq, const std::vector<Reading>& readings,
 
 Status IntakeJournal::Clear() {
   for (int k = 0; k < 2; ++k) {
-    if (sizes_[k] > 0 && ::ftruncate(fds_[k], 0) != 0) return Errno("truncating", paths_[k]);
+    if (sizes_[k] > 0 && ::ftruncate(fds_[k], 0) != 0) return ErrnoStatus("truncating", paths_[k]);
     sizes_[k] = 0;
     last_seqs_[k] = 0;
   }
