@@ -30,6 +30,7 @@ std::string Head(const std::string& bytes, size_t max) {
 
 Ingest::Ingest(IngestOptions options, IngestSink* sink, Clock* clock)
     : options_(std::move(options)),
+      batch_max_(static_cast<size_t>(std::max<int64_t>(options_.batch_max, 1))),
       sink_(sink),
       clock_(clock ? clock : SystemClock()),
       limiter_(options_.device_rate, options_.device_burst, options_.max_tracked_devices) {}
@@ -79,7 +80,6 @@ Status Ingest::Start() {
       ES_LOG(kWarn, "ingest: cut {} torn bytes off the intake journal (never acknowledged)", rec.cut_bytes);
     }
     last = std::max(last, rec.last_seq);
-    committed_seq_ = checkpoint;
     for (IntakeRecord& r : rec.pending) {
       replay += r.readings.size();
       Enqueue(&r.readings, r.seq);
@@ -90,7 +90,7 @@ Status Ingest::Start() {
     }
   }
   enqueued_seq_ = last;
-  if (queued_msgs_.empty()) committed_seq_ = last;
+  committed_seq_ = queued_msgs_.empty() ? last : checkpoint;
   started_ = true;
   stopping_ = false;
   gave_up_ = false;
@@ -265,18 +265,18 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
   std::unique_lock<std::mutex> lock(mu_);
   // Back-pressure: while the committer is behind, stop reading from the
   // broker (it queues for our session) rather than grow without bound.
-  const size_t batch_max = static_cast<size_t>(std::max<int64_t>(options_.batch_max, 1));
-  done_cv_.wait(lock, [&] { return queue_.size() < 4 * batch_max || stopping_ || !started_; });
+  done_cv_.wait(lock, [&] { return queue_.size() < 4 * batch_max_ || stopping_ || !started_; });
   const size_t before = queue_.size();
   const uint64_t seq = ++enqueued_seq_;
   bool journaled = false;
   if (journal_ && options_.ack == AckMode::kAfterJournal) {
     Status s = journal_->Append(seq, readings, committed_seq_);
     journaled = s.ok();
-    std::lock_guard<std::mutex> c(counters_mu_);
-    counters_.journal_bytes = journal_->bytes();
-    if (!s.ok() && counters_.journal_failures++ % 1000 == 0) {
-      ES_LOG(kError, "ingest: intake journal: {}; committing each message before its PUBACK", s.ToString());
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> c(counters_mu_);
+      if (counters_.journal_failures++ % 1000 == 0) {
+        ES_LOG(kError, "ingest: intake journal: {}; committing each message before its PUBACK", s.ToString());
+      }
     }
   }
   Enqueue(&readings, seq);
@@ -302,7 +302,7 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
 }
 
 void Ingest::Enqueue(std::vector<Reading>* readings, uint64_t seq) {
-  if (queue_.capacity() == 0) queue_.reserve(static_cast<size_t>(std::max<int64_t>(options_.batch_max, 1)));
+  if (queue_.capacity() == 0) queue_.reserve(batch_max_);
   for (Reading& r : *readings) queue_.push_back(std::move(r));
   queued_msgs_.push_back(QueuedMessage{readings->size(), seq});
 }
@@ -311,8 +311,7 @@ void Ingest::WakeCommitter(size_t before) {
   // Only when its wait can end: the first reading of a batch (it starts
   // the delay) or the batch filling up. Its waits test these under mu_, so
   // no wake-up is lost, and the messages in between cost no system call.
-  const size_t batch_max = static_cast<size_t>(std::max<int64_t>(options_.batch_max, 1));
-  if (before == 0 || (before < batch_max && queue_.size() >= batch_max)) cv_.notify_one();
+  if (before == 0 || (before < batch_max_ && queue_.size() >= batch_max_)) cv_.notify_one();
 }
 
 // Takes the commit slot, commits the next batch outside the lock, and hands
@@ -333,11 +332,10 @@ void Ingest::CommitHeldSlot(std::unique_lock<std::mutex>* lock) {
 uint64_t Ingest::TakeBatch(std::vector<DeadLetter>* letters) {
   letters->swap(dead_letters_);
   batch_.clear();
-  const size_t batch_max = static_cast<size_t>(std::max<int64_t>(options_.batch_max, 1));
   size_t msgs = 0, readings = 0;
   uint64_t last = committed_seq_;
   for (const QueuedMessage& m : queued_msgs_) {
-    if (msgs > 0 && readings + m.readings > batch_max) break;
+    if (msgs > 0 && readings + m.readings > batch_max_) break;
     readings += m.readings;
     last = m.seq;
     ++msgs;
@@ -404,7 +402,6 @@ bool Ingest::CommitBatch(const std::vector<DeadLetter>& letters, uint64_t last_s
 
 void Ingest::CommitLoop() {
   using Steady = std::chrono::steady_clock;
-  const size_t batch_max = static_cast<size_t>(std::max<int64_t>(options_.batch_max, 1));
   std::unique_lock<std::mutex> lock(mu_);
   Steady::time_point first_seen{};
   bool have_first = false;
@@ -418,7 +415,7 @@ void Ingest::CommitLoop() {
     }
     if (stopping_ && queue_.empty() && dead_letters_.empty()) break;
     if (!queue_.empty() && !stopping_ && options_.ack != AckMode::kAfterCommit &&
-        queue_.size() < batch_max && committed_seq_ >= replay_until_) {
+        queue_.size() < batch_max_ && committed_seq_ >= replay_until_) {
       // Group commit: wait for more readings, at most batch_delay_ms after
       // the first of this batch arrived. OnMessage wakes us when the batch
       // fills up (or on stop); the deadline covers the rest.
@@ -428,7 +425,7 @@ void Ingest::CommitLoop() {
       }
       auto deadline = first_seen + std::chrono::milliseconds(options_.batch_delay_ms);
       if (Steady::now() < deadline) {
-        cv_.wait_until(lock, deadline, [&] { return stopping_ || queue_.size() >= batch_max; });
+        cv_.wait_until(lock, deadline, [&] { return stopping_ || queue_.size() >= batch_max_; });
         continue;
       }
     }
@@ -442,6 +439,10 @@ IngestCounters Ingest::counters() const {
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
     c = counters_;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    c.journal_bytes = journal_ ? journal_->bytes() : 0;
   }
   std::lock_guard<std::mutex> lock(limiter_mu_);
   c.top_rate_limited = limiter_.TopRejected(20);

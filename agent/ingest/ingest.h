@@ -138,7 +138,7 @@ struct IngestCounters {
   int64_t duplicates_skipped = 0;
   int64_t replayed = 0;               // readings committed again from the journal at start
   int64_t journal_failures = 0;       // journal writes that failed (the message was committed instead)
-  int64_t journal_bytes = 0;
+  int64_t journal_bytes = 0;          // both segments, now
   std::array<int64_t, static_cast<size_t>(RejectReason::kCount)> rejected{};
   std::vector<std::pair<std::string, int64_t>> top_rate_limited;
   int64_t rate_limited_evicted = 0;
@@ -187,6 +187,7 @@ class Ingest {
                std::string* why);
 
   const IngestOptions options_;
+  const size_t batch_max_;             // options_.batch_max, at least 1
   IngestSink* sink_;
   Clock* clock_;
   std::vector<TopicPattern> patterns_;
