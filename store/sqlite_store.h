@@ -103,6 +103,7 @@ class SqliteStore : public Store {
   Status InternSeries(const std::string& device_id, const std::string& metric, const std::string& unit,
                       int64_t* id, uint64_t* hash);
   void ForgetPendingSeries();
+  void RollBackLocalWrite(Txn* txn);  // rollback, and forget what it cached
   Status LoadRanges(Db* db, std::vector<RangeRow>* ranges);
   Status RefreshWriteRanges();
   // Adds counts to write_ranges_ and splits; writes the counts to the

@@ -139,6 +139,16 @@ void SqliteStore::ForgetPendingSeries() {
   pending_series_.clear();
 }
 
+// A failed append or device write: the rows, series and LSNs it made are
+// gone, so everything cached about the file is read again.
+void SqliteStore::RollBackLocalWrite(Txn* txn) {
+  txn->Rollback();
+  ForgetPendingSeries();
+  write_data_version_ = -1;
+  cached_high_lsn_ = -1;
+  last_batch_at_ = INT64_MIN;
+}
+
 Status SqliteStore::LoadRanges(Db* db, std::vector<RangeRow>* ranges) {
   Stmt s;
   ES_RETURN_IF_ERROR(s.Prepare(db, "SELECT id, min, max, parent, active, entries, bytes FROM ranges ORDER BY min, id"));
@@ -397,11 +407,7 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
     return txn.Commit();
   }();
   if (!s.ok()) {
-    txn.Rollback();
-    ForgetPendingSeries();
-    write_data_version_ = -1;
-    cached_high_lsn_ = -1;
-    last_batch_at_ = INT64_MIN;
+    RollBackLocalWrite(&txn);
     if (s.code() == Status::Code::kIoError && LooksOutOfSpace(options_.path)) {
       s = Status::NoSpace(s.message() + " (no space left for the store)");
     }
@@ -492,11 +498,7 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
     return txn.Commit();
   }();
   if (!s.ok()) {
-    txn.Rollback();
-    ForgetPendingSeries();
-    write_data_version_ = -1;
-    cached_high_lsn_ = -1;
-    last_batch_at_ = INT64_MIN;
+    RollBackLocalWrite(&txn);
     return s;
   }
   pending_series_.clear();

@@ -507,46 +507,44 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
       rows->resize(static_cast<size_t>(limit));
     }
   };
+  // One seek per segment of a table's query index (local LSNs or remote
+  // rids), rows of one series in [from, to).
+  auto scan = [&](Stmt* stmt, int64_t min_id, int64_t max_id, int64_t series_id, const auto& add) -> Status {
+    for (int64_t seg = min_id >> kQuerySegmentShift; max_id > 0 && seg <= (max_id >> kQuerySegmentShift); ++seg) {
+      StmtScope scope(stmt);
+      stmt->Bind(1, seg);
+      stmt->Bind(2, series_id);
+      stmt->Bind(3, q.from_ms);
+      stmt->Bind(4, q.to_ms);
+      Status step;
+      while (stmt->Step(&step)) ES_RETURN_IF_ERROR(add(*stmt));
+      ES_RETURN_IF_ERROR(step);
+      trim();
+    }
+    return Status::Ok();
+  };
   std::set<uint64_t> local_lsns;
   for (const S& s : list) {
-    for (int64_t seg = min_lsn >> kQuerySegmentShift; max_lsn > 0 && seg <= (max_lsn >> kQuerySegmentShift); ++seg) {
-      StmtScope scope(&local);
-      local.Bind(1, seg);
-      local.Bind(2, s.id);
-      local.Bind(3, q.from_ms);
-      local.Bind(4, q.to_ms);
-      while (local.Step(&st)) {
-        QueryRow row;
-        row.origin = origin_;
-        row.local = true;
-        row.lsn = static_cast<uint64_t>(local.Int(0));
-        row.reading = Reading{q.device_id, s.metric, local.Int(1), local.Double(2), s.unit,
-                              static_cast<uint32_t>(local.Int(3))};
-        local_lsns.insert(row.lsn);
-        rows->push_back(std::move(row));
-      }
-      ES_RETURN_IF_ERROR(st);
-      trim();
-    }
-    for (int64_t seg = min_rid >> kQuerySegmentShift; max_rid > 0 && seg <= (max_rid >> kQuerySegmentShift); ++seg) {
-      StmtScope scope(&remote);
-      remote.Bind(1, seg);
-      remote.Bind(2, s.id);
-      remote.Bind(3, q.from_ms);
-      remote.Bind(4, q.to_ms);
-      while (remote.Step(&st)) {
-        QueryRow row;
-        ES_RETURN_IF_ERROR(OriginById(remote.Int(0), &row.origin));
-        row.lsn = static_cast<uint64_t>(remote.Int(1));
-        // Our own entries may come back through a region feed: one row each.
-        if (row.origin == origin_ && local_lsns.count(row.lsn)) continue;
-        row.reading = Reading{q.device_id, s.metric, remote.Int(2), remote.Double(3), s.unit,
-                              static_cast<uint32_t>(remote.Int(4))};
-        rows->push_back(std::move(row));
-      }
-      ES_RETURN_IF_ERROR(st);
-      trim();
-    }
+    ES_RETURN_IF_ERROR(scan(&local, min_lsn, max_lsn, s.id, [&](const Stmt& r) {
+      QueryRow row;
+      row.origin = origin_;
+      row.local = true;
+      row.lsn = static_cast<uint64_t>(r.Int(0));
+      row.reading = Reading{q.device_id, s.metric, r.Int(1), r.Double(2), s.unit, static_cast<uint32_t>(r.Int(3))};
+      local_lsns.insert(row.lsn);
+      rows->push_back(std::move(row));
+      return Status::Ok();
+    }));
+    ES_RETURN_IF_ERROR(scan(&remote, min_rid, max_rid, s.id, [&](const Stmt& r) {
+      QueryRow row;
+      ES_RETURN_IF_ERROR(OriginById(r.Int(0), &row.origin));
+      row.lsn = static_cast<uint64_t>(r.Int(1));
+      // Our own entries may come back through a region feed: one row each.
+      if (row.origin == origin_ && local_lsns.count(row.lsn)) return Status::Ok();
+      row.reading = Reading{q.device_id, s.metric, r.Int(2), r.Double(3), s.unit, static_cast<uint32_t>(r.Int(4))};
+      rows->push_back(std::move(row));
+      return Status::Ok();
+    }));
   }
   std::sort(rows->begin(), rows->end(), by_time);
   if (static_cast<int64_t>(rows->size()) > limit) rows->resize(static_cast<size_t>(limit));
