@@ -254,18 +254,31 @@ std::string EncodeFeedHead(const std::string& region, uint64_t head_seq) {
   return Finish(fbb, "", 0, wire::Body::FeedHead, h.Union());
 }
 
-bool PeekKind(std::string_view payload, const DecodeLimits& limits, WireKind* kind) {
-  if (payload.size() > limits.max_payload_bytes || payload.size() < 8) return false;
-  std::unique_ptr<uint64_t[]> aligned;
+namespace {
+
+// The message in payload once verified, or null. FlatBuffers verification
+// checks alignment: a misaligned payload is copied into *aligned first.
+const wire::Message* VerifiedMessage(std::string_view payload, std::unique_ptr<uint64_t[]>* aligned) {
+  if (payload.size() < 8) return nullptr;
   const uint8_t* data = reinterpret_cast<const uint8_t*>(payload.data());
   if (reinterpret_cast<uintptr_t>(data) % alignof(uint64_t) != 0) {
-    aligned.reset(new uint64_t[payload.size() / 8 + 1]);
-    std::memcpy(aligned.get(), payload.data(), payload.size());
-    data = reinterpret_cast<const uint8_t*>(aligned.get());
+    aligned->reset(new uint64_t[payload.size() / 8 + 1]);
+    std::memcpy(aligned->get(), payload.data(), payload.size());
+    data = reinterpret_cast<const uint8_t*>(aligned->get());
   }
   flatbuffers::Verifier verifier(data, payload.size(), 16, 10000);
-  if (!wire::MessageBufferHasIdentifier(data) || !wire::VerifyMessageBuffer(verifier)) return false;
-  switch (wire::GetMessage(data)->body_type()) {
+  if (!wire::MessageBufferHasIdentifier(data) || !wire::VerifyMessageBuffer(verifier)) return nullptr;
+  return wire::GetMessage(data);
+}
+
+}  // namespace
+
+bool PeekKind(std::string_view payload, const DecodeLimits& limits, WireKind* kind) {
+  if (payload.size() > limits.max_payload_bytes) return false;
+  std::unique_ptr<uint64_t[]> aligned;
+  const wire::Message* m = VerifiedMessage(payload, &aligned);
+  if (m == nullptr) return false;
+  switch (m->body_type()) {
     case wire::Body::Batch: *kind = WireKind::kBatch; return true;
     case wire::Body::BatchAck: *kind = WireKind::kAck; return true;
     case wire::Body::Ping: *kind = WireKind::kPing; return true;
@@ -284,20 +297,12 @@ Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireM
     return Status::Corruption("message: " + std::to_string(payload.size()) + " bytes over the limit " +
                               std::to_string(limits.max_payload_bytes));
   }
-  // FlatBuffers verification checks alignment: copy a misaligned payload.
   std::unique_ptr<uint64_t[]> aligned;
-  const uint8_t* data = reinterpret_cast<const uint8_t*>(payload.data());
-  if (reinterpret_cast<uintptr_t>(data) % alignof(uint64_t) != 0) {
-    aligned.reset(new uint64_t[payload.size() / 8 + 1]);
-    std::memcpy(aligned.get(), payload.data(), payload.size());
-    data = reinterpret_cast<const uint8_t*>(aligned.get());
-  }
-  flatbuffers::Verifier verifier(data, payload.size(), 16, 10000);
-  if (payload.size() < 8 || !wire::MessageBufferHasIdentifier(data) || !wire::VerifyMessageBuffer(verifier)) {
+  const wire::Message* m = VerifiedMessage(payload, &aligned);
+  if (m == nullptr) {
     if (counters) ++counters->bad_buffer;
     return Status::Corruption("message: not an edgesync message (FlatBuffers verification failed)");
   }
-  const wire::Message* m = wire::GetMessage(data);
   if (m->body_type() != wire::Body::NONE && m->body() == nullptr) {
     if (counters) ++counters->bad_buffer;
     return Status::Corruption("message: body missing");
