@@ -37,17 +37,22 @@ std::string Hex(uint64_t v) {
   return buf;
 }
 
+// A reading's fields as `query` and `feed` print them.
+void AddReading(const Reading& r, nlohmann::json* j) {
+  (*j)["device"] = r.device_id;
+  (*j)["metric"] = r.metric;
+  (*j)["ts"] = r.ts_ms;
+  (*j)["value"] = r.value;
+  if (!r.unit.empty()) (*j)["unit"] = r.unit;
+  if (r.quality != 0) (*j)["quality"] = r.quality;
+}
+
 nlohmann::json EntryJson(const ChangeEntry& e) {
   nlohmann::json j;
   j["lsn"] = e.lsn;
   if (e.kind == ChangeEntry::Kind::kReading) {
     j["kind"] = "reading";
-    j["device"] = e.reading.device_id;
-    j["metric"] = e.reading.metric;
-    j["ts"] = e.reading.ts_ms;
-    j["value"] = e.reading.value;
-    if (!e.reading.unit.empty()) j["unit"] = e.reading.unit;
-    if (e.reading.quality != 0) j["quality"] = e.reading.quality;
+    AddReading(e.reading, &j);
   } else {
     j["kind"] = e.kind == ChangeEntry::Kind::kDeviceDelete ? "device-delete" : "device-upsert";
     j["device"] = e.device.device_id;
@@ -111,12 +116,7 @@ int RunQuery(const Config& config, const QueryOptions& options) {
   if (!st.ok()) return Fail("query", st);
   for (const QueryRow& r : rows) {
     nlohmann::json j;
-    j["device"] = r.reading.device_id;
-    j["metric"] = r.reading.metric;
-    j["ts"] = r.reading.ts_ms;
-    j["value"] = r.reading.value;
-    if (!r.reading.unit.empty()) j["unit"] = r.reading.unit;
-    if (r.reading.quality != 0) j["quality"] = r.reading.quality;
+    AddReading(r.reading, &j);
     j["origin"] = r.origin.ToString();
     j["lsn"] = r.lsn;
     j["local"] = r.local;
