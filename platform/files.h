@@ -25,6 +25,11 @@ Status WriteAllAt(int fd, const std::string& path, std::string_view data, int64_
 // The Status for the errno a failed call left: NoSpace for a full disk
 // (ENOSPC, EDQUOT, EFBIG), IoError otherwise; "<what> <path>: <strerror>".
 Status ErrnoStatus(const std::string& what, const std::string& path);
+// The directory part of path: "." for a bare name, "/" for a file in the root.
+std::string DirOf(const std::string& path);
+// fsync of a file or a directory (after a rename, the directory holds the
+// new name: without its fsync a power cut can bring back the old one).
+Status SyncPath(const std::string& path);
 // Creates the directory and its parents (mode 0750).
 Status MakeDirs(const std::string& path);
 bool FileExists(const std::string& path);

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "platform/files.h"
 #include "platform/log.h"
 #include "store/schema.h"
 #include "store/sqlite_store.h"
@@ -38,22 +39,6 @@ Status MakeEpoch(std::string* epoch) {
     epoch->push_back(kHex[c & 15]);
   }
   return Status::Ok();
-}
-
-Status FsyncPath(const std::string& path, bool directory) {
-  int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_CLOEXEC);
-  if (fd < 0) return Status::IoError("open " + path + ": " + std::strerror(errno));
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return Status::IoError("fsync " + path + ": " + std::strerror(err));
-  return Status::Ok();
-}
-
-std::string DirOf(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 uint32_t Be32(const unsigned char* p) {
@@ -134,7 +119,7 @@ Status CreateStoreFile(const StoreOptions& o) {
     }
     ES_RETURN_IF_ERROR(txn.Commit());
   }  // closing checkpoints the WAL into the file and removes it
-  ES_RETURN_IF_ERROR(FsyncPath(tmp, false));
+  ES_RETURN_IF_ERROR(SyncPath(tmp));
   if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, o.path.c_str(), RENAME_NOREPLACE) != 0) {
     int err = errno;
     if (err == EEXIST) {  // another process created it first: use theirs
@@ -154,7 +139,7 @@ Status CreateStoreFile(const StoreOptions& o) {
       return Status::IoError("creating " + o.path + ": " + std::strerror(errno));
     }
   }
-  return FsyncPath(DirOf(o.path), true);
+  return SyncPath(DirOf(o.path));
 }
 
 }  // namespace
@@ -281,9 +266,7 @@ Status SqliteStore::Init() {
   ES_RETURN_IF_ERROR(w_set_checkpoint_.Prepare(&write_db_,
                                                "INSERT INTO checkpoints VALUES(?, ?) ON CONFLICT(name) DO UPDATE SET "
                                                "value=max(value, excluded.value)"));
-  ES_RETURN_IF_ERROR(w_high_.Prepare(
-      &write_db_,
-      "SELECT max(ifnull((SELECT value FROM meta WHERE key='high_lsn'), 0), ifnull((SELECT max(lsn) FROM log), 0))"));
+  ES_RETURN_IF_ERROR(w_high_.Prepare(&write_db_, kHighLsnSql));
   ES_RETURN_IF_ERROR(w_update_range_.Prepare(
       &write_db_, "UPDATE ranges SET entries = entries + ?, bytes = bytes + ? WHERE id = ?"));
   ES_RETURN_IF_ERROR(w_data_version_.Prepare(&write_db_, "PRAGMA data_version"));
