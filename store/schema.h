@@ -31,6 +31,10 @@ constexpr int kSchemaVersion = 2;
 constexpr int kApplicationId = 0x45535947;
 // log_query's leading column is lsn >> kQuerySegmentShift (SQL text must match).
 constexpr int kQuerySegmentShift = 11;
+// The highest LSN given out so far: the log's, or meta's high_lsn once
+// pruning or drop-oldest took that row away (LSNs are never reused).
+constexpr char kHighLsnSql[] =
+    "SELECT max(ifnull((SELECT value FROM meta WHERE key='high_lsn'), 0), ifnull((SELECT max(lsn) FROM log), 0))";
 
 // Creates the layout of `version` (1..kSchemaVersion) on an empty database
 // inside the caller's transaction. Older versions exist for migration tests.

@@ -105,6 +105,7 @@ class SqliteStore : public Store {
   void ForgetPendingSeries();
   void RollBackLocalWrite(Txn* txn);  // rollback, and forget what it cached
   Status LoadRanges(Db* db, std::vector<RangeRow>* ranges);
+  static const RangeRow* FindRange(const std::vector<RangeRow>& ranges, uint32_t id);  // nullptr = none
   Status RefreshWriteRanges();
   // Adds counts to write_ranges_ and splits; writes the counts to the
   // ranges table only when `persist` (with those still pending).
@@ -134,7 +135,7 @@ class SqliteStore : public Store {
 
   // Read side (read_mu_ held).
   Status SeriesById(int64_t id, SeriesInfo* info);
-  Status FillDeviceEntry(Db* db, const std::string& device_id, ChangeEntry* e);
+  Status FillDeviceEntry(const std::string& device_id, ChangeEntry* e);
   Status ReadRows(uint64_t after_lsn, size_t max_entries, const RangeInfo* range, size_t scan_budget,
                   std::vector<ChangeEntry>* entries, uint64_t* last_scanned);
   Status ResolveStart(uint32_t range_id, const std::vector<RangeRow>& ranges, const FeedStart& from,

@@ -8,6 +8,7 @@
 
 #include "platform/files.h"
 #include "platform/log.h"
+#include "store/schema.h"
 #include "store/sqlite_store.h"
 #include "store/token.h"
 
@@ -145,10 +146,7 @@ Status SqliteStore::AcquireLease(uint32_t range_id, const std::string& owner, Le
   Txn txn(&write_db_);
   ES_RETURN_IF_ERROR(txn.Begin());
   ES_RETURN_IF_ERROR(RefreshWriteRanges());
-  const RangeRow* range = nullptr;
-  for (const auto& r : write_ranges_) {
-    if (r.info.id == range_id) range = &r;
-  }
+  const RangeRow* range = FindRange(write_ranges_, range_id);
   if (!range) return Status::NotFound("range " + std::to_string(range_id) + " does not exist");
   if (!range->info.active) return Status::NotFound("range " + std::to_string(range_id) + " has split; lease its children");
   int64_t now = clock_->WallMillis();
@@ -164,11 +162,8 @@ Status SqliteStore::AcquireLease(uint32_t range_id, const std::string& owner, Le
       Lease pl;
       ES_RETURN_IF_ERROR(LoadLease(p, &pf, &pl));
       if (pf) cont = pl.continuation;
-      uint32_t next = 0;
-      for (const auto& r : write_ranges_) {
-        if (r.info.id == p) next = r.info.parent;
-      }
-      p = next;
+      const RangeRow* parent = FindRange(write_ranges_, p);
+      p = parent ? parent->info.parent : 0;
     }
     Stmt ins;
     ES_RETURN_IF_ERROR(ins.Prepare(&write_db_, "INSERT INTO leases VALUES(?, ?, ?, ?, 1)"));
@@ -474,9 +469,7 @@ Status SqliteStore::Stats(StoreStats* stats) {
   ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "dropped_oldest", &stats->dropped_oldest));
   ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "dead_letters", &stats->dead_letters));
   int64_t high = 0;
-  ES_RETURN_IF_ERROR(read_db_.QueryInt(
-      "SELECT max(ifnull((SELECT value FROM meta WHERE key='high_lsn'), 0), ifnull((SELECT max(lsn) FROM log), 0))",
-      &high));
+  ES_RETURN_IF_ERROR(read_db_.QueryInt(kHighLsnSql, &high));
   stats->last_lsn = std::max<uint64_t>(stats->last_lsn, static_cast<uint64_t>(high));
   struct stat st;
   if (::stat(options_.path.c_str(), &st) == 0) stats->file_bytes += st.st_size;

@@ -2,31 +2,22 @@
 // feed with its continuations, ranges, device records.
 #include <algorithm>
 
+#include "store/schema.h"
 #include "store/sqlite_store.h"
 #include "store/token.h"
 
 namespace edgesync {
-namespace {
-
-const RangeInfo* FindRange(const std::vector<RangeInfo>& ranges, uint32_t id) {
-  for (const auto& r : ranges) {
-    if (r.id == id) return &r;
-  }
-  return nullptr;
-}
-
-}  // namespace
 
 Status SqliteStore::GetDevice(const std::string& device_id, DeviceRecord* device) {
   ES_RETURN_IF_ERROR(ValidateKey("deviceId", device_id));
   std::lock_guard<std::mutex> lock(read_mu_);
   ChangeEntry e;
-  ES_RETURN_IF_ERROR(FillDeviceEntry(&read_db_, device_id, &e));
+  ES_RETURN_IF_ERROR(FillDeviceEntry(device_id, &e));
   *device = e.device;
   return Status::Ok();
 }
 
-Status SqliteStore::FillDeviceEntry(Db*, const std::string& device_id, ChangeEntry* e) {
+Status SqliteStore::FillDeviceEntry(const std::string& device_id, ChangeEntry* e) {
   StmtScope scope(&r_device_);
   r_device_.Bind(1, std::string_view(device_id));
   Status st;
@@ -83,13 +74,15 @@ Status SqliteStore::ReadRows(uint64_t after_lsn, size_t max_entries, const Range
         e.reading.value = r_log_after_.Double(4);
         e.reading.quality = static_cast<uint32_t>(r_log_after_.Int(5));
       } else {
-        Status d = FillDeviceEntry(&read_db_, info.device_id, &e);
+        Status d = FillDeviceEntry(info.device_id, &e);
         if (!d.ok()) return Status::Corruption("log entry " + std::to_string(lsn) + ": " + d.message());
       }
       entries->push_back(std::move(e));
     }
     ES_RETURN_IF_ERROR(st);
-    if (got == 0) break;
+    // A short chunk is the end of the log (the snapshot holds still): asking
+    // again would only return nothing, on every poll of a caught-up uplink.
+    if (got < static_cast<size_t>(chunk)) break;
   }
   return Status::Ok();
 }
@@ -113,28 +106,25 @@ Status SqliteStore::ResolveStart(uint32_t range_id, const std::vector<RangeRow>&
     case FeedStart::Kind::kLsn:
       *after = from.lsn;
       return Status::Ok();
-    case FeedStart::Kind::kNow:
+    case FeedStart::Kind::kNow: {
+      int64_t high = 0;
+      ES_RETURN_IF_ERROR(read_db_.QueryInt(kHighLsnSql, &high));
+      *after = static_cast<uint64_t>(high);
+      return Status::Ok();
+    }
     case FeedStart::Kind::kTime: {
+      // Batches are in LSN order; the first one written at or after the
+      // time starts the feed (a later clock step back cannot rewind it).
       Stmt s;
-      if (from.kind == FeedStart::Kind::kNow) {
-        ES_RETURN_IF_ERROR(s.Prepare(&read_db_, "SELECT ifnull(max(lsn), 0) FROM log"));
-      } else {
-        // Batches are in LSN order; the first one written at or after the
-        // time starts the feed (a later clock step back cannot rewind it).
-        ES_RETURN_IF_ERROR(s.Prepare(
-            &read_db_,
-            "SELECT ifnull((SELECT first_lsn - 1 FROM batches WHERE written_at >= ? ORDER BY first_lsn LIMIT 1),"
-            " (SELECT ifnull(max(lsn), 0) FROM log))"));
-        s.Bind(1, from.wall_ms);
-      }
+      ES_RETURN_IF_ERROR(s.Prepare(
+          &read_db_,
+          "SELECT ifnull((SELECT first_lsn - 1 FROM batches WHERE written_at >= ? ORDER BY first_lsn LIMIT 1),"
+          " (SELECT ifnull(max(lsn), 0) FROM log))"));
+      s.Bind(1, from.wall_ms);
       Status st;
       int64_t v = s.Step(&st) ? s.Int(0) : 0;
       ES_RETURN_IF_ERROR(st);
-      int64_t meta_high = 0;
-      if (from.kind == FeedStart::Kind::kNow) {
-        ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "high_lsn", &meta_high));
-      }
-      *after = static_cast<uint64_t>(std::max(v, meta_high));
+      *after = static_cast<uint64_t>(v);
       return Status::Ok();
     }
     case FeedStart::Kind::kToken: {
@@ -151,11 +141,8 @@ Status SqliteStore::ResolveStart(uint32_t range_id, const std::vector<RangeRow>&
           *after = t.lsn;
           return Status::Ok();
         }
-        uint32_t parent = 0;
-        for (const auto& r : rows) {
-          if (r.info.id == cur) parent = r.info.parent;
-        }
-        cur = parent;
+        const RangeRow* row = FindRange(rows, cur);
+        cur = row ? row->info.parent : 0;
       }
       return Status::InvalidArgument("continuation token belongs to range " + std::to_string(t.range_id) +
                                      ", which is neither range " + std::to_string(range_id) + " nor its ancestor");
@@ -172,14 +159,13 @@ Status SqliteStore::ReadFeed(uint32_t range_id, const FeedStart& from, size_t ma
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
   std::vector<RangeRow> rows;
   ES_RETURN_IF_ERROR(LoadRanges(&read_db_, &rows));
-  std::vector<RangeInfo> infos;
-  for (const auto& r : rows) infos.push_back(r.info);
-  const RangeInfo* range = FindRange(infos, range_id);
-  if (!range) return Status::NotFound("range " + std::to_string(range_id) + " does not exist");
+  const RangeRow* row = FindRange(rows, range_id);
+  if (!row) return Status::NotFound("range " + std::to_string(range_id) + " does not exist");
+  const RangeInfo* range = &row->info;
   if (!range->active) {
     std::string children;
-    for (const auto& r : infos) {
-      if (r.parent == range_id) children += (children.empty() ? "" : " and ") + std::to_string(r.id);
+    for (const auto& r : rows) {
+      if (r.info.parent == range_id) children += (children.empty() ? "" : " and ") + std::to_string(r.info.id);
     }
     return Status::NotFound("range " + std::to_string(range_id) + " has split into ranges " + children +
                             "; read those with this range's continuation");

@@ -15,9 +15,9 @@ namespace {
 
 constexpr int64_t kRangeFlushMs = 1000;
 
-// What a reading weighs for the split limit: the bytes a consumer reads.
-int64_t EntryBytes(const SeriesInfo& s) {
-  return static_cast<int64_t>(s.device_id.size() + s.metric.size() + s.unit.size()) + 32;
+// What a log entry weighs for the split limit: the bytes a consumer reads.
+int64_t EntryBytes(std::string_view device_id, std::string_view metric, std::string_view unit) {
+  return static_cast<int64_t>(device_id.size() + metric.size() + unit.size()) + 32;
 }
 
 Status ValidateDevice(const DeviceRecord& d) {
@@ -34,9 +34,7 @@ Status ValidateDevice(const DeviceRecord& d) {
 // A write error whose errno SQLite did not keep (a short write, EFBIG) is
 // still a full store when the filesystem or the file size limit says so.
 bool LooksOutOfSpace(const std::string& path) {
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-  Result<uint64_t> free_bytes = FreeBytes(dir);
+  Result<uint64_t> free_bytes = FreeBytes(path);
   if (free_bytes.ok() && *free_bytes < (uint64_t{1} << 20)) return true;
   struct rlimit lim;
   if (::getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
@@ -166,6 +164,13 @@ Status SqliteStore::LoadRanges(Db* db, std::vector<RangeRow>* ranges) {
     ranges->push_back(r);
   }
   return st;
+}
+
+const SqliteStore::RangeRow* SqliteStore::FindRange(const std::vector<RangeRow>& ranges, uint32_t id) {
+  for (const RangeRow& r : ranges) {
+    if (r.info.id == id) return &r;
+  }
+  return nullptr;
 }
 
 // Another process may have written since (lease consumers write leases;
@@ -386,7 +391,7 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
       }
       if (pos != SIZE_MAX) {
         by_pos[pos].first += 1;
-        by_pos[pos].second += static_cast<int64_t>(r.device_id.size() + r.metric.size() + r.unit.size()) + 32;
+        by_pos[pos].second += EntryBytes(r.device_id, r.metric, r.unit);
       }
       ++lsn;
     }
@@ -490,8 +495,7 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
     ES_RETURN_IF_ERROR(w_insert_batch_.Run());
     for (const auto& rr : write_ranges_) {
       if (rr.info.active && rr.info.Contains(hash)) {
-        ES_RETURN_IF_ERROR(CountIntoRanges({{rr.info.id, {1, EntryBytes(SeriesInfo{rec.device_id, "", "", 0, true})}}},
-                                           /*persist=*/true));
+        ES_RETURN_IF_ERROR(CountIntoRanges({{rr.info.id, {1, EntryBytes(rec.device_id, "", "")}}}, /*persist=*/true));
         break;
       }
     }

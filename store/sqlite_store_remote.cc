@@ -10,6 +10,10 @@
 namespace edgesync {
 namespace {
 
+// The region feed's head: the last sequence number given out, kept by
+// AUTOINCREMENT even when the rows holding it have been pruned.
+constexpr char kRegionHeadSql[] = "SELECT ifnull((SELECT seq FROM sqlite_sequence WHERE name='region_feed'), 0)";
+
 Status ValidateOrigin(const Origin& o) {
   ES_RETURN_IF_ERROR(ValidateKey("origin gateway id", o.gateway_id));
   if (!IsEpoch(o.epoch)) return Status::InvalidArgument("origin epoch: not 32 lower-case hex characters");
@@ -397,8 +401,7 @@ Status SqliteStore::RegionFeedBounds(uint64_t* oldest_seq, uint64_t* head_seq) {
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
   int64_t oldest = 0, head = 0;
   ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT ifnull(min(seq), 0) FROM region_feed", &oldest));
-  ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT ifnull((SELECT seq FROM sqlite_sequence WHERE name='region_feed'), 0)",
-                                       &head));
+  ES_RETURN_IF_ERROR(read_db_.QueryInt(kRegionHeadSql, &head));
   *oldest_seq = static_cast<uint64_t>(oldest);
   *head_seq = static_cast<uint64_t>(head);
   return Status::Ok();
@@ -412,8 +415,7 @@ Status SqliteStore::ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::
   Txn snapshot(&read_db_);
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
   int64_t head = 0, pruned = 0;
-  ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT ifnull((SELECT seq FROM sqlite_sequence WHERE name='region_feed'), 0)",
-                                       &head));
+  ES_RETURN_IF_ERROR(read_db_.QueryInt(kRegionHeadSql, &head));
   ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "region_pruned_seq", &pruned));
   *head_seq = static_cast<uint64_t>(head);
   if (after_seq < static_cast<uint64_t>(pruned)) {

@@ -58,7 +58,6 @@ class Stmt {
   Stmt& operator=(const Stmt&) = delete;
 
   Status Prepare(Db* db, const char* sql);
-  bool prepared() const { return stmt_ != nullptr; }
   sqlite3_stmt* get() const { return stmt_; }
 
   // Text is bound without copying: it must outlive the next Step/Reset.
@@ -67,7 +66,6 @@ class Stmt {
   void Bind(int i, std::string_view v) {
     sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
   }
-  void BindNull(int i) { sqlite3_bind_null(stmt_, i); }
 
   // true = a row is ready; false = done. Errors go to *status.
   bool Step(Status* status);
@@ -80,7 +78,6 @@ class Stmt {
 
   int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
   double Double(int col) const { return sqlite3_column_double(stmt_, col); }
-  bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
   std::string Text(int col) const {
     const unsigned char* p = sqlite3_column_text(stmt_, col);
     return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(stmt_, col)) : std::string();

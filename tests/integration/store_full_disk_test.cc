@@ -52,6 +52,29 @@ std::vector<Reading> Batch(uint64_t first, int n) {
   return v;
 }
 
+// Where mounting is not permitted: a file size limit makes writes fail with
+// EFBIG. The scenario runs in a forked child so the limit does not touch the
+// test process; the function it is given lifts the limit (makes room).
+void ExpectScenarioUnderFileSizeLimit(const std::function<std::string(const std::function<void()>&)>& scenario) {
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit lim;
+    ::getrlimit(RLIMIT_FSIZE, &lim);
+    struct rlimit small = lim;
+    small.rlim_cur = 1536 * 1024;
+    ::setrlimit(RLIMIT_FSIZE, &small);
+    std::string err = scenario([&] { ::setrlimit(RLIMIT_FSIZE, &lim); });
+    if (!err.empty()) std::fprintf(stderr, "%s\n", err.c_str());
+    _exit(err.empty() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 // Returns "" when every expectation held, else what went wrong (so the same
 // scenario can run in a forked child).
 std::string Scenario(const std::string& dir, const std::function<void()>& make_room) {
@@ -125,25 +148,7 @@ TEST(StoreFullDiskTest, FailsCleanlyAndResumes) {
     EXPECT_EQ(err, "");
     return;
   }
-  // No permission to mount: a file size limit makes writes fail with EFBIG;
-  // run in a child so the limit does not touch the test process.
-  pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit lim;
-    ::getrlimit(RLIMIT_FSIZE, &lim);
-    struct rlimit small = lim;
-    small.rlim_cur = 1536 * 1024;
-    ::setrlimit(RLIMIT_FSIZE, &small);
-    std::string err = Scenario(dir, [&] { ::setrlimit(RLIMIT_FSIZE, &lim); });
-    if (!err.empty()) std::fprintf(stderr, "%s\n", err.c_str());
-    _exit(err.empty() ? 0 : 1);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  ExpectScenarioUnderFileSizeLimit([&](const std::function<void()>& make_room) { return Scenario(dir, make_room); });
 }
 
 // drop-oldest on a really full filesystem: writes go on, the oldest
@@ -180,8 +185,6 @@ std::string DropOldestScenario(const std::string& dir) {
   return "";
 }
 
-// drop-oldest on a really full filesystem: writes go on, the oldest
-// readings make room, and every dropped one is counted.
 TEST(StoreFullDiskTest, DropOldestKeepsWritingOnAFullFilesystem) {
   TempDir tmp;
   std::string dir = tmp.File("small");
@@ -190,22 +193,7 @@ TEST(StoreFullDiskTest, DropOldestKeepsWritingOnAFullFilesystem) {
     EXPECT_EQ(DropOldestScenario(dir), "");
     return;
   }
-  pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit small;
-    ::getrlimit(RLIMIT_FSIZE, &small);
-    small.rlim_cur = 1536 * 1024;
-    ::setrlimit(RLIMIT_FSIZE, &small);
-    std::string err = DropOldestScenario(dir);
-    if (!err.empty()) std::fprintf(stderr, "%s\n", err.c_str());
-    _exit(err.empty() ? 0 : 1);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  ExpectScenarioUnderFileSizeLimit([&](const std::function<void()>&) { return DropOldestScenario(dir); });
 }
 
 }  // namespace
