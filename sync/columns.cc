@@ -108,12 +108,12 @@ std::string EncodeEntries(const std::vector<ChangeEntry>& entries, uint64_t lsn_
       origin_index;
   std::vector<uint64_t> raw_values;
 
-  // Pass 1: dictionaries and the decimal scale of each metric (the largest
-  // any of its values needs), so mantissas of one series share a scale.
+  // Pass 1: the metric dictionary and the decimal scale of each metric (the
+  // largest any of its values needs), so mantissas of one series share a
+  // scale. Each reading's metric index is kept for pass 2.
   std::vector<int> metric_scale;
   std::vector<uint32_t> reading_metric;
   for (const ChangeEntry& e : entries) {
-    devices.Index(e.device_id());
     if (e.kind != ChangeEntry::Kind::kReading) continue;
     uint32_t m = metrics.Index(e.reading.metric);
     if (m >= metric_scale.size()) metric_scale.resize(m + 1, 0);
@@ -147,7 +147,7 @@ std::string EncodeEntries(const std::vector<ChangeEntry>& entries, uint64_t lsn_
       continue;
     }
     const Reading& r = e.reading;
-    uint32_t m = metrics.Index(r.metric);
+    uint32_t m = reading_metric[reading_no];
     PutVarint(m, &metric_index);
     PutVarint(units.Index(r.unit), &unit_index);
     PutVarint(ZigZag(static_cast<int64_t>(static_cast<uint64_t>(r.ts_ms) - static_cast<uint64_t>(prev_ts))),

@@ -33,12 +33,12 @@ Status FeedPuller::Start() {
     ES_RETURN_IF_ERROR(factory_(lo, &region.link).Annotate("feed region " + r.name));
     region.link->SetMessageHandler([this, i](MqttMessage&& m) {
       std::lock_guard<std::mutex> lock(mu_);
-      events_.push_back(Event{i, false, false, std::move(m.topic), std::move(m.payload)});
+      events_.push_back(Event{i, false, false, std::move(m.payload)});
       cv_.notify_one();
     });
     region.link->SetStateHandler([this, i](bool connected, bool, const std::string&) {
       std::lock_guard<std::mutex> lock(mu_);
-      events_.push_back(Event{i, true, connected, {}, {}});
+      events_.push_back(Event{i, true, connected, {}});
       cv_.notify_one();
     });
     ES_RETURN_IF_ERROR(region.link->Subscribe(reply_topic_, 1));
@@ -135,7 +135,7 @@ void FeedPuller::HandleMessage(size_t index, const std::string& payload) {
   }
   if (m.kind != WireKind::kFeedPage || m.correlation_id != r.outstanding) return;  // stale answer
   r.outstanding = 0;
-  const WireFeedPage& page = m.feed_page;
+  WireFeedPage& page = m.feed_page;
   if (page.head_seq > r.head) r.head = page.head_seq;
   FeedRegionStats delta;
   if (page.reset) {
@@ -145,11 +145,11 @@ void FeedPuller::HandleMessage(size_t index, const std::string& payload) {
   }
   std::vector<RemoteEntry> entries;
   entries.reserve(page.entries.size());
-  for (const RegionFeedEntry& e : page.entries) {
+  for (RegionFeedEntry& e : page.entries) {
     if (e.remote.origin == own_) {
       ++delta.skipped_own;
     } else {
-      entries.push_back(e.remote);
+      entries.push_back(std::move(e.remote));
     }
   }
   int64_t applied = 0;

@@ -90,7 +90,6 @@ class FeedPuller {
     size_t region;
     bool state;
     bool connected;
-    std::string topic;
     std::string payload;
   };
   void Run();

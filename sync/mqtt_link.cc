@@ -70,17 +70,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
     // Destroying the client joins Paho's threads: after that no listener
     // runs, and whatever never completed is reported as failed.
     client_.reset();
-    std::vector<PendingPublish*> left;
-    {
-      std::lock_guard<std::mutex> lock(window_mu_);
-      left.assign(pending_.begin(), pending_.end());
-      pending_.clear();
-    }
-    for (PendingPublish* p : left) {
-      if (p->done) p->done(Status::Unavailable("mqtt link closed before the publish completed"));
-      delete p;
-      FreeSlot();
-    }
+    FailPending("mqtt link closed before the publish completed");
   }
 
   Status Init() {
@@ -118,18 +108,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
       client_ = std::move(fresh);
     }
     old.reset();  // joins the old client's threads: no completion of it runs after this
-    std::vector<PendingPublish*> left;
-    {
-      std::lock_guard<std::mutex> lock(window_mu_);
-      left.assign(pending_.begin(), pending_.end());
-      pending_.clear();
-    }
-    for (PendingPublish* p : left) {
-      counters_publish_failures_++;
-      if (p->done) p->done(Status::Unavailable("mqtt client of " + options_.uri + " replaced before the publish completed"));
-      delete p;
-      FreeSlot();
-    }
+    FailPending("mqtt client of " + options_.uri + " replaced before the publish completed");
     ES_LOG(kWarn, "mqtt {}: a connect never completed; replaced the client", options_.uri);
   }
 
@@ -255,6 +234,23 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   bool Claim(PendingPublish* pending) {
     std::lock_guard<std::mutex> lock(window_mu_);
     return pending_.erase(pending) == 1;
+  }
+
+  // Reports every publish still pending as failed once the client that
+  // carried them is gone, so their senders know to resend.
+  void FailPending(const std::string& why) {
+    std::vector<PendingPublish*> left;
+    {
+      std::lock_guard<std::mutex> lock(window_mu_);
+      left.assign(pending_.begin(), pending_.end());
+      pending_.clear();
+    }
+    for (PendingPublish* p : left) {
+      counters_publish_failures_++;
+      if (p->done) p->done(Status::Unavailable(why));
+      delete p;
+      FreeSlot();
+    }
   }
 
   // Frees the window slot only after `done` ran, so Flush() returning means

@@ -195,10 +195,8 @@ void RegionHub::PublishHead(bool force) {
   int64_t now = clock_->MonotonicMillis();
   if (!force && now - last_head_ms_ < options_.head_interval_ms) return;
   if (!link_->connected()) return;
-  std::vector<RegionFeedEntry> none;
-  uint64_t head = 0;
-  bool reset = false;
-  if (!store_->ReadRegionFeed(UINT64_MAX >> 1, 0, &none, &head, &reset).ok()) return;
+  uint64_t oldest = 0, head = 0;
+  if (!store_->RegionFeedBounds(&oldest, &head).ok()) return;
   last_head_ms_ = now;
   {
     std::lock_guard<std::mutex> lock(stats_mu_);

@@ -40,12 +40,9 @@ class RegionSelector {
   // Re-evaluates at now_ms; returns the write region (-1: none healthy yet).
   // *changed tells whether it differs from the previous answer.
   int Select(int64_t now_ms, bool* changed);
-  int current() const { return current_; }
 
   bool Healthy(size_t region, int64_t now_ms) const;
   int64_t rtt_us(size_t region) const { return state_[region].rtt_us; }
-  size_t size() const { return state_.size(); }
-  const std::string& name(size_t region) const { return regions_[region].name; }
   int64_t switches() const { return switches_; }
 
  private:

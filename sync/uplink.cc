@@ -284,7 +284,7 @@ void Uplink::SendBatches(int64_t now_ms) {
       Rewind("send failed", true);
       return;
     }
-    inflight_.push_back({batch.first_lsn, batch.last_lsn, now_ms});
+    inflight_.push_back({batch.last_lsn, now_ms});
     next_after_ = batch.last_lsn;
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.batches_sent;

@@ -8,7 +8,7 @@
 // durable high-water mark (Store::AckUpstream + SetCheckpoint "upstream" and
 // "upstream:<region>"). On an answer timeout, a refusal or a reconnect it
 // resends from the checkpoint after a decorrelated-jitter delay driven by its
-// own timer. Only the unanswered batches' LSN bounds are held in memory: the
+// own timer. Only the unanswered batches' last LSNs are held in memory: the
 // backlog stays in the store. Every batch declares base_lsn = the checkpoint
 // (all of it is held by some region), so after a failover the new region
 // starts where the old one stopped and no reading is sent to two regions
@@ -115,7 +115,6 @@ class Uplink {
     int64_t received_ns = 0;  // taken on arrival, so a busy worker does not inflate round trips
   };
   struct InFlight {
-    uint64_t first = 0;
     uint64_t last = 0;
     int64_t sent_ms = 0;
   };

@@ -9,12 +9,6 @@
 namespace edgesync::test {
 namespace {
 
-uint64_t Get(Store* store, const std::string& name) {
-  uint64_t v = 0;
-  store->GetCheckpoint(name, &v);
-  return v;
-}
-
 FeedPullerOptions PullerOptions(const std::string& gateway, RegionSite& eu, RegionSite& us) {
   FeedPullerOptions o;
   o.gateway_id = gateway;
@@ -55,15 +49,17 @@ TEST(SyncFeedTest, EachGatewaySeesTheOthersReadingsOnce) {
   Uplink up_a(a.get(), ua), up_b(b.get(), ub);
   ASSERT_TRUE(up_a.Start().ok());
   ASSERT_TRUE(up_b.Start().ok());
-  ASSERT_TRUE(WaitFor([&] { return Get(a.get(), "upstream") == 8000 && Get(b.get(), "upstream") == 8000; }, 30000));
+  ASSERT_TRUE(WaitFor([&] { return Checkpoint(a.get()) == 8000 && Checkpoint(b.get()) == 8000; }, 30000));
 
   {
     FeedPuller pa(a.get(), PullerOptions("gw-a", eu, us));
     FeedPuller pb(b.get(), PullerOptions("gw-b", eu, us));
     ASSERT_TRUE(pa.Start().ok());
     ASSERT_TRUE(pb.Start().ok());
-    ASSERT_TRUE(WaitFor([&] { return Get(a.get(), "feed:us") == 8000 && Get(a.get(), "feed:eu") == 8000; }, 30000));
-    ASSERT_TRUE(WaitFor([&] { return Get(b.get(), "feed:eu") == 8000 && Get(b.get(), "feed:us") == 8000; }, 30000));
+    ASSERT_TRUE(WaitFor(
+        [&] { return Checkpoint(a.get(), "feed:us") == 8000 && Checkpoint(a.get(), "feed:eu") == 8000; }, 30000));
+    ASSERT_TRUE(WaitFor(
+        [&] { return Checkpoint(b.get(), "feed:eu") == 8000 && Checkpoint(b.get(), "feed:us") == 8000; }, 30000));
     FeedPullerStats sa = pa.stats();
     EXPECT_EQ(sa.regions[0].skipped_own, 8000u);  // eu holds a's own readings
     EXPECT_EQ(sa.regions[0].applied, 0u);
@@ -78,10 +74,10 @@ TEST(SyncFeedTest, EachGatewaySeesTheOthersReadingsOnce) {
 
   // More from b; a fresh puller on a continues from its checkpoint.
   Fill(b.get(), &wb, 800);
-  ASSERT_TRUE(WaitFor([&] { return Get(b.get(), "upstream") == 8800; }, 30000));
+  ASSERT_TRUE(WaitFor([&] { return Checkpoint(b.get()) == 8800; }, 30000));
   FeedPuller again(a.get(), PullerOptions("gw-a", eu, us));
   ASSERT_TRUE(again.Start().ok());
-  ASSERT_TRUE(WaitFor([&] { return Get(a.get(), "feed:us") == 8800; }, 30000));
+  ASSERT_TRUE(WaitFor([&] { return Checkpoint(a.get(), "feed:us") == 8800; }, 30000));
   EXPECT_EQ(again.stats().regions[1].applied, 800u);
   again.Stop();
   EXPECT_EQ(RemoteRows(a.get(), "b-00007"), 88);

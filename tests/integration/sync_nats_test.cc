@@ -34,12 +34,6 @@ class NatsServer {
   Process process_;
 };
 
-uint64_t Get(Store* store, const std::string& name) {
-  uint64_t v = 0;
-  store->GetCheckpoint(name, &v);
-  return v;
-}
-
 TEST(SyncNatsTest, UplinkAndFeedOverNatsServerMqtt) {
   TempDir tmp;
   NatsServer nats(tmp.path());
@@ -54,7 +48,7 @@ TEST(SyncNatsTest, UplinkAndFeedOverNatsServerMqtt) {
   o.regions.push_back(RegionAt("eu", nats.uri()));
   Uplink uplink(a.get(), o);
   ASSERT_TRUE(uplink.Start().ok());
-  ASSERT_TRUE(WaitFor([&] { return Get(a.get(), "upstream") == 20000; }, 30000)) << eu.hub_log();
+  ASSERT_TRUE(WaitFor([&] { return Checkpoint(a.get()) == 20000; }, 30000)) << eu.hub_log();
   uplink.Stop();
 
   FeedPullerOptions fo;
@@ -64,7 +58,7 @@ TEST(SyncNatsTest, UplinkAndFeedOverNatsServerMqtt) {
   fo.regions.push_back(RegionAt("eu", nats.uri()));
   FeedPuller puller(b.get(), fo);
   ASSERT_TRUE(puller.Start().ok());
-  ASSERT_TRUE(WaitFor([&] { return Get(b.get(), "feed:eu") == 20000; }, 30000));
+  ASSERT_TRUE(WaitFor([&] { return Checkpoint(b.get(), "feed:eu") == 20000; }, 30000));
   EXPECT_EQ(puller.stats().regions[0].applied, 20000u);
   puller.Stop();
   EXPECT_EQ(eu.StopHub(), 0);

@@ -10,12 +10,6 @@
 namespace edgesync::test {
 namespace {
 
-uint64_t Checkpoint(Store* store) {
-  uint64_t v = 0;
-  store->GetCheckpoint("upstream", &v);
-  return v;
-}
-
 TEST(SyncRegionsTest, TheNearerRegionWinsOverPreference) {
   TempDir tmp;
   RegionSite eu(tmp.path(), "eu"), us(tmp.path(), "us");

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "platform/files.h"
 #include "platform/log.h"
 #include "platform/signals.h"
 #include "store/store.h"
@@ -42,7 +43,10 @@ class RegionSite {
   }
   ~RegionSite() { hub_.Stop(2000); }
 
-  static void MakeDir(const std::string& d) { std::system(("mkdir -p '" + d + "'").c_str()); }
+  static void MakeDir(const std::string& d) {
+    Status st = MakeDirs(d);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  }
 
   // hub_extra: more TOML lines for [hub] (TLS, credentials); uri: what the hub connects to.
   bool Start(const std::string& hub_uri = "", const std::string& hub_extra = "") {
@@ -112,6 +116,13 @@ inline std::unique_ptr<Store> OpenGatewayStore(const std::string& path, const st
   return store;
 }
 
+// A checkpoint's value, 0 while unset: "upstream" is what the regions acknowledged.
+inline uint64_t Checkpoint(Store* store, const std::string& name = "upstream") {
+  uint64_t v = 0;
+  store->GetCheckpoint(name, &v);
+  return v;
+}
+
 // Appends n readings of the reference workload (1000 devices x 8 metrics).
 inline void Fill(Store* store, SensorWorkload* workload, size_t n) {
   while (n > 0) {
@@ -166,6 +177,17 @@ inline void ExpectExactlyOnce(const std::vector<RegionSite*>& regions, const Ori
   EXPECT_TRUE(seen.empty() || (*seen.begin() == 1 && *seen.rbegin() == last));
 }
 
+// "a,,b" -> {"a", "", "b"}.
+inline std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t at = 0;;) {
+    size_t comma = text.find(',', at);
+    out.push_back(text.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) return out;
+    at = comma + 1;
+  }
+}
+
 // The child mode of this test binary: `EDGESYNC_UPLINK_CHILD=<store path>`
 // plus EDGESYNC_UPLINK_REGIONS="name=uri,..." runs an Uplink over that store
 // until SIGTERM or SIGKILL. Called from a static initialiser, before gtest.
@@ -177,26 +199,15 @@ inline int MaybeRunUplinkChild() {
   auto store = OpenGatewayStore(store_path);
   if (!store) _exit(2);
   UplinkOptions o = FastUplinkOptions();
-  std::string regions = std::getenv("EDGESYNC_UPLINK_REGIONS") ? std::getenv("EDGESYNC_UPLINK_REGIONS") : "";
-  size_t pos = 0;
-  while (pos < regions.size()) {
-    size_t comma = regions.find(',', pos);
-    std::string item = regions.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+  const char* regions = std::getenv("EDGESYNC_UPLINK_REGIONS");
+  for (const std::string& item : SplitCommas(regions ? regions : "")) {
+    if (item.empty()) continue;
     size_t eq = item.find('=');
     o.regions.push_back(RegionAt(item.substr(0, eq), item.substr(eq + 1), static_cast<int64_t>(o.regions.size())));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
   }
   // EDGESYNC_UPLINK_TLS="ca,cert,key,credentials" (any may be empty) for every region.
   if (const char* tls = std::getenv("EDGESYNC_UPLINK_TLS")) {
-    std::vector<std::string> f;
-    std::string all = tls;
-    for (size_t at = 0;;) {
-      size_t c = all.find(',', at);
-      f.push_back(all.substr(at, c == std::string::npos ? std::string::npos : c - at));
-      if (c == std::string::npos) break;
-      at = c + 1;
-    }
+    std::vector<std::string> f = SplitCommas(tls);
     f.resize(4);
     for (UplinkRegion& r : o.regions) {
       r.link.ca_file = f[0];

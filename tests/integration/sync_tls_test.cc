@@ -15,12 +15,6 @@ namespace {
 
 constexpr char kPassword[] = "s3cret-Pa55word-never-logged";
 
-uint64_t Checkpoint(Store* store) {
-  uint64_t v = 0;
-  store->GetCheckpoint("upstream", &v);
-  return v;
-}
-
 struct TlsRegion {
   explicit TlsRegion(const std::string& root) {
     RegionSite::MakeDir(root + "/pki");

@@ -15,12 +15,6 @@ namespace {
 
 constexpr size_t kReadings = 100000;
 
-uint64_t Checkpoint(Store* store) {
-  uint64_t v = 0;
-  store->GetCheckpoint("upstream", &v);
-  return v;
-}
-
 TEST(SyncUplinkTest, OfflineThenSyncDeliversEveryReadingOnce) {
   TempDir tmp;
   RegionSite eu(tmp.path(), "eu");
