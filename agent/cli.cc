@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/ingest/topic_pattern.h"
 #include "agent/roles.h"
 #include "firmware-config/config.h"
 #include "platform/log.h"
@@ -96,6 +97,16 @@ int RunCli(int argc, char** argv) {
                                                : ConfigRole::kAny;
     Config config;
     if (!LoadOrReport(check_path, role, &config)) return 1;
+    if (role != ConfigRole::kRegion) {
+      bool patterns_ok = true;
+      for (const SubscriptionConfig& sub : config.subscriptions) {
+        TopicPattern pattern;
+        Status s = TopicPattern::Parse(sub.pattern, &pattern);
+        if (!s.ok()) std::fprintf(stderr, "%s: ingest.subscriptions: %s\n", check_path.c_str(), s.message().c_str());
+        patterns_ok = patterns_ok && s.ok();
+      }
+      if (!patterns_ok) return 1;
+    }
     std::printf("%s", DumpConfig(config).c_str());
     return 0;
   }

@@ -134,7 +134,12 @@ OptionSpec<Target> StrList(std::string section, std::string key,
     for (const auto& item : v.as_array()) {
       if (!item.is_string()) return "expected an array of strings";
       std::string p = item.as_string().str;
-      if (p.find("{deviceId}") == std::string::npos) return "pattern \"" + p + "\" has no {deviceId}";
+      // The one rule a user meets first; the rest of the pattern grammar is
+      // TopicPattern's (agent/ingest), applied by `config check` and at start.
+      // Without placeholders the device comes from the payload (SenML bn).
+      if (p.find("{metric}") != std::string::npos && p.find("{deviceId}") == std::string::npos) {
+        return "pattern \"" + p + "\": {metric} needs {deviceId} too";
+      }
       subs.push_back({p});
     }
     if (subs.empty()) return "at least one subscription is needed";

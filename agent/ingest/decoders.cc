@@ -67,10 +67,14 @@ bool ParseJson(std::string_view payload, json* doc, DecodeError* error, RejectRe
   return true;
 }
 
-bool FiniteNumber(const json& v, double* out, DecodeError* error, const char* what) {
-  if (!v.is_number()) return Fail(error, RejectReason::kMalformedJson, std::string(what) + " is not a number");
+// The member `key` as a finite number. The message names the key (at most
+// 32 bytes of it) and is built only on failure: this runs per reading.
+bool FiniteNumber(const json& v, std::string_view key, double* out, DecodeError* error,
+                  RejectReason not_a_number = RejectReason::kMalformedJson) {
+  auto quoted = [&] { return "\"" + std::string(key.substr(0, 32)) + "\""; };
+  if (!v.is_number()) return Fail(error, not_a_number, quoted() + " is not a number");
   *out = v.get<double>();
-  if (!std::isfinite(*out)) return Fail(error, RejectReason::kNotFinite, std::string(what) + " is not finite");
+  if (!std::isfinite(*out)) return Fail(error, RejectReason::kNotFinite, quoted() + " is not finite");
   return true;
 }
 
@@ -110,11 +114,11 @@ bool DecodeValueJson(std::string_view payload, const std::string& device_id, con
   r.metric = metric;
   auto v = doc.find("v");
   if (v == doc.end()) return Fail(error, RejectReason::kMalformedJson, "missing \"v\"");
-  if (!FiniteNumber(*v, &r.value, error, "\"v\"")) return false;
+  if (!FiniteNumber(*v, "v", &r.value, error)) return false;
   auto t = doc.find("t");
   if (t != doc.end()) {
     double seconds = 0;
-    if (!FiniteNumber(*t, &seconds, error, "\"t\"")) return false;
+    if (!FiniteNumber(*t, "t", &seconds, error)) return false;
     if (!SecondsToMs(seconds, &r.ts_ms, error)) return false;
     r.has_time = true;
   }
@@ -165,9 +169,7 @@ bool DecodeSenml(std::string_view payload, const std::string& device_id, std::ve
         if (k == "u") u = s;
       } else if (k == "bt" || k == "t" || k == "bv" || k == "v" || k == "s" || k == "bver" || k == "ut" ||
                  k == "bs" || k == "but") {
-        if (!v.is_number()) return Fail(error, RejectReason::kMalformedSenml, "\"" + k + "\" is not a number");
-        num = v.get<double>();
-        if (!std::isfinite(num)) return Fail(error, RejectReason::kNotFinite, "\"" + k + "\" is not finite");
+        if (!FiniteNumber(v, k, &num, error, RejectReason::kMalformedSenml)) return false;
         if (k == "bt") bt = num;
         if (k == "t") t = num;
         if (k == "bv") bv = num;
@@ -236,7 +238,7 @@ bool DecodeFlatJson(std::string_view payload, const std::string& device_id, std:
   auto t = doc.find("t");
   if (t != doc.end()) {
     double seconds = 0;
-    if (!FiniteNumber(*t, &seconds, error, "\"t\"")) return false;
+    if (!FiniteNumber(*t, "t", &seconds, error)) return false;
     if (!SecondsToMs(seconds, &ts, error)) return false;
     has_time = true;
   }
@@ -246,7 +248,7 @@ bool DecodeFlatJson(std::string_view payload, const std::string& device_id, std:
     DecodedReading r;
     r.device_id = device_id;
     r.metric = it.key();
-    if (!FiniteNumber(it.value(), &r.value, error, ("\"" + it.key().substr(0, 32) + "\"").c_str())) return false;
+    if (!FiniteNumber(it.value(), it.key(), &r.value, error)) return false;
     r.has_time = has_time;
     r.ts_ms = ts;
     out->push_back(std::move(r));

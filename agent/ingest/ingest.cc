@@ -42,9 +42,6 @@ Status Ingest::Init() {
   for (const std::string& p : options_.patterns) {
     TopicPattern tp;
     ES_RETURN_IF_ERROR(TopicPattern::Parse(p, &tp));
-    if (!tp.has_device() && tp.has_metric()) {
-      return Status::InvalidArgument("topic pattern \"" + p + "\": {metric} needs {deviceId} too");
-    }
     patterns_.push_back(std::move(tp));
   }
   if (patterns_.empty()) return Status::InvalidArgument("no topic patterns to subscribe to");

@@ -41,6 +41,10 @@ Status TopicPattern::Parse(const std::string& pattern, TopicPattern* out) {
     }
     p.levels_.push_back(level);
   }
+  // A metric without its device names nothing the store can key on.
+  if (p.metric_level_ >= 0 && p.device_level_ < 0) {
+    return Status::InvalidArgument("topic pattern \"" + pattern + "\": {metric} needs {deviceId} too");
+  }
   *out = std::move(p);
   return Status::Ok();
 }

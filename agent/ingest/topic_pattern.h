@@ -19,8 +19,10 @@ namespace edgesync {
 
 class TopicPattern {
  public:
-  // Rejects empty levels, wildcards, unknown or repeated placeholders and
-  // placeholders that do not fill a whole level.
+  // Rejects empty levels, wildcards, unknown or repeated placeholders,
+  // placeholders that do not fill a whole level, and {metric} without
+  // {deviceId}. A pattern without placeholders takes the device from the
+  // payload (SenML bn, FlatBuffers device_id).
   static Status Parse(const std::string& pattern, TopicPattern* out);
 
   const std::string& pattern() const { return pattern_; }

@@ -60,6 +60,21 @@ TEST(CliTest, ConfigCheckPrintsEffectiveConfiguration) {
   EXPECT_NE(r.out.find("[[region]]"), std::string::npos);
 }
 
+TEST(CliTest, ConfigCheckAppliesTheTopicPatternRules) {
+  TempDir dir;
+  std::string bad = dir.File("bad.toml");
+  WriteAll(bad, "[gateway]\nid = \"gw-1\"\n[ingest]\nsubscriptions = [\"a/+/{deviceId}\", \"b//{deviceId}\"]\n");
+  CliRun r = Edgesync("config check " + bad + " --role gateway");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("wildcards are not allowed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("level 2 is empty"), std::string::npos) << r.out;
+  // A pattern without placeholders: the device comes from the payload.
+  std::string good = dir.File("good.toml");
+  WriteAll(good, "[gateway]\nid = \"gw-1\"\n[ingest]\nsubscriptions = [\"senml\"]\n");
+  r = Edgesync("config check " + good + " --role gateway");
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
 TEST(CliTest, ShippedExampleChecksClean) {
   CliRun r = Edgesync(std::string("config check ") + EDGESYNC_SOURCE_DIR + "/firmware-config/edgesync.example.toml --role gateway");
   EXPECT_EQ(r.code, 0) << r.out;

@@ -37,6 +37,9 @@ TEST(TopicPattern, MatchesAndBuildsFilter) {
   EXPECT_FALSE(TopicPattern::Parse("sensors/#", &p).ok());
   EXPECT_FALSE(TopicPattern::Parse("a/{deviceId}/{deviceId}", &p).ok());
   EXPECT_FALSE(TopicPattern::Parse("a//b", &p).ok());
+  EXPECT_FALSE(TopicPattern::Parse("sensors/{metric}", &p).ok());
+  ASSERT_TRUE(TopicPattern::Parse("senml", &p).ok());  // the device comes from the payload
+  EXPECT_FALSE(p.has_device());
 }
 
 TEST(Decoders, BareNumberAndValueJson) {

@@ -187,6 +187,20 @@ TEST(Ingest, SkipsARedeliveryOfWhatIsStored) {
   EXPECT_EQ(ingest.counters().duplicates_skipped, 1);
 }
 
+TEST(Ingest, APatternWithoutADeviceTakesItFromTheSenmlBaseName) {
+  FakeSink sink;
+  IngestOptions o = Options(AckMode::kAfterCommit);
+  o.patterns = {"senml"};
+  Ingest ingest(o, &sink);
+  ASSERT_TRUE(ingest.Init().ok());
+  ASSERT_TRUE(ingest.Start().ok());
+  ingest.OnMessage("senml", R"([{"bn":"dev7:","n":"temp","v":21.5,"t":1800000000}])");
+  ASSERT_EQ(sink.count(), 1u);
+  EXPECT_EQ(sink.all[0].device_id, "dev7");
+  EXPECT_EQ(sink.all[0].metric, "temp");
+  EXPECT_EQ(sink.all[0].value, 21.5);
+}
+
 TEST(Ingest, RetriesAFailedCommit) {
   FakeSink sink;
   sink.fail_next = 3;
