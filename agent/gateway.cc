@@ -35,10 +35,6 @@ Gateway::Gateway(Config config, Clock* clock) : config_(std::move(config)), cloc
 
 Gateway::~Gateway() { Stop(); }
 
-std::string Gateway::StatusPath() const {
-  return config_.status_file.empty() ? config_.data_dir + "/status.json" : config_.status_file;
-}
-
 Status Gateway::Start() {
   started_ms_ = clock_->WallMillis();
   ES_RETURN_IF_ERROR(MakeDirs(config_.data_dir).Annotate("data_dir"));
@@ -94,8 +90,10 @@ nlohmann::json Gateway::StatusJson() {
                         {"connects", m.connects},          {"connection_losses", m.connection_losses},
                         {"received", m.received}};
   }
+  uint64_t committed = 0;
   if (ingest_) {
     IngestCounters c = ingest_->counters();
+    committed = static_cast<uint64_t>(c.readings_committed);
     json rejected = json::object();
     for (size_t i = 0; i < c.rejected.size(); ++i) {
       rejected[RejectReasonName(static_cast<RejectReason>(i))] = c.rejected[i];
@@ -140,7 +138,6 @@ nlohmann::json Gateway::StatusJson() {
                   {"dropped_oldest", s.dropped_oldest},
                   {"counted_ms_ago", now - store_stats_at_ms_}};
   }
-  uint64_t committed = j.contains("ingest") ? j["ingest"]["readings_committed"].get<uint64_t>() : 0;
   uint64_t acked = 0;
   if (uplink_) {
     UplinkStats u = uplink_->stats();
@@ -199,7 +196,7 @@ int RunGateway(const Config& config) {
     return 1;
   }
   systemd.Ready();
-  const std::string status_path = gateway.StatusPath();
+  const std::string status_path = config.StatusPath();
   int64_t tick_ms = 1000;
   if (systemd.watchdog_interval_ms() > 0) tick_ms = std::min(tick_ms, systemd.watchdog_interval_ms() / 2);
   int64_t next_status = 0;
@@ -274,7 +271,7 @@ std::string StatusLine(const nlohmann::json& j, int64_t now_ms) {
 }  // namespace
 
 int RunStatus(const Config& config, bool one_line) {
-  std::string path = config.status_file.empty() ? config.data_dir + "/status.json" : config.status_file;
+  const std::string path = config.StatusPath();
   std::string text;
   Status s = ReadFile(path, &text);
   if (!s.ok()) {

@@ -32,7 +32,6 @@ class Gateway {
   Status Start();
   void Stop();
   nlohmann::json StatusJson();
-  std::string StatusPath() const;
   Store* store() { return store_.get(); }
 
  private:

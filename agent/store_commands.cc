@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "agent/gateway.h"
 #include "agent/options.h"
 #include "agent/roles.h"
 #include "store/store.h"

@@ -102,6 +102,7 @@ struct Config {
   TlsConfig hub_tls;
 
   std::string StorePath() const { return store_path.empty() ? data_dir + "/store.db" : store_path; }
+  std::string StatusPath() const { return status_file.empty() ? data_dir + "/status.json" : status_file; }
   std::string ClientId() const { return ingest_client_id.empty() ? "edgesync-" + gateway_id : ingest_client_id; }
 };
 

@@ -54,12 +54,10 @@ std::shared_ptr<spdlog::logger> Logger() {
 }  // namespace
 
 bool ParseLogLevel(std::string_view text, LogLevel* level) {
-  static const struct { const char* name; LogLevel level; } kLevels[] = {
-      {"trace", LogLevel::kTrace}, {"debug", LogLevel::kDebug}, {"info", LogLevel::kInfo},
-      {"warn", LogLevel::kWarn},   {"error", LogLevel::kError}, {"off", LogLevel::kOff}};
-  for (const auto& l : kLevels) {
-    if (text == l.name) {
-      *level = l.level;
+  for (LogLevel l : {LogLevel::kTrace, LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn, LogLevel::kError,
+                     LogLevel::kOff}) {
+    if (text == LogLevelName(l)) {
+      *level = l;
       return true;
     }
   }

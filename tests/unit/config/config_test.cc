@@ -25,6 +25,7 @@ TEST(ConfigTest, DefaultsWhenOnlyIdIsGiven) {
   EXPECT_EQ(c.gateway_id, "gw-1");
   EXPECT_EQ(c.store_sync, "normal");
   EXPECT_EQ(c.StorePath(), "/var/lib/edgesync/store.db");
+  EXPECT_EQ(c.StatusPath(), "/var/lib/edgesync/status.json");
   EXPECT_EQ(c.ClientId(), "edgesync-gw-1");
   EXPECT_EQ(c.subscriptions.size(), 2u);
 }
