@@ -58,12 +58,6 @@ double PlainSubscriberRate(const test::Broker& broker, const std::string& dir) {
   return static_cast<double>(kTotal) / secs;
 }
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // Ends edgesync's persistent session: left behind, it would make the broker
 // queue every later run's messages for it, load the next runs do not cause.
 void ForgetSession(const test::Broker& broker, const std::string& client_id) {
@@ -152,11 +146,11 @@ int main() {
     std::printf("round %d: plain %.0f/s, after-journal %.0f/s, after-commit %.0f/s, on-receipt %.0f/s\n", round + 1,
                 plain.back(), journal.back().rate, commit.back().rate, receipt.back().rate);
   }
-  const double baseline = Median(plain);
+  const double baseline = bench::Median(plain);
   auto median = [](const std::vector<GatewayRun>& runs, double GatewayRun::*field) {
     std::vector<double> v;
     for (const GatewayRun& r : runs) v.push_back(static_cast<double>(r.*field));
-    return Median(v);
+    return bench::Median(v);
   };
   auto rss = [&](const std::vector<GatewayRun>& runs) {
     double most = 0;

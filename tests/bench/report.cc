@@ -1,5 +1,6 @@
 #include "tests/bench/report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -40,6 +41,12 @@ void PrintTable(const std::vector<Row>& rows) {
     std::printf("%-44s %14.3f %-12s %-36s %14.3f %8.3f\n", r.name.c_str(), r.value, r.unit.c_str(),
                 r.baseline_name.c_str(), r.baseline, r.ratio);
   }
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
 }
 
 }  // namespace edgesync::bench

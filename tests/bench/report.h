@@ -7,6 +7,7 @@
 #define EDGESYNC_TESTS_BENCH_REPORT_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace edgesync::bench {
@@ -39,6 +40,11 @@ class Report {
 
 // Prints rows as an aligned table.
 void PrintTable(const std::vector<Row>& rows);
+
+// The p-quantile of v by rank (0.5: the median of several runs); -1 when
+// v is empty.
+double Percentile(std::vector<double> v, double p);
+inline double Median(std::vector<double> v) { return Percentile(std::move(v), 0.5); }
 
 }  // namespace edgesync::bench
 

@@ -214,11 +214,6 @@ double RawReadRate(const std::string& path, const Data& d) {
   return n / elapsed;
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 }  // namespace edgesync
 
@@ -247,13 +242,13 @@ int main() {
         store_read.push_back(StoreReadRate(dir + "/store.db"));
       }
     }
-    report.Add(std::string("store_append_readings_per_s_sync_") + mode, Median(store_rate), "readings/s",
-               std::string("raw_sqlite_insert_per_s_sync_") + mode, Median(raw_rate));
-    report.Add(std::string("store_disk_bytes_per_reading_sync_") + mode, Median(store_bytes), "bytes",
-               std::string("raw_sqlite_disk_bytes_per_reading_sync_") + mode, Median(raw_bytes));
+    report.Add(std::string("store_append_readings_per_s_sync_") + mode, bench::Median(store_rate), "readings/s",
+               std::string("raw_sqlite_insert_per_s_sync_") + mode, bench::Median(raw_rate));
+    report.Add(std::string("store_disk_bytes_per_reading_sync_") + mode, bench::Median(store_bytes), "bytes",
+               std::string("raw_sqlite_disk_bytes_per_reading_sync_") + mode, bench::Median(raw_bytes));
     if (!full) {
-      report.Add("store_readlog_entries_per_s", Median(store_read), "entries/s", "raw_sqlite_select_entries_per_s",
-                 Median(raw_read));
+      report.Add("store_readlog_entries_per_s", bench::Median(store_read), "entries/s",
+                 "raw_sqlite_select_entries_per_s", bench::Median(raw_read));
     }
   }
   RemoveDb(dir + "/raw.db");

@@ -48,6 +48,7 @@ namespace {
 
 using test::Broker;
 using test::BrokerOptions;
+using test::Checkpoint;
 using test::RegionSite;
 using test::SensorWorkload;
 using test::TcpProxy;
@@ -115,12 +116,6 @@ int PidOf(const std::string& needle) {
   }
   closedir(proc);
   return found;
-}
-
-uint64_t Checkpoint(Store* store) {
-  uint64_t v = 0;
-  store->GetCheckpoint("upstream", &v);
-  return v;
 }
 
 void Drain(bench::Report* report, size_t n) {
@@ -270,12 +265,6 @@ std::vector<double> PublishPaced(const std::string& uri, size_t n, double rate) 
   return at;
 }
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return -1;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
-}
-
 double NowMsD() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -373,13 +362,13 @@ void Latency(bench::Report* report) {
     std::lock_guard<std::mutex> lock(mu);
     for (size_t k = warmup; k < std::min(n, arrived.size()); ++k) blat.push_back(arrived[k] - bsent[k]);
   }
-  report->Add("online_latency_p50", Percentile(lat, 0.5), "ms", "mosquitto_bridge_latency_p50", Percentile(blat, 0.5));
-  report->Add("online_latency_p99", Percentile(lat, 0.99), "ms", "mosquitto_bridge_latency_p99",
-              Percentile(blat, 0.99));
-  report->Add("online_latency_p50_batch_delay_20ms", Percentile(lat20, 0.5), "ms", "mosquitto_bridge_latency_p50",
-              Percentile(blat, 0.5));
-  report->Add("online_latency_p99_batch_delay_20ms", Percentile(lat20, 0.99), "ms", "mosquitto_bridge_latency_p99",
-              Percentile(blat, 0.99));
+  report->Add("online_latency_p50", bench::Median(lat), "ms", "mosquitto_bridge_latency_p50", bench::Median(blat));
+  report->Add("online_latency_p99", bench::Percentile(lat, 0.99), "ms", "mosquitto_bridge_latency_p99",
+              bench::Percentile(blat, 0.99));
+  report->Add("online_latency_p50_batch_delay_20ms", bench::Median(lat20), "ms", "mosquitto_bridge_latency_p50",
+              bench::Median(blat));
+  report->Add("online_latency_p99_batch_delay_20ms", bench::Percentile(lat20, 0.99), "ms",
+              "mosquitto_bridge_latency_p99", bench::Percentile(blat, 0.99));
 }
 
 }  // namespace
