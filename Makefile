@@ -14,6 +14,9 @@ ARCH ?= arm64
 BENCH ?=
 FUZZ_SECONDS ?= 30
 CMAKE_GENERATOR ?= $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
+# ccache, where installed, makes rebuilds after a clean (or in a second
+# checkout) cheap; without it the compiler runs directly.
+CCACHE_FLAG := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 DEPS = firmware-config/deps.sh
 
 .PHONY: all deps configure test unit integration demo bench fuzz cross test-arm clean
@@ -26,7 +29,7 @@ deps:
 
 configure:
 	@./$(DEPS) build test
-	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -G "$(CMAKE_GENERATOR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -G "$(CMAKE_GENERATOR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CCACHE_FLAG)
 
 test: configure
 	cmake --build $(BUILD) -j $(JOBS)
