@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <chrono>
+#include <deque>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -99,7 +101,30 @@ bool LogEnabled(LogLevel level) {
   return level != LogLevel::kOff && static_cast<int>(level) >= g_level.load(std::memory_order_relaxed);
 }
 
+namespace {
+
+std::mutex g_recent_mu;
+std::deque<RecentLogLine> g_recent;  // guarded by g_recent_mu
+
+void KeepRecent(LogLevel level, std::string_view line) {
+  if (level < LogLevel::kWarn) return;
+  // Wall time: these lines are read by people, next to the journal's stamps.
+  int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch()).count();
+  std::lock_guard<std::mutex> lock(g_recent_mu);
+  g_recent.push_back({now, level, std::string(line.substr(0, 500))});
+  while (g_recent.size() > kRecentErrorLines) g_recent.pop_front();
+}
+
+}  // namespace
+
+std::vector<RecentLogLine> RecentErrors() {
+  std::lock_guard<std::mutex> lock(g_recent_mu);
+  return {g_recent.begin(), g_recent.end()};
+}
+
 void LogLine(LogLevel level, std::string_view line) {
+  KeepRecent(level, line);
   auto logger = Logger();
   static const bool journal = StderrIsJournal();
   if (journal) {

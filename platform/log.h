@@ -16,8 +16,11 @@
 
 #include <fmt/core.h>
 
+#include <cstdint>
+
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace edgesync {
 
@@ -36,6 +39,17 @@ void LogLine(LogLevel level, std::string_view line);
 
 // True when the journal prefix format would be chosen for this environment.
 bool StderrIsJournal();
+
+// The most recent warning and error lines (at most kRecentErrorLines, oldest
+// first), kept in memory for `edgesync status` and the status page, so a
+// field engineer sees what went wrong without reading the journal.
+struct RecentLogLine {
+  int64_t wall_ms = 0;
+  LogLevel level = LogLevel::kWarn;
+  std::string text;
+};
+constexpr size_t kRecentErrorLines = 20;
+std::vector<RecentLogLine> RecentErrors();
 
 }  // namespace edgesync
 
