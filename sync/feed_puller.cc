@@ -25,6 +25,7 @@ Status FeedPuller::Start() {
     Region& region = regions_[i];
     region.name = r.name;
     region.backoff = std::make_unique<Backoff>(options_.backoff_base_ms, options_.backoff_max_ms);
+    region.progress = std::make_unique<ProgressLog>("feed catch-up from " + r.name, "entries");
     ES_RETURN_IF_ERROR(store_->GetCheckpoint("feed:" + r.name, &region.position));
     stats_.regions[i].name = r.name;
     stats_.regions[i].position = region.position;
@@ -101,6 +102,7 @@ void FeedPuller::Run() {
           (r.want || r.head > r.position || now - r.sent_ms >= options_.poll_interval_ms)) {
         Pull(i, now);
       }
+      r.progress->Update(r.position, r.head > r.position ? r.head - r.position : 0, now);
     }
   }
 }

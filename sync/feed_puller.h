@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "platform/clock.h"
+#include "platform/progress.h"
 #include "platform/status.h"
 #include "store/store.h"
 #include "sync/backoff.h"
@@ -85,6 +86,7 @@ class FeedPuller {
     int64_t sent_ms = 0;
     int64_t next_pull_ms = 0;
     std::unique_ptr<Backoff> backoff;
+    std::unique_ptr<ProgressLog> progress;  // catch-up lines in the log
   };
   struct Event {
     size_t region;

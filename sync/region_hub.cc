@@ -62,6 +62,7 @@ RegionHubStats RegionHub::stats() const {
   std::lock_guard<std::mutex> lock(stats_mu_);
   RegionHubStats s = stats_;
   s.bad_messages += counters_.rejected();
+  for (const auto& [name, o] : origins_) s.origins.push_back(o);
   return s;
 }
 
@@ -169,12 +170,30 @@ void RegionHub::Handle(const std::string& payload) {
       std::max(held, base) >= b.first_lsn - 1) {
     base = std::max(base, b.entries.front().lsn - 1);
   }
+  uint64_t before = held;
+  if (before == 0) store_->GetHighWater(b.origin, &before);
   st = store_->ApplyOriginBatch(b.origin, base, b.entries, &ack.high_water);
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.entries_received += b.entries.size();
     if (st.ok()) {
       ++stats_.batches_applied;
+      uint64_t fresh = 0;
+      int64_t newest_ts = INT64_MIN;
+      for (const ChangeEntry& e : b.entries) {
+        if (e.lsn <= before) continue;
+        ++fresh;
+        if (e.kind == ChangeEntry::Kind::kReading) newest_ts = std::max(newest_ts, e.reading.ts_ms);
+      }
+      stats_.entries_applied += fresh;
+      std::string name = b.origin.ToString();
+      HubOriginStats& o = origins_[name];
+      o.origin = name;
+      o.high_water = ack.high_water;
+      ++o.batches;
+      o.entries += fresh;
+      o.last_batch_wall_ms = clock_->WallMillis();
+      if (newest_ts != INT64_MIN) o.lag_ms = std::max<int64_t>(0, o.last_batch_wall_ms - newest_ts);
     } else if (st.code() == Status::Code::kInvalidArgument) {
       ++stats_.gaps_refused;
     } else {

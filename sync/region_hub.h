@@ -23,10 +23,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "platform/clock.h"
 #include "platform/status.h"
@@ -48,9 +50,23 @@ struct RegionHubOptions {
   DecodeLimits limits;
 };
 
+// One origin (gateway store) as the hub sees it.
+struct HubOriginStats {
+  std::string origin;               // gateway_id/epoch
+  uint64_t high_water = 0;          // highest contiguous LSN held
+  uint64_t batches = 0;             // applied since the hub started
+  uint64_t entries = 0;             // new entries applied since the hub started
+  int64_t last_batch_wall_ms = 0;   // when the last batch was applied
+  // Wall time of the last apply minus the newest reading's timestamp in
+  // that batch: how far behind the region this origin's data arrives (a
+  // gateway draining a backlog shows its age here).
+  int64_t lag_ms = 0;
+};
+
 struct RegionHubStats {
   uint64_t batches_applied = 0;
   uint64_t entries_received = 0;
+  uint64_t entries_applied = 0;     // new to the region (received minus already held)
   uint64_t gaps_refused = 0;
   uint64_t store_errors = 0;
   uint64_t bad_messages = 0;        // undecodable or invalid payloads
@@ -59,6 +75,7 @@ struct RegionHubStats {
   uint64_t feed_requests = 0;
   uint64_t feed_resets = 0;
   uint64_t head_seq = 0;
+  std::vector<HubOriginStats> origins;  // by origin name
 };
 
 class RegionHub {
@@ -97,6 +114,7 @@ class RegionHub {
   int64_t last_head_ms_ = 0;
   mutable std::mutex stats_mu_;
   RegionHubStats stats_;
+  std::map<std::string, HubOriginStats> origins_;  // guarded by stats_mu_
 };
 
 }  // namespace edgesync

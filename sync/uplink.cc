@@ -91,7 +91,9 @@ void Uplink::NotifyAppended() {
 
 UplinkStats Uplink::stats() const {
   std::lock_guard<std::mutex> lock(stats_mu_);
-  return stats_;
+  UplinkStats s = stats_;
+  s.ack_latency = ack_latency_.Snapshot();
+  return s;
 }
 
 void Uplink::Run() {
@@ -133,6 +135,7 @@ void Uplink::Run() {
       r.rtt_ms = selector_->rtt_us(i) < 0 ? -1 : selector_->rtt_us(i) / 1000.0;
       r.high_water = region_high_water_[i];
     }
+    drain_progress_.Update(checkpoint_, stats_.backlog, now);
   }
 }
 
@@ -200,7 +203,11 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
     checkpoint_ = hw;
     backoff_.Reset();
   }
-  while (!inflight_.empty() && inflight_.front().last <= checkpoint_) inflight_.pop_front();
+  int64_t now = NowMs();
+  while (!inflight_.empty() && inflight_.front().last <= checkpoint_) {
+    ack_latency_.Observe(static_cast<double>(now - inflight_.front().sent_ms) / 1000.0);
+    inflight_.pop_front();
+  }
   if (next_after_ < checkpoint_) next_after_ = checkpoint_;
 }
 

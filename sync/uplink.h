@@ -32,6 +32,8 @@
 #include <vector>
 
 #include "platform/clock.h"
+#include "platform/histogram.h"
+#include "platform/progress.h"
 #include "platform/status.h"
 #include "store/store.h"
 #include "sync/backoff.h"
@@ -89,6 +91,9 @@ struct UplinkStats {
   uint64_t bad_messages = 0;      // undecodable answers
   size_t inflight = 0;
   std::vector<UplinkRegionStats> regions;
+  // Send to acknowledgement of each batch (the end-to-end round trip,
+  // including the hub's commit).
+  HistogramSnapshot ack_latency;
 };
 
 class Uplink {
@@ -162,6 +167,8 @@ class Uplink {
 
   mutable std::mutex stats_mu_;
   UplinkStats stats_;
+  Histogram ack_latency_;
+  ProgressLog drain_progress_{"uplink drain", "readings"};
 };
 
 }  // namespace edgesync
