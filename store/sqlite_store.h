@@ -61,6 +61,7 @@ class SqliteStore : public Store {
   Status CheckpointLease(const Lease& held, const std::string& continuation, Lease* lease) override;
   Status ReleaseLease(const Lease& held) override;
   Status ListLeases(std::vector<Lease>* leases) override;
+  Status TakeLease(const Lease& seen, const std::string& owner, Lease* lease) override;
 
   Status GetCheckpoint(const std::string& name, uint64_t* value) override;
   Status SetCheckpoint(const std::string& name, uint64_t value) override;
@@ -75,6 +76,8 @@ class SqliteStore : public Store {
   Status RegionFeedBounds(uint64_t* oldest_seq, uint64_t* head_seq) override;
 
   Status Query(const QueryRequest& request, std::vector<QueryRow>* rows) override;
+  Status ListDevices(std::vector<DeviceSummary>* devices) override;
+  Status Backlog(uint64_t after_lsn, BacklogInfo* info) override;
 
   Status AddDeadLetters(const std::vector<DeadLetter>& letters) override;
   Status ListDeadLetters(size_t max, std::vector<DeadLetter>* letters) override;

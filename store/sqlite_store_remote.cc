@@ -459,7 +459,11 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   if (!q.metric.empty()) ES_RETURN_IF_ERROR(ValidateKey("metric", q.metric));
   if (q.limit <= 0) return Status::InvalidArgument("query limit must be positive");
   if (q.from_ms >= q.to_ms) return Status::Ok();
-  const int64_t limit = std::min<int64_t>(q.limit, 1000000);
+  if (q.limit > QueryRequest::kMaxRows) {
+    return Status::InvalidArgument("query limit " + std::to_string(q.limit) + " is above the maximum " +
+                                   std::to_string(QueryRequest::kMaxRows));
+  }
+  const int64_t limit = q.limit;
   std::lock_guard<std::mutex> lock(read_mu_);
   Txn snapshot(&read_db_);
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
@@ -496,11 +500,15 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
     max_rid = bounds.Int(3);
   }
   ES_RETURN_IF_ERROR(st);
-  auto by_time = [](const QueryRow& a, const QueryRow& b) {
+  auto oldest_first = [](const QueryRow& a, const QueryRow& b) {
     if (a.reading.ts_ms != b.reading.ts_ms) return a.reading.ts_ms < b.reading.ts_ms;
     if (a.origin.gateway_id != b.origin.gateway_id) return a.origin.gateway_id < b.origin.gateway_id;
     if (a.origin.epoch != b.origin.epoch) return a.origin.epoch < b.origin.epoch;
     return a.lsn < b.lsn;
+  };
+  // The rows kept under the limit are the first in this order.
+  auto by_time = [&](const QueryRow& a, const QueryRow& b) {
+    return q.newest_first ? oldest_first(b, a) : oldest_first(a, b);
   };
   // Keeps memory bounded by the limit however long the device's history.
   auto trim = [&] {

@@ -116,11 +116,18 @@ struct RegionFeedEntry {
 };
 
 struct QueryRequest {
+  // The largest answer a query gives (memory stays bounded by it); a larger
+  // limit is InvalidArgument. A caller that wants to know whether its limit
+  // cut the answer asks for one row more than it shows.
+  static constexpr int64_t kMaxRows = 1000001;
   std::string device_id;
   std::string metric;                 // "" = every metric
   int64_t from_ms = INT64_MIN;        // inclusive
   int64_t to_ms = INT64_MAX;          // exclusive
   int64_t limit = 1000;
+  // false: the oldest `limit` rows, oldest first; true: the newest `limit`
+  // rows, newest first (what a person looking at a device wants).
+  bool newest_first = false;
 };
 
 struct QueryRow {
@@ -128,6 +135,23 @@ struct QueryRow {
   uint64_t lsn = 0;                   // LSN at the origin
   bool local = false;
   Reading reading;
+};
+
+// A device the store holds readings of: one row per (device, origin), local
+// rows for this store's own origin and read-view rows for the others.
+struct DeviceSummary {
+  std::string device_id;
+  Origin origin;
+  bool local = false;
+  int64_t readings = 0;
+  int64_t first_ts_ms = 0;
+  int64_t last_ts_ms = 0;
+};
+
+// What is not yet acknowledged upstream beyond what LSNs tell.
+struct BacklogInfo {
+  int64_t oldest_written_ms = 0;      // wall time the oldest unacknowledged entry was written; 0 = none
+  double avg_entry_bytes = 0;         // the log's mean entry size (the store's own accounting)
 };
 
 struct DeadLetter {
@@ -200,6 +224,17 @@ class Store {
   virtual Status CheckpointLease(const Lease& held, const std::string& continuation, Lease* lease) = 0;
   virtual Status ReleaseLease(const Lease& held) = 0;
   virtual Status ListLeases(std::vector<Lease>* leases) = 0;
+  // Takes a lease another owner holds, expired or not, if it is still at
+  // seen.version (compare-and-set): how consumers rebalance when one joins
+  // (the change-feed-processor model's steal). The continuation stays: the
+  // new owner resumes from the last checkpoint. The former owner learns on
+  // its next renew or checkpoint (Conflict). Conflict if the version moved.
+  virtual Status TakeLease(const Lease& seen, const std::string& owner, Lease* lease) {
+    (void)seen;
+    (void)owner;
+    (void)lease;
+    return Status::Unsupported("TakeLease");
+  }
 
   // Named checkpoints that only move forward ("upstream:<region>",
   // "feed:<region>"). Missing = 0.
@@ -239,6 +274,20 @@ class Store {
 
   // Union of local readings and the read view, deduplicated by (origin, LSN).
   virtual Status Query(const QueryRequest& request, std::vector<QueryRow>* rows) = 0;
+
+  // Every device with readings, local and in the read view, by device id
+  // then origin. Scans the tables: for the CLI, not for a hot path.
+  virtual Status ListDevices(std::vector<DeviceSummary>* devices) {
+    (void)devices;
+    return Status::Unsupported("ListDevices");
+  }
+  // The entries after after_lsn (the upstream checkpoint): when the oldest
+  // was written, and the mean size used to estimate the backlog's bytes.
+  virtual Status Backlog(uint64_t after_lsn, BacklogInfo* info) {
+    (void)after_lsn;
+    (void)info;
+    return Status::Unsupported("Backlog");
+  }
 
   // Rejected payloads, capped (oldest dropped). ListDeadLetters returns the
   // newest first.
