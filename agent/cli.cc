@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,27 +49,48 @@ int RunCli(int argc, char** argv) {
   auto* region = app.add_subcommand("region", "run a region hub: receive batches, apply them, serve the feed");
   region->add_option("-c,--config", config_path, "config file (TOML)")->required();
 
+  const std::map<std::string, OutputFormat> formats = {
+      {"table", OutputFormat::kTable}, {"json", OutputFormat::kJson}, {"csv", OutputFormat::kCsv}};
+  const char* time_help = "RFC 3339 (2026-03-01T12:00:00Z), relative (-1h, -30m, -2d, now) or Unix ms";
   QueryOptions query_options;
-  auto* query = app.add_subcommand("query", "readings of a device from local data and the read view");
+  auto* query = app.add_subcommand("query", "readings of a device from local data and the read view, newest first");
   query->add_option("-c,--config", config_path, "config file (TOML)")->required();
-  query->add_option("--device", query_options.device_id, "deviceId")->required();
+  query->add_option("--device", query_options.device_id, "deviceId (see `edgesync devices`)")->required();
   query->add_option("--metric", query_options.metric, "only this metric");
-  query->add_option("--from", query_options.from_ms, "from this Unix time in ms (inclusive)");
-  query->add_option("--to", query_options.to_ms, "to this Unix time in ms (exclusive)");
-  query->add_option("--limit", query_options.limit, "at most this many rows");
+  query->add_option("--from", query_options.from, std::string("from this time, inclusive: ") + time_help);
+  query->add_option("--to", query_options.to, std::string("to this time, exclusive: ") + time_help);
+  query->add_option("--limit", query_options.limit, "at most this many rows (a note on stderr when more match)");
+  query->add_flag("--oldest-first", query_options.oldest_first, "the oldest rows, oldest first");
+  query->add_option("--format", query_options.format, "table, json (one object per line) or csv")
+      ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case));
+
+  OutputFormat devices_format = OutputFormat::kTable;
+  auto* devices = app.add_subcommand("devices", "the devices a store holds readings of (local and read view)");
+  devices->add_option("-c,--config", config_path, "config file (TOML)")->required();
+  devices->add_option("--format", devices_format, "table, json (one object per line) or csv")
+      ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case));
 
   FeedOptions feed_options;
-  auto* feed = app.add_subcommand("feed", "read the change feed of one partition key range");
+  auto* feed = app.add_subcommand("feed", "read the change feed of one partition key range, or share all of them");
   feed->add_option("-c,--config", config_path, "config file (TOML)")->required();
   feed->add_option("--range", feed_options.range_id, "range id (see `feed --list`)");
   feed->add_flag("--list", feed_options.list_ranges, "list partition key ranges");
   feed->add_option("--from", feed_options.from, "beginning, now, lsn:N, time:MS or a continuation token");
-  feed->add_option("--max", feed_options.max_entries, "at most this many entries");
+  feed->add_option("--max", feed_options.max_entries, "at most this many entries (per page)");
+  feed->add_flag("--follow", feed_options.follow, "keep waiting for new changes (until SIGINT/SIGTERM)");
+  feed->add_option("--lease", feed_options.lease_owner,
+                   "follow every range shared with other processes using the same store: OWNER's share of the "
+                   "ranges, held through the store's leases, resumed from their checkpoints");
+  feed->add_option("--poll-ms", feed_options.poll_ms, "how often --follow and --lease look for new changes")
+      ->check(CLI::Range(10, 60000));
 
-  auto* status = app.add_subcommand("status", "print the counters of a running or stopped gateway");
+  auto* status = app.add_subcommand("status", "figures of a running or stopped gateway or region hub");
   status->add_option("-c,--config", config_path, "config file (TOML)")->required();
   bool status_line = false;
+  bool status_json = false;
   status->add_flag("--line", status_line, "one line: ingested, backlog, sent, acknowledged, rates, time to drain");
+  auto* status_json_flag = status->add_flag("--json", status_json, "the whole snapshot as JSON (docs/STATUS.md)");
+  status_json_flag->excludes(status->get_option("--line"));
 
   auto* config_cmd = app.add_subcommand("config", "configuration tools");
   config_cmd->require_subcommand(1);
@@ -118,8 +140,11 @@ int RunCli(int argc, char** argv) {
   if (gateway->parsed()) return RunGateway(config);
   if (region->parsed()) return RunRegionHub(config);
   if (query->parsed()) return RunQuery(config, query_options);
+  if (devices->parsed()) return RunDevices(config, devices_format);
   if (feed->parsed()) return RunFeed(config, feed_options);
-  if (status->parsed()) return RunStatus(config, status_line);
+  if (status->parsed()) {
+    return RunStatus(config, status_json ? StatusFormat::kJson : status_line ? StatusFormat::kLine : StatusFormat::kText);
+  }
   return 2;
 }
 

@@ -3,9 +3,14 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "agent/roles.h"
+#include <unistd.h>
+
 #include "agent/options.h"
+#include "agent/role_support.h"
+#include "agent/roles.h"
+#include "agent/store_figures.h"
 #include "platform/files.h"
+#include "platform/histogram.h"
 #include "platform/log.h"
 #include "platform/signals.h"
 #include "platform/systemd.h"
@@ -16,17 +21,23 @@ namespace {
 
 // Commits through the store and wakes the uplink at once, so a reading goes
 // upstream without waiting for the uplink's next poll of the store.
+// Also times each group commit for the commit-latency histogram.
 class UplinkNotifyingSink : public StoreSink {
  public:
-  UplinkNotifyingSink(Store* store, Uplink* uplink) : StoreSink(store), uplink_(uplink) {}
+  UplinkNotifyingSink(Store* store, Uplink* uplink, Histogram* latency, Clock* clock)
+      : StoreSink(store), uplink_(uplink), latency_(latency), clock_(clock) {}
   Status AppendReadings(const std::vector<Reading>& readings, uint64_t intake_seq) override {
+    int64_t start = clock_->MonotonicNanos();
     Status s = StoreSink::AppendReadings(readings, intake_seq);
+    if (s.ok()) latency_->Observe(static_cast<double>(clock_->MonotonicNanos() - start) / 1e9);
     if (s.ok() && uplink_ != nullptr) uplink_->NotifyAppended();
     return s;
   }
 
  private:
   Uplink* uplink_;
+  Histogram* latency_;
+  Clock* clock_;
 };
 
 }  // namespace
@@ -49,7 +60,7 @@ Status Gateway::Start() {
   } else {
     ES_LOG(kWarn, "gateway {}: no [[region]] configured: readings are kept locally only", config_.gateway_id);
   }
-  sink_ = std::make_unique<UplinkNotifyingSink>(store_.get(), uplink_.get());
+  sink_ = std::make_unique<UplinkNotifyingSink>(store_.get(), uplink_.get(), &commit_latency_, clock_);
   ingest_ = std::make_unique<Ingest>(IngestOptionsFromConfig(config_), sink_.get(), clock_);
   ES_RETURN_IF_ERROR(ingest_->Init());
   ES_RETURN_IF_ERROR(NewPahoMqttLink(IngestLinkOptionsFromConfig(config_), &link_).Annotate("ingest broker"));
@@ -79,9 +90,12 @@ void Gateway::Stop() {
 
 nlohmann::json Gateway::StatusJson() {
   using json = nlohmann::json;
+  std::lock_guard<std::mutex> lock(status_mu_);
   json j;
   j["role"] = "gateway";
   j["gateway_id"] = config_.gateway_id;
+  j["running"] = true;
+  j["pid"] = static_cast<int64_t>(::getpid());
   j["time_ms"] = clock_->WallMillis();
   j["started_ms"] = started_ms_;
   if (link_) {
@@ -116,28 +130,14 @@ nlohmann::json Gateway::StatusJson() {
                    {"rate_limited_evicted", c.rate_limited_evicted},
                    {"ack", config_.ingest_ack}};
   }
+  int64_t now_ms = clock_->MonotonicMillis();
   if (store_) {
-    // Store::Stats counts the log's rows: on a board holding millions of
-    // readings that is too much work for every second, so the counts are
-    // refreshed every kStoreCountsEveryMs; the last LSN is always fresh.
-    int64_t now = clock_->MonotonicMillis();
-    if (store_stats_at_ms_ == 0 || now - store_stats_at_ms_ >= kStoreCountsEveryMs) {
-      StoreStats fresh;
-      if (store_->Stats(&fresh).ok()) {
-        store_stats_ = fresh;
-        store_stats_at_ms_ = now;
-      }
-    }
-    const StoreStats& s = store_stats_;
-    j["store"] = {{"last_lsn", std::max(s.last_lsn, store_->LastLsn())},
-                  {"acked_lsn", s.acked_lsn},
-                  {"entries", s.entries},
-                  {"file_bytes", s.file_bytes},
-                  {"dead_letters", s.dead_letters},
-                  {"rejected_full", s.rejected_full},
-                  {"dropped_oldest", s.dropped_oldest},
-                  {"counted_ms_ago", now - store_stats_at_ms_}};
+    std::vector<std::string> regions;
+    for (const RegionConfig& r : config_.regions) regions.push_back(r.name);
+    j.update(StoreFigures(store_.get(), store_counts_.Get(store_.get(), now_ms), config_.data_dir, regions,
+                          clock_->WallMillis()));
   }
+  if (sink_) j["commit_latency"] = HistogramJson(commit_latency_.Snapshot());
   uint64_t acked = 0;
   if (uplink_) {
     UplinkStats u = uplink_->stats();
@@ -153,36 +153,39 @@ nlohmann::json Gateway::StatusJson() {
                    {"bytes_sent", u.bytes_sent},     {"acks", u.acks},
                    {"resends", u.resends},           {"ack_timeouts", u.ack_timeouts},
                    {"refusals", u.refusals},         {"region_switches", u.region_switches},
-                   {"inflight", u.inflight},         {"regions", regions}};
+                   {"inflight", u.inflight},         {"regions", regions},
+                   {"ack_latency", HistogramJson(u.ack_latency)}};
   }
   if (feed_puller_) {
     FeedPullerStats f = feed_puller_->stats();
     json regions = json::array();
     for (const auto& r : f.regions) {
-      regions.push_back({{"name", r.name},     {"connected", r.connected}, {"position", r.position},
-                         {"head", r.head},     {"applied", r.applied},     {"skipped_own", r.skipped_own},
+      regions.push_back({{"name", r.name},         {"connected", r.connected},
+                         {"position", r.position}, {"head", r.head},
+                         {"lag", r.head > r.position ? r.head - r.position : 0},
+                         {"applied", r.applied},   {"skipped_own", r.skipped_own},
                          {"resets", r.resets}});
     }
     j["read_view"] = {{"pages", f.pages}, {"timeouts", f.timeouts}, {"bad_messages", f.bad_messages},
                       {"regions", regions}};
   }
-  int64_t now_ms = clock_->MonotonicMillis();
-  if (rate_at_ms_ > 0 && now_ms - rate_at_ms_ >= 500) {
-    double secs = static_cast<double>(now_ms - rate_at_ms_) / 1000.0;
-    // Smoothed over a few samples: a per-second figure jumps with batching.
-    auto smooth = [](double old, double fresh) { return old == 0 ? fresh : 0.7 * old + 0.3 * fresh; };
-    ingest_rate_ = smooth(ingest_rate_, static_cast<double>(committed - std::min(committed, rate_committed_)) / secs);
-    ack_rate_ = smooth(ack_rate_, static_cast<double>(acked - std::min(acked, rate_acked_)) / secs);
-  }
-  if (rate_at_ms_ == 0 || now_ms - rate_at_ms_ >= 500) {
-    rate_at_ms_ = now_ms;
-    rate_committed_ = committed;
-    rate_acked_ = acked;
-  }
-  j["rates"] = {{"ingest_per_s", ingest_rate_}, {"acked_per_s", ack_rate_}};
-  ProcessStats p = ReadProcessStats();
-  j["process"] = {{"rss_bytes", p.rss_bytes}, {"peak_rss_bytes", p.peak_rss_bytes}};
+  j["rates"] = {{"ingest_per_s", ingest_rate_.Update(committed, now_ms)},
+                {"acked_per_s", ack_rate_.Update(acked, now_ms)}};
+  AddProcessFigures(&j);
   return j;
+}
+
+std::map<std::string, double> Gateway::ChartPoints(const nlohmann::json& s) {
+  std::map<std::string, double> points;
+  points["ingest_per_s"] = s["rates"].value("ingest_per_s", 0.0);
+  if (s.contains("backlog")) points["backlog"] = s["backlog"].value("readings", 0.0);
+  if (s.contains("uplink")) {
+    for (const auto& r : s["uplink"]["regions"]) {
+      double rtt = r.value("rtt_ms", -1.0);
+      if (rtt >= 0) points["rtt_ms:" + r.value("name", "")] = rtt;
+    }
+  }
+  return points;
 }
 
 int RunGateway(const Config& config) {
@@ -195,8 +198,10 @@ int RunGateway(const Config& config) {
     gateway.Stop();
     return 1;
   }
+  StatusBoard board(config.StatusPath());
+  HttpStatusServer http(&board);
+  StartHttp(config, &http);
   systemd.Ready();
-  const std::string status_path = config.StatusPath();
   int64_t tick_ms = 1000;
   if (systemd.watchdog_interval_ms() > 0) tick_ms = std::min(tick_ms, systemd.watchdog_interval_ms() / 2);
   int64_t next_status = 0;
@@ -205,89 +210,23 @@ int RunGateway(const Config& config) {
     if (Signals::TakeReload()) {
       // Only what can change without a restart: the log level.
       systemd.Reloading();
-      Config fresh;
-      std::vector<ConfigError> errors;
-      if (!config.source.empty() && LoadConfig(config.source, ConfigRole::kGateway, &fresh, &errors).ok()) {
-        LogLevel level;
-        if (ParseLogLevel(fresh.log_level, &level)) SetLogLevel(level);
-        ES_LOG(kInfo, "reloaded {}: log level {}", config.source, fresh.log_level);
-      } else {
-        for (const auto& e : errors) ES_LOG(kError, "reload: {}", e.ToString());
-      }
+      ReloadLogLevel(config, ConfigRole::kGateway);
       systemd.Ready();
     }
     systemd.WatchdogPing();
     int64_t now = SystemClock()->MonotonicMillis();
     if (now >= next_status) {
       next_status = now + 1000;
-      Status w = WriteFileAtomic(status_path, gateway.StatusJson().dump(2) + "\n", /*durable=*/false);
-      if (!w.ok()) ES_LOG(kWarn, "status file: {}", w.ToString());
+      nlohmann::json snapshot = gateway.StatusJson();
+      board.Publish(snapshot, Gateway::ChartPoints(snapshot), SystemClock()->WallMillis());
     }
   }
   systemd.Stopping();
+  http.Stop();
   gateway.Stop();
-  WriteFileAtomic(status_path, gateway.StatusJson().dump(2) + "\n", /*durable=*/false);
-  return 0;
-}
-
-namespace {
-
-std::string StatusLine(const nlohmann::json& j, int64_t now_ms) {
-  auto num = [](const nlohmann::json& o, const char* a, const char* b) -> double {
-    if (!o.contains(a) || !o[a].contains(b) || !o[a][b].is_number()) return 0;
-    return o[a][b].get<double>();
-  };
-  // The store's last LSN: every reading ever ingested, across restarts (the
-  // ingest counters start from zero with each process).
-  double committed = num(j, "store", "last_lsn");
-  double backlog = num(j, "uplink", "backlog");
-  double sent = num(j, "uplink", "entries_sent");
-  double acked = num(j, "uplink", "checkpoint");
-  double in_rate = num(j, "rates", "ingest_per_s");
-  double ack_rate = num(j, "rates", "acked_per_s");
-  std::string region = j.contains("uplink") ? j["uplink"].value("write_region", "") : "";
-  char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "ingested %.0f | backlog %.0f | sent %.0f | acked %.0f | region %s | in %.0f/s, acked %.0f/s",
-                committed, backlog, sent, acked, region.empty() ? "none" : region.c_str(), in_rate, ack_rate);
-  std::string line = buf;
-  if (backlog > 0) {
-    // Draining at the acknowledgement rate net of what keeps arriving.
-    double net = ack_rate - in_rate;
-    if (net > 1) {
-      std::snprintf(buf, sizeof buf, " | drain ~%.0fs", backlog / net);
-      line += buf;
-    } else {
-      line += " | drain: waiting for a region";
-    }
-  } else {
-    line += " | caught up";
-  }
-  int64_t age_ms = now_ms - j.value("time_ms", int64_t{0});
-  if (age_ms > 5000) line += " | stale " + std::to_string(age_ms / 1000) + "s (not running?)";
-  return line;
-}
-
-}  // namespace
-
-int RunStatus(const Config& config, bool one_line) {
-  const std::string path = config.StatusPath();
-  std::string text;
-  Status s = ReadFile(path, &text);
-  if (!s.ok()) {
-    std::fprintf(stderr, "edgesync status: no status file %s (is the gateway running?)\n", path.c_str());
-    return 1;
-  }
-  if (!one_line) {
-    std::fputs(text.c_str(), stdout);
-    return 0;
-  }
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    std::fprintf(stderr, "edgesync status: %s is not a status document\n", path.c_str());
-    return 1;
-  }
-  std::printf("%s\n", StatusLine(j, SystemClock()->WallMillis()).c_str());
+  nlohmann::json last = gateway.StatusJson();
+  last["running"] = false;
+  board.Publish(last, {}, SystemClock()->WallMillis());
   return 0;
 }
 

@@ -5,18 +5,24 @@
 // arrives that could not be committed; then ingest commits the batch in
 // hand; then the uplink and the feed puller; then the store closes).
 //
-// Thread safety: Start/Stop from one thread; StatusJson from any.
+// Thread safety: Start/Stop from one thread; StatusJson from any (one at a
+// time: it keeps the rate meters).
 #ifndef EDGESYNC_AGENT_GATEWAY_H_
 #define EDGESYNC_AGENT_GATEWAY_H_
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "agent/ingest/ingest.h"
+#include "agent/status_board.h"
+#include "agent/store_figures.h"
 #include "firmware-config/config.h"
 #include "platform/clock.h"
+#include "platform/histogram.h"
 #include "platform/status.h"
 #include "store/store.h"
 #include "sync/feed_puller.h"
@@ -31,7 +37,11 @@ class Gateway {
   ~Gateway();
   Status Start();
   void Stop();
+  // The metrics snapshot (docs/STATUS.md): the store's figures, ingest,
+  // uplink, read view, rates, recent errors, process.
   nlohmann::json StatusJson();
+  // The figures the status page charts, from a snapshot.
+  static std::map<std::string, double> ChartPoints(const nlohmann::json& snapshot);
   Store* store() { return store_.get(); }
 
  private:
@@ -45,15 +55,11 @@ class Gateway {
   std::unique_ptr<Uplink> uplink_;
   std::unique_ptr<FeedPuller> feed_puller_;
   bool running_ = false;
-  // The previous status sample, for rates (readings/s in and acknowledged).
-  int64_t rate_at_ms_ = 0;
-  uint64_t rate_committed_ = 0;
-  uint64_t rate_acked_ = 0;
-  double ingest_rate_ = 0;
-  double ack_rate_ = 0;
-  static constexpr int64_t kStoreCountsEveryMs = 30000;
-  StoreStats store_stats_;
-  int64_t store_stats_at_ms_ = 0;
+  Histogram commit_latency_;
+  std::mutex status_mu_;
+  RateMeter ingest_rate_;      // guarded by status_mu_
+  RateMeter ack_rate_;         // guarded by status_mu_
+  StoreCounts store_counts_;   // guarded by status_mu_
 };
 
 }  // namespace edgesync

@@ -1,10 +1,20 @@
 // `edgesync region --config FILE`: the region hub role. Opens the region's
 // store, runs sync/region_hub.h until SIGTERM/SIGINT, then stops cleanly.
+// Publishes its metrics snapshot like the gateway (status file, status page,
+// /metrics): batches and readings applied per second, origins and their
+// lag, the feed head, refusals by reason.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 
-#include "agent/roles.h"
 #include "agent/options.h"
+#include "agent/role_support.h"
+#include "agent/roles.h"
+#include "agent/status_board.h"
+#include "agent/store_figures.h"
 #include "platform/files.h"
 #include "platform/log.h"
 #include "platform/signals.h"
@@ -13,6 +23,71 @@
 #include "sync/region_hub.h"
 
 namespace edgesync {
+namespace {
+
+class HubSnapshot {
+ public:
+  HubSnapshot(const Config& config, Store* store, RegionHub* hub) : config_(config), store_(store), hub_(hub) {}
+
+  nlohmann::json Take(bool running) {
+    using json = nlohmann::json;
+    Clock* clock = SystemClock();
+    int64_t now = clock->MonotonicMillis();
+    RegionHubStats s = hub_->stats();
+    json j;
+    j["role"] = "region";
+    j["running"] = running;
+    j["pid"] = static_cast<int64_t>(::getpid());
+    j["time_ms"] = clock->WallMillis();
+    j["started_ms"] = started_ms_;
+    j.update(StoreFigures(store_, counts_.Get(store_, now), config_.data_dir, {}, clock->WallMillis()));
+    json origins = json::array();
+    for (const HubOriginStats& o : s.origins) {
+      origins.push_back({{"origin", o.origin},
+                         {"high_water", o.high_water},
+                         {"batches", o.batches},
+                         {"entries", o.entries},
+                         {"last_batch_ms", o.last_batch_wall_ms},
+                         {"lag_ms", o.lag_ms}});
+    }
+    j["hub"] = {{"region", config_.hub_region},
+                {"connected", hub_->connected()},
+                {"batches_applied", s.batches_applied},
+                {"entries_received", s.entries_received},
+                {"entries_applied", s.entries_applied},
+                {"feed_head", s.head_seq},
+                {"feed_requests", s.feed_requests},
+                {"feed_resets", s.feed_resets},
+                {"pings", s.pings},
+                {"refusals",
+                 {{"gap", s.gaps_refused},
+                  {"store_error", s.store_errors},
+                  {"bad_message", s.bad_messages},
+                  {"bad_reply_address", s.bad_reply_addresses}}},
+                {"origins", origins}};
+    j["rates"] = {{"batches_per_s", batches_.Update(s.batches_applied, now)},
+                  {"readings_per_s", readings_.Update(s.entries_applied, now)}};
+    AddProcessFigures(&j);
+    return j;
+  }
+
+  static std::map<std::string, double> ChartPoints(const nlohmann::json& s) {
+    return {{"applied_batches_per_s", s["rates"].value("batches_per_s", 0.0)},
+            {"applied_readings_per_s", s["rates"].value("readings_per_s", 0.0)}};
+  }
+
+ private:
+  const Config& config_;
+  Store* store_;
+  RegionHub* hub_;
+  int64_t started_ms_ = SystemClock()->WallMillis();
+  StoreCounts counts_;
+  RateMeter batches_;
+  RateMeter readings_;
+};
+
+}  // namespace
+
 int RunRegionHub(const Config& config) {
   Signals::Install();
   StoreOptions so = StoreOptionsFromConfig(config);
@@ -31,15 +106,34 @@ int RunRegionHub(const Config& config) {
     std::fprintf(stderr, "edgesync region: %s\n", st.ToString().c_str());
     return 1;
   }
+  HubSnapshot snapshot(config, store.get(), &hub);
+  StatusBoard board(config.StatusPath());
+  HttpStatusServer http(&board);
+  StartHttp(config, &http);
   SystemdNotifier systemd;
   systemd.Ready();
-  int64_t pet_ms = systemd.watchdog_interval_ms() > 0 ? systemd.watchdog_interval_ms() / 2 : 1000;
+  int64_t tick_ms = systemd.watchdog_interval_ms() > 0 ? std::min<int64_t>(1000, systemd.watchdog_interval_ms() / 2)
+                                                       : 1000;
+  int64_t next_status = 0;
   while (!Signals::StopRequested()) {
-    Signals::WaitForSignal(pet_ms);
+    Signals::WaitForSignal(tick_ms);
+    if (Signals::TakeReload()) {
+      systemd.Reloading();
+      ReloadLogLevel(config, ConfigRole::kRegion);
+      systemd.Ready();
+    }
     systemd.WatchdogPing();
+    int64_t now = SystemClock()->MonotonicMillis();
+    if (now >= next_status) {
+      next_status = now + 1000;
+      nlohmann::json j = snapshot.Take(true);
+      board.Publish(j, HubSnapshot::ChartPoints(j), SystemClock()->WallMillis());
+    }
   }
   systemd.Stopping();
+  http.Stop();
   hub.Stop();
+  board.Publish(snapshot.Take(false), {}, SystemClock()->WallMillis());
   RegionHubStats s = hub.stats();
   ES_LOG(kInfo, "region {}: {} batches applied, {} gaps refused, {} bad messages, head {}", config.hub_region,
          s.batches_applied, s.gaps_refused, s.bad_messages, s.head_seq);

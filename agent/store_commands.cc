@@ -1,14 +1,22 @@
-// `edgesync query` and `edgesync feed`: read-only views of a gateway's store,
-// one JSON object per line (readable by people, parseable by scripts).
+// `edgesync query`, `edgesync devices` and `edgesync feed`: read-only views
+// of a gateway's store: a table for people, JSON lines or CSV for scripts.
 // They open the store the config names; the running gateway may keep
 // writing meanwhile (SQLite WAL readers do not block it).
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "agent/options.h"
 #include "agent/roles.h"
+#include "platform/clock.h"
+#include "platform/signals.h"
 #include "store/store.h"
 
 namespace edgesync {
@@ -19,7 +27,9 @@ int Fail(const char* what, const Status& status) {
   return 1;
 }
 
-Status OpenForReading(const Config& config, std::unique_ptr<Store>* store) {
+}  // namespace
+
+Status OpenStoreForReading(const Config& config, std::unique_ptr<Store>* store) {
   StoreOptions o = StoreOptionsFromConfig(config);
   o.create_if_missing = false;
   // The store's identity comes from the file: a region config has no gateway id.
@@ -29,6 +39,77 @@ Status OpenForReading(const Config& config, std::unique_ptr<Store>* store) {
   o.open_check = StoreOptions::OpenCheck::kNone;
   return Store::Open(o, store);
 }
+
+Status ParseTimeArg(const std::string& text, int64_t now_ms, int64_t* ms) {
+  if (text == "now") {
+    *ms = now_ms;
+    return Status::Ok();
+  }
+  auto digits = [](const std::string& t) {
+    return !t.empty() && t.size() <= 18 && t.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (digits(text)) {
+    *ms = std::stoll(text);
+    return Status::Ok();
+  }
+  if ((text[0] == '-' || text[0] == '+') && text.size() >= 3 && digits(text.substr(1, text.size() - 2))) {
+    int64_t n = std::stoll(text.substr(1, text.size() - 2));
+    int64_t unit = 0;
+    switch (text.back()) {
+      case 's': unit = 1000; break;
+      case 'm': unit = 60 * 1000; break;
+      case 'h': unit = 3600 * 1000; break;
+      case 'd': unit = 86400 * 1000; break;
+      case 'w': unit = 7 * 86400 * 1000; break;
+      default: break;
+    }
+    if (unit > 0 && n <= INT64_MAX / unit / 2) {
+      *ms = now_ms + (text[0] == '-' ? -n : n) * unit;
+      return Status::Ok();
+    }
+  }
+  // RFC 3339: 2026-03-01T12:00:00[.123](Z|+02:00); a space may stand for T.
+  struct tm tm = {};
+  int consumed = 0;
+  char sep = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &sep, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec, &consumed) == 7 &&
+      (sep == 'T' || sep == 't' || sep == ' ') && tm.tm_mon >= 1 && tm.tm_mon <= 12 && tm.tm_mday >= 1 &&
+      tm.tm_mday <= 31 && tm.tm_hour <= 23 && tm.tm_min <= 59 && tm.tm_sec <= 60) {
+    std::string rest = text.substr(static_cast<size_t>(consumed));
+    int64_t frac_ms = 0;
+    if (!rest.empty() && rest[0] == '.') {
+      size_t n = 1;
+      int64_t scale = 100;
+      while (n < rest.size() && rest[n] >= '0' && rest[n] <= '9') {
+        frac_ms += (rest[n] - '0') * scale;
+        scale /= 10;
+        ++n;
+      }
+      if (n == 1) rest = "bad";
+      else rest = rest.substr(n);
+    }
+    int64_t offset_s = 0;
+    bool zone_ok = rest == "Z" || rest == "z";
+    int oh = 0, om = 0;
+    if (!zone_ok && rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':' &&
+        std::sscanf(rest.c_str() + 1, "%2d:%2d", &oh, &om) == 2 && oh <= 23 && om <= 59) {
+      offset_s = (rest[0] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+      zone_ok = true;
+    }
+    if (zone_ok) {
+      tm.tm_year -= 1900;
+      tm.tm_mon -= 1;
+      *ms = (static_cast<int64_t>(timegm(&tm)) - offset_s) * 1000 + frac_ms;
+      return Status::Ok();
+    }
+  }
+  return Status::InvalidArgument("\"" + text +
+                                 "\" is not a time: use RFC 3339 (2026-03-01T12:00:00Z), a relative time (-1h, -30m, "
+                                 "-2d, now) or Unix milliseconds");
+}
+
+namespace {
 
 std::string Hex(uint64_t v) {
   char buf[24];
@@ -46,7 +127,9 @@ void AddReading(const Reading& r, nlohmann::json* j) {
   if (r.quality != 0) (*j)["quality"] = r.quality;
 }
 
-nlohmann::json EntryJson(const ChangeEntry& e) {
+}  // namespace
+
+nlohmann::json FeedEntryJson(const ChangeEntry& e) {
   nlohmann::json j;
   j["lsn"] = e.lsn;
   if (e.kind == ChangeEntry::Kind::kReading) {
@@ -63,11 +146,86 @@ nlohmann::json EntryJson(const ChangeEntry& e) {
   return j;
 }
 
+namespace {
+
 void PrintLine(const nlohmann::json& j) {
   // Replace keeps a stray invalid byte from aborting the listing.
   std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::printf("%s\n", s.c_str());
 }
+
+std::string Rfc3339(int64_t ms) {
+  time_t secs = static_cast<time_t>(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+  struct tm tm = {};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms - static_cast<int64_t>(secs) * 1000));
+  return buf;
+}
+
+std::string Value(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
+}
+
+// Rows printed as an aligned table, JSON lines (the JSON filled by each
+// row's own callback, so types stay numbers) or CSV (RFC 4180 quoting).
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
+  template <typename F>
+  void Add(std::vector<std::string> cells, F fill_json) {
+    nlohmann::json j;
+    fill_json(&j);
+    rows_.push_back(std::move(cells));
+    json_.push_back(std::move(j));
+  }
+  void Print(OutputFormat format) const {
+    if (format == OutputFormat::kJson) {
+      for (const auto& j : json_) PrintLine(j);
+      return;
+    }
+    if (format == OutputFormat::kCsv) {
+      auto quote = [](const std::string& c) {
+        if (c.find_first_of(",\"\r\n") == std::string::npos) return c;
+        std::string out = "\"";
+        for (char ch : c) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+        return out + "\"";
+      };
+      for (const auto* row : AllRows()) {
+        std::string line;
+        for (size_t i = 0; i < row->size(); ++i) line += (i ? "," : "") + quote((*row)[i]);
+        std::printf("%s\r\n", line.c_str());
+      }
+      return;
+    }
+    std::vector<size_t> width(header_.size(), 0);
+    for (const auto* row : AllRows()) {
+      for (size_t i = 0; i < row->size(); ++i) width[i] = std::max(width[i], (*row)[i].size());
+    }
+    for (const auto* row : AllRows()) {
+      std::string line;
+      for (size_t i = 0; i < row->size(); ++i) {
+        std::string cell = (*row)[i];
+        if (i + 1 < row->size()) cell.resize(width[i] + 2, ' ');
+        line += cell;
+      }
+      std::printf("%s\n", line.c_str());
+    }
+  }
+
+ private:
+  std::vector<const std::vector<std::string>*> AllRows() const {
+    std::vector<const std::vector<std::string>*> all = {&header_};
+    for (const auto& r : rows_) all.push_back(&r);
+    return all;
+  }
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+  std::vector<nlohmann::json> json_;
+};
 
 Status ParseFrom(const std::string& from, FeedStart* start) {
   auto number = [](const std::string& text, int64_t* out) {
@@ -101,32 +259,76 @@ Status ParseFrom(const std::string& from, FeedStart* start) {
 }  // namespace
 
 int RunQuery(const Config& config, const QueryOptions& options) {
-  std::unique_ptr<Store> store;
-  Status st = OpenForReading(config, &store);
-  if (!st.ok()) return Fail("query", st);
+  if (options.limit < 1 || options.limit >= QueryRequest::kMaxRows) {
+    return Fail("query", Status::InvalidArgument("--limit must be 1.." + std::to_string(QueryRequest::kMaxRows - 1)));
+  }
+  int64_t now = SystemClock()->WallMillis();
   QueryRequest q;
+  Status st;
+  if (!options.from.empty()) st = ParseTimeArg(options.from, now, &q.from_ms);
+  if (st.ok() && !options.to.empty()) st = ParseTimeArg(options.to, now, &q.to_ms);
+  if (!st.ok()) return Fail("query", st);
+  std::unique_ptr<Store> store;
+  st = OpenStoreForReading(config, &store);
+  if (!st.ok()) return Fail("query", st);
   q.device_id = options.device_id;
   q.metric = options.metric;
-  q.from_ms = options.from_ms;
-  q.to_ms = options.to_ms;
-  q.limit = options.limit;
+  // One row more than shown tells whether the limit cut the answer.
+  q.limit = options.limit + 1;
+  q.newest_first = !options.oldest_first;
   std::vector<QueryRow> rows;
   st = store->Query(q, &rows);
   if (!st.ok()) return Fail("query", st);
+  bool cut = static_cast<int64_t>(rows.size()) > options.limit;
+  if (cut) rows.resize(static_cast<size_t>(options.limit));
+  Table table({"time", "device", "metric", "value", "unit", "quality", "origin", "lsn", "local"});
   for (const QueryRow& r : rows) {
-    nlohmann::json j;
-    AddReading(r.reading, &j);
-    j["origin"] = r.origin.ToString();
-    j["lsn"] = r.lsn;
-    j["local"] = r.local;
-    PrintLine(j);
+    table.Add({Rfc3339(r.reading.ts_ms), r.reading.device_id, r.reading.metric, Value(r.reading.value), r.reading.unit,
+               std::to_string(r.reading.quality), r.origin.ToString(), std::to_string(r.lsn),
+               r.local ? "true" : "false"},
+              [&r](nlohmann::json* j) {
+                AddReading(r.reading, j);
+                (*j)["origin"] = r.origin.ToString();
+                (*j)["lsn"] = r.lsn;
+                (*j)["local"] = r.local;
+              });
+  }
+  table.Print(options.format);
+  if (cut) {
+    std::fprintf(stderr, "edgesync query: showing the %s %lld rows; more match (raise --limit, or narrow --from/--to)\n",
+                 options.oldest_first ? "oldest" : "newest", static_cast<long long>(options.limit));
   }
   return 0;
 }
 
-int RunFeed(const Config& config, const FeedOptions& options) {
+int RunDevices(const Config& config, OutputFormat format) {
   std::unique_ptr<Store> store;
-  Status st = OpenForReading(config, &store);
+  Status st = OpenStoreForReading(config, &store);
+  if (!st.ok()) return Fail("devices", st);
+  std::vector<DeviceSummary> devices;
+  st = store->ListDevices(&devices);
+  if (!st.ok()) return Fail("devices", st);
+  Table table({"device", "origin", "local", "readings", "first", "last"});
+  for (const DeviceSummary& d : devices) {
+    table.Add({d.device_id, d.origin.ToString(), d.local ? "true" : "false", std::to_string(d.readings),
+               Rfc3339(d.first_ts_ms), Rfc3339(d.last_ts_ms)},
+              [&d](nlohmann::json* j) {
+                (*j)["device"] = d.device_id;
+                (*j)["origin"] = d.origin.ToString();
+                (*j)["local"] = d.local;
+                (*j)["readings"] = d.readings;
+                (*j)["first_ts"] = d.first_ts_ms;
+                (*j)["last_ts"] = d.last_ts_ms;
+              });
+  }
+  table.Print(format);
+  return 0;
+}
+
+int RunFeed(const Config& config, const FeedOptions& options) {
+  if (!options.lease_owner.empty()) return RunLeasedFeed(config, options);
+  std::unique_ptr<Store> store;
+  Status st = OpenStoreForReading(config, &store);
   if (!st.ok()) return Fail("feed", st);
   if (options.list_ranges) {
     std::vector<RangeInfo> ranges;
@@ -145,12 +347,33 @@ int RunFeed(const Config& config, const FeedOptions& options) {
   FeedStart start;
   st = ParseFrom(options.from, &start);
   if (!st.ok()) return Fail("feed", st);
-  FeedPage page;
-  st = store->ReadFeed(static_cast<uint32_t>(options.range_id), start, static_cast<size_t>(options.max_entries), &page);
-  if (!st.ok()) return Fail("feed", st);
-  for (const ChangeEntry& e : page.entries) PrintLine(EntryJson(e));
-  PrintLine({{"continuation", page.continuation}, {"entries", page.entries.size()}});
-  return 0;
+  if (options.follow) Signals::Install();
+  for (;;) {
+    FeedPage page;
+    st = store->ReadFeed(static_cast<uint32_t>(options.range_id), start, static_cast<size_t>(options.max_entries),
+                         &page);
+    if (!st.ok()) return Fail("feed", st);
+    for (const ChangeEntry& e : page.entries) PrintLine(FeedEntryJson(e));
+    if (!options.follow) {
+      PrintLine({{"continuation", page.continuation}, {"entries", page.entries.size()}});
+      return 0;
+    }
+    // Following: a continuation after each page, so a reader can resume
+    // where it stopped; then wait for the store to grow.
+    if (!page.entries.empty()) {
+      PrintLine({{"continuation", page.continuation}, {"entries", page.entries.size()}});
+      std::fflush(stdout);
+    }
+    start.kind = FeedStart::Kind::kToken;
+    start.token = page.continuation;
+    if (page.entries.size() < static_cast<size_t>(options.max_entries)) {
+      Signals::WaitForSignal(options.poll_ms);
+    }
+    if (Signals::StopRequested()) {
+      std::fflush(stdout);
+      return 0;
+    }
+  }
 }
 
 }  // namespace edgesync

@@ -28,3 +28,9 @@ add_library(flatbuffers_headers INTERFACE)
 target_include_directories(flatbuffers_headers SYSTEM INTERFACE ${FLATBUFFERS_INCLUDE})
 
 find_package(Threads REQUIRED)
+
+# cpp-httplib (Debian libcpp-httplib-dev) serves the status page and /metrics.
+# Debian ships it compiled (libcpp-httplib.so, with TLS, zlib and brotli): its
+# header declares only, and must see the feature macros the library was built
+# with (they change class layouts), so they come from its .pc file.
+pkg_check_modules(HTTPLIB REQUIRED cpp-httplib)

@@ -252,6 +252,10 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
       Int<C>("uplink", "failback_after_s", [](C& c) -> int64_t& { return c.uplink_failback_after_s; }, 0, 86400,
              "a nearer region must be healthy this long before writes move back to it"),
 
+      Str<C>("metrics", "listen", [](C& c) -> std::string& { return c.metrics_listen; },
+             "host:port of the status page (/) and Prometheus metrics (/metrics); loopback by default "
+             "(the page has no login: expose it only where anyone may read it); \"\" = off"),
+
       Str<C>("hub", "region", [](C& c) -> std::string& { return c.hub_region; },
              "this hub's region name; required for `edgesync region`"),
       Str<C>("hub", "broker_uri", [](C& c) -> std::string& { return c.hub_broker_uri; },
@@ -343,6 +347,18 @@ void CheckSemantics(const toml::value& root, ConfigRole role, Config* c, Checker
   int64_t floor_ms = 0;
   if (!ParseUtcMillis(c->ingest_epoch_floor, &floor_ms)) {
     check->Error(at("ingest", "epoch_floor"), "ingest.epoch_floor", "expected YYYY-MM-DDTHH:MM:SSZ");
+  }
+  if (!c->metrics_listen.empty()) {
+    size_t colon = c->metrics_listen.rfind(':');
+    int64_t port = -1;
+    if (colon != std::string::npos && colon > 0 && colon + 1 < c->metrics_listen.size() &&
+        c->metrics_listen.size() - colon <= 6 &&
+        c->metrics_listen.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+      port = std::stoll(c->metrics_listen.substr(colon + 1));
+    }
+    if (port < 1 || port > 65535) {
+      check->Error(at("metrics", "listen"), "metrics.listen", "expected host:port (port 1..65535) or \"\"");
+    }
   }
   if (c->uplink_backoff_max_ms < c->uplink_backoff_base_ms) {
     check->Error(at("uplink", "backoff_max_ms"), "uplink.backoff_max_ms", "smaller than uplink.backoff_base_ms");

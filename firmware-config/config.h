@@ -95,6 +95,9 @@ struct Config {
   // [[region]]
   std::vector<RegionConfig> regions;
 
+  // [metrics]: the status page and Prometheus endpoint of both roles
+  std::string metrics_listen = "127.0.0.1:9464";  // host:port; "" = off
+
   // [hub]: only for `edgesync region`
   std::string hub_region;          // this hub's region name
   std::string hub_broker_uri = "tcp://127.0.0.1:1883";

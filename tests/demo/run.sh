@@ -113,7 +113,7 @@ GW_PID=$!
 # publish before it has subscribed are nobody's (later runs find the session
 # in place and the broker queues for it).
 for _ in $(seq 100); do
-  "$BIN" status --config "$DIR/gateway/gateway.toml" 2>/dev/null | tr -d ' \n' |
+  "$BIN" status --json --config "$DIR/gateway/gateway.toml" 2>/dev/null | tr -d ' \n' |
     grep -q '"ingest_mqtt":{"connected":true' && break
   kill -0 "$GW_PID" 2>/dev/null || { echo "demo: the gateway did not start:"; tail -5 "$DIR/gateway/gateway.log"; exit 1; }
   sleep 0.2

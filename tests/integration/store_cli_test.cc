@@ -1,8 +1,10 @@
-// `edgesync query` and `edgesync feed` against a real store file, run as the
-// real program.
+// `edgesync query`, `devices` and `feed` against a real store file, run as
+// the real program.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <signal.h>
+
 #include <sstream>
 
 #include "store/store.h"
@@ -25,6 +27,18 @@ class StoreCliTest : public ::testing::Test {
     EXPECT_TRUE(p.Start(args, log));
     int rc = p.Wait(20000);
     *out = ReadAll(log);
+    return rc;
+  }
+  // Same, with stdout and stderr apart.
+  int Run2(std::vector<std::string> args, std::string* out, std::string* err) {
+    std::string cmd = EDGESYNC_BINARY;
+    for (const auto& a : args) cmd += " '" + a + "'";
+    std::string o = dir_.File("o-" + std::to_string(runs_)), e = dir_.File("e-" + std::to_string(runs_++));
+    Process p;
+    EXPECT_TRUE(p.Start({"/bin/sh", "-c", cmd + " >" + o + " 2>" + e}));
+    int rc = p.Wait(20000);
+    *out = ReadAll(o);
+    *err = ReadAll(e);
     return rc;
   }
   std::vector<nlohmann::json> JsonLines(const std::string& text) {
@@ -52,22 +66,158 @@ class StoreCliTest : public ::testing::Test {
     ASSERT_TRUE(s->UpsertDevice(DeviceRecord{"dev1", "Boiler", "cellar", "C", false}, &lsn).ok());
   }
 
+  std::string RunOut(std::vector<std::string> args) {
+    std::string out;
+    Run(std::move(args), &out);
+    return out;
+  }
+
   TempDir dir_;
   std::string config_;
   int runs_ = 0;
 };
 
-TEST_F(StoreCliTest, QueryPrintsRowsOfOneDevice) {
+TEST_F(StoreCliTest, QueryPrintsRowsOfOneDeviceNewestFirst) {
   Fill();
   std::string out;
   ASSERT_EQ(Run({"query", "-c", config_, "--device", "dev1", "--from", "1005"}, &out), 0) << out;
   auto rows = JsonLines(out);
   ASSERT_EQ(rows.size(), 4u) << out;
   EXPECT_EQ(rows[0]["device"], "dev1");
-  EXPECT_EQ(rows[0]["ts"], 1005);
+  EXPECT_EQ(rows[0]["ts"], 1017);
   EXPECT_EQ(rows[0]["unit"], "C");
   EXPECT_EQ(rows[0]["local"], true);
-  EXPECT_EQ(rows[0]["lsn"], 6);
+  EXPECT_EQ(rows[0]["lsn"], 18);
+  EXPECT_EQ(rows[3]["ts"], 1005);
+  ASSERT_EQ(Run({"query", "-c", config_, "--device", "dev1", "--from", "1005", "--oldest-first"}, &out), 0) << out;
+  EXPECT_EQ(JsonLines(out)[0]["ts"], 1005);
+}
+
+TEST_F(StoreCliTest, QueryLimitKeepsTheNewestAndSaysWhenItCut) {
+  Fill();
+  std::string out, err;
+  ASSERT_EQ(Run2({"query", "-c", config_, "--device", "dev2", "--limit", "2"}, &out, &err), 0) << err;
+  auto rows = JsonLines(out);
+  ASSERT_EQ(rows.size(), 2u) << out;
+  EXPECT_EQ(rows[0]["ts"], 1018);
+  EXPECT_EQ(rows[1]["ts"], 1014);
+  EXPECT_NE(err.find("showing the newest 2 rows; more match"), std::string::npos) << err;
+  // Exactly as many rows as the limit: nothing was cut, no note.
+  ASSERT_EQ(Run2({"query", "-c", config_, "--device", "dev2", "--limit", "5"}, &out, &err), 0) << err;
+  EXPECT_EQ(JsonLines(out).size(), 5u);
+  EXPECT_EQ(err, "");
+  EXPECT_NE(Run2({"query", "-c", config_, "--device", "dev2", "--limit", "5000000"}, &out, &err), 0);
+  EXPECT_NE(err.find("--limit"), std::string::npos) << err;
+}
+
+TEST_F(StoreCliTest, QueryFormatsAndTimes) {
+  Fill();
+  std::string out, err;
+  // 1000 ms after the epoch + i: RFC 3339 bounds.
+  ASSERT_EQ(Run2({"query", "-c", config_, "--device", "dev3", "--from", "1970-01-01T00:00:01.007Z", "--to",
+                  "1970-01-01T01:00:01.015+01:00", "--format", "csv"},
+                 &out, &err),
+            0)
+      << err;
+  EXPECT_EQ(out,
+            "time,device,metric,value,unit,quality,origin,lsn,local\r\n"
+            "1970-01-01T00:00:01.011Z,dev3,temp,16.5,C,0," +
+                JsonLines(RunOut({"query", "-c", config_, "--device", "dev3", "--limit", "1"}))[0]["origin"]
+                    .get<std::string>() +
+                ",12,true\r\n"
+                "1970-01-01T00:00:01.007Z,dev3,temp,10.5,C,0," +
+                JsonLines(RunOut({"query", "-c", config_, "--device", "dev3", "--limit", "1"}))[0]["origin"]
+                    .get<std::string>() +
+                ",8,true\r\n");
+  ASSERT_EQ(Run2({"query", "-c", config_, "--device", "dev3", "--format", "table", "--limit", "1"}, &out, &err), 0);
+  EXPECT_EQ(out.rfind("time                      device  metric  value", 0), 0u) << out;
+  EXPECT_NE(out.find("1970-01-01T00:00:01.019Z  dev3    temp    28.5"), std::string::npos) << out;
+  // Relative times: everything in the store is from 1970, long before -1h.
+  ASSERT_EQ(Run2({"query", "-c", config_, "--device", "dev3", "--from", "-1h"}, &out, &err), 0) << err;
+  EXPECT_EQ(out, "");
+  EXPECT_NE(Run2({"query", "-c", config_, "--device", "dev3", "--from", "yesterday"}, &out, &err), 0);
+  EXPECT_NE(err.find("RFC 3339"), std::string::npos) << err;
+  EXPECT_NE(Run2({"query", "-c", config_, "--device", "dev3", "--format", "xml"}, &out, &err), 0);
+}
+
+TEST_F(StoreCliTest, DevicesListsLocalAndReadViewDevices) {
+  Fill();
+  {
+    StoreOptions o;
+    o.path = dir_.File("store.db");
+    std::unique_ptr<Store> s;
+    ASSERT_TRUE(Store::Open(o, &s).ok());
+    RemoteEntry e;
+    e.origin = Origin{"gw-other", "epoch-x"};
+    e.origin_lsn = 7;
+    e.entry.lsn = 7;
+    e.entry.kind = ChangeEntry::Kind::kReading;
+    e.entry.reading = Reading{"far-1", "hum", 5000, 40, "%", 0};
+    int64_t applied = 0;
+    ASSERT_TRUE(s->ApplyRemote({e}, &applied).ok());
+    ASSERT_EQ(applied, 1);
+  }
+  std::string out;
+  ASSERT_EQ(Run({"devices", "-c", config_, "--format", "json"}, &out), 0) << out;
+  auto rows = JsonLines(out);
+  ASSERT_EQ(rows.size(), 5u) << out;
+  EXPECT_EQ(rows[0]["device"], "dev0");
+  EXPECT_EQ(rows[0]["readings"], 5);
+  EXPECT_EQ(rows[0]["first_ts"], 1000);
+  EXPECT_EQ(rows[0]["last_ts"], 1016);
+  EXPECT_EQ(rows[0]["local"], true);
+  EXPECT_EQ(rows[4]["device"], "far-1");
+  EXPECT_EQ(rows[4]["origin"], "gw-other/epoch-x");
+  EXPECT_EQ(rows[4]["local"], false);
+  EXPECT_EQ(rows[4]["readings"], 1);
+  ASSERT_EQ(Run({"devices", "-c", config_}, &out), 0) << out;
+  EXPECT_EQ(out.rfind("device  origin", 0), 0u) << out;
+  EXPECT_NE(out.find("far-1   gw-other/epoch-x"), std::string::npos) << out;
+}
+
+TEST_F(StoreCliTest, FeedFollowPrintsChangesAsTheyArrive) {
+  Fill();
+  std::string log = dir_.File("follow.txt");
+  Process follow;
+  ASSERT_TRUE(follow.Start({"/bin/sh", "-c",
+                            std::string(EDGESYNC_BINARY) + " feed -c " + config_ +
+                                " --range 1 --from now --follow --poll-ms 50 >" + log + " 2>&1"}));
+  SleepMs(1000);  // it has read the head ("now") and waits
+  StoreOptions o;
+  o.path = dir_.File("store.db");
+  std::unique_ptr<Store> s;
+  ASSERT_TRUE(Store::Open(o, &s).ok());
+  std::vector<Reading> v;
+  for (int i = 0; i < 40; ++i) v.push_back(Reading{"late" + std::to_string(i), "temp", 9000 + i, 1, "", 0});
+  AppendResult r;
+  ASSERT_TRUE(s->AppendReadings(v, &r).ok());
+  std::vector<RangeInfo> ranges;
+  ASSERT_TRUE(s->ListRanges(&ranges).ok());
+  size_t in_range_1 = 0;
+  for (const Reading& x : v) {
+    for (const RangeInfo& ri : ranges) {
+      if (ri.id == 1 && ri.Contains(PartitionHash(x.device_id))) ++in_range_1;
+    }
+  }
+  ASSERT_GT(in_range_1, 0u);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        size_t n = 0;
+        for (const auto& j : JsonLines(ReadAll(log))) n += j.contains("lsn") ? 1 : 0;
+        return n == in_range_1;
+      },
+      20000))
+      << ReadAll(log);
+  EXPECT_TRUE(follow.running()) << "it keeps following";
+  follow.Signal(SIGTERM);
+  EXPECT_EQ(follow.Wait(10000), 0);
+  uint64_t last = 0;
+  for (const auto& j : JsonLines(ReadAll(log))) {
+    if (!j.contains("lsn")) continue;
+    EXPECT_GT(j["lsn"].get<uint64_t>(), last);
+    EXPECT_GT(j["lsn"].get<uint64_t>(), 21u) << "only changes after --from now";
+    last = j["lsn"];
+  }
 }
 
 TEST_F(StoreCliTest, FeedListsRangesAndPagesWithContinuation) {

@@ -1,0 +1,80 @@
+#include "agent/http_status.h"
+
+#include <httplib.h>
+
+#include "agent/prometheus.h"
+#include "agent/status_assets.h"
+#include "platform/log.h"
+
+namespace edgesync {
+
+bool SplitHostPort(const std::string& listen, std::string* host, int* port) {
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 >= listen.size() || listen.size() - colon > 6) {
+    return false;
+  }
+  std::string digits = listen.substr(colon + 1);
+  if (digits.find_first_not_of("0123456789") != std::string::npos) return false;
+  int p = std::stoi(digits);
+  if (p > 65535) return false;
+  *host = listen.substr(0, colon);
+  // [::1]:9464
+  if (host->size() > 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
+  *port = p;
+  return true;
+}
+
+HttpStatusServer::HttpStatusServer(const StatusBoard* board) : board_(board) {}
+
+HttpStatusServer::~HttpStatusServer() { Stop(); }
+
+Status HttpStatusServer::Start(const std::string& listen) {
+  std::string host;
+  int port = 0;
+  if (!SplitHostPort(listen, &host, &port)) return Status::InvalidArgument("metrics.listen: expected host:port");
+  server_ = std::make_unique<httplib::Server>();
+  server_->new_task_queue = [] { return new httplib::ThreadPool(2); };
+  const StatusBoard* board = board_;
+  auto text = [](std::string_view body, const char* type) {
+    return [body, type](const httplib::Request&, httplib::Response& res) {
+      res.set_content(body.data(), body.size(), type);
+    };
+  };
+  server_->Get("/", text(kStatusPageHtml, "text/html; charset=utf-8"));
+  server_->Get("/dygraph.min.js", text(kDygraphJs, "application/javascript"));
+  server_->Get("/dygraph.min.css", text(kDygraphCss, "text/css"));
+  server_->Get("/metrics", [board](const httplib::Request&, httplib::Response& res) {
+    res.set_content(PrometheusText(board->Latest()), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  server_->Get("/status.json", [board](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(board->Latest().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                    "application/json");
+  });
+  server_->Get("/history.json", [board](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(board->HistoryJson().dump(), "application/json");
+  });
+  try {
+    port_ = port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
+  } catch (const std::exception&) {  // httplib may throw from socket setup
+    port_ = -1;
+  }
+  if (port_ <= 0) {
+    server_.reset();
+    return Status::Unavailable("cannot listen on " + listen + " (address in use or not local?)");
+  }
+  httplib::Server* server = server_.get();
+  thread_ = std::thread([server] { server->listen_after_bind(); });
+  ES_LOG(kInfo, "status page http://{}:{}/ (metrics at /metrics)", host, port_);
+  return Status::Ok();
+}
+
+void HttpStatusServer::Stop() {
+  if (!server_) return;
+  server_->stop();
+  if (thread_.joinable()) thread_.join();
+  server_.reset();
+}
+
+}  // namespace edgesync

@@ -1,0 +1,256 @@
+#include "agent/prometheus.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <utility>
+#include <vector>
+
+namespace edgesync {
+namespace {
+
+using json = nlohmann::json;
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+std::string Escape(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string Number(double v) {
+  if (v != v) return "NaN";
+  return fmt::format("{}", v);
+}
+
+// Families are written whole (HELP, TYPE, then every sample): the format
+// requires a family's samples to be together.
+class Writer {
+ public:
+  void Sample(const std::string& name, const char* type, const std::string& help, double value,
+              const Labels& labels = {}) {
+    Family& f = Get(name, type, help);
+    f.samples += name + LabelText(labels) + " " + Number(value) + "\n";
+  }
+
+  // A snapshot's histogram: {"bounds": [...], "counts": [...], "count", "sum"}.
+  void Histogram(const std::string& name, const std::string& help, const json& h) {
+    if (!h.is_object() || !h.contains("bounds")) return;
+    Family& f = Get(name, "histogram", help);
+    const json& bounds = h["bounds"];
+    const json& counts = h["counts"];
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < counts.size(); ++i) {
+      cumulative += counts[i].get<uint64_t>();
+      std::string le = i < bounds.size() ? Number(bounds[i].get<double>()) : "+Inf";
+      f.samples += name + "_bucket{le=\"" + le + "\"} " + std::to_string(cumulative) + "\n";
+    }
+    f.samples += name + "_sum " + Number(h.value("sum", 0.0)) + "\n";
+    f.samples += name + "_count " + std::to_string(h.value("count", uint64_t{0})) + "\n";
+  }
+
+  std::string Text() const {
+    std::string out;
+    for (const std::string& name : order_) {
+      const Family& f = families_.at(name);
+      out += "# HELP " + name + " " + f.help + "\n# TYPE " + name + " " + f.type + "\n" + f.samples;
+    }
+    return out;
+  }
+
+ private:
+  struct Family {
+    std::string type, help, samples;
+  };
+  Family& Get(const std::string& name, const char* type, const std::string& help) {
+    auto it = families_.find(name);
+    if (it != families_.end()) return it->second;
+    order_.push_back(name);
+    return families_[name] = Family{type, help, ""};
+  }
+  static std::string LabelText(const Labels& labels) {
+    if (labels.empty()) return "";
+    std::string out = "{";
+    for (const auto& [k, v] : labels) out += (out.size() > 1 ? "," : "") + k + "=\"" + Escape(v) + "\"";
+    return out + "}";
+  }
+  std::vector<std::string> order_;
+  std::map<std::string, Family> families_;
+};
+
+double Num(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return 0;
+  return j[key].get<double>();
+}
+
+void Counter(Writer* w, const std::string& name, const std::string& help, const json& section, const char* key,
+             const Labels& labels = {}) {
+  w->Sample(name, "counter", help, Num(section, key), labels);
+}
+
+void Gauge(Writer* w, const std::string& name, const std::string& help, const json& section, const char* key,
+           const Labels& labels = {}) {
+  w->Sample(name, "gauge", help, Num(section, key), labels);
+}
+
+void StoreMetrics(Writer* w, const json& s) {
+  if (s.contains("store")) {
+    const json& st = s["store"];
+    Gauge(w, "edgesync_store_file_bytes", "Size of the store file and its WAL.", st, "file_bytes");
+    Gauge(w, "edgesync_store_free_bytes", "Free space on the store's filesystem.", st, "free_bytes");
+    Gauge(w, "edgesync_store_entries", "Local change-log entries held.", st, "entries");
+    Gauge(w, "edgesync_store_remote_entries", "Entries held in the read view (other origins).", st,
+          "remote_entries");
+    Gauge(w, "edgesync_store_last_lsn", "The LSN head: the last local log sequence number.", st, "last_lsn");
+    Counter(w, "edgesync_store_dead_letters_total", "Rejected payloads recorded since the store was created.", st,
+            "dead_letters");
+    Counter(w, "edgesync_store_rejected_full_total", "Appends refused because the store was full.", st,
+            "rejected_full");
+    Counter(w, "edgesync_store_dropped_oldest_total",
+            "Unacknowledged readings dropped by the drop-oldest disk policy since creation.", st, "dropped_oldest");
+    w->Sample("edgesync_store_ranges", "gauge", "Active partition key ranges.",
+              st.contains("ranges") ? static_cast<double>(st["ranges"].size()) : 0);
+  }
+  if (s.contains("upstream")) {
+    Gauge(w, "edgesync_upstream_checkpoint", "Highest LSN acknowledged by a region.", s["upstream"], "checkpoint");
+  }
+  if (s.contains("backlog")) {
+    const json& b = s["backlog"];
+    Gauge(w, "edgesync_backlog_readings", "Entries not yet acknowledged by a region.", b, "readings");
+    Gauge(w, "edgesync_backlog_bytes", "Estimated bytes of the entries not yet acknowledged.", b, "bytes");
+    Gauge(w, "edgesync_backlog_oldest_age_seconds", "Age of the oldest entry not yet acknowledged.", b,
+          "oldest_age_s");
+  }
+}
+
+void GatewayMetrics(Writer* w, const json& s) {
+  if (s.contains("ingest")) {
+    const json& in = s["ingest"];
+    Counter(w, "edgesync_ingest_messages_total", "MQTT messages received from the local broker.", in, "messages");
+    Counter(w, "edgesync_ingest_readings_accepted_total", "Readings accepted by ingest.", in, "readings_accepted");
+    Counter(w, "edgesync_ingest_readings_committed_total", "Readings committed to the store.", in,
+            "readings_committed");
+    Counter(w, "edgesync_ingest_batches_total", "Group commits to the store.", in, "batches");
+    Counter(w, "edgesync_ingest_commit_failures_total", "Group commits that failed.", in, "commit_failures");
+    Counter(w, "edgesync_ingest_duplicates_skipped_total", "Redelivered messages skipped.", in,
+            "duplicates_skipped");
+    Counter(w, "edgesync_ingest_dead_letters_total", "Payloads dead-lettered by ingest.", in, "dead_letters");
+    Gauge(w, "edgesync_ingest_journal_bytes", "Bytes of the intake journal on disk.", in, "journal_bytes");
+    if (in.contains("rejected") && in["rejected"].is_object()) {
+      for (const auto& [reason, n] : in["rejected"].items()) {
+        w->Sample("edgesync_ingest_rejected_total", "counter", "Readings or messages rejected, by reason.",
+                  n.is_number() ? n.get<double>() : 0, {{"reason", reason}});
+      }
+    }
+  }
+  if (s.contains("ingest_mqtt")) {
+    const json& m = s["ingest_mqtt"];
+    w->Sample("edgesync_ingest_broker_connected", "gauge", "1 when connected to the local broker.",
+              m.value("connected", false) ? 1 : 0);
+    Counter(w, "edgesync_ingest_broker_connection_losses_total", "Connections to the local broker lost.", m,
+            "connection_losses");
+  }
+  w->Histogram("edgesync_store_commit_latency_seconds", "Time of a group commit of readings to the store.",
+               s.value("commit_latency", json()));
+  if (s.contains("uplink")) {
+    const json& u = s["uplink"];
+    Counter(w, "edgesync_uplink_batches_sent_total", "Batches sent to the write region (resends included).", u,
+            "batches_sent");
+    Counter(w, "edgesync_uplink_entries_sent_total", "Entries sent to the write region (resends included).", u,
+            "entries_sent");
+    Counter(w, "edgesync_uplink_sent_bytes_total", "Payload bytes of the batches sent.", u, "bytes_sent");
+    Counter(w, "edgesync_uplink_acks_total", "Acknowledgements received from regions.", u, "acks");
+    Counter(w, "edgesync_uplink_resends_total", "Times the uplink resent from its checkpoint.", u, "resends");
+    Counter(w, "edgesync_uplink_ack_timeouts_total", "Batches not acknowledged in time.", u, "ack_timeouts");
+    Counter(w, "edgesync_uplink_refusals_total", "Batches a region refused.", u, "refusals");
+    Counter(w, "edgesync_uplink_region_switches_total", "Changes of the write region.", u, "region_switches");
+    Gauge(w, "edgesync_uplink_inflight_batches", "Batches sent and not yet acknowledged.", u, "inflight");
+    w->Histogram("edgesync_uplink_ack_latency_seconds", "Time from sending a batch to its acknowledgement.",
+                 u.value("ack_latency", json()));
+    std::string write_region = u.value("write_region", "");
+    for (const json& r : u.value("regions", json::array())) {
+      Labels l = {{"region", r.value("name", "")}};
+      w->Sample("edgesync_region_write", "gauge", "1 for the region that takes the writes.",
+                r.value("name", "") == write_region ? 1 : 0, l);
+      w->Sample("edgesync_region_connected", "gauge", "1 when the region's broker is connected.",
+                r.value("connected", false) ? 1 : 0, l);
+      w->Sample("edgesync_region_healthy", "gauge", "1 when the region answers probes.",
+                r.value("healthy", false) ? 1 : 0, l);
+      double rtt = Num(r, "rtt_ms");
+      if (rtt >= 0) {
+        w->Sample("edgesync_region_round_trip_seconds", "gauge", "Last measured round trip to the region.",
+                  rtt / 1000.0, l);
+      }
+    }
+  }
+  if (s.contains("read_view")) {
+    const json& f = s["read_view"];
+    Counter(w, "edgesync_feed_pages_total", "Feed pages pulled from regions.", f, "pages");
+    Counter(w, "edgesync_feed_timeouts_total", "Feed requests not answered in time.", f, "timeouts");
+    for (const json& r : f.value("regions", json::array())) {
+      Labels l = {{"region", r.value("name", "")}};
+      w->Sample("edgesync_feed_lag_entries", "gauge", "Region feed entries not yet pulled (head - position).",
+                Num(r, "lag"), l);
+      Counter(w, "edgesync_feed_applied_total", "Feed entries new to the read view.", r, "applied", l);
+      Counter(w, "edgesync_feed_resets_total", "Explicit feed resets.", r, "resets", l);
+    }
+  }
+}
+
+void HubMetrics(Writer* w, const json& s) {
+  const json& h = s.value("hub", json::object());
+  Counter(w, "edgesync_hub_batches_applied_total", "Batches applied.", h, "batches_applied");
+  Counter(w, "edgesync_hub_entries_received_total", "Entries received in batches.", h, "entries_received");
+  Counter(w, "edgesync_hub_entries_applied_total", "Entries new to the region.", h, "entries_applied");
+  Gauge(w, "edgesync_hub_feed_head", "The region feed's head sequence number.", h, "feed_head");
+  Counter(w, "edgesync_hub_feed_requests_total", "Feed pages served.", h, "feed_requests");
+  Counter(w, "edgesync_hub_pings_total", "Round-trip probes answered.", h, "pings");
+  const json refusals = h.value("refusals", json::object());
+  for (const auto& [reason, n] : refusals.items()) {
+    w->Sample("edgesync_hub_refusals_total", "counter", "Messages refused, by reason.",
+              n.is_number() ? n.get<double>() : 0, {{"reason", reason}});
+  }
+  for (const json& o : h.value("origins", json::array())) {
+    Labels l = {{"origin", o.value("origin", "")}};
+    w->Sample("edgesync_hub_origin_high_water", "gauge", "Highest contiguous LSN held per origin.",
+              Num(o, "high_water"), l);
+    w->Sample("edgesync_hub_origin_lag_seconds", "gauge",
+              "Apply time minus the newest reading's time of the origin's last batch.", Num(o, "lag_ms") / 1000.0,
+              l);
+    Counter(w, "edgesync_hub_origin_entries_applied_total", "Entries applied per origin.", o, "entries", l);
+  }
+}
+
+}  // namespace
+
+std::string PrometheusText(const json& s) {
+  Writer w;
+  bool gateway = s.value("role", "") == "gateway";
+  w.Sample("edgesync_up", "gauge", "1 while the process runs; role label: gateway or region.", 1,
+           {{"role", gateway ? "gateway" : "region"}});
+  w.Sample("edgesync_start_time_seconds", "gauge", "Start time of the process since the Unix epoch.",
+           Num(s, "started_ms") / 1000.0);
+  StoreMetrics(&w, s);
+  if (gateway) {
+    GatewayMetrics(&w, s);
+  } else {
+    HubMetrics(&w, s);
+  }
+  if (s.contains("process")) {
+    Gauge(&w, "edgesync_process_resident_memory_bytes", "Resident set size.", s["process"], "rss_bytes");
+  }
+  if (s.contains("recent_errors")) {
+    w.Sample("edgesync_log_recent_errors", "gauge", "Warning and error lines held in the recent-errors ring.",
+             static_cast<double>(s["recent_errors"].size()));
+  }
+  return w.Text();
+}
+
+}  // namespace edgesync

@@ -1,0 +1,68 @@
+// agent/status_board.h: where a running role publishes its metrics
+// snapshot (one JSON document, see docs/STATUS.md) once a second, and the
+// one place the three views read it: the status file for `edgesync
+// status`, and the HTTP server's /metrics, /status.json and status page.
+// It also keeps the page's chart history: a small in-memory ring of chosen
+// figures (kHistoryPoints points, one every kHistoryEveryMs: the last hour).
+//
+// Contract: Publish(snapshot, chart_points) stores the latest snapshot,
+// writes it to the status file (not fsynced: it is rewritten every second
+// and only a running process's figures matter), and appends chart_points
+// to the history when a history step is due.
+//
+// Thread safety: Publish from the role's main loop; Latest and HistoryJson
+// from any thread (the HTTP server's).
+#ifndef EDGESYNC_AGENT_STATUS_BOARD_H_
+#define EDGESYNC_AGENT_STATUS_BOARD_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace edgesync {
+
+class StatusBoard {
+ public:
+  static constexpr size_t kHistoryPoints = 360;
+  static constexpr int64_t kHistoryEveryMs = 10000;
+
+  explicit StatusBoard(std::string status_path, int64_t history_every_ms = kHistoryEveryMs);
+  // chart_points: series name -> value ("ingest_per_s", "rtt_ms:eu", ...).
+  void Publish(const nlohmann::json& snapshot, const std::map<std::string, double>& chart_points,
+               int64_t now_wall_ms);
+  nlohmann::json Latest() const;
+  // {"every_ms": N, "series": [names], "points": [[t_ms, v, ...], ...]}; a
+  // series missing at a point is null there.
+  nlohmann::json HistoryJson() const;
+
+ private:
+  struct Point {
+    int64_t t_ms;
+    std::map<std::string, double> values;
+  };
+  std::string status_path_;
+  int64_t history_every_ms_;
+  mutable std::mutex mu_;
+  nlohmann::json latest_;       // guarded by mu_
+  std::deque<Point> history_;   // guarded by mu_
+  int64_t last_point_ms_ = 0;   // guarded by mu_
+};
+
+// Smoothed per-second rate of an ever-growing counter, sampled at least
+// 500 ms apart (a per-second figure jumps with batching).
+class RateMeter {
+ public:
+  double Update(uint64_t counter, int64_t now_mono_ms);
+
+ private:
+  int64_t at_ms_ = -1;
+  uint64_t last_ = 0;
+  double rate_ = 0;
+};
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_AGENT_STATUS_BOARD_H_

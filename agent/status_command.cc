@@ -1,0 +1,214 @@
+// `edgesync status [--json|--line]`: the metrics snapshot of a gateway or
+// region hub. While the process runs it publishes the snapshot every second
+// in its status file (agent/status_board.h), live counters included; when
+// it is stopped (no fresh status file from a live process) the store is
+// opened for reading and the store's figures are shown, saying so.
+#include <signal.h>
+
+#include <cerrno>
+
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "agent/roles.h"
+#include "agent/store_figures.h"
+#include "platform/clock.h"
+#include "platform/files.h"
+#include "store/store.h"
+
+namespace edgesync {
+namespace {
+
+using json = nlohmann::json;
+
+// A status file counts as live when its process still exists and it was
+// written recently (the process rewrites it every second).
+constexpr int64_t kLiveWithinMs = 10000;
+
+bool LiveSnapshot(const Config& config, json* out) {
+  std::string text;
+  if (!ReadFile(config.StatusPath(), &text).ok()) return false;
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.value("running", false)) return false;
+  int64_t pid = j.value("pid", int64_t{0});
+  if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM)) return false;
+  if (SystemClock()->WallMillis() - j.value("time_ms", int64_t{0}) > kLiveWithinMs) return false;
+  *out = std::move(j);
+  return true;
+}
+
+Status StoppedSnapshot(const Config& config, json* out) {
+  std::unique_ptr<Store> store;
+  ES_RETURN_IF_ERROR(OpenStoreForReading(config, &store));
+  StoreStats stats;
+  ES_RETURN_IF_ERROR(store->Stats(&stats));
+  std::vector<std::string> regions;
+  for (const RegionConfig& r : config.regions) regions.push_back(r.name);
+  json j;
+  j["role"] = config.hub_region.empty() ? "gateway" : "region";
+  if (!config.gateway_id.empty()) j["gateway_id"] = config.gateway_id;
+  j["running"] = false;
+  j["note"] = "not running: figures read from the store (read-only); live counters appear while it runs";
+  j["time_ms"] = SystemClock()->WallMillis();
+  j.update(StoreFigures(store.get(), stats, config.data_dir, regions, SystemClock()->WallMillis()));
+  *out = std::move(j);
+  return Status::Ok();
+}
+
+double Num(const json& j, const char* a, const char* b) {
+  if (!j.contains(a) || !j[a].is_object() || !j[a].contains(b) || !j[a][b].is_number()) return 0;
+  return j[a][b].get<double>();
+}
+
+std::string Line(const json& j) {
+  double committed = Num(j, "store", "last_lsn");
+  double backlog = Num(j, "backlog", "readings");
+  double sent = Num(j, "uplink", "entries_sent");
+  double acked = Num(j, "upstream", "checkpoint");
+  double in_rate = Num(j, "rates", "ingest_per_s");
+  double ack_rate = Num(j, "rates", "acked_per_s");
+  std::string region = j.contains("uplink") ? j["uplink"].value("write_region", "") : "";
+  char buf[512];
+  if (j.value("role", "") == "region") {
+    std::snprintf(buf, sizeof buf, "region %s | applied %.0f batches, %.0f readings | %.0f/s | head %.0f | %s",
+                  j.value("hub", json::object()).value("region", "").c_str(), Num(j, "hub", "batches_applied"),
+                  Num(j, "hub", "entries_applied"), Num(j, "rates", "readings_per_s"), Num(j, "hub", "feed_head"),
+                  j.value("running", false) ? "running" : "not running");
+    return buf;
+  }
+  std::snprintf(buf, sizeof buf,
+                "ingested %.0f | backlog %.0f | sent %.0f | acked %.0f | region %s | in %.0f/s, acked %.0f/s",
+                committed, backlog, sent, acked, region.empty() ? "none" : region.c_str(), in_rate, ack_rate);
+  std::string line = buf;
+  if (!j.value("running", false)) return line + " | not running";
+  if (backlog > 0) {
+    // Draining at the acknowledgement rate net of what keeps arriving.
+    double net = ack_rate - in_rate;
+    if (net > 1) {
+      std::snprintf(buf, sizeof buf, " | drain ~%.0fs", backlog / net);
+      line += buf;
+    } else {
+      line += " | drain: waiting for a region";
+    }
+  } else {
+    line += " | caught up";
+  }
+  return line;
+}
+
+std::string Bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return buf;
+}
+
+// The snapshot for people: one section per part, the figures a field
+// engineer looks at first.
+void PrintText(const json& j) {
+  std::printf("role      %s %s (%s)\n", j.value("role", "").c_str(),
+              j.value("gateway_id", j.value("hub", json::object()).value("region", "")).c_str(),
+              j.value("running", false) ? "running" : "not running");
+  if (j.contains("note")) std::printf("          %s\n", j["note"].get<std::string>().c_str());
+  if (j.contains("store")) {
+    const json& s = j["store"];
+    std::printf("store     %s, %s free, %.0f entries (%.0f in the read view), LSN head %.0f, %zu ranges\n",
+                Bytes(Num(j, "store", "file_bytes")).c_str(), Bytes(Num(j, "store", "free_bytes")).c_str(),
+                Num(j, "store", "entries"), Num(j, "store", "remote_entries"), Num(j, "store", "last_lsn"),
+                s.value("ranges", json::array()).size());
+    std::printf("          dead letters %.0f, refused when full %.0f, dropped oldest %.0f\n",
+                Num(j, "store", "dead_letters"), Num(j, "store", "rejected_full"), Num(j, "store", "dropped_oldest"));
+  }
+  if (j.contains("backlog") && j.value("role", "") == "gateway") {
+    std::printf("backlog   %.0f readings, ~%s, oldest %.0f s; upstream checkpoint %.0f\n",
+                Num(j, "backlog", "readings"), Bytes(Num(j, "backlog", "bytes")).c_str(),
+                Num(j, "backlog", "oldest_age_s"), Num(j, "upstream", "checkpoint"));
+  }
+  if (j.contains("ingest")) {
+    std::printf("ingest    %.0f messages, %.0f readings committed, %.1f/s; dead letters %.0f\n",
+                Num(j, "ingest", "messages"), Num(j, "ingest", "readings_committed"), Num(j, "rates", "ingest_per_s"),
+                Num(j, "ingest", "dead_letters"));
+    const json rejected = j["ingest"].value("rejected", json::object());
+    for (const auto& [reason, n] : rejected.items()) {
+      if (n.is_number() && n.get<double>() > 0) std::printf("          rejected %s: %.0f\n", reason.c_str(), n.get<double>());
+    }
+  }
+  if (j.contains("ingest_mqtt")) {
+    std::printf("          local broker %s %s, %.0f connection losses\n", j["ingest_mqtt"].value("uri", "").c_str(),
+                j["ingest_mqtt"].value("connected", false) ? "connected" : "DISCONNECTED",
+                Num(j, "ingest_mqtt", "connection_losses"));
+  }
+  if (j.contains("uplink")) {
+    const json& u = j["uplink"];
+    std::printf("uplink    write region %s, %.0f batches sent, %.0f acknowledgements, %.1f readings/s acknowledged\n",
+                u.value("write_region", "").empty() ? "none" : u.value("write_region", "").c_str(),
+                Num(j, "uplink", "batches_sent"), Num(j, "uplink", "acks"), Num(j, "rates", "acked_per_s"));
+    for (const json& r : u.value("regions", json::array())) {
+      double rtt = r.value("rtt_ms", -1.0);
+      std::printf("  region  %-12s %s, round trip %s\n", r.value("name", "").c_str(),
+                  r.value("healthy", false) ? "healthy" : r.value("connected", false) ? "unhealthy" : "disconnected",
+                  rtt < 0 ? "unknown" : (std::to_string(static_cast<int64_t>(rtt)) + " ms").c_str());
+    }
+  }
+  if (j.contains("read_view")) {
+    for (const json& r : j["read_view"].value("regions", json::array())) {
+      std::printf("  feed    %-12s position %.0f, head %.0f, lag %.0f entries\n", r.value("name", "").c_str(),
+                  r.value("position", 0.0), r.value("head", 0.0), r.value("lag", 0.0));
+    }
+  }
+  if (j.contains("hub")) {
+    const json& h = j["hub"];
+    std::printf("hub       %.0f batches and %.0f readings applied (%.1f/s), feed head %.0f\n",
+                Num(j, "hub", "batches_applied"), Num(j, "hub", "entries_applied"), Num(j, "rates", "readings_per_s"),
+                Num(j, "hub", "feed_head"));
+    const json refusals = h.value("refusals", json::object());
+    for (const auto& [reason, n] : refusals.items()) {
+      std::printf("          refused %s: %.0f\n", reason.c_str(), n.get<double>());
+    }
+    for (const json& o : h.value("origins", json::array())) {
+      std::printf("  origin  %s high water %.0f, lag %.1f s\n", o.value("origin", "").c_str(),
+                  o.value("high_water", 0.0), o.value("lag_ms", 0.0) / 1000.0);
+    }
+  }
+  const json errors = j.value("recent_errors", json::array());
+  if (!errors.empty()) {
+    std::printf("recent errors\n");
+    for (const json& e : errors) {
+      std::printf("  %s %s\n", e.value("level", "").c_str(), e.value("text", "").c_str());
+    }
+  }
+}
+
+}  // namespace
+
+int RunStatus(const Config& config, StatusFormat format) {
+  json j;
+  if (!LiveSnapshot(config, &j)) {
+    Status s = StoppedSnapshot(config, &j);
+    if (!s.ok()) {
+      std::fprintf(stderr, "edgesync status: not running, and the store cannot be read: %s\n", s.ToString().c_str());
+      return 1;
+    }
+  }
+  switch (format) {
+    case StatusFormat::kJson:
+      std::printf("%s\n", j.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+      break;
+    case StatusFormat::kLine:
+      std::printf("%s\n", Line(j).c_str());
+      break;
+    case StatusFormat::kText:
+      PrintText(j);
+      break;
+  }
+  return 0;
+}
+
+}  // namespace edgesync
