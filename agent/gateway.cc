@@ -134,8 +134,12 @@ nlohmann::json Gateway::StatusJson() {
   if (store_) {
     std::vector<std::string> regions;
     for (const RegionConfig& r : config_.regions) regions.push_back(r.name);
-    j.update(StoreFigures(store_.get(), store_counts_.Get(store_.get(), now_ms), config_.data_dir, regions,
-                          clock_->WallMillis()));
+    uint64_t remote_applied = 0;
+    if (feed_puller_) {
+      for (const auto& r : feed_puller_->stats().regions) remote_applied += r.applied;
+    }
+    j.update(StoreFigures(store_.get(), store_counts_.Get(store_.get(), now_ms, remote_applied), config_.data_dir,
+                          regions, clock_->WallMillis()));
   }
   if (sink_) j["commit_latency"] = HistogramJson(commit_latency_.Snapshot());
   uint64_t acked = 0;

@@ -40,7 +40,7 @@ class HubSnapshot {
     j["pid"] = static_cast<int64_t>(::getpid());
     j["time_ms"] = clock->WallMillis();
     j["started_ms"] = started_ms_;
-    j.update(StoreFigures(store_, counts_.Get(store_, now), config_.data_dir, {}, clock->WallMillis()));
+    j.update(StoreFigures(store_, counts_.Get(store_, now, s.entries_applied), config_.data_dir, {}, clock->WallMillis()));
     json origins = json::array();
     for (const HubOriginStats& o : s.origins) {
       origins.push_back({{"origin", o.origin},

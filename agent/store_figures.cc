@@ -7,15 +7,17 @@
 
 namespace edgesync {
 
-StoreStats StoreCounts::Get(Store* store, int64_t now_ms) {
+StoreStats StoreCounts::Get(Store* store, int64_t now_ms, uint64_t remote_applied) {
   if (counted_at_ms_ < 0 || now_ms - counted_at_ms_ >= kCountEveryMs) {
     StoreStats fresh;
     if (store->Stats(&fresh).ok()) {
       counted_ = fresh;
       counted_at_ms_ = now_ms;
+      remote_applied_at_count_ = remote_applied;
     }
   }
   StoreStats s = counted_;
+  s.remote_entries += static_cast<int64_t>(remote_applied - std::min(remote_applied, remote_applied_at_count_));
   uint64_t head = store->LastLsn();
   if (head > s.last_lsn) {
     s.entries += static_cast<int64_t>(head - s.last_lsn);

@@ -28,21 +28,25 @@ nlohmann::json StoreFigures(Store* store, const StoreStats& stats, const std::st
                             const std::vector<std::string>& regions, int64_t now_wall_ms);
 
 // Keeps Store::Stats current for a status refreshed every second without
-// counting the log every second: a full count (a scan: ~50 ms per million
-// rows on a Pi 4's SD card) at most every kCountEveryMs, and in between the
-// entries appended since (the LSN head's advance). What retention prunes in
+// counting the log every second: a full count (a scan of the table) at most
+// every kCountEveryMs, and in between the entries appended since (the LSN
+// head's advance) and the remote entries applied since. What retention prunes in
 // between shows at the next count. Before this, the count was refreshed
 // only every 30 s, so a gateway that had just started read "0 entries"
 // while it ingested 50,000 readings.
 class StoreCounts {
  public:
   static constexpr int64_t kCountEveryMs = 30000;
-  // Returns the current figures; now_ms is monotonic.
-  StoreStats Get(Store* store, int64_t now_ms);
+  // Returns the current figures; now_ms is monotonic. remote_applied: an
+  // ever-growing count of read-view (or, on a hub, region) entries this
+  // process applied, which moves remote_entries between counts the way the
+  // LSN head moves entries.
+  StoreStats Get(Store* store, int64_t now_ms, uint64_t remote_applied = 0);
 
  private:
   StoreStats counted_;
   int64_t counted_at_ms_ = -1;
+  uint64_t remote_applied_at_count_ = 0;
 };
 
 }  // namespace edgesync

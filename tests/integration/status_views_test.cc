@@ -229,6 +229,7 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
   ASSERT_TRUE(hub.is_object());
   EXPECT_EQ(hub["role"], "region");
   EXPECT_EQ(At(hub, "hub.entries_applied"), 3000) << hub.dump();
+  EXPECT_EQ(At(hub, "store.remote_entries"), 3000) << "the count is current on a hub too";
   ASSERT_EQ(hub["hub"]["origins"].size(), 1u);
   EXPECT_EQ(At(hub, "hub.origins.0.high_water"), 3000);
   EXPECT_EQ(hub["hub"]["refusals"]["gap"], 0);
