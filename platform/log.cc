@@ -103,24 +103,34 @@ bool LogEnabled(LogLevel level) {
 
 namespace {
 
-std::mutex g_recent_mu;
-std::deque<RecentLogLine> g_recent;  // guarded by g_recent_mu
+// Never destroyed: library threads (Paho's) may still log while the process
+// exits, after static destructors have run.
+struct RecentRing {
+  std::mutex mu;
+  std::deque<RecentLogLine> lines;  // guarded by mu
+};
+RecentRing& Recent() {
+  static RecentRing* ring = new RecentRing;
+  return *ring;
+}
 
 void KeepRecent(LogLevel level, std::string_view line) {
   if (level < LogLevel::kWarn) return;
   // Wall time: these lines are read by people, next to the journal's stamps.
   int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::system_clock::now().time_since_epoch()).count();
-  std::lock_guard<std::mutex> lock(g_recent_mu);
-  g_recent.push_back({now, level, std::string(line.substr(0, 500))});
-  while (g_recent.size() > kRecentErrorLines) g_recent.pop_front();
+  RecentRing& r = Recent();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.lines.push_back({now, level, std::string(line.substr(0, 500))});
+  while (r.lines.size() > kRecentErrorLines) r.lines.pop_front();
 }
 
 }  // namespace
 
 std::vector<RecentLogLine> RecentErrors() {
-  std::lock_guard<std::mutex> lock(g_recent_mu);
-  return {g_recent.begin(), g_recent.end()};
+  RecentRing& r = Recent();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return {r.lines.begin(), r.lines.end()};
 }
 
 void LogLine(LogLevel level, std::string_view line) {
