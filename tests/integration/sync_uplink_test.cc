@@ -59,6 +59,7 @@ TEST(SyncUplinkTest, FlappingLinkDuringTheDrain) {
   o.window = 2;
   o.regions.push_back(RegionAt("eu", link.uri()));
   Uplink uplink(store.get(), o);
+  testing::internal::CaptureStderr();  // the drain's progress lines
   ASSERT_TRUE(uplink.Start().ok());
   uint64_t last = store->LastLsn();
   // Up 1.5 s, down 1 s (cut and blackholed in turn), while more readings arrive.
@@ -73,10 +74,18 @@ TEST(SyncUplinkTest, FlappingLinkDuringTheDrain) {
   link.Restore();
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(store.get()) == last; }, 60000))
       << "checkpoint " << Checkpoint(store.get()) << " of " << last;
+  // The worker logs the closing line in the iteration that publishes backlog 0.
+  EXPECT_TRUE(WaitFor([&] { return uplink.stats().backlog == 0; }, 10000));
   UplinkStats s = uplink.stats();
   uplink.Stop();
+  std::string log = testing::internal::GetCapturedStderr();
   EXPECT_GT(s.resends, 0u);
   ExpectExactlyOnce({&eu}, store->origin(), last);
+  // A drain this long reports its progress every few seconds, then its end.
+  EXPECT_NE(log.find("uplink drain: "), std::string::npos) << log;
+  EXPECT_NE(log.find(" remaining, "), std::string::npos) << log;
+  EXPECT_NE(log.find("uplink drain: caught up"), std::string::npos) << log;
+  EXPECT_GT(s.ack_latency.count, 0u);
 }
 
 TEST(SyncUplinkTest, GatewayKilledDuringTheDrain) {
