@@ -1,9 +1,9 @@
 #include "agent/gateway.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
-
-#include <unistd.h>
 
 #include "agent/options.h"
 #include "agent/role_support.h"
