@@ -5,6 +5,7 @@
 
 #include "agent/roles.h"
 #include "agent/options.h"
+#include "firmware-config/transport.h"
 #include "platform/files.h"
 #include "platform/log.h"
 #include "platform/signals.h"
@@ -37,6 +38,8 @@ Gateway::~Gateway() { Stop(); }
 
 Status Gateway::Start() {
   started_ms_ = clock_->WallMillis();
+  // Also for a Config built in code, not only one `config check` passed.
+  ES_RETURN_IF_ERROR(CheckTransport(config_));
   ES_RETURN_IF_ERROR(MakeDirs(config_.data_dir).Annotate("data_dir"));
   StoreOptions so = StoreOptionsFromConfig(config_);
   so.clock = clock_;

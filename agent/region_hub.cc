@@ -5,6 +5,7 @@
 
 #include "agent/roles.h"
 #include "agent/options.h"
+#include "firmware-config/transport.h"
 #include "platform/files.h"
 #include "platform/log.h"
 #include "platform/signals.h"
@@ -15,6 +16,11 @@
 namespace edgesync {
 int RunRegionHub(const Config& config) {
   Signals::Install();
+  Status transport = CheckTransport(config);
+  if (!transport.ok()) {
+    std::fprintf(stderr, "edgesync region: %s\n", transport.ToString().c_str());
+    return 1;
+  }
   StoreOptions so = StoreOptionsFromConfig(config);
   // The hub's own origin is never sent anywhere; the region name keeps it readable.
   if (so.gateway_id.empty()) so.gateway_id = "hub-" + config.hub_region;
