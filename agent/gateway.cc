@@ -40,7 +40,7 @@ Status Gateway::Start() {
   started_ms_ = clock_->WallMillis();
   // Also for a Config built in code, not only one `config check` passed.
   ES_RETURN_IF_ERROR(CheckTransport(config_));
-  ES_RETURN_IF_ERROR(MakeDirs(config_.data_dir).Annotate("data_dir"));
+  ES_RETURN_IF_ERROR(MakePrivateDir(config_.data_dir).Annotate("data_dir"));
   StoreOptions so = StoreOptionsFromConfig(config_);
   so.clock = clock_;
   ES_RETURN_IF_ERROR(Store::Open(so, &store_).Annotate("opening store " + so.path));

@@ -24,7 +24,7 @@ int RunRegionHub(const Config& config) {
   StoreOptions so = StoreOptionsFromConfig(config);
   // The hub's own origin is never sent anywhere; the region name keeps it readable.
   if (so.gateway_id.empty()) so.gateway_id = "hub-" + config.hub_region;
-  Status st = MakeDirs(config.data_dir);
+  Status st = MakePrivateDir(config.data_dir);
   std::unique_ptr<Store> store;
   if (st.ok()) st = Store::Open(so, &store);
   if (!st.ok()) {

@@ -1,7 +1,10 @@
 // `edgesync query` and `edgesync feed`: read-only views of a gateway's store,
 // one JSON object per line (readable by people, parseable by scripts).
-// They open the store the config names; the running gateway may keep
-// writing meanwhile (SQLite WAL readers do not block it).
+// They open the store the config names read only (no migration, no file
+// created beside it; see store/store_lock.h); the running gateway may keep
+// writing meanwhile (SQLite WAL readers do not block it). The store is
+// closed before anything is printed: a reader paused on a full pipe must
+// not hold up a gateway that starts or stops.
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -22,6 +25,7 @@ int Fail(const char* what, const Status& status) {
 Status OpenForReading(const Config& config, std::unique_ptr<Store>* store) {
   StoreOptions o = StoreOptionsFromConfig(config);
   o.create_if_missing = false;
+  o.read_only = true;
   // The store's identity comes from the file: a region config has no gateway id.
   o.gateway_id.clear();
   // Reading changes nothing, and a full check of a large store would make
@@ -113,6 +117,7 @@ int RunQuery(const Config& config, const QueryOptions& options) {
   std::vector<QueryRow> rows;
   st = store->Query(q, &rows);
   if (!st.ok()) return Fail("query", st);
+  store.reset();
   for (const QueryRow& r : rows) {
     nlohmann::json j;
     AddReading(r.reading, &j);
@@ -132,6 +137,7 @@ int RunFeed(const Config& config, const FeedOptions& options) {
     std::vector<RangeInfo> ranges;
     st = store->ListRanges(&ranges);
     if (!st.ok()) return Fail("feed", st);
+    store.reset();
     for (const RangeInfo& r : ranges) {
       PrintLine({{"range", r.id}, {"min", Hex(r.min)}, {"max", Hex(r.max)}, {"parent", r.parent},
                  {"active", r.active}});
@@ -148,6 +154,7 @@ int RunFeed(const Config& config, const FeedOptions& options) {
   FeedPage page;
   st = store->ReadFeed(static_cast<uint32_t>(options.range_id), start, static_cast<size_t>(options.max_entries), &page);
   if (!st.ok()) return Fail("feed", st);
+  store.reset();
   for (const ChangeEntry& e : page.entries) PrintLine(EntryJson(e));
   PrintLine({{"continuation", page.continuation}, {"entries", page.entries.size()}});
   return 0;

@@ -22,6 +22,7 @@
 
 #include "store/sqlite_util.h"
 #include "store/store.h"
+#include "store/store_lock.h"
 
 namespace edgesync {
 
@@ -142,8 +143,15 @@ class SqliteStore : public Store {
                       uint64_t* after_lsn);
   Status OriginById(int64_t id, Origin* origin);
 
+  // Picks how a read-only store opens the file (immutable or mode=ro) and
+  // holds lock_ as a reader; *name is the SQLite URI.
+  Status ReadOnlyName(std::string* name);
+  Status InitWriter();
+
   StoreOptions options_;
   Clock* clock_;
+  // Declared before the connections: destroyed after they are closed.
+  StoreLock lock_;
   Origin origin_;
   int schema_version_ = 0;
   int64_t wal_max_bytes_ = 0;  // the WAL's size once it has grown to its limit

@@ -45,6 +45,10 @@ struct StoreOptions {
   int64_t dead_letter_cap = 1000;
   int64_t lease_expiry_ms = 15000;
   bool create_if_missing = true;
+  // Read only (`edgesync query`, `feed`): nothing is written, migrated or
+  // checkpointed, and no -wal or -shm file is created beside the store
+  // (store_lock.h says how). A store of another schema version is refused.
+  bool read_only = false;
   Clock* clock = nullptr;       // nullptr = SystemClock()
   // Check run at open. kQuick (PRAGMA quick_check) reads every page and
   // finds damaged pages and b-trees in time linear in the file size; kFull
