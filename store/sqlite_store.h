@@ -132,7 +132,8 @@ class SqliteStore : public Store {
   static constexpr size_t kRemoteChunk = 64;
   Status InsertRemoteChunk(int64_t origin_id, const ChangeEntry* const* chunk, size_t n, int64_t now, int64_t* rids,
                            int64_t* added);
-  Status LoadLease(uint32_t range_id, bool* found, Lease* lease);
+  // *since_renewal_ms (may be null): see SinceRenewal in sqlite_store_coord.cc.
+  Status LoadLease(uint32_t range_id, bool* found, Lease* lease, int64_t* since_renewal_ms);
 
   // Read side (read_mu_ held).
   Status SeriesById(int64_t id, SeriesInfo* info);
