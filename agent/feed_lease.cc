@@ -197,7 +197,7 @@ int RunLeasedFeed(const Config& config, const FeedOptions& options) {
     return 1;
   }
   std::unique_ptr<Store> store;
-  Status st = OpenStoreForReading(config, &store);
+  Status st = OpenStoreForLeases(config, &store);
   if (st.ok()) {
     Signals::Install();
     LeasedFeed feed(store.get(), config, options);

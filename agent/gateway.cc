@@ -9,6 +9,7 @@
 #include "agent/role_support.h"
 #include "agent/roles.h"
 #include "agent/store_figures.h"
+#include "firmware-config/transport.h"
 #include "platform/files.h"
 #include "platform/histogram.h"
 #include "platform/log.h"
@@ -48,7 +49,9 @@ Gateway::~Gateway() { Stop(); }
 
 Status Gateway::Start() {
   started_ms_ = clock_->WallMillis();
-  ES_RETURN_IF_ERROR(MakeDirs(config_.data_dir).Annotate("data_dir"));
+  // Also for a Config built in code, not only one `config check` passed.
+  ES_RETURN_IF_ERROR(CheckTransport(config_));
+  ES_RETURN_IF_ERROR(MakePrivateDir(config_.data_dir).Annotate("data_dir"));
   StoreOptions so = StoreOptionsFromConfig(config_);
   so.clock = clock_;
   ES_RETURN_IF_ERROR(Store::Open(so, &store_).Annotate("opening store " + so.path));

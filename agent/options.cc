@@ -1,12 +1,15 @@
 #include "agent/options.h"
 
+#include "firmware-config/transport.h"
+
 namespace edgesync {
 namespace {
 
-// A broker connection as every role configures it: URI, credentials file, TLS.
+// A broker connection as every role configures it: URI, credentials file, TLS
+// (a CA or client certificate means TLS whatever the URI's scheme says).
 MqttLinkOptions LinkOptions(const std::string& uri, const std::string& credentials_file, const TlsConfig& tls) {
   MqttLinkOptions o;
-  o.uri = uri;
+  o.uri = EffectiveBrokerUri(uri, tls);
   o.credentials_file = credentials_file;
   o.ca_file = tls.ca_file;
   o.cert_file = tls.cert_file;
@@ -53,8 +56,6 @@ MqttLinkOptions IngestLinkOptionsFromConfig(const Config& c) {
   o.mqtt_version = static_cast<int>(c.ingest_mqtt_version);
   o.clean_start = false;
   o.session_expiry_s = c.ingest_session_expiry_s;
-  // A CA file alone means TLS even if the URI was written tcp://.
-  if (!o.ca_file.empty() && o.uri.rfind("tcp://", 0) == 0) o.uri = "ssl://" + o.uri.substr(6);
   return o;
 }
 

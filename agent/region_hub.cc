@@ -15,6 +15,7 @@
 #include "agent/roles.h"
 #include "agent/status_board.h"
 #include "agent/store_figures.h"
+#include "firmware-config/transport.h"
 #include "platform/files.h"
 #include "platform/log.h"
 #include "platform/signals.h"
@@ -90,10 +91,15 @@ class HubSnapshot {
 
 int RunRegionHub(const Config& config) {
   Signals::Install();
+  Status transport = CheckTransport(config);
+  if (!transport.ok()) {
+    std::fprintf(stderr, "edgesync region: %s\n", transport.ToString().c_str());
+    return 1;
+  }
   StoreOptions so = StoreOptionsFromConfig(config);
   // The hub's own origin is never sent anywhere; the region name keeps it readable.
   if (so.gateway_id.empty()) so.gateway_id = "hub-" + config.hub_region;
-  Status st = MakeDirs(config.data_dir);
+  Status st = MakePrivateDir(config.data_dir);
   std::unique_ptr<Store> store;
   if (st.ok()) st = Store::Open(so, &store);
   if (!st.ok()) {

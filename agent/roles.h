@@ -50,8 +50,12 @@ int RunLeasedFeed(const Config& config, const FeedOptions& options);
 int RunStatus(const Config& config, StatusFormat format);
 
 // Opens the config's store for the read-only commands: never creates it,
-// skips the open-time check (the running process checks it).
+// never migrates or writes it, skips the open-time check (the running
+// process checks it).
 Status OpenStoreForReading(const Config& config, std::unique_ptr<Store>* store);
+// The same store opened read-write for `feed --lease`, whose owners write
+// their leases and checkpoints into it; never creates it.
+Status OpenStoreForLeases(const Config& config, std::unique_ptr<Store>* store);
 // A change entry as `feed` prints it (one JSON object).
 nlohmann::json FeedEntryJson(const ChangeEntry& e);
 // A point in time for --from/--to (see QueryOptions), in Unix ms.

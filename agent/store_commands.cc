@@ -1,7 +1,10 @@
 // `edgesync query`, `edgesync devices` and `edgesync feed`: read-only views
 // of a gateway's store: a table for people, JSON lines or CSV for scripts.
-// They open the store the config names; the running gateway may keep
-// writing meanwhile (SQLite WAL readers do not block it).
+// They open the store the config names read only (no migration, no file
+// created beside it; see store/store_lock.h); the running gateway may keep
+// writing meanwhile (SQLite WAL readers do not block it). The store is
+// closed before anything is printed: a reader paused on a full pipe must
+// not hold up a gateway that starts or stops.
 #include <time.h>
 
 #include <algorithm>
@@ -27,17 +30,27 @@ int Fail(const char* what, const Status& status) {
   return 1;
 }
 
-}  // namespace
-
-Status OpenStoreForReading(const Config& config, std::unique_ptr<Store>* store) {
+// Every store command opens an existing store under its file identity.
+Status OpenExistingStore(const Config& config, bool read_only, std::unique_ptr<Store>* store) {
   StoreOptions o = StoreOptionsFromConfig(config);
   o.create_if_missing = false;
+  o.read_only = read_only;
   // The store's identity comes from the file: a region config has no gateway id.
   o.gateway_id.clear();
   // Reading changes nothing, and a full check of a large store would make
   // every query wait seconds; the gateway checks the file when it opens it.
   o.open_check = StoreOptions::OpenCheck::kNone;
   return Store::Open(o, store);
+}
+
+}  // namespace
+
+Status OpenStoreForReading(const Config& config, std::unique_ptr<Store>* store) {
+  return OpenExistingStore(config, /*read_only=*/true, store);
+}
+
+Status OpenStoreForLeases(const Config& config, std::unique_ptr<Store>* store) {
+  return OpenExistingStore(config, /*read_only=*/false, store);
 }
 
 Status ParseTimeArg(const std::string& text, int64_t now_ms, int64_t* ms) {
@@ -279,6 +292,7 @@ int RunQuery(const Config& config, const QueryOptions& options) {
   std::vector<QueryRow> rows;
   st = store->Query(q, &rows);
   if (!st.ok()) return Fail("query", st);
+  store.reset();
   bool cut = static_cast<int64_t>(rows.size()) > options.limit;
   if (cut) rows.resize(static_cast<size_t>(options.limit));
   Table table({"time", "device", "metric", "value", "unit", "quality", "origin", "lsn", "local"});
@@ -308,6 +322,7 @@ int RunDevices(const Config& config, OutputFormat format) {
   std::vector<DeviceSummary> devices;
   st = store->ListDevices(&devices);
   if (!st.ok()) return Fail("devices", st);
+  store.reset();
   Table table({"device", "origin", "local", "readings", "first", "last"});
   for (const DeviceSummary& d : devices) {
     table.Add({d.device_id, d.origin.ToString(), d.local ? "true" : "false", std::to_string(d.readings),
@@ -334,6 +349,7 @@ int RunFeed(const Config& config, const FeedOptions& options) {
     std::vector<RangeInfo> ranges;
     st = store->ListRanges(&ranges);
     if (!st.ok()) return Fail("feed", st);
+    store.reset();
     for (const RangeInfo& r : ranges) {
       PrintLine({{"range", r.id}, {"min", Hex(r.min)}, {"max", Hex(r.max)}, {"parent", r.parent},
                  {"active", r.active}});
@@ -353,6 +369,9 @@ int RunFeed(const Config& config, const FeedOptions& options) {
     st = store->ReadFeed(static_cast<uint32_t>(options.range_id), start, static_cast<size_t>(options.max_entries),
                          &page);
     if (!st.ok()) return Fail("feed", st);
+    // Closed while printing and waiting: a gateway that starts meanwhile
+    // must not wait for a follower (store/store_lock.h).
+    store.reset();
     for (const ChangeEntry& e : page.entries) PrintLine(FeedEntryJson(e));
     if (!options.follow) {
       PrintLine({{"continuation", page.continuation}, {"entries", page.entries.size()}});
@@ -373,6 +392,8 @@ int RunFeed(const Config& config, const FeedOptions& options) {
       std::fflush(stdout);
       return 0;
     }
+    st = OpenStoreForReading(config, &store);
+    if (!st.ok()) return Fail("feed", st);
   }
 }
 

@@ -4,150 +4,26 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <set>
 #include <sstream>
 #include <toml.hpp>
 
+#include "firmware-config/option_spec.h"
+#include "firmware-config/transport.h"
 #include "platform/files.h"
 
 namespace edgesync {
 namespace {
 
-// How one option is read, checked and shown. Accessors instead of member
-// pointers because some options live in nested structs (TLS, regions).
-template <typename Target>
-struct OptionSpec {
-  std::string section;  // "" for array-of-table items (regions)
-  std::string key;
-  std::string doc;
-  std::function<std::string(const Target&)> show;  // value as TOML text
-  // Reads v into target; returns an error message or "".
-  std::function<std::string(Target&, const toml::value&)> read;
-};
-
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string ShowDouble(double d) {
-  std::ostringstream ss;
-  ss << d;
-  std::string s = ss.str();
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s;
-}
-
-template <typename Target>
-OptionSpec<Target> Str(std::string section, std::string key, std::function<std::string&(Target&)> at,
-                       std::string doc, std::vector<std::string> choices = {}) {
-  OptionSpec<Target> o;
-  o.section = std::move(section);
-  o.key = std::move(key);
-  o.doc = std::move(doc);
-  o.show = [at](const Target& t) { return Quote(at(const_cast<Target&>(t))); };
-  o.read = [at, choices](Target& t, const toml::value& v) -> std::string {
-    if (!v.is_string()) return "expected a string, found " + toml::stringize(v.type());
-    std::string s = v.as_string().str;
-    if (!choices.empty()) {
-      bool found = false;
-      std::string all;
-      for (const auto& c : choices) {
-        found = found || c == s;
-        all += (all.empty() ? "" : ", ") + c;
-      }
-      if (!found) return "\"" + s + "\" is not one of: " + all;
-    }
-    at(t) = s;
-    return "";
-  };
-  return o;
-}
-
-template <typename Target>
-OptionSpec<Target> Int(std::string section, std::string key, std::function<int64_t&(Target&)> at, int64_t min,
-                       int64_t max, std::string doc) {
-  OptionSpec<Target> o;
-  o.section = std::move(section);
-  o.key = std::move(key);
-  o.doc = std::move(doc);
-  o.show = [at](const Target& t) { return std::to_string(at(const_cast<Target&>(t))); };
-  o.read = [at, min, max](Target& t, const toml::value& v) -> std::string {
-    if (!v.is_integer()) return "expected an integer, found " + toml::stringize(v.type());
-    int64_t i = v.as_integer();
-    if (i < min || i > max) {
-      return std::to_string(i) + " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-    }
-    at(t) = i;
-    return "";
-  };
-  return o;
-}
-
-template <typename Target>
-OptionSpec<Target> Real(std::string section, std::string key, std::function<double&(Target&)> at, double min,
-                        double max, std::string doc) {
-  OptionSpec<Target> o;
-  o.section = std::move(section);
-  o.key = std::move(key);
-  o.doc = std::move(doc);
-  o.show = [at](const Target& t) { return ShowDouble(at(const_cast<Target&>(t))); };
-  o.read = [at, min, max](Target& t, const toml::value& v) -> std::string {
-    double d;
-    if (v.is_floating()) {
-      d = v.as_floating();
-    } else if (v.is_integer()) {
-      d = static_cast<double>(v.as_integer());
-    } else {
-      return "expected a number, found " + toml::stringize(v.type());
-    }
-    if (!std::isfinite(d) || d < min || d > max) {
-      return ShowDouble(d) + " is out of range [" + ShowDouble(min) + ", " + ShowDouble(max) + "]";
-    }
-    at(t) = d;
-    return "";
-  };
-  return o;
-}
-
-template <typename Target>
-OptionSpec<Target> StrList(std::string section, std::string key,
-                           std::function<std::vector<SubscriptionConfig>&(Target&)> at, std::string doc) {
-  OptionSpec<Target> o;
-  o.section = std::move(section);
-  o.key = std::move(key);
-  o.doc = std::move(doc);
-  o.show = [at](const Target& t) {
-    std::string s = "[";
-    for (const auto& sub : at(const_cast<Target&>(t))) s += (s.size() > 1 ? ", " : "") + Quote(sub.pattern);
-    return s + "]";
-  };
-  o.read = [at](Target& t, const toml::value& v) -> std::string {
-    if (!v.is_array()) return "expected an array of strings, found " + toml::stringize(v.type());
-    std::vector<SubscriptionConfig> subs;
-    for (const auto& item : v.as_array()) {
-      if (!item.is_string()) return "expected an array of strings";
-      std::string p = item.as_string().str;
-      // The one rule a user meets first; the rest of the pattern grammar is
-      // TopicPattern's (agent/ingest), applied by `config check` and at start.
-      // Without placeholders the device comes from the payload (SenML bn).
-      if (p.find("{metric}") != std::string::npos && p.find("{deviceId}") == std::string::npos) {
-        return "pattern \"" + p + "\": {metric} needs {deviceId} too";
-      }
-      subs.push_back({p});
-    }
-    if (subs.empty()) return "at least one subscription is needed";
-    at(t) = subs;
-    return "";
-  };
-  return o;
-}
+using config_internal::Bool;
+using config_internal::Int;
+using config_internal::OptionSpec;
+using config_internal::Real;
+using config_internal::Str;
+using config_internal::StrList;
 
 const int64_t kBig = int64_t{1} << 50;
 
@@ -197,7 +73,7 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
       Str<C>("ingest", "credentials_file", [](C& c) -> std::string& { return c.ingest_credentials_file; },
              "file holding user:password for the local broker; \"\" = anonymous"),
       Str<C>("ingest", "ca_file", [](C& c) -> std::string& { return c.ingest_tls.ca_file; },
-             "CA to verify the local broker's certificate; \"\" = no TLS"),
+             "CA to verify the local broker's certificate; set, it means TLS even with a tcp:// URI"),
       Str<C>("ingest", "cert_file", [](C& c) -> std::string& { return c.ingest_tls.cert_file; },
              "client certificate for mutual TLS; \"\" = none"),
       Str<C>("ingest", "key_file", [](C& c) -> std::string& { return c.ingest_tls.key_file; },
@@ -262,9 +138,13 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              "the region's broker the hub listens on"),
       Str<C>("hub", "credentials_file", [](C& c) -> std::string& { return c.hub_credentials_file; },
              "file holding user:password for the region broker; \"\" = anonymous"),
-      Str<C>("hub", "ca_file", [](C& c) -> std::string& { return c.hub_tls.ca_file; }, "CA for the region broker"),
-      Str<C>("hub", "cert_file", [](C& c) -> std::string& { return c.hub_tls.cert_file; }, "client certificate"),
+      Str<C>("hub", "ca_file", [](C& c) -> std::string& { return c.hub_tls.ca_file; },
+             "CA for the region broker; set, it means TLS even with a tcp:// URI"),
+      Str<C>("hub", "cert_file", [](C& c) -> std::string& { return c.hub_tls.cert_file; },
+             "client certificate (also means TLS)"),
       Str<C>("hub", "key_file", [](C& c) -> std::string& { return c.hub_tls.key_file; }, "private key"),
+      Bool<C>("hub", "allow_insecure", [](C& c) -> bool& { return c.hub_allow_insecure; },
+              "accept a plaintext broker_uri that is not loopback (otherwise refused: use ssl:// or ca_file)"),
   };
   return kOptions;
 }
@@ -279,10 +159,12 @@ const std::vector<OptionSpec<RegionConfig>>& RegionOptions() {
       Str<R>("region", "credentials_file", [](R& r) -> std::string& { return r.credentials_file; },
              "file holding user:password; \"\" = anonymous"),
       Str<R>("region", "ca_file", [](R& r) -> std::string& { return r.tls.ca_file; },
-             "CA to verify the region broker; \"\" = no TLS"),
+             "CA to verify the region broker; set, it means TLS even with a tcp:// URI"),
       Str<R>("region", "cert_file", [](R& r) -> std::string& { return r.tls.cert_file; },
-             "client certificate for mutual TLS"),
+             "client certificate for mutual TLS (also means TLS)"),
       Str<R>("region", "key_file", [](R& r) -> std::string& { return r.tls.key_file; }, "private key of cert_file"),
+      Bool<R>("region", "allow_insecure", [](R& r) -> bool& { return r.allow_insecure; },
+              "accept a plaintext uri that is not loopback (otherwise refused: use ssl:// or ca_file)"),
   };
   return kOptions;
 }
@@ -363,6 +245,15 @@ void CheckSemantics(const toml::value& root, ConfigRole role, Config* c, Checker
   if (c->uplink_backoff_max_ms < c->uplink_backoff_base_ms) {
     check->Error(at("uplink", "backoff_max_ms"), "uplink.backoff_max_ms", "smaller than uplink.backoff_base_ms");
   }
+  for (const TransportProblem& p : TransportProblems(*c)) {
+    const toml::value* where = at("hub", "broker_uri");
+    if (p.key.rfind("region[", 0) == 0) {
+      size_t i = std::stoul(p.key.substr(7));
+      const auto& regions = root.at("region").as_array();
+      where = i < regions.size() && regions[i].contains("uri") ? &regions[i].at("uri") : nullptr;
+    }
+    check->Error(where, p.key, p.message);
+  }
 }
 
 }  // namespace
@@ -398,11 +289,59 @@ bool IsTopicSafeId(const std::string& id) {
   return true;
 }
 
+namespace {
+
+// toml11 parses arrays and inline tables recursively: a few thousand '['
+// overflow the stack (found by tests/fuzz/config_fuzz.cc). No option nests
+// more than two levels, so deeper nesting is refused before parsing. Counts
+// brackets outside comments and strings; returns the line of the first one
+// too deep, or 0.
+constexpr int kMaxNesting = 32;
+
+int TooDeepAt(const std::string& text) {
+  int depth = 0, line = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\n') {
+      ++line;
+    } else if (c == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c == '"' || c == '\'') {
+      const bool triple = text.compare(i, 3, std::string(3, c)) == 0;
+      const bool escapes = c == '"';
+      i += triple ? 3 : 1;
+      for (; i < text.size(); ++i) {
+        if (text[i] == '\n') {
+          ++line;
+          if (!triple) break;  // an unterminated string: the parser says so
+        } else if (escapes && text[i] == '\\') {
+          ++i;
+          if (i < text.size() && text[i] == '\n') ++line;
+        } else if (text[i] == c && (!triple || text.compare(i, 3, std::string(3, c)) == 0)) {
+          if (triple) i += 2;
+          break;
+        }
+      }
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxNesting) return line;
+    } else if (c == ']' || c == '}') {
+      if (depth > 0) --depth;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 Status ParseConfig(const std::string& text, const std::string& name, ConfigRole role, Config* config,
                    std::vector<ConfigError>* errors) {
   errors->clear();
   Config c;
   c.source = name;
+  if (int line = TooDeepAt(text)) {
+    errors->push_back({name, line, "", "arrays or tables nested more than " + std::to_string(kMaxNesting) + " deep"});
+    return Status::InvalidArgument("config nests too deep");
+  }
   toml::value root;
   try {
     std::istringstream in(text);
@@ -512,7 +451,12 @@ std::string ExampleConfig() {
          "# default; uncomment and edit what you need. Check a file with\n"
          "#   edgesync config check FILE [--role gateway|region]\n"
          "# which reports each error with file, line and key, and prints the\n"
-         "# effective configuration.\n";
+         "# effective configuration.\n"
+         "#\n"
+         "# Transport, the same for ingest, regions and the hub: a ca_file or\n"
+         "# cert_file means TLS, also beside a tcp:// URI (used as ssl://). A region\n"
+         "# or hub broker that is neither TLS nor loopback is refused unless that\n"
+         "# link sets allow_insecure = true.\n";
   Config defaults;
   std::string section;
   for (const auto& o : ConfigOptions()) {

@@ -18,8 +18,9 @@
 
 namespace edgesync {
 
+// A ca_file or cert_file means TLS even beside a tcp:// URI (transport.h).
 struct TlsConfig {
-  std::string ca_file;    // verify the server against this CA; empty = no TLS unless uri is ssl://
+  std::string ca_file;    // verify the server against this CA
   std::string cert_file;  // client certificate (mutual TLS)
   std::string key_file;
 };
@@ -30,6 +31,7 @@ struct RegionConfig {
   int64_t preference = 0;             // lower is preferred when round trips tie
   std::string credentials_file;       // "user:password" on one line; never logged
   TlsConfig tls;
+  bool allow_insecure = false;        // plaintext off loopback accepted (transport.h)
 };
 
 struct SubscriptionConfig {
@@ -103,6 +105,7 @@ struct Config {
   std::string hub_broker_uri = "tcp://127.0.0.1:1883";
   std::string hub_credentials_file;
   TlsConfig hub_tls;
+  bool hub_allow_insecure = false;
 
   std::string StorePath() const { return store_path.empty() ? data_dir + "/store.db" : store_path; }
   std::string StatusPath() const { return status_file.empty() ? data_dir + "/status.json" : status_file; }

@@ -2,6 +2,9 @@
 
 #include <time.h>
 
+#include <fstream>
+#include <string>
+
 namespace edgesync {
 namespace {
 
@@ -16,6 +19,16 @@ class RealClock : public Clock {
     timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+  }
+  std::string BootId() const override {
+    // Read once: it cannot change while this process lives.
+    static const std::string id = [] {
+      std::ifstream in("/proc/sys/kernel/random/boot_id");
+      std::string line;
+      std::getline(in, line);
+      return line;
+    }();
+    return id;
   }
 };
 

@@ -2,8 +2,11 @@
 //
 // Monotonic time drives timers, backoff, batching deadlines and lease expiry;
 // wall time only stamps readings and is never trusted for ordering (a Pi
-// without an RTC boots in 1970 and jumps when NTP arrives). Tests and
-// simulations replace the clock with ManualClock to jump the wall clock.
+// without an RTC boots in 1970 and jumps when NTP arrives). Monotonic time is
+// one clock for every process of a boot and starts again at a reboot; the
+// boot id tells boots apart, so a monotonic time kept in a shared file (a
+// lease's renewal) is compared only within its boot. Tests and simulations
+// replace the clock with ManualClock to jump the wall clock or reboot.
 //
 // Thread safety: SystemClock is stateless; ManualClock is safe to read and
 // set from several threads.
@@ -12,6 +15,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <string>
 
 namespace edgesync {
 
@@ -22,6 +27,9 @@ class Clock {
   virtual int64_t MonotonicNanos() const = 0;
   // Milliseconds since the Unix epoch, as the system believes it; may jump.
   virtual int64_t WallMillis() const = 0;
+  // Names this boot of the machine (Linux: /proc/sys/kernel/random/boot_id);
+  // "" when unknown.
+  virtual std::string BootId() const = 0;
 
   int64_t MonotonicMillis() const { return MonotonicNanos() / 1000000; }
 };
@@ -35,6 +43,10 @@ class ManualClock : public Clock {
   explicit ManualClock(int64_t wall_ms = 0, int64_t mono_ns = 0) : wall_ms_(wall_ms), mono_ns_(mono_ns) {}
   int64_t MonotonicNanos() const override { return mono_ns_.load(); }
   int64_t WallMillis() const override { return wall_ms_.load(); }
+  std::string BootId() const override {
+    std::lock_guard<std::mutex> lock(boot_mu_);
+    return boot_id_;
+  }
   // Moves both clocks forward by the same amount.
   void Advance(int64_t ms) {
     mono_ns_ += ms * 1000000;
@@ -42,10 +54,18 @@ class ManualClock : public Clock {
   }
   // Jumps the wall clock only (NTP step, RTC reset); monotonic time is untouched.
   void SetWall(int64_t wall_ms) { wall_ms_ = wall_ms; }
+  // A reboot: a new boot id, monotonic time back near zero.
+  void Reboot(const std::string& boot_id, int64_t mono_ns = 0) {
+    std::lock_guard<std::mutex> lock(boot_mu_);
+    boot_id_ = boot_id;
+    mono_ns_ = mono_ns;
+  }
 
  private:
   std::atomic<int64_t> wall_ms_;
   std::atomic<int64_t> mono_ns_;
+  mutable std::mutex boot_mu_;
+  std::string boot_id_ = "manual-boot-1";
 };
 
 }  // namespace edgesync

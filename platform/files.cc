@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "platform/log.h"
+
 namespace edgesync {
 namespace {
 
@@ -55,7 +57,7 @@ Status WriteAllAt(int fd, const std::string& path, std::string_view data, int64_
 
 Status WriteFileAtomic(const std::string& path, const std::string& data, bool durable) {
   std::string tmp = path + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+  int fd = OpenPrivateFile(tmp, O_WRONLY | O_TRUNC);
   if (fd < 0) return ErrnoStatus("create", tmp);
   Status written = WriteAllAt(fd, tmp, data, 0);
   if (!written.ok()) {
@@ -99,6 +101,52 @@ Status MakeDirs(const std::string& path) {
     if (cur.empty()) continue;
     if (mkdir(cur.c_str(), 0750) != 0 && errno != EEXIST) return ErrnoStatus("mkdir", cur);
   }
+  return Status::Ok();
+}
+
+Status MakePrivateDir(const std::string& dir) {
+  std::string path = dir;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  if (path.empty()) return Status::InvalidArgument("empty directory path");
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument(path + " is not a directory");
+    if ((st.st_mode & 077) != 0) {
+      ES_LOG(kWarn, "directory {} is open to other users (mode {:o}); edgesync's files in it are 0600, "
+             "but chmod 700 it unless it is shared on purpose", path, st.st_mode & 07777);
+    }
+    return Status::Ok();
+  }
+  std::string parent = DirOf(path);
+  if (parent != path) ES_RETURN_IF_ERROR(MakeDirs(parent));
+  if (mkdir(path.c_str(), 0700) != 0) {
+    if (errno == EEXIST) return Status::Ok();  // made meanwhile by someone else
+    return ErrnoStatus("mkdir", path);
+  }
+  // mkdir's mode passes through the umask, which could only narrow 0700;
+  // chmod says it outright all the same.
+  if (chmod(path.c_str(), 0700) != 0) return ErrnoStatus("chmod", path);
+  return Status::Ok();
+}
+
+int OpenPrivateFile(const std::string& path, int flags) {
+  int fd = open(path.c_str(), flags | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || ((st.st_mode & 077) != 0 && fchmod(fd, 0600) != 0)) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+Status MakeFilePrivate(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return errno == ENOENT ? Status::Ok() : ErrnoStatus("stat", path);
+  if ((st.st_mode & 077) == 0) return Status::Ok();
+  if (chmod(path.c_str(), st.st_mode & 0700) != 0) return ErrnoStatus("chmod", path);
   return Status::Ok();
 }
 

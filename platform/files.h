@@ -15,6 +15,7 @@ namespace edgesync {
 
 // Writes data to path so that after a power cut the file holds either the
 // old or the new content, never a mix: temp file, fsync, rename, fsync dir.
+// The file is 0600 (OpenPrivateFile).
 // durable=false skips the fsyncs, for files rewritten every second that may
 // be stale after a power cut (status): syncing them would wear an SD card
 // for nothing.
@@ -32,6 +33,19 @@ std::string DirOf(const std::string& path);
 Status SyncPath(const std::string& path);
 // Creates the directory and its parents (mode 0750).
 Status MakeDirs(const std::string& path);
+// A directory only its owner may enter (data: readings, credentials' users,
+// the journal). Created 0700 whatever the umask (chmod after mkdir; parents
+// as MakeDirs). One that exists is left as it is (it may be shared, such as
+// /var/lib, and must not be narrowed), with a warning when others may enter
+// it: the files edgesync puts in it are 0600 either way.
+Status MakePrivateDir(const std::string& path);
+// Opens path with flags | O_CREAT | O_CLOEXEC as a file only its owner may
+// read (0600, whatever the umask; an existing file is narrowed to 0600).
+// Returns the fd, or -1 with errno set.
+int OpenPrivateFile(const std::string& path, int flags);
+// Narrows an existing file to 0600 (a store or journal made by an older
+// version); a missing file is fine.
+Status MakeFilePrivate(const std::string& path);
 bool FileExists(const std::string& path);
 // Bytes available to an unprivileged writer on the filesystem holding path.
 Result<uint64_t> FreeBytes(const std::string& path);

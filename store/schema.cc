@@ -43,6 +43,13 @@ CREATE TABLE high_water(origin INTEGER PRIMARY KEY, lsn INTEGER NOT NULL);
 CREATE TABLE region_feed(seq INTEGER PRIMARY KEY AUTOINCREMENT, rid INTEGER NOT NULL);
 )sql";
 
+// Version 3: a lease's renewal as (boot id, monotonic ms) of the renewing
+// host, so expiry never reads the wall clock (renewed_at stays, for people).
+const char* const kV2ToV3 = R"sql(
+ALTER TABLE leases ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE leases ADD COLUMN renewed_mono INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 }  // namespace
 
 Status CreateSchema(Db* db, int version) {
@@ -61,6 +68,9 @@ Status MigrateSchema(Db* db, int from) {
     switch (v) {
       case 1:
         ES_RETURN_IF_ERROR(db->Exec(kV1ToV2).Annotate("migrating schema 1 to 2"));
+        break;
+      case 2:
+        ES_RETURN_IF_ERROR(db->Exec(kV2ToV3).Annotate("migrating schema 2 to 3"));
         break;
       default:
         return Status::Unsupported("no migration from schema " + std::to_string(v));

@@ -25,8 +25,9 @@
 
 namespace edgesync {
 
-// The version this build writes. 1: base layout; 2: region hub tables.
-constexpr int kSchemaVersion = 2;
+// The version this build writes. 1: base layout; 2: region hub tables;
+// 3: leases renewed on the monotonic clock of a named boot.
+constexpr int kSchemaVersion = 3;
 // "ESYG": marks a SQLite file as an edgesync store.
 constexpr int kApplicationId = 0x45535947;
 // log_query's leading column is lsn >> kQuerySegmentShift (SQL text must match).

@@ -22,6 +22,7 @@
 
 #include "store/sqlite_util.h"
 #include "store/store.h"
+#include "store/store_lock.h"
 
 namespace edgesync {
 
@@ -134,7 +135,8 @@ class SqliteStore : public Store {
   static constexpr size_t kRemoteChunk = 64;
   Status InsertRemoteChunk(int64_t origin_id, const ChangeEntry* const* chunk, size_t n, int64_t now, int64_t* rids,
                            int64_t* added);
-  Status LoadLease(uint32_t range_id, bool* found, Lease* lease);
+  // *since_renewal_ms (may be null): see SinceRenewal in sqlite_store_coord.cc.
+  Status LoadLease(uint32_t range_id, bool* found, Lease* lease, int64_t* since_renewal_ms);
 
   // Read side (read_mu_ held).
   Status SeriesById(int64_t id, SeriesInfo* info);
@@ -145,8 +147,15 @@ class SqliteStore : public Store {
                       uint64_t* after_lsn);
   Status OriginById(int64_t id, Origin* origin);
 
+  // Picks how a read-only store opens the file (immutable or mode=ro) and
+  // holds lock_ as a reader; *name is the SQLite URI.
+  Status ReadOnlyName(std::string* name);
+  Status InitWriter();
+
   StoreOptions options_;
   Clock* clock_;
+  // Declared before the connections: destroyed after they are closed.
+  StoreLock lock_;
   Origin origin_;
   int schema_version_ = 0;
   int64_t wal_max_bytes_ = 0;  // the WAL's size once it has grown to its limit

@@ -37,6 +37,29 @@ void ReadLease(const Stmt& s, Lease* l) {
   l->version = s.Int(4);
 }
 
+constexpr char kLeaseColumns[] = "range_id, owner, continuation, renewed_at, version, boot_id, renewed_mono";
+
+// When a lease was last renewed, on the clock expiry is measured by: the
+// monotonic clock of the renewing host's boot. Every process of one boot
+// reads the same monotonic clock, which no wall-clock step (NTP, an RTC
+// reset, `date -s`) moves; a renewal from another boot belongs to a process
+// that cannot be running any more.
+struct Renewal {
+  std::string boot_id;
+  int64_t mono_ms = 0;
+};
+
+Renewal LeaseRenewal(const Stmt& s) { return Renewal{s.Text(5), s.Int(6)}; }
+
+// How long ago, on this boot's monotonic clock, the lease was renewed;
+// INT64_MAX when it was renewed in another boot (or the clock says it was
+// in the future, which only a reboot with an unknown boot id can cause).
+int64_t SinceRenewal(const Renewal& r, const Clock& clock) {
+  if (r.boot_id != clock.BootId()) return INT64_MAX;
+  int64_t age = clock.MonotonicMillis() - r.mono_ms;
+  return age < 0 ? INT64_MAX : age;
+}
+
 }  // namespace
 
 // max_bytes is checked against the pages in use (free pages are reused
@@ -129,14 +152,17 @@ Status SqliteStore::DropOldest(int64_t n, int64_t* dropped_unacked) {
   return Status::Ok();
 }
 
-Status SqliteStore::LoadLease(uint32_t range_id, bool* found, Lease* lease) {
+Status SqliteStore::LoadLease(uint32_t range_id, bool* found, Lease* lease, int64_t* since_renewal_ms) {
   Stmt s;
-  ES_RETURN_IF_ERROR(s.Prepare(&write_db_,
-                               "SELECT range_id, owner, continuation, renewed_at, version FROM leases WHERE range_id=?"));
+  ES_RETURN_IF_ERROR(
+      s.Prepare(&write_db_, (std::string("SELECT ") + kLeaseColumns + " FROM leases WHERE range_id=?").c_str()));
   s.Bind(1, static_cast<int64_t>(range_id));
   Status st;
   *found = s.Step(&st);
-  if (*found) ReadLease(s, lease);
+  if (*found) {
+    ReadLease(s, lease);
+    if (since_renewal_ms != nullptr) *since_renewal_ms = SinceRenewal(LeaseRenewal(s), *clock_);
+  }
   return st;
 }
 
@@ -149,10 +175,13 @@ Status SqliteStore::AcquireLease(uint32_t range_id, const std::string& owner, Le
   const RangeRow* range = FindRange(write_ranges_, range_id);
   if (!range) return Status::NotFound("range " + std::to_string(range_id) + " does not exist");
   if (!range->info.active) return Status::NotFound("range " + std::to_string(range_id) + " has split; lease its children");
-  int64_t now = clock_->WallMillis();
+  const int64_t now = clock_->WallMillis();
+  const int64_t mono = clock_->MonotonicMillis();
+  const std::string boot = clock_->BootId();
   bool found = false;
   Lease cur;
-  ES_RETURN_IF_ERROR(LoadLease(range_id, &found, &cur));
+  int64_t since = 0;
+  ES_RETURN_IF_ERROR(LoadLease(range_id, &found, &cur, &since));
   if (!found) {
     // A child starts from the nearest ancestor's checkpoint, so a split
     // neither loses nor repeats the parent consumer's progress.
@@ -160,37 +189,45 @@ Status SqliteStore::AcquireLease(uint32_t range_id, const std::string& owner, Le
     for (uint32_t p = range->info.parent; p != 0 && cont.empty();) {
       bool pf = false;
       Lease pl;
-      ES_RETURN_IF_ERROR(LoadLease(p, &pf, &pl));
+      ES_RETURN_IF_ERROR(LoadLease(p, &pf, &pl, nullptr));
       if (pf) cont = pl.continuation;
       const RangeRow* parent = FindRange(write_ranges_, p);
       p = parent ? parent->info.parent : 0;
     }
     Stmt ins;
-    ES_RETURN_IF_ERROR(ins.Prepare(&write_db_, "INSERT INTO leases VALUES(?, ?, ?, ?, 1)"));
+    ES_RETURN_IF_ERROR(
+        ins.Prepare(&write_db_,
+                    (std::string("INSERT INTO leases(") + kLeaseColumns + ") VALUES(?, ?, ?, ?, 1, ?, ?)").c_str()));
     ins.Bind(1, static_cast<int64_t>(range_id));
     ins.Bind(2, std::string_view(owner));
     ins.Bind(3, std::string_view(cont));
     ins.Bind(4, now);
+    ins.Bind(5, std::string_view(boot));
+    ins.Bind(6, mono);
     ES_RETURN_IF_ERROR(ins.Run());
     *lease = Lease{range_id, owner, cont, now, 1};
     return txn.Commit();
   }
-  bool expired = now - cur.renewed_at_ms >= options_.lease_expiry_ms;
+  bool expired = since >= options_.lease_expiry_ms;
   if (!cur.owner.empty() && cur.owner != owner && !expired) {
     return Status::Conflict("range " + std::to_string(range_id) + " is leased by " + cur.owner + " (renewed " +
-                            std::to_string(now - cur.renewed_at_ms) + " ms ago, expires after " +
+                            std::to_string(since) + " ms ago, expires after " +
                             std::to_string(options_.lease_expiry_ms) + " ms)");
   }
   Stmt up;
   ES_RETURN_IF_ERROR(up.Prepare(&write_db_,
-                                "UPDATE leases SET owner=?, renewed_at=?, version=version+1 WHERE range_id=? AND version=?"));
+                                "UPDATE leases SET owner=?, renewed_at=?, boot_id=?, renewed_mono=?, version=version+1 "
+                                "WHERE range_id=? AND version=?"));
   up.Bind(1, std::string_view(owner));
   up.Bind(2, now);
-  up.Bind(3, static_cast<int64_t>(range_id));
-  up.Bind(4, cur.version);
+  up.Bind(3, std::string_view(boot));
+  up.Bind(4, mono);
+  up.Bind(5, static_cast<int64_t>(range_id));
+  up.Bind(6, cur.version);
   ES_RETURN_IF_ERROR(up.Run());
   if (!cur.owner.empty() && cur.owner != owner) {
-    ES_LOG(kInfo, "store: lease on range {} taken over from {} by {} (expired)", range_id, cur.owner, owner);
+    ES_LOG(kInfo, "store: lease on range {} taken over from {} by {} ({})", range_id, cur.owner, owner,
+           since == INT64_MAX ? "renewed in an earlier boot" : "not renewed for " + std::to_string(since) + " ms");
   }
   *lease = Lease{range_id, owner, cur.continuation, now, cur.version + 1};
   return txn.Commit();
@@ -206,16 +243,19 @@ Status SqliteStore::CheckpointLease(const Lease& held, const std::string& contin
     ES_RETURN_IF_ERROR(DecodeFeedToken(continuation, &t));
   }
   std::lock_guard<std::mutex> lock(write_mu_);
-  int64_t now = clock_->WallMillis();
+  const int64_t now = clock_->WallMillis();
+  const std::string boot = clock_->BootId();  // bound as SQLITE_STATIC: must outlive Run
   Stmt up;
   ES_RETURN_IF_ERROR(up.Prepare(&write_db_,
-                                "UPDATE leases SET continuation=?, renewed_at=?, version=version+1 "
-                                "WHERE range_id=? AND owner=? AND version=?"));
+                                "UPDATE leases SET continuation=?, renewed_at=?, boot_id=?, renewed_mono=?, "
+                                "version=version+1 WHERE range_id=? AND owner=? AND version=?"));
   up.Bind(1, std::string_view(continuation));
   up.Bind(2, now);
-  up.Bind(3, static_cast<int64_t>(held.range_id));
-  up.Bind(4, std::string_view(held.owner));
-  up.Bind(5, held.version);
+  up.Bind(3, std::string_view(boot));
+  up.Bind(4, clock_->MonotonicMillis());
+  up.Bind(5, static_cast<int64_t>(held.range_id));
+  up.Bind(6, std::string_view(held.owner));
+  up.Bind(7, held.version);
   ES_RETURN_IF_ERROR(up.Run());
   if (write_db_.changes() != 1) {
     return Status::Conflict("lease on range " + std::to_string(held.range_id) + " is no longer held by " + held.owner +
@@ -244,8 +284,7 @@ Status SqliteStore::ListLeases(std::vector<Lease>* leases) {
   std::lock_guard<std::mutex> lock(read_mu_);
   leases->clear();
   Stmt s;
-  ES_RETURN_IF_ERROR(s.Prepare(&read_db_,
-                               "SELECT range_id, owner, continuation, renewed_at, version FROM leases ORDER BY range_id"));
+  ES_RETURN_IF_ERROR(s.Prepare(&read_db_, (std::string("SELECT ") + kLeaseColumns + " FROM leases ORDER BY range_id").c_str()));
   Status st;
   while (s.Step(&st)) {
     Lease l;

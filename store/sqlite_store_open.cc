@@ -90,8 +90,13 @@ Status CreateStoreFile(const StoreOptions& o) {
   ::unlink((tmp + "-wal").c_str());
   ::unlink((tmp + "-shm").c_str());
   {
+    // Made by us first, 0600 whatever the umask: SQLite gives the -wal and
+    // -shm files the store's own mode.
+    int fd = OpenPrivateFile(tmp, O_RDWR | O_EXCL);
+    if (fd < 0) return ErrnoStatus("creating", tmp);
+    ::close(fd);
     Db db;
-    ES_RETURN_IF_ERROR(db.Open(tmp, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+    ES_RETURN_IF_ERROR(db.Open(tmp, SQLITE_OPEN_READWRITE));
     ES_RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode=WAL"));
     std::string epoch;
     ES_RETURN_IF_ERROR(MakeEpoch(&epoch));
@@ -157,7 +162,7 @@ Status Store::Open(const StoreOptions& options, std::unique_ptr<Store>* store) {
     return Status::InvalidArgument("store limits must not be negative");
   }
   if (::access(options.path.c_str(), F_OK) != 0) {
-    if (!options.create_if_missing) return Status::NotFound("no store at " + options.path);
+    if (!options.create_if_missing || options.read_only) return Status::NotFound("no store at " + options.path);
     ES_RETURN_IF_ERROR(CreateStoreFile(options).Annotate("creating store " + options.path));
   }
   ES_RETURN_IF_ERROR(PrecheckFile(options.path));
@@ -172,14 +177,71 @@ SqliteStore::SqliteStore(const StoreOptions& options)
 
 SqliteStore::~SqliteStore() {
   std::lock_guard<std::mutex> lock(write_mu_);
+  // The connections close (and the last one removes the -wal and -shm
+  // files) after this body, with the gate held: see store_lock.h.
+  if (!options_.read_only) lock_.BeginWriterClose(options_.busy_timeout_ms);
   if (pending_counts_.empty() || write_db_.get() == nullptr) return;
   Status s = FlushRangeCounts();
   if (!s.ok()) ES_LOG(kWarn, "store {}: range counts not saved at close: {}", options_.path, s.ToString());
 }
 
+namespace {
+
+// A path as the path part of a file: URI (RFC 3986 reserved bytes SQLite
+// would read as query or fragment, and '%' itself).
+std::string UriPath(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Status SqliteStore::ReadOnlyName(std::string* name) {
+  const std::string& path = options_.path;
+  bool writer_open = false;
+  ES_RETURN_IF_ERROR(lock_.OpenReader(path, options_.busy_timeout_ms, &writer_open));
+  struct stat st;
+  const bool wal = ::stat((path + "-wal").c_str(), &st) == 0;
+  const bool wal_nonempty = wal && st.st_size > 0;
+  const bool shm = ::stat((path + "-shm").c_str(), &st) == 0;
+  const std::string base = "file:" + UriPath(path);
+  if (!writer_open && !wal_nonempty) {
+    // Everything is in the main file and no writer can start while lock_
+    // is held: read it as it is, with no locks and no -wal/-shm.
+    *name = base + "?immutable=1";
+    return Status::Ok();
+  }
+  if (wal && shm) {  // a live writer's (or a stopped one's) files: use them, create nothing
+    *name = base + "?mode=ro";
+    return Status::Ok();
+  }
+  return Status::Unavailable(path + " has a write-ahead log but not its -shm index; reading it read-only would "
+                             "create files beside it. Start the gateway (or region) on it once, then read it");
+}
+
 Status SqliteStore::Init() {
   const std::string& path = options_.path;
-  ES_RETURN_IF_ERROR(write_db_.Open(path, SQLITE_OPEN_READWRITE));
+  std::string name = path;
+  int flags = SQLITE_OPEN_READWRITE;
+  if (options_.read_only) {
+    ES_RETURN_IF_ERROR(ReadOnlyName(&name));
+    flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+  } else {
+    ES_RETURN_IF_ERROR(lock_.BeginWriterOpen(path, options_.busy_timeout_ms));
+    // A store made by an older version (or copied in) may be readable by
+    // others: narrow it and its WAL files (SQLite gives new ones its mode).
+    for (const char* suffix : {"", "-wal", "-shm"}) ES_RETURN_IF_ERROR(MakeFilePrivate(path + suffix));
+  }
+  ES_RETURN_IF_ERROR(write_db_.Open(name, flags));
   sqlite3* db = write_db_.get();
   // Until the file has passed every check, closing must not checkpoint a WAL
   // into it: a refused file stays exactly as it was.
@@ -197,6 +259,11 @@ Status SqliteStore::Init() {
                                "); upgrade edgesync, the file is left untouched");
   }
   if (version < 1) return Status::Corruption(path + " has no schema version");
+  if (options_.read_only && version < kSchemaVersion) {
+    return Status::Unsupported(path + " has schema " + std::to_string(version) + ", older than this build's " +
+                               std::to_string(kSchemaVersion) +
+                               "; a read-only open does not migrate it: run the gateway (or region) on it once");
+  }
   if (options_.open_check != StoreOptions::OpenCheck::kNone) {
     Stmt check;
     ES_RETURN_IF_ERROR(check.Prepare(&write_db_, options_.open_check == StoreOptions::OpenCheck::kFull
@@ -214,35 +281,10 @@ Status SqliteStore::Init() {
       return Status::Corruption("integrity check failed (" + problems + "); refusing to open it, file left untouched");
     }
   }
-  ES_RETURN_IF_ERROR(write_db_.Exec("PRAGMA journal_mode=WAL"));
-  ES_RETURN_IF_ERROR(write_db_.Exec(options_.sync == StoreOptions::Sync::kFull ? "PRAGMA synchronous=FULL"
-                                                                               : "PRAGMA synchronous=NORMAL"));
-  // The WAL is checkpointed every wal_pages pages and kept at most that
-  // large: 4 MiB normally, less on a small filesystem, where a WAL as large
-  // as the free space could never be checkpointed once the disk is full.
-  {
-    struct statvfs fs;
-    int64_t wal_pages = 1000;
-    if (::statvfs(DirOf(path).c_str(), &fs) == 0) {
-      int64_t total = static_cast<int64_t>(fs.f_blocks) * static_cast<int64_t>(fs.f_frsize);
-      wal_pages = std::clamp<int64_t>(total / 16 / 4096, 32, 1000);
-    }
-    wal_max_bytes_ = wal_pages * 4096 + 65536;
-    ES_RETURN_IF_ERROR(write_db_.Exec("PRAGMA wal_autocheckpoint=" + std::to_string(wal_pages)));
-    ES_RETURN_IF_ERROR(write_db_.Exec("PRAGMA journal_size_limit=" + std::to_string(wal_max_bytes_)));
-  }
-  if (version < kSchemaVersion) {
-    Txn txn(&write_db_);
-    ES_RETURN_IF_ERROR(txn.Begin());
-    ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA user_version", &version));
-    if (version < kSchemaVersion) {
-      ES_LOG(kInfo, "store {}: migrating schema {} to {}", path, version, kSchemaVersion);
-      ES_RETURN_IF_ERROR(MigrateSchema(&write_db_, static_cast<int>(version)));
-    }
-    ES_RETURN_IF_ERROR(txn.Commit());
-  }
+  if (!options_.read_only) ES_RETURN_IF_ERROR(InitWriter());
   schema_version_ = kSchemaVersion;
-  sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);
+  // Read only: closing never checkpoints (it could not anyway).
+  if (!options_.read_only) sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);
 
   std::string epoch, gateway;
   ES_RETURN_IF_ERROR(write_db_.QueryText("SELECT value FROM meta WHERE key='epoch'", &epoch));
@@ -254,7 +296,7 @@ Status SqliteStore::Init() {
   }
   origin_ = Origin{gateway, epoch};
 
-  ES_RETURN_IF_ERROR(read_db_.Open(path, SQLITE_OPEN_READWRITE));
+  ES_RETURN_IF_ERROR(read_db_.Open(name, flags));
   sqlite3_busy_timeout(read_db_.get(), options_.busy_timeout_ms);
   ES_RETURN_IF_ERROR(read_db_.Exec("PRAGMA query_only=1"));
 
@@ -299,6 +341,42 @@ Status SqliteStore::Init() {
     uint64_t high = 0;
     ES_RETURN_IF_ERROR(NextLsn(&high));
     last_lsn_ = high - 1;
+  }
+  if (!options_.read_only) lock_.EndTransition();  // open: readers may come
+  return Status::Ok();
+}
+
+// The writer's connection settings and migration (write_db_ open, checked).
+Status SqliteStore::InitWriter() {
+  const std::string& path = options_.path;
+  int64_t version = 0;
+  ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA user_version", &version));
+  ES_RETURN_IF_ERROR(write_db_.Exec("PRAGMA journal_mode=WAL"));
+  ES_RETURN_IF_ERROR(write_db_.Exec(options_.sync == StoreOptions::Sync::kFull ? "PRAGMA synchronous=FULL"
+                                                                               : "PRAGMA synchronous=NORMAL"));
+  // The WAL is checkpointed every wal_pages pages and kept at most that
+  // large: 4 MiB normally, less on a small filesystem, where a WAL as large
+  // as the free space could never be checkpointed once the disk is full.
+  {
+    struct statvfs fs;
+    int64_t wal_pages = 1000;
+    if (::statvfs(DirOf(path).c_str(), &fs) == 0) {
+      int64_t total = static_cast<int64_t>(fs.f_blocks) * static_cast<int64_t>(fs.f_frsize);
+      wal_pages = std::clamp<int64_t>(total / 16 / 4096, 32, 1000);
+    }
+    wal_max_bytes_ = wal_pages * 4096 + 65536;
+    ES_RETURN_IF_ERROR(write_db_.Exec("PRAGMA wal_autocheckpoint=" + std::to_string(wal_pages)));
+    ES_RETURN_IF_ERROR(write_db_.Exec("PRAGMA journal_size_limit=" + std::to_string(wal_max_bytes_)));
+  }
+  if (version < kSchemaVersion) {
+    Txn txn(&write_db_);
+    ES_RETURN_IF_ERROR(txn.Begin());
+    ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA user_version", &version));
+    if (version < kSchemaVersion) {
+      ES_LOG(kInfo, "store {}: migrating schema {} to {}", path, version, kSchemaVersion);
+      ES_RETURN_IF_ERROR(MigrateSchema(&write_db_, static_cast<int>(version)));
+    }
+    ES_RETURN_IF_ERROR(txn.Commit());
   }
   return Status::Ok();
 }

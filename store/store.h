@@ -45,6 +45,10 @@ struct StoreOptions {
   int64_t dead_letter_cap = 1000;
   int64_t lease_expiry_ms = 15000;
   bool create_if_missing = true;
+  // Read only (`edgesync query`, `feed`): nothing is written, migrated or
+  // checkpointed, and no -wal or -shm file is created beside the store
+  // (store_lock.h says how). A store of another schema version is refused.
+  bool read_only = false;
   Clock* clock = nullptr;       // nullptr = SystemClock()
   // Check run at open. kQuick (PRAGMA quick_check) reads every page and
   // finds damaged pages and b-trees in time linear in the file size; kFull
@@ -85,7 +89,8 @@ struct Lease {
   uint32_t range_id = 0;
   std::string owner;                  // "" = free
   std::string continuation;
-  int64_t renewed_at_ms = 0;          // wall time of the last acquire/renew
+  int64_t renewed_at_ms = 0;          // wall time of the last acquire/renew, for people: expiry
+                                      // runs on the renewing boot's monotonic clock instead
   int64_t version = 0;                // compare-and-set token
 };
 
@@ -219,6 +224,10 @@ class Store {
 
   // Leases of feed consumers; every change is a compare-and-set on version.
   // Acquire succeeds on a free or expired lease (or one the owner holds).
+  // Expired: not renewed for lease_expiry_ms of the monotonic clock of this
+  // boot (shared by every process on the machine), or renewed in another
+  // boot. A wall-clock step, forward or back, neither expires a live lease
+  // nor keeps a dead owner's.
   virtual Status AcquireLease(uint32_t range_id, const std::string& owner, Lease* lease) = 0;
   virtual Status RenewLease(const Lease& held, Lease* lease) = 0;
   virtual Status CheckpointLease(const Lease& held, const std::string& continuation, Lease* lease) = 0;

@@ -1,5 +1,6 @@
 #include "sync/columns.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
@@ -13,6 +14,9 @@ namespace {
 // 2^53, where a double still holds every integer exactly.
 constexpr int kMaxScale = 15;
 constexpr int64_t kMaxMantissa = int64_t{1} << 53;
+// Entries reserved up front at most (~1 MB); beyond it the vector grows as
+// entries decode.
+constexpr size_t kReserveEntries = 4096;
 
 const double kPow10[kMaxScale + 1] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                       1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
@@ -276,7 +280,15 @@ Status DecodeEntries(std::string_view bytes, uint64_t lsn_base, size_t max_entri
   std::vector<bool> metric_seen(metrics.size(), false);
   uint64_t prev_lsn = lsn_base, reading_no = 0;
   int64_t prev_device = 0, prev_ts = 0;
-  entries->reserve(count);
+  // The header's count is a claim; memory follows the bytes. Every entry
+  // takes at least one byte of the kinds column, so a count beyond it is a
+  // lie refused before anything is allocated, and the vector grows with the
+  // entries actually decoded (a ChangeEntry is ~270 bytes: reserving a
+  // claimed million of them took 270 MB for a 100-byte batch).
+  if (count > (in->kinds() ? in->kinds()->size() : 0)) {
+    return kinds.Error(std::to_string(count) + " entries claimed, the column holds fewer");
+  }
+  entries->reserve(std::min<size_t>(count, kReserveEntries));
   for (size_t i = 0; i < count; ++i) {
     ChangeEntry e;
     ES_READ(kinds, kind);

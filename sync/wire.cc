@@ -2,6 +2,7 @@
 
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -75,15 +76,45 @@ Status Decompress(const flatbuffers::Vector<uint8_t>* body, wire::Codec codec, u
     if (counters) ++counters->bad_compression;
     return Status::Corruption("message: zstd frame does not declare the body size");
   }
-  raw->resize(raw_size);
+  // The declared size is a claim: the buffer grows with what the frame
+  // really produces (an RLE block can still expand, but only as far as it
+  // decodes), so a 100-byte message declaring 64 MiB allocates little.
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
   // Bounds the window too: a frame may not ask for more memory than its content.
   ZSTD_DCtx_setParameter(ctx.get(), ZSTD_d_windowLogMax, 27);
-  size_t n = ZSTD_decompressDCtx(ctx.get(), raw->data(), raw->size(), body->data(), body->size());
-  if (ZSTD_isError(n) || n != raw_size) {
-    if (counters) ++counters->bad_compression;
-    return Status::Corruption(std::string("message: zstd: ") + (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short"));
+  // One byte past the declared size makes a frame that produces more visible.
+  const size_t cap = size_t{raw_size} + 1;
+  raw->clear();
+  raw->resize(std::min<size_t>(cap, std::max<size_t>(size_t{64} << 10, body->size() * 8)));
+  ZSTD_inBuffer in{body->data(), body->size(), 0};
+  ZSTD_outBuffer out{raw->data(), raw->size(), 0};
+  for (;;) {
+    size_t left = ZSTD_decompressStream(ctx.get(), &out, &in);
+    if (ZSTD_isError(left)) {
+      if (counters) ++counters->bad_compression;
+      return Status::Corruption(std::string("message: zstd: ") + ZSTD_getErrorName(left));
+    }
+    if (left == 0) break;  // frame complete
+    if (out.pos < out.size) {
+      if (in.pos == in.size) {
+        if (counters) ++counters->bad_compression;
+        return Status::Corruption("message: zstd: truncated frame");
+      }
+      continue;
+    }
+    if (raw->size() >= cap) {  // more output than declared
+      if (counters) ++counters->bad_compression;
+      return Status::Corruption("message: zstd frame larger than its declared size");
+    }
+    raw->resize(std::min<size_t>(cap, raw->size() * 2));
+    out.dst = raw->data();
+    out.size = raw->size();
   }
+  if (out.pos != raw_size || in.pos != in.size) {
+    if (counters) ++counters->bad_compression;
+    return Status::Corruption("message: zstd: body size differs from the declared size");
+  }
+  raw->resize(out.pos);
   return Status::Ok();
 }
 

@@ -110,11 +110,11 @@ Status IntakeJournal::Open(const IntakeJournalOptions& options, uint64_t committ
   std::unique_ptr<IntakeJournal> j(new IntakeJournal());
   j->options_ = options;
   *recovery = IntakeRecovery{};
-  ES_RETURN_IF_ERROR(MakeDirs(options.dir));
+  ES_RETURN_IF_ERROR(MakePrivateDir(options.dir));
   std::string data;
   for (int k = 0; k < 2; ++k) {
     j->paths_[k] = options.dir + (k == 0 ? "/intake-a.journal" : "/intake-b.journal");
-    j->fds_[k] = ::open(j->paths_[k].c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    j->fds_[k] = OpenPrivateFile(j->paths_[k], O_RDWR);
     if (j->fds_[k] < 0) return ErrnoStatus("opening", j->paths_[k]);
     ES_RETURN_IF_ERROR(ReadFile(j->paths_[k], &data));
     size_t pos = 0;

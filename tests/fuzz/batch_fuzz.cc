@@ -1,6 +1,9 @@
 // Fuzz target: every payload a hub or gateway may receive goes through
 // DecodeMessage; whatever the bytes, it must return a Status, never crash,
-// hang or allocate beyond the limits.
+// hang or allocate beyond the limits. The limits are the ones the uplink,
+// hub and feed puller decode with (DecodeLimits{}), so the corpus replay
+// under a 256 MiB address-space cap (replay_main.cc) checks what a gateway
+// would really allocate.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -8,12 +11,9 @@
 #include "sync/wire.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  edgesync::DecodeLimits limits;
-  limits.max_payload_bytes = 1 << 20;
-  limits.max_raw_bytes = 4 << 20;
-  limits.max_entries = 100000;
   edgesync::WireCounters counters;
   edgesync::WireMessage message;
-  edgesync::DecodeMessage(std::string_view(reinterpret_cast<const char*>(data), size), limits, &message, &counters);
+  edgesync::DecodeMessage(std::string_view(reinterpret_cast<const char*>(data), size), edgesync::DecodeLimits{},
+                          &message, &counters);
   return 0;
 }

@@ -1,11 +1,22 @@
 // Replays every file of the given directories (or files) through a fuzz
 // target's LLVMFuzzerTestOneInput, so the seed corpus and every crash once
 // found run as a regression test without libFuzzer.
+//
+// Each input runs in a forked child whose address space is capped at
+// kAddressLimit (RLIMIT_AS): a decoder that reserves memory on a claim
+// instead of on bytes it holds (a count field, a declared size) fails its
+// allocation and the child dies, naming the input. A gateway has far less
+// memory than a fuzzing machine; the cap stands for it.
 #include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -15,13 +26,36 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace {
 
+constexpr rlim_t kAddressLimit = rlim_t{256} << 20;
+
 int RunFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   std::string bytes = ss.str();
-  LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  return 1;
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("fork");
+    return -1;
+  }
+  if (pid == 0) {
+    struct rlimit lim = {kAddressLimit, kAddressLimit};
+    if (setrlimit(RLIMIT_AS, &lim) != 0) _exit(3);
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    _exit(0);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 1;
+  if (WIFSIGNALED(status)) {
+    std::fprintf(stderr, "%s: killed by signal %d (%s) under a %llu MiB address-space limit\n", path.c_str(),
+                 WTERMSIG(status), strsignal(WTERMSIG(status)), static_cast<unsigned long long>(kAddressLimit >> 20));
+  } else {
+    std::fprintf(stderr, "%s: exited with %d\n", path.c_str(), WEXITSTATUS(status));
+  }
+  return -1;
 }
 
 int RunPath(const std::string& path) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "platform/files.h"
 #include "tests/support/process.h"
 
 namespace edgesync::test {
@@ -78,6 +79,28 @@ TEST(CliTest, ConfigCheckAppliesTheTopicPatternRules) {
 TEST(CliTest, ShippedExampleChecksClean) {
   CliRun r = Edgesync(std::string("config check ") + EDGESYNC_SOURCE_DIR + "/firmware-config/edgesync.example.toml --role gateway");
   EXPECT_EQ(r.code, 0) << r.out;
+}
+
+// The transport rule holds for the running roles, not only for `config
+// check`: each refuses to start, before it creates or connects anything.
+// (192.0.2.0/24 is TEST-NET-1: nothing is ever sent there.)
+TEST(CliTest, RolesRefusePlaintextOffLoopback) {
+  TempDir dir;
+  std::string gw = dir.File("gw.toml");
+  WriteAll(gw, "[gateway]\nid = \"gw-1\"\ndata_dir = " + std::string("\"") + dir.File("gw-data") +
+                   "\"\n[[region]]\nname = \"eu\"\nuri = \"tcp://192.0.2.10:1883\"\n");
+  CliRun r = Edgesync("gateway -c " + gw);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("region[0].uri"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("allow_insecure"), std::string::npos) << r.out;
+  EXPECT_FALSE(FileExists(dir.File("gw-data"))) << "refused after creating its data directory";
+  std::string hub = dir.File("hub.toml");
+  WriteAll(hub, "[gateway]\ndata_dir = " + std::string("\"") + dir.File("hub-data") +
+                    "\"\n[hub]\nregion = \"eu\"\nbroker_uri = \"tcp://192.0.2.11:1883\"\n");
+  r = Edgesync("region -c " + hub);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("hub.broker_uri"), std::string::npos) << r.out;
+  EXPECT_FALSE(FileExists(dir.File("hub-data")));
 }
 
 TEST(CliTest, MissingFileIsAClearError) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "firmware-config/transport.h"
 #include "platform/files.h"
 
 namespace edgesync {
@@ -76,7 +77,7 @@ TEST(ConfigTest, GatewayIdMustBeTopicSafe) {
 }
 
 TEST(ConfigTest, RegionWithoutUriIsAnError) {
-  auto errors = ParseErrors("[gateway]\nid = \"gw\"\n[[region]]\nname = \"eu\"\nuri = \"tcp://a:1883\"\n"
+  auto errors = ParseErrors("[gateway]\nid = \"gw\"\n[[region]]\nname = \"eu\"\nuri = \"tcp://127.0.0.1:1883\"\n"
                             "[[region]]\nname = \"us\"\n");
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].key, "region[1].uri");
@@ -98,8 +99,8 @@ TEST(ConfigTest, RegionsParsed) {
 }
 
 TEST(ConfigTest, DuplicateRegionNames) {
-  auto errors = ParseErrors("[gateway]\nid = \"gw\"\n[[region]]\nname = \"eu\"\nuri = \"tcp://a:1\"\n"
-                            "[[region]]\nname = \"eu\"\nuri = \"tcp://b:1\"\n");
+  auto errors = ParseErrors("[gateway]\nid = \"gw\"\n[[region]]\nname = \"eu\"\nuri = \"tcp://127.0.0.1:1\"\n"
+                            "[[region]]\nname = \"eu\"\nuri = \"tcp://127.0.0.2:1\"\n");
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].message.find("duplicate"), std::string::npos);
 }
@@ -116,6 +117,18 @@ TEST(ConfigTest, SubscriptionsNeedDeviceId) {
   EXPECT_EQ(errors[0].key, "ingest.subscriptions");
 }
 
+TEST(ConfigTest, DeepNestingIsAnErrorNotACrash) {
+  auto errors = ParseErrors("[gateway]\nid = \"gw\"\nx = " + std::string(20000, '[') + "\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].line, 3);
+  EXPECT_NE(errors[0].message.find("nested more than"), std::string::npos) << errors[0].message;
+  // Brackets in strings and comments are not nesting.
+  std::string deep(40, '[');
+  EXPECT_TRUE(ParseErrors("[gateway]\nid = \"gw\" # " + deep + "\ndata_dir = \"" + deep + "\"\nstatus_file = '" + deep +
+                          "'\nlog_level = \"\"\"info\"\"\"\n")
+                  .empty());
+}
+
 TEST(ConfigTest, RegionRoleNeedsHubRegion) {
   auto errors = ParseErrors("[hub]\nbroker_uri = \"tcp://127.0.0.1:1\"\n", ConfigRole::kRegion);
   ASSERT_EQ(errors.size(), 1u);
@@ -126,7 +139,7 @@ TEST(ConfigTest, DumpRoundTripsThroughTheParser) {
   Config c;
   std::vector<ConfigError> errors;
   ASSERT_TRUE(ParseConfig("[gateway]\nid = \"gw\"\n[store]\nsync = \"full\"\n[[region]]\nname = \"eu\"\n"
-                          "uri = \"tcp://a:1\"\n",
+                          "uri = \"tcp://127.0.0.1:1\"\n",
                           "t.toml", ConfigRole::kGateway, &c, &errors)
                   .ok());
   Config again;
@@ -174,6 +187,83 @@ TEST(ConfigTest, ParseUtcMillis) {
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].key, "ingest.epoch_floor");
   EXPECT_EQ(errors[0].line, 2);
+}
+
+// The transport rule (firmware-config/transport.h): TLS is what the config
+// says for every link, and plaintext off loopback needs allow_insecure.
+TEST(TransportTest, ACaFileOrClientCertificateMeansTlsForEveryScheme) {
+  TlsConfig none, ca{"/ca.crt", "", ""}, cert{"", "/c.crt", "/c.key"};
+  EXPECT_EQ(EffectiveBrokerUri("tcp://h:1883", none), "tcp://h:1883");
+  EXPECT_EQ(EffectiveBrokerUri("tcp://h:1883", ca), "ssl://h:1883");
+  EXPECT_EQ(EffectiveBrokerUri("mqtt://h:1883", cert), "mqtts://h:1883");
+  EXPECT_EQ(EffectiveBrokerUri("ssl://h:8883", ca), "ssl://h:8883");
+  EXPECT_TRUE(IsTlsUri("ssl://h:8883"));
+  EXPECT_TRUE(IsTlsUri("mqtts://h:8883"));
+  EXPECT_FALSE(IsTlsUri("tcp://h:1883"));
+}
+
+TEST(TransportTest, LoopbackHosts) {
+  for (const char* uri : {"tcp://127.0.0.1:1883", "tcp://localhost:1883", "tcp://[::1]:1883", "mqtt://127.3.4.5",
+                          "tcp://user@127.0.0.1:1"}) {
+    EXPECT_TRUE(IsLoopbackUri(uri)) << uri;
+  }
+  for (const char* uri : {"tcp://10.0.0.1:1883", "tcp://127.example.com:1883", "tcp://localhost.example:1",
+                          "tcp://[::2]:1883", "tcp://128.0.0.1:1", "tcp://127.0.0.256:1", "tcp://:1883"}) {
+    EXPECT_FALSE(IsLoopbackUri(uri)) << uri;
+  }
+}
+
+TEST(TransportTest, PlaintextRegionOffLoopbackIsRefusedWithItsLine) {
+  auto errors = ParseErrors("[gateway]\nid = \"gw\"\n[[region]]\nname = \"eu\"\nuri = \"tcp://eu.example:1883\"\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].key, "region[0].uri");
+  EXPECT_EQ(errors[0].line, 5);
+  EXPECT_NE(errors[0].message.find("neither TLS nor loopback"), std::string::npos) << errors[0].message;
+  EXPECT_NE(errors[0].message.find("region[0].allow_insecure = true"), std::string::npos) << errors[0].message;
+}
+
+TEST(TransportTest, TlsOrLoopbackOrAllowInsecurePass) {
+  EXPECT_TRUE(ParseErrors("[gateway]\nid = \"gw\"\n[[region]]\nname = \"eu\"\nuri = \"ssl://eu.example:8883\"\n").empty());
+  EXPECT_TRUE(ParseErrors("[gateway]\nid = \"gw\"\n[[region]]\nname = \"eu\"\nuri = \"tcp://eu.example:8883\"\nca_file = \"/ca.crt\"\n").empty());
+  EXPECT_TRUE(ParseErrors("[gateway]\nid = \"gw\"\n[[region]]\nname = \"eu\"\nuri = \"tcp://127.0.0.1:1883\"\n").empty());
+  EXPECT_TRUE(ParseErrors("[gateway]\nid = \"gw\"\n[[region]]\nname = \"eu\"\nuri = \"tcp://eu.example:1883\"\nallow_insecure = true\n").empty());
+  // Consent is per link: the second region is still refused.
+  auto errors = ParseErrors("[gateway]\nid = \"gw\"\n[[region]]\nname = \"eu\"\nuri = \"tcp://eu.example:1883\"\nallow_insecure = true\n"
+                       "[[region]]\nname = \"us\"\nuri = \"tcp://us.example:1883\"\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].key, "region[1].uri");
+  errors = ParseErrors("[gateway]\nid = \"gw\"\n[[region]]\nname = \"eu\"\nuri = \"tcp://eu.example:1883\"\nallow_insecure = \"yes\"\n");
+  ASSERT_EQ(errors.size(), 2u);  // still insecure (line 3), and the wrong type (line 4)
+  EXPECT_EQ(errors[0].key, "region[0].uri");
+  EXPECT_EQ(errors[1].key, "region[0].allow_insecure");
+}
+
+TEST(TransportTest, TheHubFollowsTheSameRule) {
+  auto errors = ParseErrors("[hub]\nregion = \"eu\"\nbroker_uri = \"tcp://broker.eu.example:1883\"\n", ConfigRole::kRegion);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].key, "hub.broker_uri");
+  EXPECT_EQ(errors[0].line, 3);
+  EXPECT_TRUE(ParseErrors("[hub]\nregion = \"eu\"\nbroker_uri = \"tcp://broker.eu.example:1883\"\nallow_insecure = true\n",
+                     ConfigRole::kRegion)
+                  .empty());
+  EXPECT_TRUE(ParseErrors("[hub]\nregion = \"eu\"\nbroker_uri = \"tcp://broker.eu.example:1883\"\nca_file = \"/ca\"\n",
+                     ConfigRole::kRegion)
+                  .empty());
+}
+
+TEST(TransportTest, CheckTransportRefusesAConfigBuiltInCode) {
+  Config c;
+  RegionConfig r;
+  r.name = "eu";
+  r.uri = "tcp://192.0.2.10:1883";
+  c.regions.push_back(r);
+  Status s = CheckTransport(c);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("region[0].uri"), std::string::npos) << s.message();
+  c.regions[0].allow_insecure = true;
+  EXPECT_TRUE(CheckTransport(c).ok());
+  c.hub_broker_uri = "tcp://192.0.2.11:1883";
+  EXPECT_NE(CheckTransport(c).message().find("hub.broker_uri"), std::string::npos);
 }
 
 }  // namespace

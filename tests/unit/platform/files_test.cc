@@ -1,7 +1,9 @@
 #include "platform/files.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tests/support/process.h"
 
@@ -17,6 +19,40 @@ TEST(FilesTest, WriteFileAtomicReplacesWholeContent) {
   ASSERT_TRUE(ReadFile(path, &got).ok());
   EXPECT_EQ(got, "second, longer");
   EXPECT_FALSE(FileExists(path + ".tmp"));
+}
+
+int Mode(const std::string& path) {
+  struct stat st;
+  EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
+
+TEST(FilesTest, PrivateDirsAndFilesWhateverTheUmask) {
+  test::TempDir dir;
+  mode_t old = umask(0);
+  ASSERT_TRUE(MakePrivateDir(dir.File("a/b/data/")).ok());
+  EXPECT_EQ(Mode(dir.File("a/b/data")), 0700);
+  ASSERT_TRUE(WriteFileAtomic(dir.File("a/b/data/status.json"), "{}", false).ok());
+  EXPECT_EQ(Mode(dir.File("a/b/data/status.json")), 0600);
+  int fd = OpenPrivateFile(dir.File("a/b/data/journal"), O_RDWR);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  EXPECT_EQ(Mode(dir.File("a/b/data/journal")), 0600);
+  // An existing file readable by others is narrowed when opened.
+  ASSERT_EQ(chmod(dir.File("a/b/data/journal").c_str(), 0644), 0);
+  fd = OpenPrivateFile(dir.File("a/b/data/journal"), O_RDWR);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  EXPECT_EQ(Mode(dir.File("a/b/data/journal")), 0600);
+  ASSERT_EQ(chmod(dir.File("a/b/data/journal").c_str(), 0640), 0);
+  ASSERT_TRUE(MakeFilePrivate(dir.File("a/b/data/journal")).ok());
+  EXPECT_EQ(Mode(dir.File("a/b/data/journal")), 0600);
+  EXPECT_TRUE(MakeFilePrivate(dir.File("a/b/data/missing")).ok());
+  // An existing directory is left as it is (it may be shared on purpose).
+  ASSERT_EQ(chmod(dir.File("a/b").c_str(), 0755), 0);
+  ASSERT_TRUE(MakePrivateDir(dir.File("a/b")).ok());
+  EXPECT_EQ(Mode(dir.File("a/b")), 0755);
+  umask(old);
 }
 
 TEST(FilesTest, WriteIntoMissingDirIsAnIoError) {

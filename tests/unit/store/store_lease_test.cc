@@ -56,6 +56,55 @@ TEST_F(StoreLeaseTest, ExpiredLeaseIsTakenOver) {
   EXPECT_EQ(s->RenewLease(a, &a).code(), Status::Code::kConflict);
 }
 
+// NTP steps, an RTC reset, `date -s`: the wall clock jumps, the monotonic
+// clock does not. Expiry follows the monotonic clock only.
+TEST_F(StoreLeaseTest, WallClockStepsNeitherExpireALiveLeaseNorKeepADeadOne) {
+  StoreOptions o = Options();
+  o.lease_expiry_ms = 1000;
+  auto s = OpenStore(o);
+  Lease a, b;
+  ASSERT_TRUE(s->AcquireLease(2, "alice", &a).ok());
+  clock_.SetWall(clock_.WallMillis() + int64_t{86400} * 1000);  // a day forward
+  clock_.Advance(500);
+  Status st = s->AcquireLease(2, "bob", &b);
+  EXPECT_EQ(st.code(), Status::Code::kConflict) << "a forward step expired a live lease";
+  ASSERT_TRUE(s->RenewLease(a, &a).ok());
+  clock_.SetWall(clock_.WallMillis() - int64_t{3} * 86400 * 1000);  // three days back
+  clock_.Advance(500);
+  EXPECT_EQ(s->AcquireLease(2, "bob", &b).code(), Status::Code::kConflict);
+  ASSERT_TRUE(s->RenewLease(a, &a).ok());  // renewed "in the past" by the wall
+  // Alice stops renewing (dies). The wall renewal time lies days ahead of
+  // nothing and behind everything; the lease still ends after the expiry.
+  clock_.SetWall(clock_.WallMillis() + int64_t{365} * 86400 * 1000);
+  clock_.Advance(999);
+  EXPECT_EQ(s->AcquireLease(2, "bob", &b).code(), Status::Code::kConflict);
+  clock_.Advance(1);
+  st = s->AcquireLease(2, "bob", &b);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(s->RenewLease(a, &a).code(), Status::Code::kConflict);
+}
+
+// After a reboot the monotonic clock starts again near zero: a lease renewed
+// in the previous boot belongs to a process that no longer runs.
+TEST_F(StoreLeaseTest, ALeaseRenewedInAnEarlierBootIsExpired) {
+  StoreOptions o = Options();
+  o.lease_expiry_ms = 1000;
+  clock_.Advance(int64_t{3600} * 1000);  // an hour of uptime
+  Lease a, b;
+  {
+    auto s = OpenStore(o);
+    ASSERT_TRUE(s->AcquireLease(3, "alice", &a).ok());
+  }
+  clock_.Reboot("manual-boot-2", 0);
+  auto s = OpenStore(o);
+  Status st = s->AcquireLease(3, "bob", &b);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  // And bob's lease, renewed in this boot, lives its full expiry.
+  Lease c;
+  clock_.Advance(999);
+  EXPECT_EQ(s->AcquireLease(3, "carol", &c).code(), Status::Code::kConflict);
+}
+
 TEST_F(StoreLeaseTest, ChildLeaseStartsFromParentCheckpoint) {
   StoreOptions o = Options();
   o.initial_ranges = 1;

@@ -166,6 +166,10 @@ TEST_F(StoreOpenTest, MigratesVersion1Forward) {
   AppendResult r;
   ASSERT_TRUE(s->AppendReadings(Batch(10), &r).ok());
   EXPECT_EQ(r.first_lsn, 1u);
+  // And leases from version 3 (renewals on the monotonic clock).
+  Lease lease;
+  ASSERT_TRUE(s->AcquireLease(1, "consumer", &lease).ok());
+  ASSERT_TRUE(s->RenewLease(lease, &lease).ok());
 }
 
 TEST_F(StoreOpenTest, RejectsBadOptions) {

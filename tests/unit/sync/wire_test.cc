@@ -3,6 +3,9 @@
 #include "sync/wire.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include <cmath>
@@ -305,6 +308,44 @@ TEST(WireTest, InconsistentColumnsAreRejected) {
     DecodeMessage(bad, {}, &m, &counters);
     DecodeMessage(std::string_view(bytes).substr(0, i), {}, &m, &counters);
   }
+}
+
+// An Entries buffer claiming a million entries with one byte per column.
+std::string ClaimedMillion() {
+  flatbuffers::FlatBufferBuilder fbb;
+  std::vector<uint8_t> one = {0};
+  auto dev = fbb.CreateVectorOfStrings(std::vector<std::string>{"d"});
+  auto k = fbb.CreateVector(one), l = fbb.CreateVector(one), d = fbb.CreateVector(one);
+  wire::EntriesBuilder e(fbb);
+  e.add_count(1000000);
+  e.add_devices(dev);
+  e.add_kinds(k);
+  e.add_lsns(l);
+  e.add_device_index(d);
+  fbb.Finish(e.Finish());
+  return std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
+}
+
+// Memory follows the bytes, not the claims: a ~200-byte batch claiming a
+// million entries (within the default limit) once made the column decoder
+// reserve ~270 MB. Decoded in a child whose address space is capped.
+TEST(WireTest, AClaimedCountReservesNothingBeyondTheBytes) {
+  std::string raw = ClaimedMillion();
+  std::string message = HostileBatch(raw, static_cast<uint32_t>(raw.size()), 1000000, wire::Codec::None);
+  ASSERT_LT(message.size(), 400u);
+  pid_t pid = fork();
+  if (pid == 0) {
+    struct rlimit lim = {rlim_t{256} << 20, rlim_t{256} << 20};
+    if (setrlimit(RLIMIT_AS, &lim) != 0) _exit(3);
+    WireMessage m;
+    WireCounters counters;
+    Status st = DecodeMessage(message, DecodeLimits{}, &m, &counters);
+    _exit(st.code() == Status::Code::kCorruption && counters.bad_entries == 1 ? 0 : 4);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status) << " under a 256 MiB limit";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST(WireTest, PeekKindNeedsNoDecompression) {
