@@ -152,7 +152,8 @@ nlohmann::json Gateway::StatusJson() {
                    {"batches_sent", u.batches_sent}, {"entries_sent", u.entries_sent},
                    {"bytes_sent", u.bytes_sent},     {"acks", u.acks},
                    {"resends", u.resends},           {"ack_timeouts", u.ack_timeouts},
-                   {"refusals", u.refusals},         {"region_switches", u.region_switches},
+                   {"refusals", u.refusals},         {"acks_ignored", u.acks_ignored},
+                   {"region_switches", u.region_switches},
                    {"inflight", u.inflight},         {"regions", regions}};
   }
   if (feed_puller_) {
@@ -161,7 +162,8 @@ nlohmann::json Gateway::StatusJson() {
     for (const auto& r : f.regions) {
       regions.push_back({{"name", r.name},     {"connected", r.connected}, {"position", r.position},
                          {"head", r.head},     {"applied", r.applied},     {"skipped_own", r.skipped_own},
-                         {"resets", r.resets}});
+                         {"resets", r.resets}, {"epoch", r.epoch},   {"pages_ignored", r.bad_pages},
+                         {"store_errors", r.store_errors}, {"last_error", r.last_error}});
     }
     j["read_view"] = {{"pages", f.pages}, {"timeouts", f.timeouts}, {"bad_messages", f.bad_messages},
                       {"regions", regions}};
