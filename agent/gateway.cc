@@ -159,7 +159,8 @@ nlohmann::json Gateway::StatusJson() {
                    {"batches_sent", u.batches_sent}, {"entries_sent", u.entries_sent},
                    {"bytes_sent", u.bytes_sent},     {"acks", u.acks},
                    {"resends", u.resends},           {"ack_timeouts", u.ack_timeouts},
-                   {"refusals", u.refusals},         {"region_switches", u.region_switches},
+                   {"refusals", u.refusals},         {"acks_ignored", u.acks_ignored},
+                   {"region_switches", u.region_switches},
                    {"inflight", u.inflight},         {"regions", regions},
                    {"ack_latency", HistogramJson(u.ack_latency)}};
   }
@@ -167,11 +168,18 @@ nlohmann::json Gateway::StatusJson() {
     FeedPullerStats f = feed_puller_->stats();
     json regions = json::array();
     for (const auto& r : f.regions) {
-      regions.push_back({{"name", r.name},         {"connected", r.connected},
-                         {"position", r.position}, {"head", r.head},
+      regions.push_back({{"name", r.name},
+                         {"connected", r.connected},
+                         {"position", r.position},
+                         {"head", r.head},
                          {"lag", r.head > r.position ? r.head - r.position : 0},
-                         {"applied", r.applied},   {"skipped_own", r.skipped_own},
-                         {"resets", r.resets}});
+                         {"applied", r.applied},
+                         {"skipped_own", r.skipped_own},
+                         {"resets", r.resets},
+                         {"epoch", r.epoch},
+                         {"pages_ignored", r.bad_pages},
+                         {"store_errors", r.store_errors},
+                         {"last_error", r.last_error}});
     }
     j["read_view"] = {{"pages", f.pages}, {"timeouts", f.timeouts}, {"bad_messages", f.bad_messages},
                       {"regions", regions}};

@@ -141,8 +141,11 @@ int RunRegionHub(const Config& config) {
   hub.Stop();
   board.Publish(snapshot.Take(false), {}, SystemClock()->WallMillis());
   RegionHubStats s = hub.stats();
-  ES_LOG(kInfo, "region {}: {} batches applied, {} gaps refused, {} bad messages, head {}", config.hub_region,
-         s.batches_applied, s.gaps_refused, s.bad_messages, s.head_seq);
+  ES_LOG(kInfo,
+         "region {}: {} batches applied, {} gaps refused, {} refused for naming another origin than their sender, "
+         "{} jumps over a hole, {} feed resets, {} bad messages, head {}",
+         config.hub_region, s.batches_applied, s.gaps_refused, s.sender_refused, s.hole_jumps, s.feed_resets,
+         s.bad_messages, s.head_seq);
   return 0;
 }
 

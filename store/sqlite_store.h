@@ -66,6 +66,8 @@ class SqliteStore : public Store {
 
   Status GetCheckpoint(const std::string& name, uint64_t* value) override;
   Status SetCheckpoint(const std::string& name, uint64_t value) override;
+  Status GetFeedPosition(const std::string& region, FeedPosition* position) override;
+  Status SetFeedPosition(const std::string& region, const FeedPosition& position, bool reset) override;
   Status AckUpstream(const std::string& target, uint64_t lsn) override;
 
   Status ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t* applied) override;

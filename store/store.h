@@ -183,6 +183,14 @@ struct StoreStats {
   int64_t dead_letters = 0;          // total added since creation (the held ones are capped)
 };
 
+// A reader's position in a region hub's feed: the hub store's epoch and the
+// last sequence number read. Sequences of different epochs are unrelated
+// (a re-created hub store starts again at 1).
+struct FeedPosition {
+  std::string epoch;  // "" = no epoch heard yet
+  uint64_t seq = 0;
+};
+
 class Store {
  public:
   // Opens or creates the store. Refuses, without touching the file: a file
@@ -249,6 +257,22 @@ class Store {
   // "feed:<region>"). Missing = 0.
   virtual Status GetCheckpoint(const std::string& name, uint64_t* value) = 0;
   virtual Status SetCheckpoint(const std::string& name, uint64_t value) = 0;
+  // The read view's position in a region's feed (checkpoint "feed:<region>"
+  // holds its seq). Within one epoch the position only moves forward
+  // (InvalidArgument otherwise); a position of another epoch replaces the
+  // old one whole. reset = the hub's explicit reset: the position is
+  // replaced whatever it was (a restored hub store may be behind us).
+  virtual Status GetFeedPosition(const std::string& region, FeedPosition* position) {
+    (void)region;
+    (void)position;
+    return Status::Unsupported("GetFeedPosition");
+  }
+  virtual Status SetFeedPosition(const std::string& region, const FeedPosition& position, bool reset) {
+    (void)region;
+    (void)position;
+    (void)reset;
+    return Status::Unsupported("SetFeedPosition");
+  }
   // Marks entries up to lsn as acknowledged upstream by target (a region):
   // they become prunable after the retention age.
   virtual Status AckUpstream(const std::string& target, uint64_t lsn) = 0;

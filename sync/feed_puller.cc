@@ -1,6 +1,9 @@
 #include "sync/feed_puller.h"
 
+#include <random>
+
 #include "platform/log.h"
+#include "store/token.h"
 
 namespace edgesync {
 
@@ -16,7 +19,10 @@ Status FeedPuller::Start() {
   if (worker_.joinable()) return Status::Ok();
   if (!IsTopicLevel(options_.gateway_id)) return Status::InvalidArgument("feed: gateway id must be [A-Za-z0-9_-]");
   own_ = store_->origin();
-  reply_topic_ = ReplyTopic(options_.topic_prefix, "feed-" + options_.gateway_id);
+  reply_topic_ = ReplyTopic(options_.topic_prefix, options_.gateway_id, "feed");
+  // Correlation ids start at a random point: an answer is matched to the
+  // request it names, and a guessable id would make forging one cheap.
+  correlation_ = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
   regions_.clear();
   regions_.resize(options_.regions.size());
   stats_.regions.resize(options_.regions.size());
@@ -26,9 +32,10 @@ Status FeedPuller::Start() {
     region.name = r.name;
     region.backoff = std::make_unique<Backoff>(options_.backoff_base_ms, options_.backoff_max_ms);
     region.progress = std::make_unique<ProgressLog>("feed catch-up from " + r.name, "entries");
-    ES_RETURN_IF_ERROR(store_->GetCheckpoint("feed:" + r.name, &region.position));
+    ES_RETURN_IF_ERROR(store_->GetFeedPosition(r.name, &region.position));
     stats_.regions[i].name = r.name;
-    stats_.regions[i].position = region.position;
+    stats_.regions[i].position = region.position.seq;
+    stats_.regions[i].epoch = region.position.epoch;
     MqttLinkOptions lo = r.link;
     lo.client_id = "es-feed-" + options_.gateway_id;
     ES_RETURN_IF_ERROR(factory_(lo, &region.link).Annotate("feed region " + r.name));
@@ -99,20 +106,22 @@ void FeedPuller::Run() {
         ++stats_.timeouts;
       }
       if (r.outstanding == 0 && r.link->connected() && now >= r.next_pull_ms &&
-          (r.want || r.head > r.position || now - r.sent_ms >= options_.poll_interval_ms)) {
+          (r.want || now - r.sent_ms >= options_.poll_interval_ms)) {
         Pull(i, now);
       }
-      r.progress->Update(r.position, r.head > r.position ? r.head - r.position : 0, now);
+      r.progress->Update(r.position.seq, r.head > r.position.seq ? r.head - r.position.seq : 0, now);
     }
   }
 }
 
 void FeedPuller::Pull(size_t index, int64_t now_ms) {
   Region& r = regions_[index];
-  uint64_t id = ++correlation_;
-  std::string request = EncodeFeedRequest(reply_topic_, id, r.position, options_.page_max_entries);
-  if (!r.link->Publish(HubInboxTopic(options_.topic_prefix, r.name, "feed-" + options_.gateway_id), request, 1, false,
-                       0).ok()) {
+  if (++correlation_ == 0) ++correlation_;
+  uint64_t id = correlation_;
+  std::string request =
+      EncodeFeedRequest(reply_topic_, id, r.position.seq, options_.page_max_entries, r.position.epoch);
+  if (!r.link->Publish(HubInboxTopic(options_.topic_prefix, r.name, options_.gateway_id), request, 1, false, 0)
+           .ok()) {
     r.next_pull_ms = now_ms + r.backoff->Next();
     return;
   }
@@ -122,27 +131,68 @@ void FeedPuller::Pull(size_t index, int64_t now_ms) {
 }
 
 void FeedPuller::HandleMessage(size_t index, const std::string& payload) {
-  Region& r = regions_[index];
   WireMessage m;
   Status st = DecodeMessage(payload, DecodeLimits{}, &m, &counters_);
   if (!st.ok()) {
-    ES_LOG(kWarn, "feed {}: undecodable message: {}", r.name, st.ToString());
+    ES_LOG(kWarn, "feed {}: undecodable message: {}", regions_[index].name, st.ToString());
     return;
   }
   if (m.kind == WireKind::kFeedHead) {
-    if (m.head_region == r.name && m.head_seq > r.head) r.head = m.head_seq;
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    stats_.regions[index].head = r.head;
-    return;
+    HandleHead(index, m);
+  } else if (m.kind == WireKind::kFeedPage) {
+    HandlePage(index, m);
   }
-  if (m.kind != WireKind::kFeedPage || m.correlation_id != r.outstanding) return;  // stale answer
+}
+
+void FeedPuller::HandleHead(size_t index, const WireMessage& m) {
+  Region& r = regions_[index];
+  if (m.head_region != r.name) return;
+  // A notice only asks for one pull; what that pull returns decides whether
+  // to go on, so a notice (forged, or a stale retained one) cannot make the
+  // puller spin. Another epoch: the hub's store was re-created, and the pull
+  // learns the explicit reset.
+  bool other_epoch = !m.head_epoch.empty() && !r.position.epoch.empty() && m.head_epoch != r.position.epoch;
+  if (other_epoch || m.head_seq > std::max(r.head, r.position.seq)) r.want = true;
+}
+
+const char* FeedPuller::CheckPage(const Region& r, const WireMessage& m) const {
+  const WireFeedPage& page = m.feed_page;
+  if (m.correlation_id == 0) return "it has no correlation id";
+  if (m.correlation_id != r.outstanding) return "it answers no outstanding request";
+  if (page.region != r.name) return "it names another region";
+  if (page.after_seq != r.position.seq) return "it answers another position";
+  if (!IsEpoch(page.epoch)) return "it carries no hub epoch";
+  if (page.next_seq > page.head_seq) return "its continuation lies past its head";
+  if (page.reset) return page.entries.empty() ? nullptr : "a reset carries entries";
+  if (!r.position.epoch.empty() && page.epoch != r.position.epoch) return "it is of another hub epoch, with no reset";
+  uint64_t previous = r.position.seq;
+  for (const RegionFeedEntry& e : page.entries) {
+    if (e.seq <= previous || e.seq > page.head_seq) return "a sequence lies outside (position, head] or repeats";
+    previous = e.seq;
+  }
+  if (page.next_seq < previous) return "its continuation lies before its last entry";
+  return nullptr;
+}
+
+void FeedPuller::BadPage(size_t index, const WireMessage& m, const char* why) {
+  ES_LOG(kWarn, "feed {}: ignored a page (correlation {}, after {}, next {}, head {}): {}", regions_[index].name,
+         m.correlation_id, m.feed_page.after_seq, m.feed_page.next_seq, m.feed_page.head_seq, why);
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  ++stats_.regions[index].bad_pages;
+}
+
+void FeedPuller::HandlePage(size_t index, WireMessage& m) {
+  Region& r = regions_[index];
+  // A bad page leaves the request open: the real answer may still come, else
+  // the request times out and is asked again after a backoff delay.
+  if (const char* why = CheckPage(r, m)) return BadPage(index, m, why);
   r.outstanding = 0;
   WireFeedPage& page = m.feed_page;
-  if (page.head_seq > r.head) r.head = page.head_seq;
+  FeedPosition next{page.epoch, page.next_seq};
   FeedRegionStats delta;
   if (page.reset) {
-    ES_LOG(kWarn, "feed {}: position {} no longer served (pruned at the region); restarting at {}", r.name,
-           r.position, page.next_seq);
+    ES_LOG(kWarn, "feed {}: position {} (epoch {}) no longer served by the region; restarting at {} of epoch {}",
+           r.name, r.position.seq, r.position.epoch.empty() ? "-" : r.position.epoch, next.seq, next.epoch);
     ++delta.resets;
   }
   std::vector<RemoteEntry> entries;
@@ -155,27 +205,37 @@ void FeedPuller::HandleMessage(size_t index, const std::string& payload) {
     }
   }
   int64_t applied = 0;
+  Status st;
   if (!entries.empty()) st = store_->ApplyRemote(entries, &applied);
-  // The restart position of a reset may lie behind ours only if the region
-  // was rebuilt; checkpoints never move back, so ours stays.
-  if (st.ok() && page.next_seq > r.position) st = store_->SetCheckpoint("feed:" + r.name, page.next_seq);
+  if (st.ok()) st = store_->SetFeedPosition(r.name, next, page.reset);
   if (!st.ok()) {
-    ES_LOG(kError, "feed {}: applying a page: {}", r.name, st.ToString());
-    r.next_pull_ms = clock_->MonotonicMillis() + r.backoff->Next();
+    // Not dropped and not retried in a loop: asked again after a growing
+    // delay, counted and shown in status until a page goes in.
+    int64_t delay = r.backoff->Next();
+    ES_LOG(kError, "feed {}: the store refused a page (after {}): {}; asking again in {} ms", r.name,
+           page.after_seq, st.ToString(), delay);
+    r.next_pull_ms = clock_->MonotonicMillis() + delay;
+    r.want = true;
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.regions[index].store_errors;
+    stats_.regions[index].last_error = st.ToString();
     return;
   }
-  if (page.next_seq > r.position) r.position = page.next_seq;
+  r.position = next;
+  r.head = page.head_seq;
   r.backoff->Reset();
-  // More to read: ask again at once.
-  r.want = !page.entries.empty() && r.position < r.head;
+  // More to read: ask again at once. A reset page is empty: follow it.
+  r.want = page.reset || (!page.entries.empty() && r.position.seq < r.head);
   std::lock_guard<std::mutex> lock(stats_mu_);
   ++stats_.pages;
   FeedRegionStats& s = stats_.regions[index];
-  s.position = r.position;
+  s.position = r.position.seq;
+  s.epoch = r.position.epoch;
   s.head = r.head;
   s.applied += static_cast<uint64_t>(applied);
   s.skipped_own += delta.skipped_own;
   s.resets += delta.resets;
+  s.last_error.clear();
 }
 
 }  // namespace edgesync

@@ -1,15 +1,25 @@
 // sync/feed_puller.h: the gateway's read view: pulls every region's feed.
 //
 // For each configured region: asks its hub for "changes after S, at most N"
-// (S = the checkpoint "feed:<region>"), applies the page with
-// Store::ApplyRemote (idempotent by origin and origin LSN) skipping this
-// gateway's own origin, then moves the checkpoint to the page's continuation;
-// pulls again at once while the region's head is ahead, otherwise when a head
-// notice says there is more (retained, so a late reader learns the head too)
-// or every poll interval. An explicit reset from the hub (the position was
-// pruned) is logged, counted and followed to the restart position the hub
-// names: never a silent rewind. A request left unanswered is asked again
-// after a decorrelated-jitter delay.
+// (S and the hub's epoch = Store::GetFeedPosition, checkpoint
+// "feed:<region>"), applies the page with Store::ApplyRemote (idempotent by
+// origin and origin LSN) skipping this gateway's own origin, then moves the
+// position to the page's continuation; pulls again at once while the page
+// said the head is ahead, once more when a head notice names a newer head or
+// another epoch, and every poll interval. A notice can trigger only one pull
+// (bounded by what that pull returns): it never makes the puller spin.
+//
+// A page counts only as the answer to the region's outstanding request
+// (non-zero correlation id, the same region, the position asked for, the
+// hub epoch asked for), with every sequence inside (position, head] and a
+// continuation between the last entry and the head; anything else is counted
+// (bad_pages) and ignored: the read view and the position stay as they were.
+// An explicit reset from the hub (the position was pruned, or belongs to
+// another epoch because the hub's store was re-created) is logged, counted
+// and followed to the restart position and epoch the hub names: never a
+// silent rewind or gap. A page the store refuses is counted (store_errors,
+// last_error in status), logged and asked again after a decorrelated-jitter
+// delay; a request left unanswered is asked again the same way.
 //
 // Thread safety: Start/Stop from one thread; stats() from any thread.
 #ifndef EDGESYNC_SYNC_FEED_PULLER_H_
@@ -55,6 +65,10 @@ struct FeedRegionStats {
   uint64_t applied = 0;    // entries new to the read view
   uint64_t skipped_own = 0;
   uint64_t resets = 0;
+  uint64_t bad_pages = 0;      // answers ignored: not to our request, or out of bounds
+  uint64_t store_errors = 0;   // pages the store refused (retried with backoff)
+  std::string epoch;       // the hub epoch of position
+  std::string last_error;  // the last refusal by the store, "" after a page is applied
 };
 
 struct FeedPullerStats {
@@ -79,8 +93,8 @@ class FeedPuller {
   struct Region {
     std::unique_ptr<MqttLink> link;
     std::string name;
-    uint64_t position = 0;
-    uint64_t head = 0;
+    FeedPosition position;
+    uint64_t head = 0;           // the head as the last page said
     bool want = true;            // pull as soon as possible
     uint64_t outstanding = 0;    // correlation id of the open request, 0 = none
     int64_t sent_ms = 0;
@@ -96,6 +110,11 @@ class FeedPuller {
   };
   void Run();
   void HandleMessage(size_t index, const std::string& payload);
+  void HandleHead(size_t index, const WireMessage& m);
+  void HandlePage(size_t index, WireMessage& m);
+  // Why a page may not be applied at this position, or nullptr.
+  const char* CheckPage(const Region& r, const WireMessage& m) const;
+  void BadPage(size_t index, const WireMessage& m, const char* why);
   void Pull(size_t index, int64_t now_ms);
 
   Store* store_;

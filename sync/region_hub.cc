@@ -17,6 +17,7 @@ RegionHub::~RegionHub() { Stop(); }
 Status RegionHub::Start() {
   if (worker_.joinable()) return Status::Ok();
   if (!IsTopicLevel(options_.region)) return Status::InvalidArgument("hub: region name must be 1..64 of [A-Za-z0-9_-]");
+  epoch_ = store_->origin().epoch;
   MqttLinkOptions lo = options_.link;
   lo.client_id = "es-hub-" + options_.region;
   lo.clean_start = false;  // batches sent while we restart wait in the broker
@@ -26,7 +27,7 @@ Status RegionHub::Start() {
     // measures the path to the region, not how busy its store is.
     WireKind kind;
     if (PeekKind(m.payload, options_.limits, &kind) && kind == WireKind::kPing) {
-      Handle(m.payload);
+      Handle(m);
       return;
     }
     std::unique_lock<std::mutex> lock(mu_);
@@ -34,7 +35,7 @@ Status RegionHub::Start() {
     // the broker holds what we cannot apply yet instead of our memory.
     space_cv_.wait(lock, [this] { return stop_ || queue_.size() < options_.max_queued_messages; });
     if (stop_) return;
-    queue_.push_back(std::move(m.payload));
+    queue_.push_back(std::move(m));
     cv_.notify_one();
   });
   ES_RETURN_IF_ERROR(link_->Subscribe(HubInboxFilter(options_.topic_prefix, options_.region), 1));
@@ -69,19 +70,21 @@ RegionHubStats RegionHub::stats() const {
 void RegionHub::Run() {
   PublishHead(true);
   while (true) {
-    std::string payload;
+    MqttMessage message;
+    bool have = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait_for(lock, std::chrono::milliseconds(options_.head_interval_ms),
                    [this] { return stop_ || !queue_.empty(); });
       if (stop_) return;
       if (!queue_.empty()) {
-        payload = std::move(queue_.front());
+        message = std::move(queue_.front());
         queue_.pop_front();
+        have = true;
         space_cv_.notify_one();
       }
     }
-    if (!payload.empty()) Handle(payload);
+    if (have) Handle(message);
     PublishHead(false);
   }
 }
@@ -91,13 +94,20 @@ void RegionHub::Reply(const std::string& to, const std::string& payload) {
   if (!st.ok()) ES_LOG(kWarn, "hub {}: answering {}: {}", options_.region, to, st.ToString());
 }
 
-void RegionHub::Handle(const std::string& payload) {
+void RegionHub::Handle(const MqttMessage& message) {
+  std::string sender;
+  if (!InboxSender(options_.topic_prefix, options_.region, message.topic, &sender)) {
+    // Only a broker delivering outside our subscription gets here.
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.bad_messages;
+    return;
+  }
   WireMessage m;
-  Status st = DecodeMessage(payload, options_.limits, &m, &counters_);
+  Status st = DecodeMessage(message.payload, options_.limits, &m, &counters_);
   if (!st.ok()) {
-    ES_LOG(kWarn, "hub {}: refused a message: {}", options_.region, st.ToString());
-    if (m.kind == WireKind::kBatch && IsReplyTopic(options_.topic_prefix, m.reply_to) &&
-        !m.batch.origin.gateway_id.empty()) {
+    ES_LOG(kWarn, "hub {}: refused a message from {}: {}", options_.region, sender, st.ToString());
+    if (m.kind == WireKind::kBatch && IsReplyTopic(options_.topic_prefix, sender, m.reply_to) &&
+        m.batch.origin.gateway_id == sender) {
       // Tell the sender why, so it does not wait for its timeout.
       WireAck ack{options_.region, m.batch.origin, 0, AckCode::kBadBatch, st.ToString()};
       store_->GetHighWater(m.batch.origin, &ack.high_water);
@@ -106,7 +116,9 @@ void RegionHub::Handle(const std::string& payload) {
     return;
   }
   if (m.kind != WireKind::kBatch && m.kind != WireKind::kPing && m.kind != WireKind::kFeedRequest) return;
-  if (!IsReplyTopic(options_.topic_prefix, m.reply_to)) {
+  if (!IsReplyTopic(options_.topic_prefix, sender, m.reply_to)) {
+    ES_LOG(kWarn, "hub {}: {} asked for an answer on {}, not one of its reply topics; dropped", options_.region,
+           sender, m.reply_to);
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.bad_reply_addresses;
     return;
@@ -117,46 +129,74 @@ void RegionHub::Handle(const std::string& payload) {
       ++stats_.pings;
     }
     link_->Publish(m.reply_to, EncodePong(m.correlation_id, options_.region, m.ping_sent_ns), 0, false, 0);
-    return;
+  } else if (m.kind == WireKind::kFeedRequest) {
+    HandleFeedRequest(m);
+  } else {
+    HandleBatch(sender, m);
   }
-  if (m.kind == WireKind::kFeedRequest) {
-    WireFeedPage page;
-    page.region = options_.region;
-    page.after_seq = m.feed_after_seq;
+}
+
+void RegionHub::HandleFeedRequest(const WireMessage& m) {
+  WireFeedPage page;
+  page.region = options_.region;
+  page.after_seq = m.feed_after_seq;
+  page.epoch = epoch_;
+  uint64_t oldest = 0, head = 0;
+  Status st = store_->RegionFeedBounds(&oldest, &head);
+  // A position of another epoch, or past our head, was given out by a
+  // store that is gone (re-created): its numbers mean nothing here. An
+  // empty epoch is a reader that has not heard one yet; its position is
+  // taken at its word while it lies within the head.
+  const char* why = nullptr;
+  if (!m.feed_epoch.empty() && m.feed_epoch != epoch_) {
+    why = "is of another hub epoch (the region's store was re-created)";
+  } else if (m.feed_after_seq > head) {
+    why = "lies past the head (the region's store was re-created)";
+  }
+  if (st.ok() && why == nullptr) {
     size_t max = std::clamp<size_t>(m.feed_max_entries, 1, options_.feed_max_entries);
     st = store_->ReadRegionFeed(m.feed_after_seq, max, &page.entries, &page.head_seq, &page.reset);
-    if (!st.ok()) {
-      ES_LOG(kError, "hub {}: reading the region feed: {}", options_.region, st.ToString());
-      return;  // the reader times out and asks again
-    }
-    if (page.reset) {
-      // The reader restarts explicitly just before the oldest entry still served.
-      uint64_t oldest = 0, head = 0;
-      st = store_->RegionFeedBounds(&oldest, &head);
-      if (!st.ok()) {
-        ES_LOG(kError, "hub {}: region feed bounds: {}", options_.region, st.ToString());
-        return;
-      }
-      page.next_seq = oldest > 0 ? oldest - 1 : head;
-      ES_LOG(kWarn, "hub {}: feed position {} was pruned; reader restarts at {}", options_.region,
-             m.feed_after_seq, page.next_seq);
-      std::lock_guard<std::mutex> lock(stats_mu_);
-      ++stats_.feed_resets;
-    } else {
-      page.next_seq = page.entries.empty() ? m.feed_after_seq : page.entries.back().seq;
-    }
-    {
-      std::lock_guard<std::mutex> lock(stats_mu_);
-      ++stats_.feed_requests;
-    }
-    std::string out;
-    EncodeOptions eo;
-    eo.zstd_level = options_.zstd_level;
-    if (EncodeFeedPage(m.correlation_id, page, eo, &out).ok()) Reply(m.reply_to, out);
+    if (page.reset) why = "was pruned";
+  }
+  if (!st.ok()) {
+    ES_LOG(kError, "hub {}: reading the region feed: {}", options_.region, st.ToString());
+    return;  // the reader times out and asks again
+  }
+  if (why != nullptr) {
+    // The reader restarts explicitly just before the oldest entry still served.
+    page.reset = true;
+    page.entries.clear();
+    page.head_seq = head;
+    page.next_seq = oldest > 0 ? oldest - 1 : head;
+    ES_LOG(kWarn, "hub {}: feed position {} (epoch {}) {}; reader restarts at {} of epoch {}", options_.region,
+           m.feed_after_seq, m.feed_epoch.empty() ? "-" : m.feed_epoch, why, page.next_seq, epoch_);
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.feed_resets;
+  } else {
+    page.next_seq = page.entries.empty() ? m.feed_after_seq : page.entries.back().seq;
+  }
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.feed_requests;
+  }
+  std::string out;
+  EncodeOptions eo;
+  eo.zstd_level = options_.zstd_level;
+  if (EncodeFeedPage(m.correlation_id, page, eo, &out).ok()) Reply(m.reply_to, out);
+}
+
+void RegionHub::HandleBatch(const std::string& sender, const WireMessage& m) {
+  const WireBatch& b = m.batch;
+  if (b.origin.gateway_id != sender) {
+    // The broker vouches for the topic's sender, nothing vouches for the
+    // payload: a gateway writes only its own origin. No answer: the only
+    // way here is a forgery (an honest gateway's id is its topic level).
+    ES_LOG(kWarn, "hub {}: refused batch {}..{} sent by {} naming origin {}: a gateway writes only its own origin",
+           options_.region, b.first_lsn, b.last_lsn, sender, b.origin.ToString());
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.sender_refused;
     return;
   }
-
-  const WireBatch& b = m.batch;
   WireAck ack;
   ack.region = options_.region;
   ack.origin = b.origin;
@@ -166,13 +206,17 @@ void RegionHub::Handle(const std::string& payload) {
   // cannot move in between.
   uint64_t base = b.base_lsn;
   uint64_t held = 0;
-  if (b.entries.front().lsn > b.first_lsn && store_->GetHighWater(b.origin, &held).ok() &&
-      std::max(held, base) >= b.first_lsn - 1) {
+  bool known = store_->GetHighWater(b.origin, &held).ok();
+  if (b.entries.front().lsn > b.first_lsn && known && std::max(held, base) >= b.first_lsn - 1) {
     base = std::max(base, b.entries.front().lsn - 1);
   }
-  uint64_t before = held;
-  if (before == 0) store_->GetHighWater(b.origin, &before);
-  st = store_->ApplyOriginBatch(b.origin, base, b.entries, &ack.high_water);
+  // The mark before this batch tells which of its entries are new (status).
+  uint64_t before = known ? held : 0;
+  Status st = store_->ApplyOriginBatch(b.origin, base, b.entries, &ack.high_water);
+  // A jump over a hole: everything up to base is declared held elsewhere
+  // (after a failover). Only the origin's own, authenticated sender gets
+  // here; still, it moves the mark without the entries, so it is on record.
+  bool jumped = st.ok() && known && b.base_lsn > held;
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.entries_received += b.entries.size();
@@ -194,11 +238,16 @@ void RegionHub::Handle(const std::string& payload) {
       o.entries += fresh;
       o.last_batch_wall_ms = clock_->WallMillis();
       if (newest_ts != INT64_MIN) o.lag_ms = std::max<int64_t>(0, o.last_batch_wall_ms - newest_ts);
+      if (jumped) ++stats_.hole_jumps;
     } else if (st.code() == Status::Code::kInvalidArgument) {
       ++stats_.gaps_refused;
     } else {
       ++stats_.store_errors;
     }
+  }
+  if (jumped) {
+    ES_LOG(kInfo, "hub {}: origin {} jumped over {}..{} (held {}, its sender {} declares base {})", options_.region,
+           b.origin.ToString(), held + 1, b.base_lsn, held, sender, b.base_lsn);
   }
   if (!st.ok()) {
     ack.code = st.code() == Status::Code::kInvalidArgument ? AckCode::kGap : AckCode::kStoreError;
@@ -222,7 +271,7 @@ void RegionHub::PublishHead(bool force) {
     stats_.head_seq = head;
   }
   if (head == head_published_ && !force) return;
-  if (link_->Publish(HeadTopic(options_.topic_prefix, options_.region), EncodeFeedHead(options_.region, head), 0,
+  if (link_->Publish(HeadTopic(options_.topic_prefix, options_.region), EncodeFeedHead(options_.region, head, epoch_), 0,
                      true, 0).ok()) {
     head_published_ = head;
   }

@@ -1,15 +1,21 @@
 // sync/region_hub.h: the region hub (`edgesync region`): applies gateways'
 // batches to the region's store and serves the region feed.
 //
-// Listens on <prefix>/region/<region>/in/+ of its region broker. A batch is
+// Listens on <prefix>/region/<region>/in/+ of its region broker. The last
+// level of the topic a message arrived on names its sender: the broker's ACL
+// (firmware-config/region/) lets an identity publish only on its own level,
+// so it is the authenticated gateway id. A batch whose origin names another
+// gateway is refused (counted, logged with both ids, nothing applied, no
+// answer), and answers go only to the sender's own reply topics. A batch is
 // applied with Store::ApplyOriginBatch (durable high-water mark per origin:
 // entries at or below it are ignored, a gap is refused) and answered with the
 // mark at the reply address inside the payload; the answer is sent only after
 // the store committed, so a gateway never advances past what the region
 // durably holds. Pings are echoed at once (round-trip probes). Feed requests
 // ("changes after S, at most N") are answered with a page, its continuation
-// and the head; a position that can no longer be served gets an explicit
-// reset. After applying, a small retained FeedHead notice goes to
+// and the head; a position that can no longer be served (pruned, past the
+// head, or of another epoch: the store was re-created) gets an explicit
+// reset. Pages and head notices carry the store's epoch. After applying, a small retained FeedHead notice goes to
 // <prefix>/region/<region>/head so readers know when to pull.
 // Protocol: sync/PROTOCOL.md.
 //
@@ -68,6 +74,8 @@ struct RegionHubStats {
   uint64_t entries_received = 0;
   uint64_t entries_applied = 0;     // new to the region (received minus already held)
   uint64_t gaps_refused = 0;
+  uint64_t sender_refused = 0;      // batches whose origin is not the topic's sender
+  uint64_t hole_jumps = 0;          // batches applied from base_lsn above the high-water mark
   uint64_t store_errors = 0;
   uint64_t bad_messages = 0;        // undecodable or invalid payloads
   uint64_t bad_reply_addresses = 0;
@@ -92,7 +100,9 @@ class RegionHub {
 
  private:
   void Run();
-  void Handle(const std::string& payload);
+  void Handle(const MqttMessage& message);
+  void HandleFeedRequest(const WireMessage& m);
+  void HandleBatch(const std::string& sender, const WireMessage& m);
   void Reply(const std::string& to, const std::string& payload);
   void PublishHead(bool force);
 
@@ -107,9 +117,10 @@ class RegionHub {
   std::mutex mu_;
   std::condition_variable cv_;       // worker: messages arrived
   std::condition_variable space_cv_; // receive thread: room in the queue
-  std::deque<std::string> queue_;
+  std::deque<MqttMessage> queue_;
 
   WireCounters counters_;
+  std::string epoch_;  // the store's epoch: feed pages and head notices carry it
   uint64_t head_published_ = 0;
   int64_t last_head_ms_ = 0;
   mutable std::mutex stats_mu_;

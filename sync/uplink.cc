@@ -1,6 +1,7 @@
 #include "sync/uplink.h"
 
 #include <algorithm>
+#include <random>
 
 #include "platform/log.h"
 
@@ -32,8 +33,11 @@ Status Uplink::Start() {
     return Status::InvalidArgument("uplink: window and batch_max_readings must be at least 1");
   }
   origin_ = store_->origin();
-  reply_topic_ = ReplyTopic(options_.topic_prefix, "up-" + options_.gateway_id);
+  reply_topic_ = ReplyTopic(options_.topic_prefix, options_.gateway_id, "up");
   ES_RETURN_IF_ERROR(store_->GetCheckpoint("upstream", &checkpoint_));
+  // Correlation ids start at a random point: an answer counts only for the
+  // batch it names, and a guessable id would make forging one cheap.
+  correlation_ = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
   next_after_ = checkpoint_;
 
   std::vector<RegionSelector::Region> regions;
@@ -165,12 +169,26 @@ void Uplink::HandleEvent(Event& event) {
   }
 }
 
+void Uplink::IgnoreAck(size_t region, uint64_t correlation_id, const char* why) {
+  ES_LOG(kWarn, "uplink: ignored an answer (correlation {}) arriving from region {}: {}", correlation_id,
+         options_.regions[region].name, why);
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  ++stats_.acks_ignored;
+}
+
 void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ack) {
   const std::string& name = options_.regions[region].name;
-  if (ack.origin != origin_) {
-    ES_LOG(kWarn, "uplink: region {} answered for another origin {}", name, ack.origin.ToString());
-    return;
+  if (ack.origin != origin_) return IgnoreAck(region, correlation_id, "it names another origin");
+  if (ack.region != name) return IgnoreAck(region, correlation_id, "it names another region");
+  // Only an answer to a batch in flight counts: anything else is forged,
+  // replayed, or answers a batch given up on (after a rewind), whose
+  // outcome the resend will learn again.
+  auto batch = std::find_if(inflight_.begin(), inflight_.end(),
+                            [&](const InFlight& f) { return f.correlation_id == correlation_id; });
+  if (correlation_id == 0 || batch == inflight_.end()) {
+    return IgnoreAck(region, correlation_id, "no batch in flight has that correlation id");
   }
+  if (batch->region != region) return IgnoreAck(region, correlation_id, "the batch was sent to another region");
   region_high_water_[region] = std::max(region_high_water_[region], ack.high_water);
   if (ack.code != AckCode::kOk) {
     {
@@ -178,19 +196,18 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
       ++stats_.refusals;
     }
     ES_LOG(kWarn, "uplink: region {} refused a batch ({}): {}", name, static_cast<int>(ack.code), ack.message);
-    // Batches sent before the last rewind are refused too (they follow the
-    // refused one); only a refusal of a newer batch means something new.
-    if (static_cast<int>(region) == write_region_ && correlation_id > rewound_at_correlation_) {
-      Rewind("batch refused", true);
-    }
+    // The batches after it are refused too; the rewind forgets them all, so
+    // their refusals are no longer in flight.
+    Rewind("batch refused", true);
     return;
   }
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.acks;
   }
-  // A region never holds more than we wrote; bound a confused answer.
-  uint64_t hw = std::min(ack.high_water, store_->LastLsn());
+  // The region may hold more than this batch (sent before); the checkpoint
+  // still moves only as far as what this answer acknowledges of ours.
+  uint64_t hw = std::min(ack.high_water, batch->last);
   if (hw > checkpoint_) {
     Status st = store_->AckUpstream(name, hw);
     if (st.ok()) st = store_->SetCheckpoint("upstream:" + name, hw);
@@ -215,7 +232,8 @@ void Uplink::Probe(int64_t now_ms) {
   for (size_t i = 0; i < links_.size(); ++i) {
     if (now_ms < next_probe_ms_[i] || !links_[i]->connected()) continue;
     next_probe_ms_[i] = now_ms + options_.probe_interval_ms;
-    std::string ping = EncodePing(reply_topic_, ++correlation_, clock_->MonotonicNanos());
+    if (++correlation_ == 0) ++correlation_;
+    std::string ping = EncodePing(reply_topic_, correlation_, clock_->MonotonicNanos());
     links_[i]->Publish(HubInboxTopic(options_.topic_prefix, options_.regions[i].name, options_.gateway_id), ping, 0,
                        false, 0);
   }
@@ -244,7 +262,6 @@ void Uplink::Rewind(const char* why, bool with_backoff) {
     ++stats_.resends;
   }
   inflight_.clear();
-  rewound_at_correlation_ = correlation_;
   next_after_ = checkpoint_;
   pending_since_ms_ = -1;
   if (with_backoff) resume_at_ms_ = NowMs() + backoff_.Next();
@@ -282,7 +299,9 @@ void Uplink::SendBatches(int64_t now_ms) {
     batch.last_lsn = batch.entries.back().lsn;
     batch.base_lsn = checkpoint_;
     std::string payload;
-    st = EncodeBatch(reply_topic_, ++correlation_, batch, encode_, &payload);
+    if (++correlation_ == 0) ++correlation_;
+    uint64_t correlation_id = correlation_;
+    st = EncodeBatch(reply_topic_, correlation_id, batch, encode_, &payload);
     if (st.ok()) {
       st = link->Publish(HubInboxTopic(options_.topic_prefix, region, options_.gateway_id), payload, 1, false, 1000);
     }
@@ -291,7 +310,7 @@ void Uplink::SendBatches(int64_t now_ms) {
       Rewind("send failed", true);
       return;
     }
-    inflight_.push_back({batch.last_lsn, now_ms});
+    inflight_.push_back({correlation_id, static_cast<size_t>(write_region_), batch.last_lsn, now_ms});
     next_after_ = batch.last_lsn;
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.batches_sent;

@@ -5,7 +5,11 @@
 // sends batches (at most batch_max_readings entries, or what accumulated for
 // batch_max_delay_ms) to the write region's hub, keeps up to `window` batches
 // unanswered, and moves the checkpoint only when a hub answers with its
-// durable high-water mark (Store::AckUpstream + SetCheckpoint "upstream" and
+// durable high-water mark. An answer counts only when it matches a batch in
+// flight (correlation id) and comes from the region that batch went to; the
+// checkpoint then moves at most to that batch's last LSN (never past what
+// was sent). Anything else (forged, replayed, stale) is counted in
+// acks_ignored and changes nothing (Store::AckUpstream + SetCheckpoint "upstream" and
 // "upstream:<region>"). On an answer timeout, a refusal or a reconnect it
 // resends from the checkpoint after a decorrelated-jitter delay driven by its
 // own timer. Only the unanswered batches' last LSNs are held in memory: the
@@ -87,6 +91,7 @@ struct UplinkStats {
   uint64_t resends = 0;           // times the uplink went back to the checkpoint
   uint64_t ack_timeouts = 0;
   uint64_t refusals = 0;          // Gap / BadBatch / StoreError answers
+  uint64_t acks_ignored = 0;      // answers to no batch in flight, from another region or for another origin
   uint64_t region_switches = 0;
   uint64_t bad_messages = 0;      // undecodable answers
   size_t inflight = 0;
@@ -120,6 +125,8 @@ class Uplink {
     int64_t received_ns = 0;  // taken on arrival, so a busy worker does not inflate round trips
   };
   struct InFlight {
+    uint64_t correlation_id = 0;
+    size_t region = 0;  // where it was sent
     uint64_t last = 0;
     int64_t sent_ms = 0;
   };
@@ -127,6 +134,7 @@ class Uplink {
   void Run();
   void HandleEvent(Event& event);
   void HandleAck(size_t region, uint64_t correlation_id, const WireAck& ack);
+  void IgnoreAck(size_t region, uint64_t correlation_id, const char* why);
   void Probe(int64_t now_ms);
   void Choose(int64_t now_ms);
   void SendBatches(int64_t now_ms);
@@ -160,7 +168,6 @@ class Uplink {
   int64_t resume_at_ms_ = 0;       // sending paused until then (backoff)
   int64_t pending_since_ms_ = -1;  // first time unsent entries were seen
   uint64_t correlation_ = 0;
-  uint64_t rewound_at_correlation_ = 0;  // answers to older requests do not rewind again
   std::deque<InFlight> inflight_;
   EncodeOptions encode_;
   WireCounters wire_counters_;

@@ -171,6 +171,7 @@ Status DecodeFeedPage(const wire::FeedPage* p, const DecodeLimits& limits, WireF
   out->next_seq = p->next_seq();
   out->head_seq = p->head_seq();
   out->reset = p->reset();
+  out->epoch = Str(p->epoch());
   out->entries.clear();
   if (p->count() == 0) return Status::Ok();
   if (p->count() > limits.max_entries) {
@@ -241,9 +242,10 @@ std::string EncodePong(uint64_t correlation_id, const std::string& region, int64
 }
 
 std::string EncodeFeedRequest(const std::string& reply_to, uint64_t correlation_id, uint64_t after_seq,
-                              uint32_t max_entries) {
+                              uint32_t max_entries, const std::string& epoch) {
   FlatBufferBuilder fbb(128);
-  auto r = wire::CreateFeedRequest(fbb, after_seq, max_entries);
+  auto e = fbb.CreateString(epoch);
+  auto r = wire::CreateFeedRequest(fbb, after_seq, max_entries, e);
   return Finish(fbb, reply_to, correlation_id, wire::Body::FeedRequest, r.Union());
 }
 
@@ -271,17 +273,19 @@ Status EncodeFeedPage(uint64_t correlation_id, const WireFeedPage& page, const E
   FlatBufferBuilder fbb(compressed.size() + 256);
   auto region = fbb.CreateString(page.region);
   auto body = fbb.CreateVector(reinterpret_cast<const uint8_t*>(compressed.data()), compressed.size());
+  auto epoch = fbb.CreateString(page.epoch);
   auto p = wire::CreateFeedPage(fbb, region, page.after_seq, page.next_seq, page.head_seq, page.reset,
                                 static_cast<uint32_t>(page.entries.size()), wire::Codec::Zstd,
-                                wire::Encoding::ColumnsV1, raw_size, body);
+                                wire::Encoding::ColumnsV1, raw_size, body, epoch);
   *out = Finish(fbb, "", correlation_id, wire::Body::FeedPage, p.Union());
   return Status::Ok();
 }
 
-std::string EncodeFeedHead(const std::string& region, uint64_t head_seq) {
+std::string EncodeFeedHead(const std::string& region, uint64_t head_seq, const std::string& epoch) {
   FlatBufferBuilder fbb(128);
   auto r = fbb.CreateString(region);
-  auto h = wire::CreateFeedHead(fbb, r, head_seq);
+  auto e = fbb.CreateString(epoch);
+  auto h = wire::CreateFeedHead(fbb, r, head_seq, e);
   return Finish(fbb, "", 0, wire::Body::FeedHead, h.Union());
 }
 
@@ -374,6 +378,7 @@ Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireM
       message->kind = WireKind::kFeedRequest;
       message->feed_after_seq = m->body_as_FeedRequest()->after_seq();
       message->feed_max_entries = m->body_as_FeedRequest()->max_entries();
+      message->feed_epoch = Str(m->body_as_FeedRequest()->epoch());
       break;
     case wire::Body::FeedPage:
       message->kind = WireKind::kFeedPage;
@@ -383,6 +388,7 @@ Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireM
       message->kind = WireKind::kFeedHead;
       message->head_region = Str(m->body_as_FeedHead()->region());
       message->head_seq = m->body_as_FeedHead()->head_seq();
+      message->head_epoch = Str(m->body_as_FeedHead()->epoch());
       break;
     default:
       if (counters) ++counters->unsupported;
@@ -401,7 +407,9 @@ std::string HubInboxFilter(const std::string& prefix, const std::string& region)
 std::string HeadTopic(const std::string& prefix, const std::string& region) {
   return prefix + "/region/" + region + "/head";
 }
-std::string ReplyTopic(const std::string& prefix, const std::string& client) { return prefix + "/reply/" + client; }
+std::string ReplyTopic(const std::string& prefix, const std::string& gateway_id, const std::string& role) {
+  return prefix + "/reply/" + gateway_id + "/" + role;
+}
 
 bool IsTopicLevel(const std::string& id) {
   if (id.empty() || id.size() > 64) return false;
@@ -413,14 +421,25 @@ bool IsTopicLevel(const std::string& id) {
   return true;
 }
 
-bool IsReplyTopic(const std::string& prefix, const std::string& topic) {
-  std::string head = prefix + "/reply/";
-  if (topic.size() <= head.size() || topic.compare(0, head.size(), head) != 0) return false;
-  // One level of topic-safe characters; a little longer than an id, since
-  // clients prefix theirs ("up-", "feed-").
+namespace {
+
+// If topic is head + <one level>, that level; else "".
+std::string LastLevelAfter(const std::string& head, const std::string& topic) {
+  if (topic.size() <= head.size() || topic.compare(0, head.size(), head) != 0) return "";
   std::string level = topic.substr(head.size());
-  return level.size() <= 80 && IsTopicLevel(level.substr(0, 64)) &&
-         (level.size() <= 64 || IsTopicLevel(level.substr(64)));
+  return IsTopicLevel(level) ? level : "";
+}
+
+}  // namespace
+
+bool InboxSender(const std::string& prefix, const std::string& region, const std::string& topic,
+                 std::string* sender) {
+  *sender = LastLevelAfter(prefix + "/region/" + region + "/in/", topic);
+  return !sender->empty();
+}
+
+bool IsReplyTopic(const std::string& prefix, const std::string& sender, const std::string& topic) {
+  return IsTopicLevel(sender) && !LastLevelAfter(prefix + "/reply/" + sender + "/", topic).empty();
 }
 
 }  // namespace edgesync

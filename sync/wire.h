@@ -75,6 +75,7 @@ struct WireFeedPage {
   uint64_t next_seq = 0;
   uint64_t head_seq = 0;
   bool reset = false;
+  std::string epoch;  // the hub store's epoch the sequences belong to
   std::vector<RegionFeedEntry> entries;
 };
 
@@ -90,9 +91,11 @@ struct WireMessage {
   std::string pong_region;      // kPong
   uint64_t feed_after_seq = 0;  // kFeedRequest
   uint32_t feed_max_entries = 0;
+  std::string feed_epoch;       // kFeedRequest: the epoch of feed_after_seq
   WireFeedPage feed_page;       // kFeedPage
   std::string head_region;      // kFeedHead
   uint64_t head_seq = 0;
+  std::string head_epoch;
 };
 
 // Encoders. A batch's entries must be of its origin, in LSN order; the batch
@@ -105,10 +108,10 @@ std::string EncodeAck(uint64_t correlation_id, const WireAck& ack);
 std::string EncodePing(const std::string& reply_to, uint64_t correlation_id, int64_t sent_ns);
 std::string EncodePong(uint64_t correlation_id, const std::string& region, int64_t sent_ns);
 std::string EncodeFeedRequest(const std::string& reply_to, uint64_t correlation_id, uint64_t after_seq,
-                              uint32_t max_entries);
+                              uint32_t max_entries, const std::string& epoch);
 Status EncodeFeedPage(uint64_t correlation_id, const WireFeedPage& page, const EncodeOptions& options,
                       std::string* out);
-std::string EncodeFeedHead(const std::string& region, uint64_t head_seq);
+std::string EncodeFeedHead(const std::string& region, uint64_t head_seq, const std::string& epoch);
 
 // Verifies the buffer and tells its kind without decoding the body (cheap:
 // no decompression). False if it is not a valid message.
@@ -118,19 +121,27 @@ bool PeekKind(std::string_view payload, const DecodeLimits& limits, WireKind* ki
 Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireMessage* message,
                      WireCounters* counters);
 
-// Topics (every level [A-Za-z0-9_-], safe on Mosquitto and nats-server):
-//   <prefix>/region/<region>/in/<sender>   requests to a hub (batches, pings, feed requests)
-//   <prefix>/region/<region>/head          the hub's retained FeedHead notice
-//   <prefix>/reply/<client>                answers to one client
+// Topics (every level [A-Za-z0-9_-], safe on Mosquitto and nats-server). The
+// gateway id is a level of its own everywhere, so a broker ACL can confine an
+// identity with one substitution pattern (Mosquitto's %u must be a whole level):
+//   <prefix>/region/<region>/in/<gatewayId>   requests to a hub (batches, pings, feed requests)
+//   <prefix>/region/<region>/head             the hub's retained FeedHead notice
+//   <prefix>/reply/<gatewayId>/<role>         answers to one client of a gateway ("up", "feed")
 std::string HubInboxTopic(const std::string& prefix, const std::string& region, const std::string& sender);
 std::string HubInboxFilter(const std::string& prefix, const std::string& region);
 std::string HeadTopic(const std::string& prefix, const std::string& region);
-std::string ReplyTopic(const std::string& prefix, const std::string& client);
+std::string ReplyTopic(const std::string& prefix, const std::string& gateway_id, const std::string& role);
 // A topic level edgesync builds from an id: 1..64 of [A-Za-z0-9_-].
 bool IsTopicLevel(const std::string& id);
-// A reply address a hub may answer to: <prefix>/reply/<level>, nothing else
-// (a hub must not be talked into publishing on arbitrary topics).
-bool IsReplyTopic(const std::string& prefix, const std::string& topic);
+// The sender level of a hub inbox topic of this region; false if the topic
+// is not <prefix>/region/<region>/in/<level>. The broker's ACL lets an
+// identity publish only on its own level, so this names who sent a message.
+bool InboxSender(const std::string& prefix, const std::string& region, const std::string& topic,
+                 std::string* sender);
+// A reply address a hub may answer to for `sender`: <prefix>/reply/<sender>/<level>,
+// nothing else (a hub must not be talked into publishing on arbitrary topics,
+// nor on another gateway's reply topics).
+bool IsReplyTopic(const std::string& prefix, const std::string& sender, const std::string& topic);
 
 }  // namespace edgesync
 

@@ -90,7 +90,7 @@ void BytesPerReading(bench::Report* report) {
       b.last_lsn = b.entries.back().lsn;
       b.base_lsn = at;
       std::string payload;
-      if (!EncodeBatch(ReplyTopic("edgesync", "up-gw-0001"), at, b, {}, &payload).ok()) std::abort();
+      if (!EncodeBatch(ReplyTopic("edgesync", "gw-0001", "up"), at, b, {}, &payload).ok()) std::abort();
       total += PacketBytes(topic.size(), payload.size());
     }
     double per = static_cast<double>(total) / readings.size();
@@ -292,7 +292,7 @@ std::vector<double> GatewayLatencies(size_t n, size_t warmup, double rate, int64
     acks.emplace_back(msg.ack.high_water, NowMsD());
   });
   watch.connect()->wait();
-  watch.subscribe(ReplyTopic("edgesync", "up-gw-lat"), 0)->wait();
+  watch.subscribe(ReplyTopic("edgesync", "gw-lat", "up"), 0)->wait();
   test::Process gateway;
   if (!gateway.Start({EDGESYNC_BINARY, "gateway", "--config", tmp.File("gw.toml")}, tmp.File("gw.log"))) std::abort();
   test::SleepMs(3000);  // connected to both brokers, region chosen

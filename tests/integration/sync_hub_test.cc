@@ -17,15 +17,18 @@ TEST(SyncHubTest, HostileInboxIsRefusedAndTheHubKeepsServing) {
   TestMqttClient evil(eu.broker().uri(), "evil", true);
   ASSERT_TRUE(evil.Connect());
   ASSERT_TRUE(evil.Subscribe("sensors/#", 1));
-  ASSERT_TRUE(evil.Subscribe("edgesync/reply/probe", 1));
+  ASSERT_TRUE(evil.Subscribe("edgesync/reply/gw-evil/probe", 1));
   SleepMs(1000);  // the hub subscribed
-  const std::string inbox = HubInboxTopic("edgesync", "eu", "evil");
+  const std::string inbox = HubInboxTopic("edgesync", "eu", "gw-evil");
   ASSERT_TRUE(evil.Publish(inbox, "not a flatbuffer at all", 1));
   ASSERT_TRUE(evil.Publish(inbox, std::string(200, '\0'), 1));
-  std::string ping = EncodePing("edgesync/reply/probe", 7, 1);
+  std::string ping = EncodePing("edgesync/reply/gw-evil/probe", 7, 1);
   ASSERT_TRUE(evil.Publish(inbox, ping.substr(0, ping.size() / 2), 1));
-  // A hub must not be made to publish on other topics.
+  // A hub must not be made to publish on other topics, nor on another
+  // gateway's reply topics.
   ASSERT_TRUE(evil.Publish(inbox, EncodePing("sensors/dev-1/temperature", 8, 1), 1));
+  ASSERT_TRUE(evil.Subscribe("edgesync/reply/gw-other/probe", 1));
+  ASSERT_TRUE(evil.Publish(inbox, EncodePing("edgesync/reply/gw-other/probe", 12, 1), 1));
   // A batch with a corrupted body gets a BadBatch answer.
   WireBatch b;
   b.origin = {"gw-evil", "0123456789abcdef0123456789abcdef"};
@@ -35,15 +38,15 @@ TEST(SyncHubTest, HostileInboxIsRefusedAndTheHubKeepsServing) {
   b.entries.push_back(e);
   b.first_lsn = b.last_lsn = 1;
   std::string batch;
-  ASSERT_TRUE(EncodeBatch("edgesync/reply/probe", 9, b, {}, &batch).ok());
+  ASSERT_TRUE(EncodeBatch("edgesync/reply/gw-evil/probe", 9, b, {}, &batch).ok());
   std::string damaged = batch;
   size_t frame = damaged.find("\x28\xb5\x2f\xfd");  // the zstd frame's magic number
   ASSERT_NE(frame, std::string::npos);
   damaged[frame + 12] ^= 0x55;
   ASSERT_TRUE(evil.Publish(inbox, damaged, 1));
   // Then an honest ping and an honest batch.
-  ASSERT_TRUE(evil.Publish(inbox, EncodePing("edgesync/reply/probe", 10, 1), 1));
-  ASSERT_TRUE(EncodeBatch("edgesync/reply/probe", 11, b, {}, &batch).ok());
+  ASSERT_TRUE(evil.Publish(inbox, EncodePing("edgesync/reply/gw-evil/probe", 10, 1), 1));
+  ASSERT_TRUE(EncodeBatch("edgesync/reply/gw-evil/probe", 11, b, {}, &batch).ok());
   ASSERT_TRUE(evil.Publish(inbox, batch, 1));
 
   std::map<uint64_t, WireMessage> answers;
@@ -51,7 +54,7 @@ TEST(SyncHubTest, HostileInboxIsRefusedAndTheHubKeepsServing) {
       [&] {
         for (const auto& [topic, payload] : evil.received()) {
           WireMessage m;
-          if (topic == "edgesync/reply/probe" && DecodeMessage(payload, {}, &m, nullptr).ok()) {
+          if (topic == "edgesync/reply/gw-evil/probe" && DecodeMessage(payload, {}, &m, nullptr).ok()) {
             answers[m.correlation_id] = m;
           }
         }
@@ -65,6 +68,7 @@ TEST(SyncHubTest, HostileInboxIsRefusedAndTheHubKeepsServing) {
   EXPECT_EQ(answers.count(7), 0u);
   for (const auto& [topic, payload] : evil.received()) {
     EXPECT_NE(topic.rfind("sensors/", 0), 0u) << "the hub published on " << topic;
+    EXPECT_NE(topic, "edgesync/reply/gw-other/probe") << "the hub answered gw-evil on gw-other's reply topic";
   }
   EXPECT_TRUE(eu.hub_running());
   EXPECT_EQ(eu.StopHub(), 0);

@@ -67,6 +67,7 @@ void Broker::Kill9() {
 
 void Broker::Freeze() { process_.Signal(SIGSTOP); }
 void Broker::Thaw() { process_.Signal(SIGCONT); }
+void Broker::Reload() { process_.Signal(SIGHUP); }
 
 std::string Broker::log() const { return ReadAll(dir_ + "/broker.log"); }
 

@@ -41,6 +41,8 @@ class Broker {
   // Sends SIGSTOP/SIGCONT: the broker hangs with the socket open (a silent link).
   void Freeze();
   void Thaw();
+  // SIGHUP: mosquitto rereads its password and ACL files.
+  void Reload();
 
   int port() const { return port_; }
   int tls_port() const { return tls_port_; }

@@ -169,5 +169,38 @@ TEST_F(StoreRemoteTest, RegionFeedCarriesDeviceRecords) {
   EXPECT_TRUE(feed[0].remote.entry.device.deleted);
 }
 
+TEST_F(StoreRemoteTest, AFeedPositionMovesForwardWithinAnEpochAndIsReplacedByAReset) {
+  const std::string e1(32, 'a'), e2(32, 'b');
+  {
+    auto s = OpenStore();
+    FeedPosition p;
+    ASSERT_TRUE(s->GetFeedPosition("eu", &p).ok());
+    EXPECT_EQ(p.epoch, "");
+    EXPECT_EQ(p.seq, 0u);
+    ASSERT_TRUE(s->SetCheckpoint("feed:eu", 40).ok());  // a position from before epochs
+    ASSERT_TRUE(s->SetFeedPosition("eu", {e1, 50}, false).ok());
+    EXPECT_EQ(s->SetFeedPosition("eu", {e1, 49}, false).code(), Status::Code::kInvalidArgument);
+    EXPECT_EQ(s->SetFeedPosition("eu", {"not an epoch", 60}, false).code(), Status::Code::kInvalidArgument);
+    // The hub's store was re-created: its sequences start again.
+    ASSERT_TRUE(s->SetFeedPosition("eu", {e2, 3}, false).ok());
+    ASSERT_TRUE(s->SetFeedPosition("us", {e1, 7}, false).ok());
+  }
+  auto s = OpenStore();
+  FeedPosition p;
+  ASSERT_TRUE(s->GetFeedPosition("eu", &p).ok());
+  EXPECT_EQ(p.epoch, e2);
+  EXPECT_EQ(p.seq, 3u);
+  uint64_t v = 0;
+  ASSERT_TRUE(s->GetCheckpoint("feed:eu", &v).ok());
+  EXPECT_EQ(v, 3u);
+  // An explicit reset may move back within the epoch (a restored hub store).
+  ASSERT_TRUE(s->SetFeedPosition("eu", {e2, 1}, true).ok());
+  ASSERT_TRUE(s->GetFeedPosition("eu", &p).ok());
+  EXPECT_EQ(p.seq, 1u);
+  ASSERT_TRUE(s->GetFeedPosition("us", &p).ok());
+  EXPECT_EQ(p.epoch, e1);
+  EXPECT_EQ(p.seq, 7u);
+}
+
 }  // namespace
 }  // namespace edgesync::test

@@ -1,6 +1,9 @@
 // FeedPuller against a scripted hub behind a fake MqttLink: follows the
 // continuation, skips its own origin, and on an explicit reset restarts at
-// the position the hub names (counted), never rewinding its checkpoint.
+// the position and epoch the hub names (counted); ignores (and counts) every
+// kind of page that does not answer its request within bounds, leaving the
+// read view and the position as they were; a page the store refuses is
+// counted, shown and asked again later; a head notice cannot make it spin.
 #include "sync/feed_puller.h"
 
 #include <gtest/gtest.h>
@@ -47,9 +50,28 @@ class ViewStore : public Store {
     checkpoints[name] = value;
     return Status::Ok();
   }
+  Status GetFeedPosition(const std::string& region, FeedPosition* position) override {
+    std::lock_guard<std::mutex> lock(mu);
+    *position = {epochs[region], checkpoints["feed:" + region]};
+    return Status::Ok();
+  }
+  Status SetFeedPosition(const std::string& region, const FeedPosition& position, bool reset) override {
+    std::lock_guard<std::mutex> lock(mu);
+    uint64_t& seq = checkpoints["feed:" + region];
+    if (!reset && epochs[region] == position.epoch && position.seq < seq) return Status::InvalidArgument("moves back");
+    epochs[region] = position.epoch;
+    seq = position.seq;
+    return Status::Ok();
+  }
+  FeedPosition Position(const std::string& region) {
+    FeedPosition p;
+    GetFeedPosition(region, &p);
+    return p;
+  }
   Status AckUpstream(const std::string&, uint64_t) override { return Status::Unsupported(""); }
   Status ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t* applied) override {
     std::lock_guard<std::mutex> lock(mu);
+    if (refuse_apply) return Status::NoSpace("disk full (test)");
     for (const auto& e : entries) remote.push_back(e);
     *applied = static_cast<int64_t>(entries.size());
     return Status::Ok();
@@ -69,8 +91,13 @@ class ViewStore : public Store {
 
   std::mutex mu;
   std::map<std::string, uint64_t> checkpoints;
+  std::map<std::string, std::string> epochs;
   std::vector<RemoteEntry> remote;
+  bool refuse_apply = false;
 };
+
+const char* const kEpoch = "000000000000000000000000000000e1";
+const char* const kOtherEpoch = "000000000000000000000000000000e2";
 
 RegionFeedEntry Entry(uint64_t seq, const Origin& origin, uint64_t lsn) {
   RegionFeedEntry f;
@@ -101,6 +128,7 @@ TEST(FeedPullerTest, FollowsContinuationSkipsOwnOriginAndHonoursReset) {
     page.region = "eu";
     page.after_seq = m.feed_after_seq;
     page.head_seq = 104;
+    page.epoch = kEpoch;
     if (m.feed_after_seq < 100) {
       page.reset = true;
       page.next_seq = 100;
@@ -145,6 +173,215 @@ TEST(FeedPullerTest, FollowsContinuationSkipsOwnOriginAndHonoursReset) {
   EXPECT_EQ(asked[0], 10u);   // from its checkpoint
   EXPECT_EQ(asked[1], 100u);  // restarted where the hub said, explicitly
   EXPECT_EQ(asked[2], 102u);  // continuation
+}
+
+// A hub that answers nothing by itself: the test delivers what it wants on
+// the reply topic, matched (or not) to the puller's last request.
+class ManualHubTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.gateway_id = "gw-me";
+    options_.poll_interval_ms = 600000;
+    options_.answer_timeout_ms = 600000;
+    options_.backoff_base_ms = 20;
+    options_.backoff_max_ms = 40;
+    UplinkRegion eu;
+    eu.name = "eu";
+    options_.regions.push_back(eu);
+  }
+  void Start() {
+    puller_ = std::make_unique<FeedPuller>(
+        &store_, options_, nullptr, [this](const MqttLinkOptions&, std::unique_ptr<MqttLink>* link) {
+          auto fake = std::make_unique<FakeLink>([this](const std::string&, const std::string& payload, FakeLink* l) {
+            WireMessage m;
+            ASSERT_TRUE(DecodeMessage(payload, {}, &m, nullptr).ok());
+            std::lock_guard<std::mutex> lock(mu_);
+            link_ = l;
+            requests_.push_back(m);
+          });
+          *link = std::move(fake);
+          return Status::Ok();
+        });
+    ASSERT_TRUE(puller_->Start().ok());
+    ASSERT_TRUE(test::WaitFor([&] { return Requests() >= 1; }, 5000));
+  }
+  size_t Requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_.size();
+  }
+  WireMessage LastRequest() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_.back();
+  }
+  // A page that answers the last request correctly: entries after..after+n.
+  WireFeedPage GoodPage(const WireMessage& request, uint64_t n, uint64_t head) {
+    WireFeedPage page;
+    page.region = "eu";
+    page.after_seq = request.feed_after_seq;
+    page.head_seq = head;
+    page.epoch = kEpoch;
+    for (uint64_t s = request.feed_after_seq + 1; s <= request.feed_after_seq + n; ++s) {
+      page.entries.push_back(Entry(s, other_, s));
+    }
+    page.next_seq = request.feed_after_seq + n;
+    return page;
+  }
+  void Deliver(uint64_t correlation_id, const WireFeedPage& page) {
+    std::string out;
+    ASSERT_TRUE(EncodeFeedPage(correlation_id, page, {}, &out).ok());
+    FakeLink* link;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      link = link_;
+    }
+    link->Deliver(out);
+  }
+  void Deliver(const std::string& payload) {
+    std::lock_guard<std::mutex> lock(mu_);
+    link_->Deliver(payload);
+  }
+  FeedRegionStats RegionStats() { return puller_->stats().regions[0]; }
+
+  const Origin other_{"gw-x", "00000000000000000000000000000002"};
+  ViewStore store_;
+  FeedPullerOptions options_;
+  std::unique_ptr<FeedPuller> puller_;
+  std::mutex mu_;
+  FakeLink* link_ = nullptr;
+  std::vector<WireMessage> requests_;
+};
+
+TEST_F(ManualHubTest, EveryKindOfBadPageIsCountedAndChangesNothing) {
+  store_.checkpoints["feed:eu"] = 20;
+  store_.epochs["eu"] = kEpoch;
+  Start();
+  WireMessage req = LastRequest();
+  ASSERT_EQ(req.feed_after_seq, 20u);
+  ASSERT_EQ(req.feed_epoch, kEpoch);
+  ASSERT_NE(req.correlation_id, 0u);
+  const uint64_t id = req.correlation_id;
+  struct Bad {
+    const char* what;
+    uint64_t correlation_id;
+    std::function<void(WireFeedPage*)> spoil;
+  };
+  std::vector<Bad> bad = {
+      {"no correlation id", 0, [](WireFeedPage*) {}},
+      {"another correlation id", id + 1, [](WireFeedPage*) {}},
+      {"another region", id, [](WireFeedPage* p) { p->region = "us"; }},
+      {"another position", id, [](WireFeedPage* p) { p->after_seq = 5; }},
+      {"no epoch", id, [](WireFeedPage* p) { p->epoch.clear(); }},
+      {"another epoch without a reset", id, [](WireFeedPage* p) { p->epoch = kOtherEpoch; }},
+      {"a sequence at or before the position", id, [](WireFeedPage* p) { p->entries[0].seq = 20; }},
+      {"a sequence past the head", id, [](WireFeedPage* p) { p->entries[2].seq = 31; }},
+      {"a continuation before the last entry", id, [](WireFeedPage* p) { p->next_seq = 21; }},
+      {"a continuation past the head", id, [](WireFeedPage* p) { p->next_seq = 31; }},
+      {"a reset with entries", id, [](WireFeedPage* p) { p->reset = true; }},
+      {"a reset past the head", id,
+       [](WireFeedPage* p) {
+         p->reset = true;
+         p->entries.clear();
+         p->next_seq = 1000;
+       }},
+  };
+  for (const Bad& b : bad) {
+    WireFeedPage page = GoodPage(req, 3, 30);
+    b.spoil(&page);
+    Deliver(b.correlation_id, page);
+  }
+  ASSERT_TRUE(test::WaitFor([&] { return RegionStats().bad_pages == bad.size(); }, 5000))
+      << RegionStats().bad_pages << " of " << bad.size() << " bad pages counted";
+  {
+    std::lock_guard<std::mutex> lock(store_.mu);
+    EXPECT_TRUE(store_.remote.empty()) << "a bad page reached the read view";
+  }
+  FeedPosition pos = store_.Position("eu");
+  EXPECT_EQ(pos.seq, 20u);
+  EXPECT_EQ(pos.epoch, kEpoch);
+  EXPECT_EQ(Requests(), 1u) << "a bad page made the puller ask again";
+  EXPECT_EQ(puller_->stats().pages, 0u);
+  // The real answer is still taken.
+  Deliver(id, GoodPage(req, 3, 23));
+  ASSERT_TRUE(test::WaitFor([&] { return store_.Position("eu").seq == 23; }, 5000));
+  EXPECT_EQ(RegionStats().applied, 3u);
+  // ...and only once: a replay of it answers no outstanding request.
+  Deliver(id, GoodPage(req, 3, 23));
+  ASSERT_TRUE(test::WaitFor([&] { return RegionStats().bad_pages == bad.size() + 1; }, 5000));
+  puller_->Stop();
+  std::lock_guard<std::mutex> lock(store_.mu);
+  EXPECT_EQ(store_.remote.size(), 3u);
+}
+
+TEST_F(ManualHubTest, ARefusedPageIsCountedShownAndAskedAgainLater) {
+  store_.refuse_apply = true;
+  Start();
+  WireMessage req = LastRequest();
+  Deliver(req.correlation_id, GoodPage(req, 5, 5));
+  ASSERT_TRUE(test::WaitFor([&] { return RegionStats().store_errors >= 1; }, 5000));
+  EXPECT_NE(RegionStats().last_error.find("disk full"), std::string::npos) << RegionStats().last_error;
+  EXPECT_EQ(store_.Position("eu").seq, 0u);
+  // Asked again after a delay, still from the old position.
+  ASSERT_TRUE(test::WaitFor([&] { return Requests() >= 2; }, 5000));
+  req = LastRequest();
+  EXPECT_EQ(req.feed_after_seq, 0u);
+  {
+    std::lock_guard<std::mutex> lock(store_.mu);
+    store_.refuse_apply = false;
+  }
+  Deliver(req.correlation_id, GoodPage(req, 5, 5));
+  ASSERT_TRUE(test::WaitFor([&] { return store_.Position("eu").seq == 5; }, 5000));
+  EXPECT_EQ(RegionStats().last_error, "");
+  EXPECT_EQ(RegionStats().store_errors, 1u);
+  EXPECT_EQ(store_.Position("eu").epoch, kEpoch);
+}
+
+TEST_F(ManualHubTest, AHeadNoticeTriggersOnePullNotASpin) {
+  Start();
+  WireMessage req = LastRequest();
+  Deliver(req.correlation_id, GoodPage(req, 2, 2));
+  ASSERT_TRUE(test::WaitFor([&] { return store_.Position("eu").seq == 2; }, 5000));
+  ASSERT_EQ(Requests(), 1u);
+  // A forged notice of a far head: one pull, whose answer says the truth.
+  Deliver(EncodeFeedHead("eu", 1u << 30, kEpoch));
+  ASSERT_TRUE(test::WaitFor([&] { return Requests() == 2; }, 5000));
+  req = LastRequest();
+  Deliver(req.correlation_id, GoodPage(req, 0, 2));
+  ASSERT_TRUE(test::WaitFor([&] { return puller_->stats().pages == 2; }, 5000));
+  test::SleepMs(500);
+  EXPECT_EQ(Requests(), 2u) << "the notice kept the puller pulling";
+  // Notices of a head already read ask nothing.
+  Deliver(EncodeFeedHead("eu", 2, kEpoch));
+  Deliver(EncodeFeedHead("us", 1u << 30, kEpoch));
+  test::SleepMs(300);
+  EXPECT_EQ(Requests(), 2u);
+}
+
+TEST_F(ManualHubTest, AResetToAnotherEpochRestartsThereExplicitly) {
+  store_.checkpoints["feed:eu"] = 500;
+  store_.epochs["eu"] = kEpoch;
+  Start();
+  // The hub's store was re-created: a notice of the new epoch, then the
+  // answer to our request is an explicit reset to 0 of that epoch.
+  WireMessage req = LastRequest();
+  WireFeedPage reset;
+  reset.region = "eu";
+  reset.after_seq = 500;
+  reset.head_seq = 3;
+  reset.reset = true;
+  reset.epoch = kOtherEpoch;
+  reset.next_seq = 0;
+  Deliver(req.correlation_id, reset);
+  ASSERT_TRUE(test::WaitFor([&] { return Requests() == 2; }, 5000));
+  req = LastRequest();
+  EXPECT_EQ(req.feed_after_seq, 0u);
+  EXPECT_EQ(req.feed_epoch, kOtherEpoch);
+  WireFeedPage page = GoodPage(req, 3, 3);
+  page.epoch = kOtherEpoch;
+  Deliver(req.correlation_id, page);
+  ASSERT_TRUE(test::WaitFor([&] { return store_.Position("eu").seq == 3; }, 5000));
+  EXPECT_EQ(store_.Position("eu").epoch, kOtherEpoch);
+  EXPECT_EQ(RegionStats().resets, 1u);
+  EXPECT_EQ(RegionStats().applied, 3u);
 }
 
 }  // namespace

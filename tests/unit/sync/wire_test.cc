@@ -176,14 +176,17 @@ TEST(WireTest, SmallMessagesRoundTrip) {
   EXPECT_EQ(m.ack.high_water, 991u);
   EXPECT_EQ(m.ack.code, AckCode::kGap);
   EXPECT_EQ(m.ack.message, "gap after 991");
-  ASSERT_TRUE(DecodeMessage(EncodeFeedRequest("r/y", 3, 1000, 500), {}, &m, nullptr).ok());
+  const std::string epoch = "0123456789abcdef0123456789abcdef";
+  ASSERT_TRUE(DecodeMessage(EncodeFeedRequest("r/y", 3, 1000, 500, epoch), {}, &m, nullptr).ok());
   EXPECT_EQ(m.kind, WireKind::kFeedRequest);
   EXPECT_EQ(m.feed_after_seq, 1000u);
   EXPECT_EQ(m.feed_max_entries, 500u);
-  ASSERT_TRUE(DecodeMessage(EncodeFeedHead("us", 12345), {}, &m, nullptr).ok());
+  EXPECT_EQ(m.feed_epoch, epoch);
+  ASSERT_TRUE(DecodeMessage(EncodeFeedHead("us", 12345, epoch), {}, &m, nullptr).ok());
   EXPECT_EQ(m.kind, WireKind::kFeedHead);
   EXPECT_EQ(m.head_region, "us");
   EXPECT_EQ(m.head_seq, 12345u);
+  EXPECT_EQ(m.head_epoch, epoch);
 }
 
 TEST(WireTest, FeedPageRoundTripsOriginsAndSequences) {
@@ -192,6 +195,7 @@ TEST(WireTest, FeedPageRoundTripsOriginsAndSequences) {
   page.after_seq = 10;
   page.next_seq = 14;
   page.head_seq = 100;
+  page.epoch = "00112233445566778899aabbccddeeff";
   Origin other{"gw-2", "fedcba9876543210fedcba9876543210"};
   for (int i = 0; i < 4; ++i) {
     RegionFeedEntry f;
@@ -212,6 +216,7 @@ TEST(WireTest, FeedPageRoundTripsOriginsAndSequences) {
   EXPECT_EQ(m.feed_page.next_seq, 14u);
   EXPECT_EQ(m.feed_page.head_seq, 100u);
   EXPECT_FALSE(m.feed_page.reset);
+  EXPECT_EQ(m.feed_page.epoch, page.epoch);
   ASSERT_EQ(m.feed_page.entries.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(m.feed_page.entries[i].seq, page.entries[i].seq);
@@ -367,6 +372,30 @@ TEST(WireTest, VarintsAndZigZag) {
   std::string out;
   PutVarint(UINT64_MAX, &out);
   EXPECT_EQ(out.size(), 10u);
+}
+
+}  // namespace
+}  // namespace edgesync
+
+namespace edgesync {
+namespace {
+
+TEST(WireTest, TopicsGiveTheGatewayIdALevelOfItsOwn) {
+  EXPECT_EQ(HubInboxTopic("edgesync", "eu", "gw-1"), "edgesync/region/eu/in/gw-1");
+  EXPECT_EQ(ReplyTopic("edgesync", "gw-1", "up"), "edgesync/reply/gw-1/up");
+  std::string sender;
+  ASSERT_TRUE(InboxSender("edgesync", "eu", "edgesync/region/eu/in/gw-1", &sender));
+  EXPECT_EQ(sender, "gw-1");
+  EXPECT_FALSE(InboxSender("edgesync", "eu", "edgesync/region/us/in/gw-1", &sender));
+  EXPECT_FALSE(InboxSender("edgesync", "eu", "edgesync/region/eu/in/gw-1/x", &sender));
+  EXPECT_FALSE(InboxSender("edgesync", "eu", "edgesync/region/eu/in/", &sender));
+  EXPECT_TRUE(IsReplyTopic("edgesync", "gw-1", "edgesync/reply/gw-1/up"));
+  EXPECT_TRUE(IsReplyTopic("edgesync", "gw-1", "edgesync/reply/gw-1/feed"));
+  EXPECT_FALSE(IsReplyTopic("edgesync", "gw-1", "edgesync/reply/gw-2/up"));
+  EXPECT_FALSE(IsReplyTopic("edgesync", "gw-1", "edgesync/reply/gw-1"));
+  EXPECT_FALSE(IsReplyTopic("edgesync", "gw-1", "edgesync/reply/gw-1/up/more"));
+  EXPECT_FALSE(IsReplyTopic("edgesync", "gw-1", "sensors/gw-1/up"));
+  EXPECT_FALSE(IsReplyTopic("edgesync", "gw-1", "edgesync/reply/gw-1/#"));
 }
 
 }  // namespace
