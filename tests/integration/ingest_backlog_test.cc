@@ -14,26 +14,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "platform/files.h"
 #include "tests/integration/sync_sites.h"
+#include "tests/support/status_file.h"
 
 namespace edgesync::test {
 namespace {
 
+constexpr const char* kGatewayId = "gw-backlog";
+
 int64_t WallMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// A number from a section of the status file ("" = the top level); 0 when absent.
-int64_t Field(const nlohmann::json& j, const std::string& section, const std::string& key) {
-  if (section.empty()) return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<int64_t>() : 0;
-  auto sec = j.find(section);
-  if (sec == j.end() || !sec->is_object()) return 0;
-  auto v = sec->find(key);
-  if (v == sec->end()) return 0;
-  if (v->is_boolean()) return v->get<bool>() ? 1 : 0;
-  return v->is_number() ? v->get<int64_t>() : 0;
 }
 
 // The edgesync gateway program with the default ingest settings (rate 100/s,
@@ -44,7 +35,7 @@ class Gateway {
       : dir_(dir.File("gw")) {
     RegionSite::MakeDir(dir_);
     std::ofstream c(config());
-    c << "[gateway]\nid = \"gw-backlog\"\ndata_dir = " << Q(dir_) << "\n\n"
+    c << "[gateway]\nid = " << Q(kGatewayId) << "\ndata_dir = " << Q(dir_) << "\n\n"
       << "[ingest]\nbroker_uri = " << Q(local->uri()) << "\n" << ingest_extra << "\n";
     if (region != nullptr) {
       c << "[uplink]\nbatch_max_delay_ms = 20\nack_timeout_ms = 2000\nbackoff_base_ms = 50\nbackoff_max_ms = 500\n"
@@ -57,7 +48,7 @@ class Gateway {
   // Started and subscribed (the status file says the link is up).
   bool Start() {
     if (!process_.Start({EDGESYNC_BINARY, "gateway", "--config", config()}, dir_ + "/gateway.log")) return false;
-    return WaitFor([&] { return Field(Status(), "ingest_mqtt", "connected") == 1 && process_.running(); }, 20000);
+    return WaitFor([&] { return StatusField(Status(), "ingest_mqtt", "connected") == 1 && process_.running(); }, 20000);
   }
   int Stop() { return process_.Stop(10000); }
   void Kill9() { process_.Kill9(); }
@@ -65,12 +56,7 @@ class Gateway {
   std::string config() const { return dir_ + "/gateway.toml"; }
   std::string store_path() const { return dir_ + "/store.db"; }
   std::string log() const { return ReadAll(dir_ + "/gateway.log"); }
-  nlohmann::json Status() const {
-    std::string text;
-    if (!ReadFile(dir_ + "/status.json", &text).ok()) return nlohmann::json::object();
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    return j.is_discarded() ? nlohmann::json::object() : j;
-  }
+  nlohmann::json Status() const { return ReadStatusFile(dir_ + "/status.json"); }
 
  private:
   std::string dir_;
@@ -110,14 +96,9 @@ struct Tally {
 // values 0..readings-1, each once, at base + value x step.
 Tally Count(const std::string& store_path, const std::string& prefix, int devices, int readings, int64_t base_ms,
             int64_t step_ms) {
-  StoreOptions o;
-  o.path = store_path;
-  o.create_if_missing = false;
-  std::unique_ptr<Store> store;
-  Status s = Store::Open(o, &store);
-  EXPECT_TRUE(s.ok()) << s.ToString();
+  std::unique_ptr<Store> store = OpenGatewayStore(store_path, kGatewayId);
   Tally t;
-  if (!s.ok()) return t;
+  if (!store) return t;
   for (int d = 0; d < devices; ++d) {
     QueryRequest q;
     q.device_id = prefix + std::to_string(d);
@@ -145,7 +126,7 @@ Tally Count(const std::string& store_path, const std::string& prefix, int device
 void ExpectRegionHoldsEachOnce(RegionSite* region, uint64_t n) {
   std::map<uint64_t, int> held;
   for (const auto& [key, count] : region->Contents()) {
-    if (key.first.rfind("gw-backlog/", 0) != 0) continue;
+    if (key.first.rfind(std::string(kGatewayId) + "/", 0) != 0) continue;
     held[key.second] += count;
   }
   EXPECT_EQ(held.size(), n);
@@ -184,7 +165,7 @@ void OutageOf30s(bool kill9) {
   nlohmann::json status;
   EXPECT_TRUE(WaitFor([&] {
     status = gw.Status();
-    return Field(status, "store", "last_lsn") >= total && Field(status, "uplink", "checkpoint") >= total;
+    return StatusField(status, "store", "last_lsn") >= total && StatusField(status, "uplink", "checkpoint") >= total;
   }, 90000)) << status.dump() << gw.log();
   EXPECT_EQ(status["ingest"].value("readings_rate_limited", int64_t{-1}), 0) << status.dump();
   EXPECT_EQ(status["ingest"]["rejected"].value("rate_limited", int64_t{-1}), 0) << status.dump();
@@ -217,17 +198,19 @@ TEST(IngestBacklogTest, AStalledStoreUnderLoadLosesNothingWithinTheRate) {
   ASSERT_TRUE(sensors.Start(local, dir.File("sensors.log")));
   SleepMs(3000);
   Process locker;
-  ASSERT_TRUE(locker.Start({"sqlite3", "-cmd", ".timeout 10000", gw.store_path(), "BEGIN IMMEDIATE;", ".shell sleep 10", "ROLLBACK;"},
-                           dir.File("locker.log")));
+  ASSERT_TRUE(locker.Start(
+      {"sqlite3", "-cmd", ".timeout 10000", gw.store_path(), "BEGIN IMMEDIATE;", ".shell sleep 10", "ROLLBACK;"},
+      dir.File("locker.log")));
   // The stall is real: commits fail while the lock is held, and
   // back-pressure stops reading from the broker (which queues).
-  EXPECT_TRUE(WaitFor([&] { return Field(gw.Status(), "ingest", "commit_failures") > 0; }, 15000))
+  EXPECT_TRUE(WaitFor([&] { return StatusField(gw.Status(), "ingest", "commit_failures") > 0; }, 15000))
       << gw.Status().dump() << ReadAll(dir.File("locker.log"));
   nlohmann::json before = gw.Status();
   SleepMs(2500);
   nlohmann::json after = gw.Status();
-  EXPECT_GT(Field(after, "", "time_ms"), Field(before, "", "time_ms")) << "the status file was not rewritten";
-  EXPECT_EQ(Field(after, "ingest_mqtt", "received"), Field(before, "ingest_mqtt", "received"))
+  EXPECT_GT(StatusField(after, "", "time_ms"), StatusField(before, "", "time_ms"))
+      << "the status file was not rewritten";
+  EXPECT_EQ(StatusField(after, "ingest_mqtt", "received"), StatusField(before, "ingest_mqtt", "received"))
       << "messages were read while the store was stalled";
   EXPECT_EQ(locker.Wait(30000), 0) << ReadAll(dir.File("locker.log"));
   ASSERT_EQ(sensors.process.Wait(120000), 0) << ReadAll(dir.File("sensors.log"));
@@ -235,7 +218,7 @@ TEST(IngestBacklogTest, AStalledStoreUnderLoadLosesNothingWithinTheRate) {
   nlohmann::json status;
   EXPECT_TRUE(WaitFor([&] {
     status = gw.Status();
-    return Field(status, "store", "last_lsn") >= total;
+    return StatusField(status, "store", "last_lsn") >= total;
   }, 90000)) << status.dump();
   EXPECT_EQ(status["ingest"].value("readings_rate_limited", int64_t{-1}), 0) << status.dump();
   EXPECT_EQ(gw.Stop(), 0);
@@ -267,7 +250,7 @@ TEST(IngestBacklogTest, ARunawayDeviceLosesVisiblyAndCostsFiftyOthersNothing) {
   nlohmann::json status;
   ASSERT_TRUE(WaitFor([&] {
     status = gw.Status();
-    return Field(status, "ingest", "messages") >= 8000 + 50 * 60;
+    return StatusField(status, "ingest", "messages") >= 8000 + 50 * 60;
   }, 60000)) << status.dump();
   SleepMs(1500);  // the committed count settles, the status file is rewritten
   status = gw.Status();

@@ -12,10 +12,10 @@
 #include "agent/gateway.h"
 #include "agent/options.h"
 #include "firmware-config/config.h"
-#include "platform/files.h"
 #include "store/store.h"
 #include "tests/support/broker.h"
 #include "tests/support/process.h"
+#include "tests/support/status_file.h"
 
 namespace edgesync {
 namespace {
@@ -24,16 +24,6 @@ using test::Broker;
 using test::Process;
 using test::TempDir;
 using test::WaitFor;
-
-// A number (or bool) from a section of the status file; 0 when absent.
-int64_t Field(const nlohmann::json& j, const std::string& section, const std::string& key) {
-  auto sec = j.find(section);
-  if (sec == j.end() || !sec->is_object()) return 0;
-  auto v = sec->find(key);
-  if (v == sec->end()) return 0;
-  if (v->is_boolean()) return v->get<bool>() ? 1 : 0;
-  return v->is_number() ? v->get<int64_t>() : 0;
-}
 
 struct Env {
   TempDir dir;
@@ -49,15 +39,10 @@ struct Env {
   bool StartGateway() {
     if (!gateway.Start({EDGESYNC_BINARY, "gateway", "--config", config_path}, dir.File("gateway.log"))) return false;
     // Ready once connected: the status file says so.
-    return WaitFor([&] { return Field(Status(), "ingest_mqtt", "connected") == 1; }, 10000);
+    return WaitFor([&] { return test::StatusField(Status(), "ingest_mqtt", "connected") == 1; }, 10000);
   }
-  nlohmann::json Status() {
-    std::string text;
-    if (!ReadFile(dir.File("data/status.json"), &text).ok()) return nlohmann::json::object();
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    return j.is_discarded() ? nlohmann::json::object() : j;
-  }
-  int64_t Committed() { return Field(Status(), "ingest", "readings_committed"); }
+  nlohmann::json Status() { return test::ReadStatusFile(dir.File("data/status.json")); }
+  int64_t Committed() { return test::StatusField(Status(), "ingest", "readings_committed"); }
   std::string Log() { return test::ReadAll(dir.File("gateway.log")); }
 };
 
@@ -159,7 +144,7 @@ Tally KillMidStream(Env& env, const std::string& ack, int devices, int readings,
     EXPECT_TRUE(env.StartGateway()) << env.Log();
     // The journal is committed before the link starts: the first status
     // file already counts it.
-    if (replayed != nullptr) *replayed += Field(env.Status(), "ingest", "replayed");
+    if (replayed != nullptr) *replayed += test::StatusField(env.Status(), "ingest", "replayed");
   }
   EXPECT_EQ(pub.Wait(120000), 0);
   int64_t total = static_cast<int64_t>(devices) * readings;
@@ -169,7 +154,7 @@ Tally KillMidStream(Env& env, const std::string& ack, int devices, int readings,
   int64_t last = -1;
   int64_t last_change_ms = test::NowMs();
   WaitFor([&] {
-    int64_t now = Field(env.Status(), "store", "last_lsn");
+    int64_t now = test::StatusField(env.Status(), "store", "last_lsn");
     if (now != last) {
       last = now;
       last_change_ms = test::NowMs();
@@ -229,7 +214,8 @@ TEST(IngestGateway, AFloodingDeviceDoesNotCostTheOthersAReading) {
   EXPECT_EQ(flood.Wait(120000), 0);
   ASSERT_TRUE(WaitFor([&] {
     auto s = env.Status();
-    return Field(s, "ingest_mqtt", "received") >= 20000 + 50 * 20 && Field(s, "ingest", "messages") >= 21000;
+    return test::StatusField(s, "ingest_mqtt", "received") >= 20000 + 50 * 20 &&
+           test::StatusField(s, "ingest", "messages") >= 21000;
   }, 60000)) << env.Status().dump();
   auto status = env.Status();
   EXPECT_EQ(env.gateway.Stop(), 0);
@@ -263,8 +249,8 @@ TEST(IngestGateway, BadInputIsCountedAndDeadLetteredNeverACrash) {
   pub("sensors/d1", "[{\"n\": \"bad+name\", \"v\": 1}]");
   pub("sensors/d1", std::string("\x10\x00\x00\x00" "ESRD" "\xff\xff\xff\xff\x00\x00", 14));
   pub("sensors/d1/temp", "42");
-  ASSERT_TRUE(WaitFor([&] { return env.Committed() >= 1 && Field(env.Status(), "ingest", "dead_letters") >= 8; },
-                      10000))
+  ASSERT_TRUE(WaitFor(
+      [&] { return env.Committed() >= 1 && test::StatusField(env.Status(), "ingest", "dead_letters") >= 8; }, 10000))
       << env.Status().dump();
   EXPECT_TRUE(env.gateway.running());
   auto rejected = env.Status()["ingest"]["rejected"];
