@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/sync_sites.h"
+#include "tests/support/reading_tally.h"
 #include "tests/support/status_file.h"
 
 namespace edgesync::test {
@@ -85,41 +86,12 @@ struct Sensors {
   }
 };
 
-struct Tally {
-  int64_t missing = 0;
-  int64_t duplicates = 0;
-  int64_t wrong_time = 0;
-  int64_t total = 0;
-};
-
-// Reads the gateway's store (after it stopped): device prefix<d> must hold
-// values 0..readings-1, each once, at base + value x step.
-Tally Count(const std::string& store_path, const std::string& prefix, int devices, int readings, int64_t base_ms,
-            int64_t step_ms) {
+// Reads the gateway's store (after it stopped).
+ReadingTally Count(const std::string& store_path, const std::string& prefix, int devices, int readings,
+                   int64_t base_ms, int64_t step_ms) {
   std::unique_ptr<Store> store = OpenGatewayStore(store_path, kGatewayId);
-  Tally t;
-  if (!store) return t;
-  for (int d = 0; d < devices; ++d) {
-    QueryRequest q;
-    q.device_id = prefix + std::to_string(d);
-    q.limit = 10 * readings + 10;
-    std::vector<QueryRow> rows;
-    EXPECT_TRUE(store->Query(q, &rows).ok());
-    std::map<int, int> seen;
-    for (const auto& r : rows) {
-      if (!r.local) continue;
-      int v = static_cast<int>(r.reading.value);
-      seen[v]++;
-      if (r.reading.ts_ms != base_ms + v * step_ms) t.wrong_time++;
-      t.total++;
-    }
-    for (int i = 0; i < readings; ++i) {
-      int n = seen.count(i) ? seen[i] : 0;
-      if (n == 0) t.missing++;
-      if (n > 1) t.duplicates += n - 1;
-    }
-  }
-  return t;
+  if (!store) return ReadingTally{};
+  return TallyReadings(store.get(), prefix, devices, readings, base_ms, step_ms);
 }
 
 // Every LSN 1..n of the gateway's origin held by the region exactly once.
@@ -170,7 +142,7 @@ void OutageOf30s(bool kill9) {
   EXPECT_EQ(status["ingest"].value("readings_rate_limited", int64_t{-1}), 0) << status.dump();
   EXPECT_EQ(status["ingest"]["rejected"].value("rate_limited", int64_t{-1}), 0) << status.dump();
   EXPECT_EQ(gw.Stop(), 0);
-  Tally t = Count(gw.store_path(), "bk", 10, 800, sensors.base_ms, 50);
+  ReadingTally t = Count(gw.store_path(), "bk", 10, 800, sensors.base_ms, 50);
   std::printf("%s, 30 s away: %lld stored, missing %lld, duplicates %lld\n", kill9 ? "SIGKILL" : "SIGTERM",
               (long long)t.total, (long long)t.missing, (long long)t.duplicates);
   EXPECT_EQ(t.missing, 0);
@@ -222,7 +194,7 @@ TEST(IngestBacklogTest, AStalledStoreUnderLoadLosesNothingWithinTheRate) {
   }, 90000)) << status.dump();
   EXPECT_EQ(status["ingest"].value("readings_rate_limited", int64_t{-1}), 0) << status.dump();
   EXPECT_EQ(gw.Stop(), 0);
-  Tally t = Count(gw.store_path(), "st", 10, 1600, sensors.base_ms, 12);
+  ReadingTally t = Count(gw.store_path(), "st", 10, 1600, sensors.base_ms, 12);
   std::printf("store stalled 10 s: %lld stored, missing %lld, duplicates %lld\n", (long long)t.total,
               (long long)t.missing, (long long)t.duplicates);
   EXPECT_EQ(t.missing, 0);
@@ -255,10 +227,10 @@ TEST(IngestBacklogTest, ARunawayDeviceLosesVisiblyAndCostsFiftyOthersNothing) {
   SleepMs(1500);  // the committed count settles, the status file is rewritten
   status = gw.Status();
   EXPECT_EQ(gw.Stop(), 0);
-  Tally cool = Count(gw.store_path(), "cool", 50, 60, normal.base_ms, 100);
+  ReadingTally cool = Count(gw.store_path(), "cool", 50, 60, normal.base_ms, 100);
   EXPECT_EQ(cool.missing, 0);
   EXPECT_EQ(cool.duplicates, 0);
-  Tally hot = Count(gw.store_path(), "hot", 1, 8000, runaway.base_ms, 1);
+  ReadingTally hot = Count(gw.store_path(), "hot", 1, 8000, runaway.base_ms, 1);
   EXPECT_EQ(hot.duplicates, 0);
   EXPECT_GT(hot.missing, 0) << "the runaway was not limited";
   // Its losses are exactly what the counters say.

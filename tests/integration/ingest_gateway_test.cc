@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +14,7 @@
 #include "store/store.h"
 #include "tests/support/broker.h"
 #include "tests/support/process.h"
+#include "tests/support/reading_tally.h"
 #include "tests/support/status_file.h"
 
 namespace edgesync {
@@ -59,12 +59,9 @@ bool Publish(Env& env, const std::string& id, int devices, int readings, const s
   return p->Wait(120000) == 0;
 }
 
-// Every device prefix<d> must hold values 0..readings-1 exactly once.
-struct Tally {
-  int64_t missing = 0;
-  int64_t duplicates = 0;
-  int64_t total = 0;
-};
+// Every device prefix<d> must hold values 0..readings-1 exactly once, at
+// the publisher's times (1800000000000 + value ms).
+using Tally = test::ReadingTally;
 
 Tally Count(Env& env, const std::string& prefix, int devices, int readings) {
   Config config;
@@ -73,26 +70,9 @@ Tally Count(Env& env, const std::string& prefix, int devices, int readings) {
   std::unique_ptr<Store> store;
   Status s = Store::Open(StoreOptionsFromConfig(config), &store);
   EXPECT_TRUE(s.ok()) << s.ToString();
-  Tally t;
-  if (!s.ok()) return t;
-  for (int d = 0; d < devices; ++d) {
-    QueryRequest q;
-    q.device_id = prefix + std::to_string(d);
-    q.limit = 10 * readings + 10;
-    std::vector<QueryRow> rows;
-    EXPECT_TRUE(store->Query(q, &rows).ok());
-    std::map<int, int> seen;
-    for (const auto& r : rows) {
-      seen[static_cast<int>(r.reading.value)]++;
-      EXPECT_EQ(r.reading.ts_ms, 1800000000000 + static_cast<int64_t>(r.reading.value));
-    }
-    for (int i = 0; i < readings; ++i) {
-      int n = seen.count(i) ? seen[i] : 0;
-      if (n == 0) t.missing++;
-      if (n > 1) t.duplicates += n - 1;
-    }
-    t.total += static_cast<int64_t>(rows.size());
-  }
+  if (!s.ok()) return Tally{};
+  Tally t = test::TallyReadings(store.get(), prefix, devices, readings, 1800000000000, 1);
+  EXPECT_EQ(t.wrong_time, 0) << prefix;
   return t;
 }
 
