@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <string>
@@ -48,6 +49,8 @@ class Gateway {
 
   // Started and subscribed (the status file says the link is up).
   bool Start() {
+    // A killed gateway's last status file still says "connected".
+    std::remove((dir_ + "/status.json").c_str());
     if (!process_.Start({EDGESYNC_BINARY, "gateway", "--config", config()}, dir_ + "/gateway.log")) return false;
     return WaitFor([&] { return StatusField(Status(), "ingest_mqtt", "connected") == 1 && process_.running(); }, 20000);
   }
