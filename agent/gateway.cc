@@ -129,6 +129,7 @@ nlohmann::json Gateway::StatusJson() {
                    {"dead_letters", c.dead_letters},
                    {"dead_letters_dropped", c.dead_letters_dropped},
                    {"rejected", rejected},
+                   {"readings_rate_limited", c.readings_rate_limited},
                    {"rate_limited_devices", limited},
                    {"rate_limited_evicted", c.rate_limited_evicted},
                    {"ack", config_.ingest_ack}};

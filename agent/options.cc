@@ -38,6 +38,7 @@ IngestOptions IngestOptionsFromConfig(const Config& c) {
   o.max_payload_bytes = c.ingest_max_payload_bytes;
   o.device_rate = c.ingest_device_rate;
   o.device_burst = static_cast<double>(c.ingest_device_burst);
+  o.device_backlog_ms = c.ingest_device_backlog_s * 1000;
   ParseUtcMillis(c.ingest_epoch_floor, &o.epoch_floor_ms);
   o.batch_max = c.ingest_batch_max;
   o.batch_delay_ms = c.ingest_batch_delay_ms;

@@ -90,6 +90,9 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
               "readings per second one device may sustain (token bucket rate)"),
       Int<C>("ingest", "device_burst", [](C& c) -> int64_t& { return c.ingest_device_burst; }, 1, 1000000000,
              "readings one device may send at once above its rate (token bucket size)"),
+      Int<C>("ingest", "device_backlog_s", [](C& c) -> int64_t& { return c.ingest_device_backlog_s; }, 0, kBig,
+             "a device's rate is measured on its own reading times (when our clock is trusted) up to this far "
+             "back, so a backlog the broker or the device kept while we were away is not refused as a flood"),
       Str<C>("ingest", "epoch_floor", [](C& c) -> std::string& { return c.ingest_epoch_floor; },
              "wall times before this (UTC) are untrusted: readings get the untrusted-clock quality flag"),
       Int<C>("ingest", "mqtt_version", [](C& c) -> int64_t& { return c.ingest_mqtt_version; }, 4, 5,

@@ -20,7 +20,11 @@ RegionSelector::RegionSelector(std::vector<Region> regions, int64_t health_timeo
       state_(regions_.size()),
       health_timeout_ms_(health_timeout_ms),
       failback_after_ms_(failback_after_ms),
-      startup_grace_ms_(startup_grace_ms) {}
+      startup_grace_ms_(startup_grace_ms) {
+  for (size_t i = 1; i < regions_.size(); ++i) {
+    if (regions_[i].preference < regions_[preferred_].preference) preferred_ = i;
+  }
+}
 
 void RegionSelector::OnConnected(size_t region, bool connected, int64_t now_ms) {
   (void)now_ms;
@@ -67,6 +71,14 @@ bool RegionSelector::Nearer(size_t a, size_t b) const {
   return regions_[a].preference < regions_[b].preference;
 }
 
+size_t RegionSelector::NearestOf(const std::vector<size_t>& candidates) const {
+  size_t best = candidates[0];
+  for (size_t i : candidates) {
+    if (Nearer(i, best)) best = i;
+  }
+  return best;
+}
+
 int RegionSelector::Select(int64_t now_ms, bool* changed) {
   Refresh(now_ms);
   if (first_select_ms_ < 0) first_select_ms_ = now_ms;
@@ -75,7 +87,19 @@ int RegionSelector::Select(int64_t now_ms, bool* changed) {
   for (size_t i = 0; i < state_.size(); ++i) {
     if (Healthy(i, now_ms)) healthy.push_back(i);
   }
-  if (current_ >= 0 && !Healthy(static_cast<size_t>(current_), now_ms)) {
+  if (!settled_) {
+    // Start: the nearest once every region answered or the grace passed (a
+    // region that answers a little later is not overlooked); until then the
+    // most preferred region if it answers, so writes start where the
+    // config puts them first rather than wherever answered first.
+    if (!healthy.empty() && (healthy.size() == state_.size() || now_ms - first_select_ms_ >= startup_grace_ms_)) {
+      current_ = static_cast<int>(NearestOf(healthy));
+      settled_ = true;
+      for (size_t i : healthy) state_[i].weighed = true;
+    } else {
+      current_ = Healthy(preferred_, now_ms) ? static_cast<int>(preferred_) : -1;
+    }
+  } else if (current_ >= 0 && !Healthy(static_cast<size_t>(current_), now_ms)) {
     // Failover: preference order among the healthy ones.
     current_ = -1;
     for (size_t i : healthy) {
@@ -86,33 +110,43 @@ int RegionSelector::Select(int64_t now_ms, bool* changed) {
       }
     }
   } else if (current_ < 0) {
-    // First choice: wait until every region answered or the grace passed,
-    // so a region that answers a little later is not overlooked.
-    if (!healthy.empty() && (healthy.size() == state_.size() || now_ms - first_select_ms_ >= startup_grace_ms_)) {
-      size_t best = healthy[0];
-      for (size_t i : healthy) {
-        if (Nearer(i, best)) best = i;
-      }
-      current_ = static_cast<int>(best);
-    }
+    if (!healthy.empty()) current_ = static_cast<int>(NearestOf(healthy));
   } else {
-    // Move to a nearer region once it has been healthy and nearer, without
-    // a break, for failback_after.
     size_t cur = static_cast<size_t>(current_);
-    int best = -1;
-    for (size_t i = 0; i < state_.size(); ++i) {
-      State& s = state_[i];
-      if (i == cur || !Healthy(i, now_ms) || !Nearer(i, cur)) {
-        s.nearer_since_ms = -1;
-        continue;
-      }
-      if (s.nearer_since_ms < 0) s.nearer_since_ms = now_ms;
-      if (now_ms - s.nearer_since_ms >= failback_after_ms_ && now_ms - s.healthy_since_ms >= failback_after_ms_ &&
-          (best < 0 || Nearer(i, static_cast<size_t>(best)))) {
-        best = static_cast<int>(i);
-      }
+    // A region answering for the first time since start (it was down or
+    // slow when the start choice was made) was never weighed: if nearer, it
+    // takes the writes at once. failback_after guards against regions seen
+    // to fail, not against one never measured.
+    int fresh = -1;
+    for (size_t i : healthy) {
+      if (state_[i].weighed) continue;
+      state_[i].weighed = true;
+      if (Nearer(i, cur) && (fresh < 0 || Nearer(i, static_cast<size_t>(fresh)))) fresh = static_cast<int>(i);
     }
-    if (best >= 0) current_ = best;
+    if (fresh >= 0) {
+      current_ = fresh;
+    } else {
+      // Move to a nearer region once it has been healthy and nearer,
+      // without a break, for failback_after.
+      int best = -1;
+      for (size_t i = 0; i < state_.size(); ++i) {
+        State& s = state_[i];
+        if (i == cur || !Healthy(i, now_ms) || !Nearer(i, cur)) {
+          s.nearer_since_ms = -1;
+          continue;
+        }
+        if (s.nearer_since_ms < 0) s.nearer_since_ms = now_ms;
+        if (now_ms - s.nearer_since_ms >= failback_after_ms_ && now_ms - s.healthy_since_ms >= failback_after_ms_ &&
+            (best < 0 || Nearer(i, static_cast<size_t>(best)))) {
+          best = static_cast<int>(i);
+        }
+      }
+      if (best >= 0) current_ = best;
+    }
+  }
+  if (settled_) {
+    // Regions healthy under a settled choice have been weighed by it.
+    for (size_t i : healthy) state_[i].weighed = true;
   }
   if (current_ != before) {
     for (State& s : state_) s.nearer_since_ms = -1;

@@ -2,10 +2,15 @@
 //
 // Fed with what the uplink observes (connection up/down, answered probes with
 // their round trip, probes left unanswered), it names the write region:
-//   - at start, the nearest healthy region: lowest round trip, taken as the
+//   - at start, the nearest healthy region once every region answered a
+//     probe or startup_grace_ms passed: lowest round trip, taken as the
 //     minimum of the last few probes (queueing on a busy link or hub only
 //     ever adds delay, the minimum is the distance); round trips within
-//     max(5 ms, 25 %) count as equal and preference decides;
+//     max(5 ms, 25 %) count as equal and preference decides. Until then,
+//     the most preferred region if it answers (else none);
+//   - a region whose first answer comes after that choice (down or slow at
+//     start) takes the writes at once if it is nearer: it was never
+//     weighed, so the failback hysteresis below does not apply to it;
 //   - when the write region becomes unhealthy, the next healthy region in
 //     preference order (failover);
 //   - to a nearer region once it has been healthy, and nearer, for
@@ -54,9 +59,11 @@ class RegionSelector {
     int64_t nearer_since_ms = -1;   // continuously nearer than the write region since
     int64_t last_answer_ms = -1;
     int64_t healthy_since_ms = -1;  // start of the current healthy streak
+    bool weighed = false;           // healthy when a settled choice was made (ever)
   };
   // True if a is nearer than b beyond the noise margin, or as near and preferred.
   bool Nearer(size_t a, size_t b) const;
+  size_t NearestOf(const std::vector<size_t>& candidates) const;  // candidates not empty
   void Refresh(int64_t now_ms);
 
   std::vector<Region> regions_;
@@ -65,6 +72,8 @@ class RegionSelector {
   int64_t failback_after_ms_;
   int64_t startup_grace_ms_;
   int64_t first_select_ms_ = -1;
+  size_t preferred_ = 0;   // the lowest preference (first listed on a tie)
+  bool settled_ = false;   // the start choice among measured regions is made
   int current_ = -1;
   int64_t switches_ = 0;
 };

@@ -26,6 +26,11 @@ std::string Head(const std::string& bytes, size_t max) {
   return out;
 }
 
+// One log line per rate-limited device at most this often: a runaway
+// sensor at thousands of messages a second must not flood the log, and a
+// line every 10 s still shows when it started and stopped.
+constexpr int64_t kRateReportIntervalMs = 10000;
+
 }  // namespace
 
 Ingest::Ingest(IngestOptions options, IngestSink* sink, Clock* clock)
@@ -33,7 +38,8 @@ Ingest::Ingest(IngestOptions options, IngestSink* sink, Clock* clock)
       batch_max_(static_cast<size_t>(std::max<int64_t>(options_.batch_max, 1))),
       sink_(sink),
       clock_(clock ? clock : SystemClock()),
-      limiter_(options_.device_rate, options_.device_burst, options_.max_tracked_devices) {}
+      limiter_(options_.device_rate, options_.device_burst, options_.max_tracked_devices, options_.device_backlog_ms,
+               kRateReportIntervalMs) {}
 
 Ingest::~Ingest() { Stop(); }
 
@@ -244,16 +250,7 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
     }
     if (readings.empty()) return;
   }
-  {
-    // A pack costs one token per reading, capped at the burst so a pack
-    // larger than the burst is not refused forever.
-    double cost = std::min<double>(static_cast<double>(readings.size()), options_.device_burst);
-    std::lock_guard<std::mutex> lock(limiter_mu_);
-    if (!limiter_.Allow(readings.front().device_id, clock_->MonotonicNanos(), cost)) {
-      Reject(topic, payload, RejectReason::kRateLimited, "device over its rate");
-      return;
-    }
-  }
+  if (!WithinRate(topic, payload, readings)) return;
   size_t n = readings.size();
   {
     std::lock_guard<std::mutex> c(counters_mu_);
@@ -296,6 +293,42 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
     // for work would wake it for nothing, once per message.
     if (committer_wants_slot_) cv_.notify_one();
   }
+}
+
+bool Ingest::WithinRate(const std::string& topic, const std::string& payload, const std::vector<Reading>& readings) {
+  // The device's own clock where it can be trusted: the reading carries its
+  // time, ours is past the epoch floor (so "now" bounds it), and its time is
+  // too (a sensor without RTC counting from 1970 is not a clock). The
+  // latest such time of the message; else the arrival time.
+  const int64_t now = clock_->WallMillis();
+  int64_t device_ms = now;
+  if (now >= options_.epoch_floor_ms) {
+    int64_t own = INT64_MIN;
+    for (const Reading& r : readings) {
+      if ((r.quality & (kQualityReceiveTime | kQualityUntrustedClock)) == 0 && r.ts_ms >= options_.epoch_floor_ms) {
+        own = std::max(own, r.ts_ms);
+      }
+    }
+    if (own != INT64_MIN) device_ms = own;
+  }
+  // A pack costs one token per reading, capped at the burst so a pack
+  // larger than the burst is not refused forever.
+  const double cost = std::min<double>(static_cast<double>(readings.size()), options_.device_burst);
+  int64_t report = 0;
+  {
+    std::lock_guard<std::mutex> lock(limiter_mu_);
+    if (limiter_.Allow(readings.front().device_id, device_ms, now, cost, &report)) return true;
+  }
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    counters_.readings_rate_limited += static_cast<int64_t>(readings.size());
+  }
+  if (report > 0) {
+    ES_LOG(kWarn, "ingest: device {} over its rate ({}/s, burst {}): {} readings refused since its last report "
+           "(dropped, not stored)", readings.front().device_id, options_.device_rate, options_.device_burst, report);
+  }
+  Reject(topic, payload, RejectReason::kRateLimited, "device over its rate");
+  return false;
 }
 
 void Ingest::Enqueue(std::vector<Reading>* readings, uint64_t seq) {

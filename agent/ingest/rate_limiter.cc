@@ -4,23 +4,28 @@
 
 namespace edgesync {
 
-RateLimiter::RateLimiter(double rate_per_s, double burst, size_t max_devices)
-    : rate_(rate_per_s), burst_(burst), max_devices_(std::max<size_t>(1, max_devices)) {}
+RateLimiter::RateLimiter(double rate_per_s, double burst, size_t max_devices, int64_t max_lag_ms,
+                         int64_t report_interval_ms)
+    : rate_(rate_per_s),
+      burst_(burst),
+      max_devices_(std::max<size_t>(1, max_devices)),
+      max_lag_ms_(std::max<int64_t>(0, max_lag_ms)),
+      report_interval_ms_(report_interval_ms) {}
 
-void RateLimiter::Refill(Bucket* b, int64_t now_ns) const {
-  if (now_ns > b->last_ns) {
-    b->tokens = std::min(burst_, b->tokens + rate_ * static_cast<double>(now_ns - b->last_ns) / 1e9);
-    b->last_ns = now_ns;
+void RateLimiter::Refill(Bucket* b, int64_t clock_ms) const {
+  if (clock_ms > b->clock_ms) {
+    b->tokens = std::min(burst_, b->tokens + rate_ * static_cast<double>(clock_ms - b->clock_ms) / 1e3);
+    b->clock_ms = clock_ms;
   }
 }
 
-void RateLimiter::EvictOne(int64_t now_ns) {
+void RateLimiter::EvictOne(int64_t now_ms) {
   // Look at a few of the least recently seen: a full bucket is free to drop.
   auto victim = std::prev(lru_.end());
   int looked = 0;
   for (auto it = lru_.rbegin(); it != lru_.rend() && looked < 16; ++it, ++looked) {
     Bucket& b = buckets_[*it];
-    Refill(&b, now_ns);
+    Refill(&b, now_ms);
     if (b.tokens >= burst_) {
       victim = std::prev(it.base());
       break;
@@ -32,22 +37,39 @@ void RateLimiter::EvictOne(int64_t now_ns) {
   lru_.erase(victim);
 }
 
-bool RateLimiter::Allow(const std::string& device_id, int64_t now_ns, double n) {
+bool RateLimiter::Allow(const std::string& device_id, int64_t device_ms, int64_t now_ms, double n, int64_t* report) {
+  if (report != nullptr) *report = 0;
+  // A time past the drift allowance is a wrong clock: it counts as arriving
+  // now. One older than the lag window counts at the window's edge, so it
+  // never moves the bucket clock back.
+  int64_t t = device_ms > now_ms + kMaxAheadMs ? now_ms : std::max(device_ms, now_ms - max_lag_ms_);
   auto it = buckets_.find(device_id);
   if (it == buckets_.end()) {
-    if (buckets_.size() >= max_devices_) EvictOne(now_ns);
+    if (buckets_.size() >= max_devices_) EvictOne(now_ms);
     lru_.push_front(device_id);
-    it = buckets_.emplace(device_id, Bucket{burst_, now_ns, 0, lru_.begin()}).first;
+    it = buckets_.emplace(device_id, Bucket{burst_, t, 0, 0, INT64_MIN, lru_.begin()}).first;
   } else {
     lru_.splice(lru_.begin(), lru_, it->second.lru);
   }
   Bucket& b = it->second;
-  Refill(&b, now_ns);
+  // The gateway's clock stepped back: the bucket clock must not stay ahead
+  // of every time it will be given, or it would refill no more until the
+  // wall clock caught up.
+  if (b.clock_ms > now_ms + kMaxAheadMs) b.clock_ms = t;
+  Refill(&b, t);
   if (b.tokens >= n) {
     b.tokens -= n;
     return true;
   }
-  ++b.rejected;
+  const int64_t refused = static_cast<int64_t>(n);
+  b.rejected += refused;
+  b.unreported += refused;
+  if (report != nullptr && (b.reported_ms == INT64_MIN || now_ms - b.reported_ms >= report_interval_ms_ ||
+                            now_ms < b.reported_ms)) {
+    *report = b.unreported;
+    b.unreported = 0;
+    b.reported_ms = now_ms;
+  }
   return false;
 }
 

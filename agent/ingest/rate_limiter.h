@@ -1,10 +1,28 @@
 // agent/ingest/rate_limiter.h: a token bucket per deviceId, so one flooding
-// device (a hot partition) cannot crowd out the others.
+// device (a hot partition) cannot crowd out the others, measured on the
+// device's own clock so that a backlog is not mistaken for a flood.
+//
+// Each bucket refills by how far its clock has moved. The caller gives, for
+// each message, the time the device says its readings were taken when that
+// can be trusted (docs/INGEST.md "Hot partitions"), else the arrival time.
+// The bucket clock is the latest such time seen, bounded to
+// [now - max_lag_ms, now + kMaxAheadMs]: readings the broker (or the device)
+// kept while the gateway was away carry times spread over the outage, so
+// they refill the bucket as they did when they were taken, however fast the
+// broker now delivers them; a device flooding in its own time is refused as
+// before. The bounds cap what a device with a wrong or lying clock can win:
+// its clock never passes now + kMaxAheadMs and never moves back, so over any
+// span of arrival time D it gets at most rate x (D + max_lag + ahead) + burst
+// readings, the same as a real backlog of max_lag.
 //
 // Memory is bounded: at most max_devices buckets are kept. When full, a
 // bucket that has refilled completely (an idle device, indistinguishable
 // from a new one) is evicted first, else the least recently seen; an
-// evicted device's rejection count moves into evicted_rejections.
+// evicted device's refused readings move into evicted_rejections.
+//
+// Refusals are reported (for the log) once per device per report interval:
+// Allow sets *report to the readings refused since the last report when one
+// is due.
 //
 // Thread safety: not thread-safe; the ingest owns one and serialises calls.
 #ifndef EDGESYNC_AGENT_INGEST_RATE_LIMITER_H_
@@ -21,28 +39,43 @@ namespace edgesync {
 
 class RateLimiter {
  public:
-  RateLimiter(double rate_per_s, double burst, size_t max_devices = 10000);
-  // Takes n tokens from the device's bucket at monotonic time now_ns; false
-  // (and counted) when the bucket holds fewer than n.
-  bool Allow(const std::string& device_id, int64_t now_ns, double n = 1);
+  // How far ahead of the gateway's wall clock a device's time still counts
+  // (clock drift between an RTC-less sensor and NTP); later times count as
+  // now.
+  static constexpr int64_t kMaxAheadMs = 60000;
+
+  RateLimiter(double rate_per_s, double burst, size_t max_devices = 10000, int64_t max_lag_ms = 0,
+              int64_t report_interval_ms = 10000);
+
+  // Takes n tokens from the device's bucket. device_ms: the device's own
+  // time of the readings (the latest of them) or the arrival time; now_ms:
+  // the gateway's wall clock. False (and counted) when the bucket holds
+  // fewer than n; then *report (if given) is the number of readings refused
+  // since the device's last report when a report is due, else 0.
+  bool Allow(const std::string& device_id, int64_t device_ms, int64_t now_ms, double n = 1,
+             int64_t* report = nullptr);
   size_t tracked() const { return buckets_.size(); }
   int64_t evicted_rejections() const { return evicted_rejections_; }
-  // The devices with the most rejections, most first.
+  // The devices with the most refused readings, most first.
   std::vector<std::pair<std::string, int64_t>> TopRejected(size_t n) const;
 
  private:
   struct Bucket {
     double tokens;
-    int64_t last_ns;
-    int64_t rejected = 0;
+    int64_t clock_ms;
+    int64_t rejected = 0;            // readings, since the bucket was made
+    int64_t unreported = 0;          // readings refused since the last report
+    int64_t reported_ms = INT64_MIN; // wall time of the last report
     std::list<std::string>::iterator lru;
   };
-  void Refill(Bucket* b, int64_t now_ns) const;
-  void EvictOne(int64_t now_ns);
+  void Refill(Bucket* b, int64_t clock_ms) const;
+  void EvictOne(int64_t now_ms);
 
   double rate_;
   double burst_;
   size_t max_devices_;
+  int64_t max_lag_ms_;
+  int64_t report_interval_ms_;
   std::unordered_map<std::string, Bucket> buckets_;
   std::list<std::string> lru_;  // most recently seen at the front
   int64_t evicted_rejections_ = 0;

@@ -2,7 +2,9 @@
 // round trip, one link slowed by the delaying proxy) is chosen over the
 // preferred one; when the write region dies mid-stream the gateway fails
 // over, and moves back once the nearer region has been healthy for
-// failback_after; no region holds a reading twice and the union holds all.
+// failback_after; a near region that answers late at start takes the writes
+// as soon as it is measured; no region holds a reading twice and the union
+// holds all.
 #include <gtest/gtest.h>
 
 #include "tests/integration/sync_sites.h"
@@ -34,6 +36,47 @@ TEST(SyncRegionsTest, TheNearerRegionWinsOverPreference) {
   EXPECT_EQ(s.write_region, "us");
   EXPECT_GT(s.regions[0].rtt_ms, s.regions[1].rtt_ms);
   EXPECT_TRUE(eu.Contents().empty());
+  ExpectExactlyOnce({&eu, &us}, store->origin(), last);
+}
+
+// The nearest region (also the preferred one) is slow to answer at start:
+// its hub comes up only after the far region has answered and the start
+// grace has passed, so the far one takes the writes first. Once the near
+// region's first round trips are measured, writes move to it at once, not
+// after failback_after (left at its default of 60 s).
+TEST(SyncRegionsTest, ANearRegionAnsweringLateAtStartTakesWritesAtOnce) {
+  TempDir tmp;
+  RegionSite eu(tmp.path(), "eu"), us(tmp.path(), "us");
+  ASSERT_TRUE(eu.broker().Start());  // eu's hub is not running yet: probes go unanswered
+  ASSERT_TRUE(us.Start());
+  TcpProxy far(us.broker().port());
+  far.SetDelayMs(60);  // us: 120 ms away
+  auto store = OpenGatewayStore(tmp.File("gw.db"));
+  SensorWorkload workload(1000, 1780000000000);
+  Fill(store.get(), &workload, 20000);
+  UplinkOptions o = FastUplinkOptions();
+  o.failback_after_ms = 60000;
+  o.regions.push_back(RegionAt("eu", eu.broker().uri(), 0));
+  o.regions.push_back(RegionAt("us", far.uri(), 1));
+  Uplink uplink(store.get(), o);
+  ASSERT_TRUE(uplink.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return uplink.stats().write_region == "us"; }, 20000));
+  ASSERT_TRUE(eu.StartHub());
+  const int64_t hub_started = NowMs();
+  ASSERT_TRUE(WaitFor([&] { return uplink.stats().write_region == "eu"; }, 30000))
+      << "still writing to " << uplink.stats().write_region;
+  const int64_t moved_after = NowMs() - hub_started;
+  EXPECT_LT(moved_after, o.failback_after_ms) << "moved only after the failback hysteresis";
+  Fill(store.get(), &workload, 5000);
+  uint64_t last = store->LastLsn();
+  ASSERT_TRUE(WaitFor([&] { return Checkpoint(store.get()) == last; }, 60000));
+  UplinkStats s = uplink.stats();
+  uplink.Stop();
+  std::printf("near region answering late: writes moved %lld ms after its hub started\n", (long long)moved_after);
+  EXPECT_EQ(s.write_region, "eu");
+  EXPECT_EQ(s.region_switches, 2u);  // us (the only one answering), then eu
+  EXPECT_LT(s.regions[0].rtt_ms, s.regions[1].rtt_ms);
+  EXPECT_FALSE(eu.Contents().empty());
   ExpectExactlyOnce({&eu, &us}, store->origin(), last);
 }
 

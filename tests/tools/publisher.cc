@@ -1,12 +1,15 @@
 // es_publisher: a load generator playing many sensors, run by integration
 // tests and benchmarks as a separate process. Publishes devices x readings
 // messages at QoS 1 through MqttLink (its own in-flight window), round-robin
-// over devices; reading i of a device carries value i and time base + i ms,
-// so a test can check every reading landed exactly once.
+// over devices; reading i of a device carries value i and time
+// base + i x step ms, so a test can check every reading landed exactly once.
 //
-//   es_publisher URI CLIENT_ID DEVICES READINGS [DEVICE_PREFIX] [BASE_MS] [RATE] [FORMAT]
+//   es_publisher URI CLIENT_ID DEVICES READINGS [DEVICE_PREFIX] [BASE_MS] [RATE] [FORMAT] [STEP_MS]
 //   RATE: messages/s over all devices, 0 = as fast as the broker takes them.
 //   FORMAT: json (default, sensors/<dev>/m {"v","t"}) or senml (sensors/<dev>).
+//   STEP_MS: the devices' own time between two readings (default 1); with
+//   RATE = DEVICES x 1000 / STEP_MS and BASE_MS = now, each reading's time is
+//   when it was published, as a sensor with a synchronised clock stamps it.
 // Prints "published N" when every message was acknowledged by the broker.
 #include <chrono>
 #include <cstdio>
@@ -18,7 +21,8 @@
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: es_publisher URI CLIENT_ID DEVICES READINGS [PREFIX] [BASE_MS] [RATE] [FORMAT]\n");
+    std::fprintf(stderr,
+                 "usage: es_publisher URI CLIENT_ID DEVICES READINGS [PREFIX] [BASE_MS] [RATE] [FORMAT] [STEP_MS]\n");
     return 2;
   }
   edgesync::MqttLinkOptions o;
@@ -32,6 +36,7 @@ int main(int argc, char** argv) {
   long long base = argc > 6 ? std::atoll(argv[6]) : 1800000000000LL;
   double rate = argc > 7 ? std::atof(argv[7]) : 0;
   std::string format = argc > 8 ? argv[8] : "json";
+  long long step = argc > 9 ? std::atoll(argv[9]) : 1;
   std::unique_ptr<edgesync::MqttLink> link;
   edgesync::Status s = edgesync::NewPahoMqttLink(o, &link);
   if (s.ok()) s = link->Connect(10000);
@@ -44,7 +49,7 @@ int main(int argc, char** argv) {
   char payload[160];
   for (int i = 0; i < readings; ++i) {
     for (int d = 0; d < devices; ++d) {
-      long long ts = base + i;
+      long long ts = base + i * step;
       std::string device = prefix + std::to_string(d);
       std::string topic;
       if (format == "senml") {

@@ -19,12 +19,74 @@ TEST(RegionSelectorTest, WaitsForAnswersThenPicksTheNearest) {
   for (size_t i = 0; i < 3; ++i) s.OnConnected(i, true, 0);
   EXPECT_EQ(s.Select(0, &changed), -1);
   s.OnProbeAnswered(1, 5000, 10);   // b: 5 ms
-  s.OnProbeAnswered(0, 80000, 10);  // a: 80 ms, preferred but far
-  EXPECT_EQ(s.Select(10, &changed), -1) << "c has not answered and the grace has not passed";
+  EXPECT_EQ(s.Select(10, &changed), -1) << "b answered first, but a is preferred and not measured yet";
+  s.OnProbeAnswered(0, 80000, 20);  // a: 80 ms, preferred but far
+  EXPECT_EQ(s.Select(20, &changed), 0) << "c has not answered and the grace has not passed: the preferred one";
   EXPECT_EQ(s.Select(kGrace, &changed), 1);
   EXPECT_TRUE(changed);
   EXPECT_EQ(s.Select(kGrace + 1, &changed), 1);
   EXPECT_FALSE(changed);
+  EXPECT_EQ(s.switches(), 2);
+}
+
+TEST(RegionSelectorTest, AllMeasuredBeforeTheGraceTheNearestAtOnce) {
+  RegionSelector s = Three();
+  bool changed;
+  for (size_t i = 0; i < 3; ++i) s.OnConnected(i, true, 0);
+  s.OnProbeAnswered(2, 3000, 5);
+  s.OnProbeAnswered(1, 5000, 6);
+  EXPECT_EQ(s.Select(6, &changed), -1);
+  s.OnProbeAnswered(0, 1000, 7);
+  EXPECT_EQ(s.Select(7, &changed), 0);
+  EXPECT_EQ(s.switches(), 1);
+}
+
+// A region down or slow at start (its hub starting late) answers after the
+// start choice: it was never measured, so it is not held to failback_after.
+TEST(RegionSelectorTest, ARegionFirstMeasuredAfterTheStartChoiceTakesWritesAtOnceIfNearer) {
+  RegionSelector s({{"near", 0}, {"far", 1}, {"farther", 2}}, kHealth, kFailback, kGrace);
+  bool changed;
+  for (size_t i = 0; i < 3; ++i) s.OnConnected(i, true, 0);
+  for (int64_t t = 0; t <= kGrace; t += 100) {
+    s.OnProbeAnswered(1, 120000, t);
+    s.OnProbeAnswered(2, 200000, t);
+    s.Select(t, &changed);
+  }
+  ASSERT_EQ(s.Select(kGrace, &changed), 1) << "near never answered within the grace";
+  // farther is nothing new; near answers for the first time at 2 s.
+  int64_t t = kGrace + 100;
+  for (; t < 2000; t += 100) {
+    s.OnProbeAnswered(1, 120000, t);
+    s.OnProbeAnswered(2, 200000, t);
+    EXPECT_EQ(s.Select(t, &changed), 1);
+  }
+  s.OnProbeAnswered(0, 2000, t);
+  s.OnProbeAnswered(1, 120000, t);
+  EXPECT_EQ(s.Select(t, &changed), 0) << "failback_after is " << kFailback << " ms; this is its first answer";
+  EXPECT_TRUE(changed);
+  // Once measured, near is held to the hysteresis like any region: it drops
+  // out and comes back, and writes return only after failback_after.
+  s.OnConnected(0, false, t + 10);
+  EXPECT_EQ(s.Select(t + 10, &changed), 1);
+  s.OnConnected(0, true, t + 20);
+  s.OnProbeAnswered(0, 2000, t + 30);
+  s.OnProbeAnswered(1, 120000, t + 30);
+  EXPECT_EQ(s.Select(t + 30, &changed), 1);
+}
+
+TEST(RegionSelectorTest, AFartherRegionAnsweringLateLeavesWritesWhereTheyAre) {
+  RegionSelector s({{"a", 0}, {"b", 1}}, kHealth, kFailback, kGrace);
+  bool changed;
+  s.OnConnected(0, true, 0);
+  s.OnConnected(1, true, 0);
+  s.OnProbeAnswered(1, 5000, 0);
+  EXPECT_EQ(s.Select(0, &changed), -1);
+  s.OnProbeAnswered(1, 5000, kGrace);
+  EXPECT_EQ(s.Select(kGrace, &changed), 1);
+  s.OnProbeAnswered(0, 90000, kGrace + 100);
+  s.OnProbeAnswered(1, 5000, kGrace + 100);
+  EXPECT_EQ(s.Select(kGrace + 100, &changed), 1);
+  EXPECT_EQ(s.switches(), 1);
 }
 
 TEST(RegionSelectorTest, NoiseWithinTheMarginLetsPreferenceDecide) {

@@ -1,0 +1,261 @@
+// A backlog is not a flood: readings the local broker queued while the
+// gateway was stopped (SIGTERM or SIGKILL, 30 s) or while its store was
+// stalled arrive all at once, and none within its device's rate is refused;
+// a runaway device beside them still is, visibly. Real parts: Mosquitto,
+// the edgesync program, a separate publishing process (es_publisher) whose
+// sensors stamp readings with their own clock, a region (broker + hub
+// process), a second process holding the store's write lock.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/sync_sites.h"
+#include "tests/support/reading_tally.h"
+#include "tests/support/status_file.h"
+
+namespace edgesync::test {
+namespace {
+
+constexpr const char* kGatewayId = "gw-backlog";
+
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The edgesync gateway program with the default ingest settings (rate 100/s,
+// burst 200 per device), its local broker, and optionally a region.
+class Gateway {
+ public:
+  Gateway(const TempDir& dir, Broker* local, RegionSite* region, const std::string& ingest_extra = "")
+      : dir_(dir.File("gw")) {
+    RegionSite::MakeDir(dir_);
+    std::ofstream c(config());
+    c << "[gateway]\nid = " << Q(kGatewayId) << "\ndata_dir = " << Q(dir_) << "\n\n"
+      << "[ingest]\nbroker_uri = " << Q(local->uri()) << "\n" << ingest_extra << "\n";
+    if (region != nullptr) {
+      c << "[uplink]\nbatch_max_delay_ms = 20\nack_timeout_ms = 2000\nbackoff_base_ms = 50\nbackoff_max_ms = 500\n"
+        << "probe_interval_ms = 200\n\n[[region]]\nname = " << Q(region->name()) << "\nuri = "
+        << Q(region->broker().uri()) << "\n";
+    }
+  }
+  ~Gateway() { process_.Stop(5000); }
+
+  // Started and subscribed (the status file says the link is up).
+  bool Start() {
+    // A killed gateway's last status file still says "connected".
+    std::remove((dir_ + "/status.json").c_str());
+    if (!process_.Start({EDGESYNC_BINARY, "gateway", "--config", config()}, dir_ + "/gateway.log")) return false;
+    return WaitFor([&] { return StatusField(Status(), "ingest_mqtt", "connected") == 1 && process_.running(); }, 20000);
+  }
+  int Stop() { return process_.Stop(10000); }
+  void Kill9() { process_.Kill9(); }
+  bool running() { return process_.running(); }
+  std::string config() const { return dir_ + "/gateway.toml"; }
+  std::string store_path() const { return dir_ + "/store.db"; }
+  std::string log() const { return ReadAll(dir_ + "/gateway.log"); }
+  nlohmann::json Status() const { return ReadStatusFile(dir_ + "/status.json"); }
+
+ private:
+  std::string dir_;
+  Process process_;
+};
+
+// Sensors with synchronised clocks: `devices` devices, one reading every
+// step_ms each in real time, stamped with the time it is published.
+struct Sensors {
+  Sensors(int devices_, int readings_, int64_t step_ms_, std::string prefix_)
+      : devices(devices_), readings(readings_), step_ms(step_ms_), prefix(std::move(prefix_)) {}
+  int devices;
+  int readings;
+  int64_t step_ms;
+  std::string prefix;
+  int64_t base_ms = 0;
+  Process process;
+
+  bool Start(const Broker& broker, const std::string& log) {
+    base_ms = WallMs();
+    double rate = devices * 1000.0 / static_cast<double>(step_ms);
+    return process.Start({EDGESYNC_PUBLISHER, broker.uri(), "sensors-" + prefix, std::to_string(devices),
+                          std::to_string(readings), prefix, std::to_string(base_ms), std::to_string(rate), "json",
+                          std::to_string(step_ms)},
+                         log);
+  }
+};
+
+// Reads the gateway's store (after it stopped).
+ReadingTally Count(const std::string& store_path, const std::string& prefix, int devices, int readings,
+                   int64_t base_ms, int64_t step_ms) {
+  std::unique_ptr<Store> store = OpenGatewayStore(store_path, kGatewayId);
+  if (!store) return ReadingTally{};
+  return TallyReadings(store.get(), prefix, devices, readings, base_ms, step_ms);
+}
+
+// Every LSN 1..n of the gateway's origin held by the region exactly once.
+void ExpectRegionHoldsEachOnce(RegionSite* region, uint64_t n) {
+  std::map<uint64_t, int> held;
+  for (const auto& [key, count] : region->Contents()) {
+    if (key.first.rfind(std::string(kGatewayId) + "/", 0) != 0) continue;
+    held[key.second] += count;
+  }
+  EXPECT_EQ(held.size(), n);
+  int64_t twice = 0;
+  for (const auto& [lsn, count] : held) {
+    if (count != 1 || lsn < 1 || lsn > n) ++twice;
+  }
+  EXPECT_EQ(twice, 0) << "LSNs held more than once or outside 1.." << n;
+}
+
+// The scenario of the issue: 10 devices x 20 readings/s at QoS 1 (a fifth
+// of the default 100/s), the gateway away for 30 s while the broker queues
+// ~600 readings per device, then back: the broker delivers the queue at
+// once. Every reading is stored once and reaches the region once.
+void OutageOf30s(bool kill9) {
+  TempDir dir;
+  Broker local(dir.File("local"));
+  ASSERT_TRUE(local.Start()) << local.log();
+  RegionSite eu(dir.path(), "eu");
+  ASSERT_TRUE(eu.Start());
+  Gateway gw(dir, &local, &eu);
+  ASSERT_TRUE(gw.Start()) << gw.log();
+  // 40 s of readings: 3 s live, 30 s away, the rest live after the restart.
+  Sensors sensors{10, 800, 50, "bk"};
+  ASSERT_TRUE(sensors.Start(local, dir.File("sensors.log")));
+  SleepMs(3000);
+  if (kill9) {
+    gw.Kill9();
+  } else {
+    ASSERT_EQ(gw.Stop(), 0) << "graceful stop on SIGTERM";
+  }
+  SleepMs(30000);
+  ASSERT_TRUE(gw.Start()) << gw.log();
+  ASSERT_EQ(sensors.process.Wait(120000), 0) << ReadAll(dir.File("sensors.log"));
+  const int64_t total = 10 * 800;
+  nlohmann::json status;
+  EXPECT_TRUE(WaitFor([&] {
+    status = gw.Status();
+    return StatusField(status, "store", "last_lsn") >= total && StatusField(status, "uplink", "checkpoint") >= total;
+  }, 90000)) << status.dump() << gw.log();
+  EXPECT_EQ(status["ingest"].value("readings_rate_limited", int64_t{-1}), 0) << status.dump();
+  EXPECT_EQ(status["ingest"]["rejected"].value("rate_limited", int64_t{-1}), 0) << status.dump();
+  EXPECT_EQ(gw.Stop(), 0);
+  ReadingTally t = Count(gw.store_path(), "bk", 10, 800, sensors.base_ms, 50);
+  std::printf("%s, 30 s away: %lld stored, missing %lld, duplicates %lld\n", kill9 ? "SIGKILL" : "SIGTERM",
+              (long long)t.total, (long long)t.missing, (long long)t.duplicates);
+  EXPECT_EQ(t.missing, 0);
+  EXPECT_EQ(t.duplicates, 0);
+  EXPECT_EQ(t.wrong_time, 0);
+  ExpectRegionHoldsEachOnce(&eu, static_cast<uint64_t>(total));
+}
+
+TEST(IngestBacklogTest, ThirtySecondsStoppedBySigtermLoseNothingWithinTheRate) { OutageOf30s(false); }
+
+TEST(IngestBacklogTest, ThirtySecondsKilledBySigkillLoseNothingWithinTheRate) { OutageOf30s(true); }
+
+// The store stalls under load (another process holds its write lock): the
+// ingest queue fills, back-pressure stops reading from the broker, the
+// broker queues; when the store is free the queue arrives at once. 10
+// devices at 80 readings/s (within 100/s), a small batch_max so that
+// back-pressure starts within a second, 10 s of stall.
+TEST(IngestBacklogTest, AStalledStoreUnderLoadLosesNothingWithinTheRate) {
+  TempDir dir;
+  Broker local(dir.File("local"));
+  ASSERT_TRUE(local.Start()) << local.log();
+  Gateway gw(dir, &local, nullptr, "batch_max = 100\n");
+  ASSERT_TRUE(gw.Start()) << gw.log();
+  Sensors sensors{10, 1600, 12, "st"};  // ~83 readings/s per device for ~19 s
+  ASSERT_TRUE(sensors.Start(local, dir.File("sensors.log")));
+  SleepMs(3000);
+  Process locker;
+  ASSERT_TRUE(locker.Start(
+      {"sqlite3", "-cmd", ".timeout 10000", gw.store_path(), "BEGIN IMMEDIATE;", ".shell sleep 10", "ROLLBACK;"},
+      dir.File("locker.log")));
+  // The stall is real: commits fail while the lock is held, and
+  // back-pressure stops reading from the broker (which queues).
+  EXPECT_TRUE(WaitFor([&] { return StatusField(gw.Status(), "ingest", "commit_failures") > 0; }, 15000))
+      << gw.Status().dump() << ReadAll(dir.File("locker.log"));
+  nlohmann::json before = gw.Status();
+  SleepMs(2500);
+  nlohmann::json after = gw.Status();
+  EXPECT_GT(StatusField(after, "", "time_ms"), StatusField(before, "", "time_ms"))
+      << "the status file was not rewritten";
+  EXPECT_EQ(StatusField(after, "ingest_mqtt", "received"), StatusField(before, "ingest_mqtt", "received"))
+      << "messages were read while the store was stalled";
+  EXPECT_EQ(locker.Wait(30000), 0) << ReadAll(dir.File("locker.log"));
+  ASSERT_EQ(sensors.process.Wait(120000), 0) << ReadAll(dir.File("sensors.log"));
+  const int64_t total = 10 * 1600;
+  nlohmann::json status;
+  EXPECT_TRUE(WaitFor([&] {
+    status = gw.Status();
+    return StatusField(status, "store", "last_lsn") >= total;
+  }, 90000)) << status.dump();
+  EXPECT_EQ(status["ingest"].value("readings_rate_limited", int64_t{-1}), 0) << status.dump();
+  EXPECT_EQ(gw.Stop(), 0);
+  ReadingTally t = Count(gw.store_path(), "st", 10, 1600, sensors.base_ms, 12);
+  std::printf("store stalled 10 s: %lld stored, missing %lld, duplicates %lld\n", (long long)t.total,
+              (long long)t.missing, (long long)t.duplicates);
+  EXPECT_EQ(t.missing, 0);
+  EXPECT_EQ(t.duplicates, 0);
+  EXPECT_EQ(t.wrong_time, 0);
+}
+
+// A runaway sensor (1,000 readings/s by its own clock, ten times the rate)
+// beside 50 normal ones (10/s): the normal ones lose nothing; what the
+// runaway loses is counted (per device, to the reading), named in the
+// status file and logged, at most one line per device per 10 s.
+TEST(IngestBacklogTest, ARunawayDeviceLosesVisiblyAndCostsFiftyOthersNothing) {
+  TempDir dir;
+  Broker local(dir.File("local"));
+  ASSERT_TRUE(local.Start()) << local.log();
+  Gateway gw(dir, &local, nullptr);
+  ASSERT_TRUE(gw.Start()) << gw.log();
+  Sensors runaway{1, 8000, 1, "hot"};
+  Sensors normal{50, 60, 100, "cool"};
+  const int64_t started = NowMs();
+  ASSERT_TRUE(runaway.Start(local, dir.File("runaway.log")));
+  ASSERT_TRUE(normal.Start(local, dir.File("normal.log")));
+  ASSERT_EQ(runaway.process.Wait(120000), 0) << ReadAll(dir.File("runaway.log"));
+  ASSERT_EQ(normal.process.Wait(120000), 0) << ReadAll(dir.File("normal.log"));
+  nlohmann::json status;
+  ASSERT_TRUE(WaitFor([&] {
+    status = gw.Status();
+    return StatusField(status, "ingest", "messages") >= 8000 + 50 * 60;
+  }, 60000)) << status.dump();
+  SleepMs(1500);  // the committed count settles, the status file is rewritten
+  status = gw.Status();
+  EXPECT_EQ(gw.Stop(), 0);
+  ReadingTally cool = Count(gw.store_path(), "cool", 50, 60, normal.base_ms, 100);
+  EXPECT_EQ(cool.missing, 0);
+  EXPECT_EQ(cool.duplicates, 0);
+  ReadingTally hot = Count(gw.store_path(), "hot", 1, 8000, runaway.base_ms, 1);
+  EXPECT_EQ(hot.duplicates, 0);
+  EXPECT_GT(hot.missing, 0) << "the runaway was not limited";
+  // Its losses are exactly what the counters say.
+  const int64_t limited = status["ingest"].value("readings_rate_limited", int64_t{-1});
+  EXPECT_EQ(limited, hot.missing) << status.dump();
+  ASSERT_EQ(status["ingest"]["rate_limited_devices"].size(), 1u) << status.dump();
+  EXPECT_EQ(status["ingest"]["rate_limited_devices"][0].value("device", ""), "hot0");
+  EXPECT_EQ(status["ingest"]["rate_limited_devices"][0].value("rejected", int64_t{-1}), hot.missing);
+  // Logged: a line naming the device at its first refusal, at most one per
+  // 10 s after that, none for the others.
+  std::string log = gw.log();
+  size_t lines = 0;
+  for (size_t at = log.find("device hot0 over its rate"); at != std::string::npos;
+       at = log.find("device hot0 over its rate", at + 1)) {
+    ++lines;
+  }
+  EXPECT_GE(lines, 1u) << log;
+  EXPECT_LE(lines, static_cast<size_t>(1 + (NowMs() - started) / 10000)) << log;
+  EXPECT_EQ(log.find("device cool"), std::string::npos) << log;
+  std::printf("runaway: %lld of 8000 stored, %lld refused and counted, %zu log line(s)\n", (long long)hot.total,
+              (long long)limited, lines);
+}
+
+}  // namespace
+}  // namespace edgesync::test

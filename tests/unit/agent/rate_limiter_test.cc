@@ -1,0 +1,108 @@
+// RateLimiter: buckets on the device's own clock (a backlog is not a
+// flood), bounded by the gateway's wall clock (a wrong clock wins nothing
+// lasting), bounded memory, one report per device per interval.
+#include "agent/ingest/rate_limiter.h"
+
+#include <gtest/gtest.h>
+
+namespace edgesync {
+namespace {
+
+constexpr int64_t kNow = 1800000000000;
+constexpr int64_t kLag = int64_t{3600} * 1000;
+
+// Offers `count` one-reading messages taken every step_ms from first_ms, all
+// arriving at arrival_ms; returns how many were allowed.
+int Offer(RateLimiter* l, const std::string& device, int64_t first_ms, int64_t step_ms, int count,
+          int64_t arrival_ms) {
+  int allowed = 0;
+  for (int i = 0; i < count; ++i) allowed += l->Allow(device, first_ms + i * step_ms, arrival_ms) ? 1 : 0;
+  return allowed;
+}
+
+TEST(RateLimiter, ABacklogWithinTheRateInTheDevicesOwnTimeIsAllowedAllAtOnce) {
+  RateLimiter l(100, 200, 10000, kLag);
+  // 30 s of an outage at 20 readings/s (600 readings), delivered in one instant.
+  EXPECT_EQ(Offer(&l, "d", kNow - 30000, 50, 600, kNow), 600);
+  // The same device live afterwards.
+  EXPECT_EQ(Offer(&l, "d", kNow, 50, 20, kNow + 1000), 20);
+  EXPECT_TRUE(l.TopRejected(10).empty());
+}
+
+TEST(RateLimiter, ADeviceOverItsRateInItsOwnTimeIsRefused) {
+  RateLimiter l(100, 200, 10000, kLag);
+  // 1,000 readings/s in its own time for 2 s: the burst plus 100/s.
+  int allowed = Offer(&l, "hot", kNow - 2000, 1, 2000, kNow);
+  EXPECT_GE(allowed, 200 + 199);
+  EXPECT_LE(allowed, 200 + 201);
+  ASSERT_EQ(l.TopRejected(1).size(), 1u);
+  EXPECT_EQ(l.TopRejected(1)[0].second, 2000 - allowed);
+}
+
+TEST(RateLimiter, ReadingsWithoutOwnTimeCountOnArrival) {
+  RateLimiter l(10, 20, 10000, kLag);
+  int allowed = 0;
+  for (int i = 0; i < 100; ++i) allowed += l.Allow("d", kNow, kNow) ? 1 : 0;
+  EXPECT_EQ(allowed, 20);
+  for (int i = 0; i < 100; ++i) allowed += l.Allow("d", kNow + 1000, kNow + 1000) ? 1 : 0;
+  EXPECT_EQ(allowed, 30);
+}
+
+TEST(RateLimiter, AClockAheadOfOursWinsNothing) {
+  RateLimiter l(10, 20, 10000, kLag);
+  // Times racing a day ahead, 1 s apart: counted as arriving now.
+  int allowed = 0;
+  for (int i = 0; i < 100; ++i) allowed += l.Allow("liar", kNow + 86400000 + i * 1000, kNow) ? 1 : 0;
+  EXPECT_EQ(allowed, 20);
+}
+
+TEST(RateLimiter, TimesOlderThanTheLagWindowWinNoMoreThanTheWindow) {
+  RateLimiter l(10, 20, 10000, kLag);
+  // A clock ten windows in the past advancing 1 s per reading up to now,
+  // all arriving at once: only the part inside the window refills the
+  // bucket.
+  int64_t start = kNow - 10 * kLag;
+  int allowed = Offer(&l, "old", start, 1000, 36001, kNow);
+  // Readings from start to now - kLag count at the window's edge; the last
+  // kLag of them are within rate: 20 + kLag / 1000 (one per second).
+  EXPECT_GE(allowed, 20 + 3600 - 1);
+  EXPECT_LE(allowed, 20 + 3600 + 1);
+}
+
+TEST(RateLimiter, OurClockSteppingBackDoesNotFreezeTheBucket) {
+  RateLimiter l(10, 20, 10000, kLag);
+  EXPECT_EQ(Offer(&l, "d", kNow, 0, 20, kNow), 20);
+  // The wall clock steps back an hour; arrival times restart from there.
+  int64_t back = kNow - kLag;
+  EXPECT_FALSE(l.Allow("d", back, back));
+  EXPECT_TRUE(l.Allow("d", back + 1000, back + 1000));
+}
+
+TEST(RateLimiter, ReportsOncePerDevicePerInterval) {
+  RateLimiter l(1, 1, 10000, kLag, 10000);
+  int64_t report = 0;
+  EXPECT_TRUE(l.Allow("d", kNow, kNow, 1, &report));
+  EXPECT_FALSE(l.Allow("d", kNow, kNow, 1, &report));
+  EXPECT_EQ(report, 1) << "the first refusal is reported at once";
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_FALSE(l.Allow("d", kNow, kNow + 10, 1, &report));
+    EXPECT_EQ(report, 0);
+  }
+  EXPECT_FALSE(l.Allow("d", kNow, kNow + 10000, 1, &report));
+  EXPECT_EQ(report, 51) << "the next report carries everything refused since the last";
+  ASSERT_EQ(l.TopRejected(1).size(), 1u);
+  EXPECT_EQ(l.TopRejected(1)[0].second, 52);
+}
+
+TEST(RateLimiter, MemoryStaysBounded) {
+  RateLimiter limiter(1, 1, 100);
+  for (int i = 0; i < 10000; ++i) {
+    limiter.Allow("d" + std::to_string(i), i, i);
+    limiter.Allow("d" + std::to_string(i), i, i);  // rejected
+  }
+  EXPECT_LE(limiter.tracked(), 100u);
+  EXPECT_EQ(limiter.evicted_rejections() + static_cast<int64_t>(limiter.TopRejected(1000).size()), 10000);
+}
+
+}  // namespace
+}  // namespace edgesync
