@@ -6,6 +6,7 @@
 #include "agent/roles.h"
 #include "agent/options.h"
 #include "platform/files.h"
+#include "platform/liveness.h"
 #include "platform/log.h"
 #include "platform/signals.h"
 #include "platform/systemd.h"
@@ -196,6 +197,7 @@ int RunGateway(const Config& config) {
     return 1;
   }
   systemd.Ready();
+  WatchdogGate watchdog(&systemd);
   const std::string status_path = config.StatusPath();
   int64_t tick_ms = 1000;
   if (systemd.watchdog_interval_ms() > 0) tick_ms = std::min(tick_ms, systemd.watchdog_interval_ms() / 2);
@@ -216,7 +218,7 @@ int RunGateway(const Config& config) {
       }
       systemd.Ready();
     }
-    systemd.WatchdogPing();
+    watchdog.Tick();
     int64_t now = SystemClock()->MonotonicMillis();
     if (now >= next_status) {
       next_status = now + 1000;

@@ -6,6 +6,7 @@
 #include "agent/roles.h"
 #include "agent/options.h"
 #include "platform/files.h"
+#include "platform/liveness.h"
 #include "platform/log.h"
 #include "platform/signals.h"
 #include "platform/systemd.h"
@@ -33,10 +34,11 @@ int RunRegionHub(const Config& config) {
   }
   SystemdNotifier systemd;
   systemd.Ready();
+  WatchdogGate watchdog(&systemd);
   int64_t pet_ms = systemd.watchdog_interval_ms() > 0 ? systemd.watchdog_interval_ms() / 2 : 1000;
   while (!Signals::StopRequested()) {
     Signals::WaitForSignal(pet_ms);
-    systemd.WatchdogPing();
+    watchdog.Tick();
   }
   systemd.Stopping();
   hub.Stop();

@@ -1,5 +1,6 @@
 #include "sync/feed_puller.h"
 
+#include "platform/liveness.h"
 #include "platform/log.h"
 
 namespace edgesync {
@@ -69,7 +70,9 @@ FeedPullerStats FeedPuller::stats() const {
 }
 
 void FeedPuller::Run() {
+  Heartbeat beat("feed-puller");
   while (!stop_) {
+    beat.Beat();  // each turn is bounded by a timed wait
     std::deque<Event> events;
     {
       std::unique_lock<std::mutex> lock(mu_);
