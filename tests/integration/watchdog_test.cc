@@ -32,17 +32,24 @@ struct WatchdogEnv {
   std::vector<std::string> seen;  // every datagram received, in order
 
   // A gateway with one region (on the same broker, where no hub answers), so
-  // that ingest, the committer, the uplink and the feed puller all run.
-  bool Start(const std::string& stall) {
+  // that ingest, the committer, the uplink and the feed puller all run; or,
+  // with role "region", a region hub on that broker.
+  bool Start(const std::string& stall, const std::string& role = "gateway") {
     if (!broker.Start() || !notify.bound()) return false;
     std::string config = dir.File("edgesync.toml");
-    test::WriteAll(config, "[gateway]\nid = \"gw1\"\ndata_dir = \"" + dir.File("data") + "\"\n[ingest]\nbroker_uri = \"" +
-                               broker.uri() + "\"\nepoch_floor = \"2020-01-01T00:00:00Z\"\n[[region]]\nname = \"r1\"\n" +
-                               "uri = \"" + broker.uri() + "\"\n");
+    if (role == "gateway") {
+      test::WriteAll(config, "[gateway]\nid = \"gw1\"\ndata_dir = \"" + dir.File("data") +
+                                 "\"\n[ingest]\nbroker_uri = \"" + broker.uri() +
+                                 "\"\nepoch_floor = \"2020-01-01T00:00:00Z\"\n[[region]]\nname = \"r1\"\n" +
+                                 "uri = \"" + broker.uri() + "\"\n");
+    } else {
+      test::WriteAll(config, "[gateway]\ndata_dir = \"" + dir.File("data") + "\"\n[hub]\nregion = \"r1\"\n" +
+                                 "broker_uri = \"" + broker.uri() + "\"\n");
+    }
     std::vector<std::string> env = {"NOTIFY_SOCKET=" + notify.path(),
                                     "WATCHDOG_USEC=" + std::to_string(kWatchdogMs * 1000)};
     if (!stall.empty()) env.push_back("EDGESYNC_TEST_STALL=" + stall);
-    return gateway.Start({EDGESYNC_BINARY, "gateway", "--config", config}, dir.File("gateway.log"), env);
+    return gateway.Start({EDGESYNC_BINARY, role, "--config", config}, dir.File("gateway.log"), env);
   }
   // Reads datagrams until one starts with prefix; false after timeout_ms.
   bool WaitFor(const std::string& prefix, int64_t timeout_ms) {
@@ -130,6 +137,17 @@ TEST(WatchdogTest, AnIdleCommitterIsNotAStallButAWedgedOneIs) {
   ASSERT_TRUE(pub.Start({EDGESYNC_PUBLISHER, env.broker.uri(), "pub", "1", "5", "dev", "1800000000000"},
                         env.dir.File("pub.log")));
   ASSERT_TRUE(env.WaitFor("STATUS=stalled: committer", 60000)) << env.Seen() << env.Log();
+  std::vector<std::string> after = env.Collect(2 * kWatchdogMs);
+  EXPECT_EQ(Count(after, "WATCHDOG=1"), 0) << env.Seen();
+  EXPECT_EQ(env.gateway.Stop(10000), 0) << env.Log();
+}
+
+TEST(WatchdogTest, AStalledHubApplierStopsTheHubsPetting) {
+  WatchdogEnv env;
+  ASSERT_TRUE(env.Start("hub-applier:2000", "region"));
+  ASSERT_TRUE(env.WaitFor("READY=1", 60000)) << env.Log();
+  ASSERT_TRUE(env.WaitFor("WATCHDOG=1", 30000)) << env.Seen() << env.Log();
+  ASSERT_TRUE(env.WaitFor("STATUS=stalled: hub-applier", 60000)) << env.Seen() << env.Log();
   std::vector<std::string> after = env.Collect(2 * kWatchdogMs);
   EXPECT_EQ(Count(after, "WATCHDOG=1"), 0) << env.Seen();
   EXPECT_EQ(env.gateway.Stop(10000), 0) << env.Log();
