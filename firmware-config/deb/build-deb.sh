@@ -59,7 +59,9 @@ install -m 0644 "$config_dir/edgesync.example.toml" "$doc/examples/"
 install -m 0644 "$here/copyright" "$doc/copyright"
 sed -e "s|@MAINTAINER@|$maintainer|" "$here/changelog" | gzip -9n > "$doc/changelog.gz"
 gzip -9n -c "$here/edgesync.1" > "$root/usr/share/man/man1/edgesync.1.gz"
-chmod 0644 "$doc/changelog.gz" "$root/usr/share/man/man1/edgesync.1.gz"
+# The units' Documentation= points here.
+gzip -9n -c "$config_dir/../README.md" > "$doc/README.md.gz"
+chmod 0644 "$doc/changelog.gz" "$doc/README.md.gz" "$root/usr/share/man/man1/edgesync.1.gz"
 
 for s in postinst prerm postrm; do install -m 0755 "$here/$s" "$root/DEBIAN/$s"; done
 printf '/etc/edgesync/edgesync.toml\n/etc/edgesync/region.toml\n' > "$root/DEBIAN/conffiles"
