@@ -5,6 +5,7 @@
 #   make test         unit + integration tests (real brokers), the README's test command
 #   make demo         run the gateway demo on loopback
 #   make cross ARCH=arm64|armhf, make test-arm ARCH=arm64|armhf
+#   make deb ARCH=amd64|arm64|armhf   Debian package in build/deb/
 #   make bench [BENCH=part], make fuzz [FUZZ_SECONDS=n]
 #   make deps, make clean
 
@@ -25,7 +26,7 @@ all: configure
 	cmake --build $(BUILD) --target edgesync -j $(JOBS)
 
 deps:
-	@./$(DEPS) build test demo fuzz cross-arm64 cross-armhf
+	@./$(DEPS) build test demo fuzz deb cross-arm64 cross-armhf
 
 configure:
 	@./$(DEPS) build test
@@ -57,6 +58,7 @@ fuzz:
 	./tests/fuzz/run.sh $(BUILD)/fuzz $(FUZZ_SECONDS)
 
 include firmware-config/cross/cross.mk
+include firmware-config/deb/deb.mk
 
 clean:
 	rm -rf $(BUILD)

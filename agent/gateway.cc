@@ -12,6 +12,7 @@
 #include "firmware-config/transport.h"
 #include "platform/files.h"
 #include "platform/histogram.h"
+#include "platform/liveness.h"
 #include "platform/log.h"
 #include "platform/signals.h"
 #include "platform/systemd.h"
@@ -218,6 +219,7 @@ int RunGateway(const Config& config) {
   HttpStatusServer http(&board);
   StartHttp(config, &http);
   systemd.Ready();
+  WatchdogGate watchdog(&systemd);
   int64_t tick_ms = 1000;
   if (systemd.watchdog_interval_ms() > 0) tick_ms = std::min(tick_ms, systemd.watchdog_interval_ms() / 2);
   int64_t next_status = 0;
@@ -229,7 +231,7 @@ int RunGateway(const Config& config) {
       ReloadLogLevel(config, ConfigRole::kGateway);
       systemd.Ready();
     }
-    systemd.WatchdogPing();
+    watchdog.Tick();
     int64_t now = SystemClock()->MonotonicMillis();
     if (now >= next_status) {
       next_status = now + 1000;

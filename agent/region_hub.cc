@@ -17,6 +17,7 @@
 #include "agent/store_figures.h"
 #include "firmware-config/transport.h"
 #include "platform/files.h"
+#include "platform/liveness.h"
 #include "platform/log.h"
 #include "platform/signals.h"
 #include "platform/systemd.h"
@@ -118,6 +119,7 @@ int RunRegionHub(const Config& config) {
   StartHttp(config, &http);
   SystemdNotifier systemd;
   systemd.Ready();
+  WatchdogGate watchdog(&systemd);
   int64_t tick_ms = systemd.watchdog_interval_ms() > 0 ? std::min<int64_t>(1000, systemd.watchdog_interval_ms() / 2)
                                                        : 1000;
   int64_t next_status = 0;
@@ -128,7 +130,7 @@ int RunRegionHub(const Config& config) {
       ReloadLogLevel(config, ConfigRole::kRegion);
       systemd.Ready();
     }
-    systemd.WatchdogPing();
+    watchdog.Tick();
     int64_t now = SystemClock()->MonotonicMillis();
     if (now >= next_status) {
       next_status = now + 1000;

@@ -3,7 +3,7 @@
 # dpkg what is already there and installs only what is missing, printing it.
 #
 #   firmware-config/deps.sh [--check] GROUP...
-#   groups: build test demo fuzz cross-arm64 cross-armhf
+#   groups: build test demo fuzz deb cross-arm64 cross-armhf
 #
 # --check only reports (exit 1 if something is missing). Not root: prints the
 # command to run instead of running it.
@@ -15,6 +15,9 @@ pkgs_build="cmake make g++ pkg-config file libsqlite3-dev libpaho-mqttpp-dev lib
 pkgs_test="libgtest-dev libgmock-dev mosquitto mosquitto-clients openssl sqlite3 procps nats-server prometheus chromium faketime"
 pkgs_demo="mosquitto mosquitto-clients"
 pkgs_fuzz="clang libclang-rt-14-dev"
+# Packaging (make deb) and its test, which installs the package with dpkg:
+# dpkg-shlibdeps, strip, lintian, systemd-analyze, adduser for postinst.
+pkgs_deb="dpkg-dev binutils lintian systemd adduser"
 # Cross builds use the build machine's flatc and a sysroot of Debian's target
 # packages (firmware-config/cross/sysroot.sh), so only the compilers and the
 # emulator are installed on the host.
@@ -29,9 +32,10 @@ wanted=""
 for group in "$@"; do
   case "$group" in
     build) wanted="$wanted $pkgs_build" ;;
-    test) wanted="$wanted $pkgs_build $pkgs_test" ;;
+    test) wanted="$wanted $pkgs_build $pkgs_test $pkgs_deb" ;;
     demo) wanted="$wanted $pkgs_build $pkgs_demo" ;;
     fuzz) wanted="$wanted $pkgs_build $pkgs_fuzz" ;;
+    deb) wanted="$wanted $pkgs_deb" ;;
     cross-arm64) wanted="$wanted $pkgs_cross_arm64" ;;
     cross-armhf) wanted="$wanted $pkgs_cross_armhf" ;;
     *) echo "deps.sh: unknown group '$group'" >&2; exit 2 ;;

@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "platform/liveness.h"
 #include "platform/log.h"
 #include "store/token.h"
 
@@ -77,7 +78,9 @@ FeedPullerStats FeedPuller::stats() const {
 }
 
 void FeedPuller::Run() {
+  Heartbeat beat("feed-puller");
   while (!stop_) {
+    beat.Beat();  // each turn is bounded by a timed wait
     std::deque<Event> events;
     {
       std::unique_lock<std::mutex> lock(mu_);

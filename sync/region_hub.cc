@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "platform/liveness.h"
 #include "platform/log.h"
 
 namespace edgesync {
@@ -68,8 +69,10 @@ RegionHubStats RegionHub::stats() const {
 }
 
 void RegionHub::Run() {
+  Heartbeat beat("hub-applier");
   PublishHead(true);
   while (true) {
+    beat.Beat();  // each turn is bounded by a timed wait
     MqttMessage message;
     bool have = false;
     {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "platform/liveness.h"
 #include "platform/log.h"
 
 namespace edgesync {
@@ -104,7 +105,9 @@ UplinkStats Uplink::stats() const {
 }
 
 void Uplink::Run() {
+  Heartbeat beat("uplink");
   while (!stop_) {
+    beat.Beat();  // each turn is bounded by a timed wait
     std::deque<Event> events;
     {
       std::unique_lock<std::mutex> lock(mu_);

@@ -200,6 +200,7 @@ bool Ingest::Convert(std::vector<DecodedReading>& decoded, std::vector<Reading>*
 }
 
 void Ingest::OnMessage(const std::string& topic, const std::string& payload, bool duplicate) {
+  BusyScope busy(&receive_beat_);
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
     counters_.messages++;
@@ -435,8 +436,12 @@ void Ingest::CommitLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   Steady::time_point first_seen{};
   bool have_first = false;
+  Heartbeat beat("committer");
   while (true) {
-    cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !dead_letters_.empty(); });
+    {
+      IdleScope idle(&beat);  // an empty queue is idle by design
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !dead_letters_.empty(); });
+    }
     if (committing_) {  // the receiving thread is committing (ack after commit)
       committer_wants_slot_ = true;
       cv_.wait(lock, [&] { return !committing_; });

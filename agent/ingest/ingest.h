@@ -54,6 +54,7 @@
 #include "agent/ingest/rate_limiter.h"
 #include "agent/ingest/topic_pattern.h"
 #include "platform/clock.h"
+#include "platform/liveness.h"
 #include "platform/status.h"
 #include "store/store.h"
 
@@ -233,6 +234,8 @@ class Ingest {
   bool started_ = false;
   bool gave_up_ = false;               // a batch was not committed: keep the journal
   std::thread committer_;
+  // The receiving thread: busy while in OnMessage, idle between messages.
+  Heartbeat receive_beat_{"ingest"};
 
   mutable std::mutex counters_mu_;
   IngestCounters counters_;

@@ -158,9 +158,20 @@ if [ "$ok" != 1 ]; then
   echo "sysroot: could not download the $arch packages (network or mirror problem)" >&2
   exit 1
 fi
+# The packages' shlibs and symbols files go to DEBIAN/ at the sysroot's top:
+# `dpkg-shlibdeps -S DIR` then treats the sysroot like a package being built
+# and computes a .deb's dependencies from the very libraries the program was
+# linked against (firmware-config/deb/build-deb.sh).
+mkdir -p "$work/root/DEBIAN"
 for deb in "$work"/debs/*.deb; do
   dpkg-deb -x "$deb" "$work/root"
+  rm -rf "$work/ctrl"
+  dpkg-deb -e "$deb" "$work/ctrl"
+  for f in shlibs symbols; do
+    if [ -f "$work/ctrl/$f" ]; then cat "$work/ctrl/$f" >> "$work/root/DEBIAN/$f"; fi
+  done
 done
+rm -rf "$work/ctrl"
 
 # Debian's -dev packages may link lib*.so to absolute paths (/lib/...): point
 # them into the sysroot, relative, so the linker does not pick the host's files.

@@ -3,9 +3,11 @@
 # sensors, two regions (broker + hub each), and a gateway syncing with the
 # nearest one. Midway the gateway's uplink is cut (both region brokers
 # stopped) and restored; a live line shows ingest, backlog, sends and
-# acknowledgements. Ends by itself after DEMO_SECONDS (or on Ctrl-C) with a
-# summary: readings published = ingested = held by the regions, none lost,
-# none duplicated. Leaves nothing running.
+# acknowledgements; where the binary serves a status page, its address is
+# printed. Ends by itself after DEMO_SECONDS (or on Ctrl-C) with a summary
+# (readings published = ingested = held by the regions, none lost, none
+# duplicated) and a sample `edgesync query` of one device. Leaves nothing
+# running.
 #
 #   tests/demo/run.sh build/edgesync      (make demo)
 #   DEMO_SECONDS=180 DEMO_RATE=1000 DEMO_DEVICES=200 to change the defaults
@@ -85,6 +87,15 @@ CONF
   PIDS+=($!)
 done
 
+# The status page and /metrics, where this build has them ([metrics] listen).
+STATUS_CONF=""
+STATUS_URL=""
+if "$BIN" config example 2>/dev/null | awk '/^\[/ { m = ($0 == "[metrics]") } m && /^#? *listen *=/ { f = 1 } END { exit !f }'; then
+  STATUS_PORT=$(free_port)
+  STATUS_CONF=$'[metrics]\nlisten = "127.0.0.1:'"$STATUS_PORT"'"'
+  STATUS_URL="http://127.0.0.1:$STATUS_PORT/"
+fi
+
 mkdir -p "$DIR/gateway"
 cat > "$DIR/gateway/gateway.toml" <<CONF
 [gateway]
@@ -104,6 +115,7 @@ preference = 0
 name = "us"
 uri = "tcp://127.0.0.1:$US_PORT"
 preference = 1
+$STATUS_CONF
 CONF
 setsid "$BIN" gateway --config "$DIR/gateway/gateway.toml" >> "$DIR/gateway/gateway.log" 2>&1 &
 PIDS+=($!)
@@ -127,6 +139,9 @@ PIDS+=($SIM_PID)
 
 echo "demo: local broker :$LOCAL_PORT, regions eu :$EU_PORT, us :$US_PORT; $DEVICES devices, $RATE readings/s, ${SECONDS_TOTAL}s"
 echo "demo: the uplink is cut at ${CUT_AT}s for ${CUT_FOR}s; logs and stores in $DIR"
+if [ -n "$STATUS_URL" ]; then
+  echo "demo: the gateway's status page: $STATUS_URL (Prometheus metrics: ${STATUS_URL}metrics)"
+fi
 start=$(date +%s)
 cut=0
 while kill -0 "$SIM_PID" 2>/dev/null && [ "$INTERRUPTED" = 0 ]; do
@@ -160,5 +175,16 @@ done
 echo
 kill "$GW_PID" 2>/dev/null || true
 wait "$GW_PID" 2>/dev/null || true
+summary=0
 "$BUILD/demo_summary" --published "$published" --gateway "$DIR/gateway/store.db" \
-  --region "$DIR/eu/store.db" --region "$DIR/us/store.db"
+  --region "$DIR/eu/store.db" --region "$DIR/us/store.db" || summary=$?
+
+# What a field engineer asks a gateway: the readings of one device, from its
+# own store and the read view of the regions.
+DEVICE=$(printf 'dev-%05d' $((DEVICES > 7 ? 7 : 0)))
+QUERY=("$BIN" query --config "$DIR/gateway/gateway.toml" --device "$DEVICE" --limit 8)
+if "$BIN" query --help 2>/dev/null | grep -q -- '--format'; then QUERY+=(--format table); fi
+echo
+echo "demo: a sample query: edgesync ${QUERY[*]:1}"
+"${QUERY[@]}"
+exit "$summary"
