@@ -6,8 +6,16 @@
 #   make demo         run the gateway demo on loopback
 #   make cross ARCH=arm64|armhf, make test-arm ARCH=arm64|armhf
 #   make bench [BENCH=part], make fuzz [FUZZ_SECONDS=n]
+#   make test SANITIZE=address,undefined   the same tests, ASan+UBSan build in build-asan/
+#   make test SANITIZE=thread              ThreadSanitizer build in build-tsan/
 #   make deps, make clean
 
+# A sanitizer build gets its own tree so it never mixes objects with build/.
+SANITIZE ?=
+ifneq ($(SANITIZE),)
+BUILD ?= build-$(if $(findstring thread,$(SANITIZE)),tsan,asan)
+SANITIZE_FLAGS := -DEDGESYNC_SANITIZE=$(SANITIZE) -DEDGESYNC_BENCH=OFF
+endif
 BUILD ?= build
 JOBS ?= $(shell nproc)
 ARCH ?= arm64
@@ -29,7 +37,7 @@ deps:
 
 configure:
 	@./$(DEPS) build test
-	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -G "$(CMAKE_GENERATOR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CCACHE_FLAG)
+	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -G "$(CMAKE_GENERATOR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CCACHE_FLAG) $(SANITIZE_FLAGS)
 
 test: configure
 	cmake --build $(BUILD) -j $(JOBS)
