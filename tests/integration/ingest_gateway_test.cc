@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdio>
 #include <map>
 #include <string>
 
@@ -47,6 +48,10 @@ struct Env {
                                     "\"\nepoch_floor = \"2020-01-01T00:00:00Z\"\n" + extra);
   }
   bool StartGateway() {
+    // A killed gateway's status file still says "connected": without this the
+    // wait below could return (and a caller read counters) before the new
+    // process wrote its own, as happened under AddressSanitizer's slower start.
+    std::remove(dir.File("data/status.json").c_str());
     if (!gateway.Start({EDGESYNC_BINARY, "gateway", "--config", config_path}, dir.File("gateway.log"))) return false;
     // Ready once connected: the status file says so.
     return WaitFor([&] { return Field(Status(), "ingest_mqtt", "connected") == 1; }, 10000);
