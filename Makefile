@@ -7,8 +7,16 @@
 #   make cross ARCH=arm64|armhf, make test-arm ARCH=arm64|armhf
 #   make deb ARCH=amd64|arm64|armhf   Debian package in build/deb/
 #   make bench [BENCH=part], make fuzz [FUZZ_SECONDS=n]
+#   make test SANITIZE=address,undefined   the same tests, ASan+UBSan build in build-asan/
+#   make test SANITIZE=thread              ThreadSanitizer build in build-tsan/
 #   make deps, make clean
 
+# A sanitizer build gets its own tree so it never mixes objects with build/.
+SANITIZE ?=
+ifneq ($(SANITIZE),)
+BUILD ?= build-$(if $(findstring thread,$(SANITIZE)),tsan,asan)
+SANITIZE_FLAGS := -DEDGESYNC_SANITIZE=$(SANITIZE) -DEDGESYNC_BENCH=OFF
+endif
 BUILD ?= build
 JOBS ?= $(shell nproc)
 ARCH ?= arm64
@@ -30,7 +38,7 @@ deps:
 
 configure:
 	@./$(DEPS) build test
-	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -G "$(CMAKE_GENERATOR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CCACHE_FLAG)
+	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -G "$(CMAKE_GENERATOR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CCACHE_FLAG) $(SANITIZE_FLAGS)
 
 test: configure
 	cmake --build $(BUILD) -j $(JOBS)

@@ -67,15 +67,30 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
 
   ~PahoMqttLink() override {
     Disconnect(2000);
+    // The options go first, while our client still keeps Paho C initialized
+    // (see Init).
+    connect_options_.reset();
     // Destroying the client joins Paho's threads: after that no listener
     // runs, and whatever never completed is reported as failed.
     client_.reset();
     FailPending("mqtt link closed before the publish completed");
   }
 
+  // The client first, then the options. Paho C keeps a table of its own
+  // allocations and empties it (without freeing) whenever the process's
+  // first client is created; it frees only blocks it finds in the table.
+  // The MQTT 5 CONNECT properties are Paho C memory: made before our client
+  // existed, they were dropped from the table by its creation and never
+  // freed (LeakSanitizer: 471 bytes, the property array and its table
+  // record, per link; paho.mqtt.c issues 914 and 1378, where upstream's
+  // answer is to create a client before adding properties). So the options
+  // live strictly inside the client's lifetime; ResetClient makes the new
+  // client before it drops the old one, so that holds across it too.
   Status Init() {
-    BuildConnectOptions(&connect_options_);
-    return NewClient(&client_);
+    ES_RETURN_IF_ERROR(NewClient(&client_));
+    connect_options_ = std::make_unique<mqtt::connect_options>();
+    BuildConnectOptions(connect_options_.get());
+    return Status::Ok();
   }
 
   Status NewClient(std::unique_ptr<mqtt::async_client>* client) {
@@ -312,14 +327,19 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
       b.mqtt_version(MQTTVERSION_3_1_1).clean_session(options_.clean_start);
     }
     if (!user_.empty()) b.user_name(user_).password(password_);
-    bool tls = options_.uri.rfind("ssl://", 0) == 0 || options_.uri.rfind("mqtts://", 0) == 0;
-    if (tls) {
+    if (tls_) {
       auto ssl = mqtt::ssl_options_builder().enable_server_cert_auth(true).verify(true);
       if (!options_.ca_file.empty()) ssl.trust_store(options_.ca_file);
       if (!options_.cert_file.empty()) ssl.key_store(options_.cert_file);
       if (!options_.key_file.empty()) ssl.private_key(options_.key_file);
-      std::string uri = options_.uri;
-      ssl.error_handler([uri](const std::string& text) { ES_LOG(kWarn, "mqtt {}: TLS: {}", uri, text); });
+      // No ssl error_handler: Paho C++ 1.2.0's async_client::connect takes
+      // the options by value and hands Paho C a pointer to that copy's
+      // ssl_options as the callback context; the handshake fails later on
+      // Paho's thread, after the copy is gone, and the callback read freed
+      // stack (AddressSanitizer: stack-use-after-scope; paho.mqtt.cpp issue
+      // 325, fixed in 1.3.0 by caching the options in the client). Nothing
+      // we keep can fix that pointer, so a TLS failure is reported from the
+      // connect failure instead (TryConnect).
       b.ssl(ssl.finalize());
     }
     mqtt::connect_options& opts = *out;
@@ -339,7 +359,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
     bool session_present = false;
     try {
       std::shared_lock<std::shared_mutex> client_lock(client_mu_);
-      auto tok = client_->connect(connect_options_);
+      auto tok = client_->connect(*connect_options_);
       if (!tok->wait_for(milliseconds(options_.connect_timeout_ms + 2000))) {
         std::lock_guard<std::mutex> lock(mu_);
         last_error_ = "connect timed out";
@@ -350,6 +370,9 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
     } catch (const mqtt::exception& e) {
       std::lock_guard<std::mutex> lock(mu_);
       last_error_ = e.what();
+      // Paho says only "TCP/TLS connect failure" (refused, unreachable or a
+      // failed handshake alike); name what to check on a TLS link.
+      if (tls_ && e.get_return_code() == MQTTASYNC_FAILURE) last_error_ += kTlsHint;
       return false;
     }
     std::vector<std::pair<std::string, int>> subs;
@@ -424,14 +447,21 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
     }
   }
 
+  static constexpr char kTlsHint[] =
+      " (if the broker is up: is its certificate signed by ca_file and within its validity dates, and does it "
+      "require a client certificate?)";
+
   const MqttLinkOptions options_;
+  const bool tls_ = options_.uri.rfind("ssl://", 0) == 0 || options_.uri.rfind("mqtts://", 0) == 0;
   const std::string user_;
   const std::string password_;
   // Shared while a call uses the client, exclusive while ResetClient swaps it.
   std::shared_mutex client_mu_;
   std::unique_ptr<mqtt::async_client> client_;
   bool client_stale_ = false;  // guarded by mu_: a connect never completed
-  mqtt::connect_options connect_options_;  // built once, never moved (see BuildConnectOptions)
+  // Built once in Init, never moved (see BuildConnectOptions), released
+  // before client_ (see Init).
+  std::unique_ptr<mqtt::connect_options> connect_options_;
   MessageHandler message_handler_;
   StateHandler state_handler_;
 

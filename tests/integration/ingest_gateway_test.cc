@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
