@@ -41,6 +41,8 @@ Status Gateway::Start() {
   StoreOptions so = StoreOptionsFromConfig(config_);
   so.clock = clock_;
   ES_RETURN_IF_ERROR(Store::Open(so, &store_).Annotate("opening store " + so.path));
+  retention_ = std::make_unique<Retention>(store_.get(), RetentionOptionsFromConfig(config_), clock_);
+  ES_RETURN_IF_ERROR(retention_->Start().Annotate("retention"));
   if (!config_.regions.empty()) {
     uplink_ = std::make_unique<Uplink>(store_.get(), UplinkOptionsFromConfig(config_), clock_);
     ES_RETURN_IF_ERROR(uplink_->Start().Annotate("uplink"));
@@ -74,6 +76,7 @@ void Gateway::Stop() {
   if (ingest_) ingest_->Stop();
   if (uplink_) uplink_->Stop();
   if (feed_puller_) feed_puller_->Stop();
+  if (retention_) retention_->Stop();
   ES_LOG(kInfo, "gateway {}: stopped", config_.gateway_id);
 }
 
@@ -137,6 +140,17 @@ nlohmann::json Gateway::StatusJson() {
                   {"rejected_full", s.rejected_full},
                   {"dropped_oldest", s.dropped_oldest},
                   {"counted_ms_ago", now - store_stats_at_ms_}};
+  }
+  if (retention_) {
+    RetentionStats r = retention_->stats();
+    j["retention"] = {{"passes", r.passes},
+                      {"readings_pruned", r.pruned.readings},
+                      {"pruned_early_for_space", r.pruned.early},
+                      {"tombstones_pruned", r.pruned.tombstones},
+                      {"read_view_pruned", r.pruned.remote},
+                      {"space_low", r.pruned.space_low},
+                      {"errors", r.errors},
+                      {"longest_step_ms", r.longest_step_ms}};
   }
   uint64_t acked = 0;
   if (uplink_) {

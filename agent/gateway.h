@@ -18,6 +18,7 @@
 #include "firmware-config/config.h"
 #include "platform/clock.h"
 #include "platform/status.h"
+#include "store/retention.h"
 #include "store/store.h"
 #include "sync/feed_puller.h"
 #include "sync/mqtt_link.h"
@@ -44,6 +45,7 @@ class Gateway {
   std::unique_ptr<MqttLink> link_;
   std::unique_ptr<Uplink> uplink_;
   std::unique_ptr<FeedPuller> feed_puller_;
+  std::unique_ptr<Retention> retention_;  // after store_: stopped and destroyed before it
   bool running_ = false;
   // The previous status sample, for rates (readings/s in and acknowledged).
   int64_t rate_at_ms_ = 0;

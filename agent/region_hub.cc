@@ -18,6 +18,7 @@ int RunRegionHub(const Config& config) {
   StoreOptions so = StoreOptionsFromConfig(config);
   // The hub's own origin is never sent anywhere; the region name keeps it readable.
   if (so.gateway_id.empty()) so.gateway_id = "hub-" + config.hub_region;
+  so.remote_retention_ms = config.hub_feed_retention_s * 1000;  // a hub's remote entries are its region feed
   Status st = MakeDirs(config.data_dir);
   std::unique_ptr<Store> store;
   if (st.ok()) st = Store::Open(so, &store);
@@ -31,6 +32,13 @@ int RunRegionHub(const Config& config) {
     std::fprintf(stderr, "edgesync region: %s\n", st.ToString().c_str());
     return 1;
   }
+  Retention retention(store.get(), RetentionOptionsFromConfig(config));
+  st = retention.Start();
+  if (!st.ok()) {
+    std::fprintf(stderr, "edgesync region: retention: %s\n", st.ToString().c_str());
+    hub.Stop();
+    return 1;
+  }
   SystemdNotifier systemd;
   systemd.Ready();
   int64_t pet_ms = systemd.watchdog_interval_ms() > 0 ? systemd.watchdog_interval_ms() / 2 : 1000;
@@ -39,8 +47,12 @@ int RunRegionHub(const Config& config) {
     systemd.WatchdogPing();
   }
   systemd.Stopping();
+  retention.Stop();
   hub.Stop();
   RegionHubStats s = hub.stats();
+  RetentionStats r = retention.stats();
+  ES_LOG(kInfo, "region {}: retention pruned {} feed entries ({} early for space)", config.hub_region,
+         r.pruned.remote, r.pruned.early);
   ES_LOG(kInfo, "region {}: {} batches applied, {} gaps refused, {} bad messages, head {}", config.hub_region,
          s.batches_applied, s.gaps_refused, s.bad_messages, s.head_seq);
   return 0;

@@ -185,6 +185,15 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              "size limit of the store file in bytes; 0 = only the filesystem limits it"),
       Int<C>("store", "tombstone_retention_s", [](C& c) -> int64_t& { return c.store_tombstone_retention_s; }, 0,
              kBig, "deleted device records stay in the feed at least this long"),
+      Int<C>("store", "read_view_retention_s", [](C& c) -> int64_t& { return c.store_read_view_retention_s; }, 0,
+             kBig, "other gateways' readings in the read view are pruned this long after they arrived"),
+      Int<C>("store", "min_free_bytes", [](C& c) -> int64_t& { return c.store_min_free_bytes; }, 0, kBig,
+             "below this much free space on the filesystem (or past 90% of max_bytes) acknowledged readings "
+             "are pruned oldest first, before retention_age_s; 0 = do not watch the filesystem"),
+      Int<C>("store", "retention_interval_s", [](C& c) -> int64_t& { return c.store_retention_interval_s; }, 1,
+             86400, "how often retention runs (in both roles)"),
+      Int<C>("store", "prune_step_rows", [](C& c) -> int64_t& { return c.store_prune_step_rows; }, 10, 1000000,
+             "rows retention deletes per step (one short transaction; ingest waits at most one step)"),
       Int<C>("store", "dead_letter_cap", [](C& c) -> int64_t& { return c.store_dead_letter_cap; }, 0, 1000000,
              "rejected payloads kept for inspection; the oldest are dropped past this"),
       Int<C>("store", "lease_expiry_ms", [](C& c) -> int64_t& { return c.store_lease_expiry_ms; }, 100, kBig,
@@ -261,6 +270,9 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
       Str<C>("hub", "ca_file", [](C& c) -> std::string& { return c.hub_tls.ca_file; }, "CA for the region broker"),
       Str<C>("hub", "cert_file", [](C& c) -> std::string& { return c.hub_tls.cert_file; }, "client certificate"),
       Str<C>("hub", "key_file", [](C& c) -> std::string& { return c.hub_tls.key_file; }, "private key"),
+      Int<C>("hub", "feed_retention_s", [](C& c) -> int64_t& { return c.hub_feed_retention_s; }, 0, kBig,
+             "region feed entries are pruned this long after they were applied; a reader behind gets an "
+             "explicit reset"),
   };
   return kOptions;
 }

@@ -55,6 +55,14 @@ struct Config {
   std::string store_disk_policy = "reject-new";
   int64_t store_max_bytes = 0;
   int64_t store_tombstone_retention_s = 30 * 86400;
+  int64_t store_read_view_retention_s = 7 * 86400;
+  int64_t store_min_free_bytes = 64 << 20;
+  int64_t store_retention_interval_s = 10;
+  // Rows one retention step deletes in one write transaction: ingest waits
+  // at most one step for the write lock. The longest 2000-row step held it
+  // about half as long as the longest 1000-reading ingest commit
+  // (tests/bench/retention_bench.cc).
+  int64_t store_prune_step_rows = 2000;
   int64_t store_dead_letter_cap = 1000;
   int64_t store_lease_expiry_ms = 15000;
 
@@ -100,6 +108,7 @@ struct Config {
   std::string hub_broker_uri = "tcp://127.0.0.1:1883";
   std::string hub_credentials_file;
   TlsConfig hub_tls;
+  int64_t hub_feed_retention_s = 7 * 86400;
 
   std::string StorePath() const { return store_path.empty() ? data_dir + "/store.db" : store_path; }
   std::string StatusPath() const { return status_file.empty() ? data_dir + "/status.json" : status_file; }
