@@ -247,7 +247,8 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
       Int<C>("uplink", "batch_max_readings", [](C& c) -> int64_t& { return c.uplink_batch_max_readings; }, 1,
              1000000, "entries in one upstream batch at most"),
       Int<C>("uplink", "batch_max_delay_ms", [](C& c) -> int64_t& { return c.uplink_batch_max_delay_ms; }, 0,
-             600000, "a partial batch is sent after this long"),
+             600000, "a partial batch waits at most this long for more readings; alone on a quiet link it goes at once "
+             "(latency against bytes on the wire: see README)"),
       Int<C>("uplink", "window", [](C& c) -> int64_t& { return c.uplink_window; }, 1, 1024,
              "batches sent and not yet acknowledged by the region, at most"),
       Int<C>("uplink", "ack_timeout_ms", [](C& c) -> int64_t& { return c.uplink_ack_timeout_ms; }, 100, 3600000,

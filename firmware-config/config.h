@@ -87,7 +87,13 @@ struct Config {
   // [uplink]
   std::string uplink_topic_prefix = "edgesync";
   int64_t uplink_batch_max_readings = 5000;
-  int64_t uplink_batch_max_delay_ms = 200;
+  // A partial batch waits at most this long for more readings (a batch
+  // alone on a quiet link goes at once). Each batch carries ~550 bytes of its
+  // own, so this trades latency for bytes: at 8,000 readings/s, 25 ms makes
+  // 200-reading batches (4.8 B/reading on the wire), 200 ms 1,600 (1.9 B).
+  // Publish-to-acknowledgement latency at 1,000 readings/s: see README
+  // (tests/bench/uplink_bench.cc).
+  int64_t uplink_batch_max_delay_ms = 25;
   // A backlog batch's round trip (~80 ms on loopback, mostly waiting in TCP:
   // Paho never sets TCP_NODELAY) is far longer than the hub needs to apply
   // it (~7 ms), so the window must cover it. 1M-reading drain on loopback:
