@@ -56,6 +56,8 @@ Status Gateway::Start() {
   StoreOptions so = StoreOptionsFromConfig(config_);
   so.clock = clock_;
   ES_RETURN_IF_ERROR(Store::Open(so, &store_).Annotate("opening store " + so.path));
+  retention_ = std::make_unique<Retention>(store_.get(), RetentionOptionsFromConfig(config_), clock_);
+  ES_RETURN_IF_ERROR(retention_->Start().Annotate("retention"));
   if (!config_.regions.empty()) {
     uplink_ = std::make_unique<Uplink>(store_.get(), UplinkOptionsFromConfig(config_), clock_);
     ES_RETURN_IF_ERROR(uplink_->Start().Annotate("uplink"));
@@ -89,6 +91,7 @@ void Gateway::Stop() {
   if (ingest_) ingest_->Stop();
   if (uplink_) uplink_->Stop();
   if (feed_puller_) feed_puller_->Stop();
+  if (retention_) retention_->Stop();
   ES_LOG(kInfo, "gateway {}: stopped", config_.gateway_id);
 }
 
@@ -147,6 +150,17 @@ nlohmann::json Gateway::StatusJson() {
                           regions, clock_->WallMillis()));
   }
   if (sink_) j["commit_latency"] = HistogramJson(commit_latency_.Snapshot());
+  if (retention_) {
+    RetentionStats r = retention_->stats();
+    j["retention"] = {{"passes", r.passes},
+                      {"readings_pruned", r.pruned.readings},
+                      {"pruned_early_for_space", r.pruned.early},
+                      {"tombstones_pruned", r.pruned.tombstones},
+                      {"read_view_pruned", r.pruned.remote},
+                      {"space_low", r.pruned.space_low},
+                      {"errors", r.errors},
+                      {"longest_step_ms", r.longest_step_ms}};
+  }
   uint64_t acked = 0;
   if (uplink_) {
     UplinkStats u = uplink_->stats();

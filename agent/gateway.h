@@ -24,6 +24,7 @@
 #include "platform/clock.h"
 #include "platform/histogram.h"
 #include "platform/status.h"
+#include "store/retention.h"
 #include "store/store.h"
 #include "sync/feed_puller.h"
 #include "sync/mqtt_link.h"
@@ -54,6 +55,7 @@ class Gateway {
   std::unique_ptr<MqttLink> link_;
   std::unique_ptr<Uplink> uplink_;
   std::unique_ptr<FeedPuller> feed_puller_;
+  std::unique_ptr<Retention> retention_;  // after store_: stopped and destroyed before it
   bool running_ = false;
   Histogram commit_latency_;
   std::mutex status_mu_;

@@ -73,8 +73,17 @@ StoreOptions StoreOptionsFromConfig(const Config& c) {
                                                        : StoreOptions::DiskPolicy::kRejectNew;
   o.max_bytes = c.store_max_bytes;
   o.tombstone_retention_ms = c.store_tombstone_retention_s * 1000;
+  o.remote_retention_ms = c.store_read_view_retention_s * 1000;  // the hub role sets its feed's
+  o.min_free_bytes = c.store_min_free_bytes;
   o.dead_letter_cap = c.store_dead_letter_cap;
   o.lease_expiry_ms = c.store_lease_expiry_ms;
+  return o;
+}
+
+RetentionOptions RetentionOptionsFromConfig(const Config& c) {
+  RetentionOptions o;
+  o.interval_ms = c.store_retention_interval_s * 1000;
+  o.step_rows = c.store_prune_step_rows;
   return o;
 }
 

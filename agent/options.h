@@ -9,6 +9,7 @@
 
 #include "agent/ingest/ingest.h"
 #include "firmware-config/config.h"
+#include "store/retention.h"
 #include "store/store.h"
 #include "sync/feed_puller.h"
 #include "sync/region_hub.h"
@@ -17,6 +18,7 @@
 namespace edgesync {
 
 StoreOptions StoreOptionsFromConfig(const Config& config);
+RetentionOptions RetentionOptionsFromConfig(const Config& config);
 IngestOptions IngestOptionsFromConfig(const Config& config);
 MqttLinkOptions IngestLinkOptionsFromConfig(const Config& config);
 UplinkOptions UplinkOptionsFromConfig(const Config& config);

@@ -100,6 +100,7 @@ int RunRegionHub(const Config& config) {
   StoreOptions so = StoreOptionsFromConfig(config);
   // The hub's own origin is never sent anywhere; the region name keeps it readable.
   if (so.gateway_id.empty()) so.gateway_id = "hub-" + config.hub_region;
+  so.remote_retention_ms = config.hub_feed_retention_s * 1000;  // a hub's remote entries are its region feed
   Status st = MakePrivateDir(config.data_dir);
   std::unique_ptr<Store> store;
   if (st.ok()) st = Store::Open(so, &store);
@@ -111,6 +112,13 @@ int RunRegionHub(const Config& config) {
   st = hub.Start();
   if (!st.ok()) {
     std::fprintf(stderr, "edgesync region: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  Retention retention(store.get(), RetentionOptionsFromConfig(config));
+  st = retention.Start();
+  if (!st.ok()) {
+    std::fprintf(stderr, "edgesync region: retention: %s\n", st.ToString().c_str());
+    hub.Stop();
     return 1;
   }
   HubSnapshot snapshot(config, store.get(), &hub);
@@ -140,9 +148,13 @@ int RunRegionHub(const Config& config) {
   }
   systemd.Stopping();
   http.Stop();
+  retention.Stop();
   hub.Stop();
   board.Publish(snapshot.Take(false), {}, SystemClock()->WallMillis());
   RegionHubStats s = hub.stats();
+  RetentionStats r = retention.stats();
+  ES_LOG(kInfo, "region {}: retention pruned {} feed entries ({} early for space)", config.hub_region,
+         r.pruned.remote, r.pruned.early);
   ES_LOG(kInfo,
          "region {}: {} batches applied, {} gaps refused, {} refused for naming another origin than their sender, "
          "{} jumps over a hole, {} feed resets, {} bad messages, head {}",

@@ -61,6 +61,15 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              "size limit of the store file in bytes; 0 = only the filesystem limits it"),
       Int<C>("store", "tombstone_retention_s", [](C& c) -> int64_t& { return c.store_tombstone_retention_s; }, 0,
              kBig, "deleted device records stay in the feed at least this long"),
+      Int<C>("store", "read_view_retention_s", [](C& c) -> int64_t& { return c.store_read_view_retention_s; }, 0,
+             kBig, "other gateways' readings in the read view are pruned this long after they arrived"),
+      Int<C>("store", "min_free_bytes", [](C& c) -> int64_t& { return c.store_min_free_bytes; }, 0, kBig,
+             "below this much free space on the filesystem (or past 90% of max_bytes) acknowledged readings "
+             "are pruned oldest first, before retention_age_s; 0 = do not watch the filesystem"),
+      Int<C>("store", "retention_interval_s", [](C& c) -> int64_t& { return c.store_retention_interval_s; }, 1,
+             86400, "how often retention runs (in both roles)"),
+      Int<C>("store", "prune_step_rows", [](C& c) -> int64_t& { return c.store_prune_step_rows; }, 10, 1000000,
+             "rows retention deletes per step (one short transaction; ingest waits at most one step)"),
       Int<C>("store", "dead_letter_cap", [](C& c) -> int64_t& { return c.store_dead_letter_cap; }, 0, 1000000,
              "rejected payloads kept for inspection; the oldest are dropped past this"),
       Int<C>("store", "lease_expiry_ms", [](C& c) -> int64_t& { return c.store_lease_expiry_ms; }, 100, kBig,
@@ -117,7 +126,8 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
       Int<C>("uplink", "batch_max_readings", [](C& c) -> int64_t& { return c.uplink_batch_max_readings; }, 1,
              1000000, "entries in one upstream batch at most"),
       Int<C>("uplink", "batch_max_delay_ms", [](C& c) -> int64_t& { return c.uplink_batch_max_delay_ms; }, 0,
-             600000, "a partial batch is sent after this long"),
+             600000, "a partial batch waits at most this long for more readings; alone on a quiet link it goes at once "
+             "(latency against bytes on the wire: see README)"),
       Int<C>("uplink", "window", [](C& c) -> int64_t& { return c.uplink_window; }, 1, 1024,
              "batches sent and not yet acknowledged by the region, at most"),
       Int<C>("uplink", "ack_timeout_ms", [](C& c) -> int64_t& { return c.uplink_ack_timeout_ms; }, 100, 3600000,
@@ -148,6 +158,9 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
       Str<C>("hub", "key_file", [](C& c) -> std::string& { return c.hub_tls.key_file; }, "private key"),
       Bool<C>("hub", "allow_insecure", [](C& c) -> bool& { return c.hub_allow_insecure; },
               "accept a plaintext broker_uri that is not loopback (otherwise refused: use ssl:// or ca_file)"),
+      Int<C>("hub", "feed_retention_s", [](C& c) -> int64_t& { return c.hub_feed_retention_s; }, 0, kBig,
+             "region feed entries are pruned this long after they were applied; a reader behind gets an "
+             "explicit reset"),
   };
   return kOptions;
 }

@@ -57,6 +57,14 @@ struct Config {
   std::string store_disk_policy = "reject-new";
   int64_t store_max_bytes = 0;
   int64_t store_tombstone_retention_s = 30 * 86400;
+  int64_t store_read_view_retention_s = 7 * 86400;
+  int64_t store_min_free_bytes = 64 << 20;
+  int64_t store_retention_interval_s = 10;
+  // Rows one retention step deletes in one write transaction: ingest waits
+  // at most one step for the write lock. The longest 2000-row step held it
+  // about half as long as the longest 1000-reading ingest commit
+  // (tests/bench/retention_bench.cc).
+  int64_t store_prune_step_rows = 2000;
   int64_t store_dead_letter_cap = 1000;
   int64_t store_lease_expiry_ms = 15000;
 
@@ -82,6 +90,13 @@ struct Config {
   // [uplink]
   std::string uplink_topic_prefix = "edgesync";
   int64_t uplink_batch_max_readings = 5000;
+  // A partial batch waits at most this long for more readings (a batch
+  // alone on a quiet link goes at once). Each batch carries ~550 bytes of its
+  // own, so this trades latency for bytes: at 8,000 readings/s, 25 ms makes
+  // 200-reading batches (4.8 B/reading on the wire), 200 ms 1,600 (1.9 B).
+  // Publish-to-acknowledgement latency at 1,000 readings/s: see README
+  // (tests/bench/uplink_bench.cc). The default keeps the bytes budget of a
+  // metered uplink; lower it where latency matters more than bytes.
   int64_t uplink_batch_max_delay_ms = 200;
   // A backlog batch's round trip (~80 ms on loopback, mostly waiting in TCP:
   // Paho never sets TCP_NODELAY) is far longer than the hub needs to apply
@@ -107,6 +122,7 @@ struct Config {
   std::string hub_credentials_file;
   TlsConfig hub_tls;
   bool hub_allow_insecure = false;
+  int64_t hub_feed_retention_s = 7 * 86400;
 
   std::string StorePath() const { return store_path.empty() ? data_dir + "/store.db" : store_path; }
   std::string StatusPath() const { return status_file.empty() ? data_dir + "/status.json" : status_file; }

@@ -86,6 +86,7 @@ class SqliteStore : public Store {
   Status ListDeadLetters(size_t max, std::vector<DeadLetter>* letters) override;
 
   Status Prune(PruneResult* result) override;
+  Status PruneStep(int64_t max_rows, PruneResult* result) override;
   Status Stats(StoreStats* stats) override;
 
  private:
@@ -100,8 +101,20 @@ class SqliteStore : public Store {
   Status AppendWithMark(const std::vector<Reading>& readings, const CheckpointMark* mark, AppendResult* result);
   Status AppendOnce(const std::vector<Reading>& readings, const CheckpointMark* mark, AppendResult* result);
   Status MoveCheckpoint(const CheckpointMark& mark);  // write_mu_ held, inside or outside a transaction
+  // Space (sqlite_store_retention.cc). CheckSpace: how many of the oldest
+  // readings must go before n more fit (0 = they fit).
   Status CheckSpace(size_t n, int64_t* to_drop);
-  Status DropOldest(int64_t n, int64_t* dropped_unacked);
+  // Drops up to n of the oldest readings, only acknowledged ones when
+  // acked_only; *removed counts all, *dropped_unacked those not yet
+  // acknowledged (data lost by policy, counted).
+  Status DropOldest(int64_t n, bool acked_only, int64_t* dropped_unacked, int64_t* removed);
+  // Whether retention should prune before the age (near max_bytes or a full
+  // filesystem), with hysteresis in space_low_.
+  Status SpaceLow(bool* low);
+  // PruneStep's parts, inside its transaction.
+  Status PruneReadings(int64_t max_rows, int64_t now, bool space_low, PruneResult* result);
+  Status PruneTombstones(int64_t max_rows, int64_t now, PruneResult* result);
+  Status PruneRemote(int64_t max_rows, int64_t now, bool space_low, PruneResult* result);
   // from_cache: inside a write transaction after RefreshWriteRanges, the
   // LSN this connection committed last is still the high one unless another
   // connection wrote since (data_version), so no query is needed.
@@ -177,6 +190,8 @@ class SqliteStore : public Store {
   // that long a stretch of counts, which only delays a split.
   std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> pending_counts_;
   int64_t last_range_flush_ms_ = 0;
+  bool space_low_ = false;  // retention is pruning early for space (hysteresis)
+  int64_t last_space_log_ms_ = INT64_MIN;
   int64_t last_drop_log_ms_ = 0;  // warnings about dropped readings, rate-limited
   int64_t drop_log_pending_ = 0;
   std::vector<std::pair<std::string, int64_t>> pending_series_;  // (device, id) created in the open txn

@@ -1,7 +1,6 @@
-// Coordination and housekeeping: space limits and drop-oldest, leases of feed
-// consumers, named checkpoints and upstream acknowledgements, dead letters,
-// retention and statistics.
-#include <sys/resource.h>
+// Coordination and housekeeping: leases of feed consumers, named checkpoints
+// and upstream acknowledgements, dead letters and statistics. Space limits and
+// retention: sqlite_store_retention.cc.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -14,8 +13,6 @@
 
 namespace edgesync {
 namespace {
-
-constexpr int64_t kDiskBytesPerReading = 64;  // log row + index entry + b-tree overhead
 
 Status ValidateName(const char* what, const std::string& name) {
   if (name.empty() || name.size() > 256) return Status::InvalidArgument(std::string(what) + ": 1 to 256 bytes");
@@ -61,96 +58,6 @@ int64_t SinceRenewal(const Renewal& r, const Clock& clock) {
 }
 
 }  // namespace
-
-// max_bytes is checked against the pages in use (free pages are reused
-// before the file grows), before a batch is written.
-Status SqliteStore::CheckSpace(size_t n, int64_t* to_drop) {
-  *to_drop = 0;
-  const bool drop = options_.disk_policy == StoreOptions::DiskPolicy::kDropOldest;
-  if (options_.max_bytes <= 0 && !drop) return Status::Ok();  // the filesystem will say so
-  int64_t pages = 0, free_pages = 0, page_size = 0;
-  ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA page_count", &pages));
-  ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA freelist_count", &free_pages));
-  ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA page_size", &page_size));
-  int64_t used = (pages - free_pages) * page_size;
-  int64_t need = static_cast<int64_t>(n) * kDiskBytesPerReading;
-  int64_t limit = options_.max_bytes > 0 ? options_.max_bytes : INT64_MAX;
-  if (drop) {
-    // Under drop-oldest, room must be made before the filesystem is full:
-    // once it is, neither a new row nor the checkpoint that would recycle
-    // the WAL can be written. Deleted rows free pages inside the file (which
-    // new rows reuse), not bytes on the filesystem, so the file may grow
-    // only into what the WAL does not still need.
-    Result<uint64_t> fs_free = FreeBytes(options_.path);
-    struct stat wal;
-    int64_t wal_size = ::stat((options_.path + "-wal").c_str(), &wal) == 0 ? wal.st_size : 0;
-    if (fs_free.ok()) {
-      int64_t wal_room = std::max<int64_t>(0, wal_max_bytes_ - wal_size) + 2 * need + 65536;
-      int64_t fs_limit = pages * page_size + static_cast<int64_t>(*fs_free) - wal_room;
-      limit = std::min(limit, fs_limit);
-    }
-    struct rlimit lim;  // a per-file size limit caps the file the same way
-    if (::getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
-      limit = std::min(limit, static_cast<int64_t>(lim.rlim_cur) - 2 * need - 65536);
-    }
-  }
-  if (used + need <= limit) return Status::Ok();
-  if (!drop) {
-    return Status::NoSpace("store " + options_.path + " is full: " + std::to_string(used) + " bytes used, limit " +
-                           std::to_string(options_.max_bytes) +
-                           " (store.max_bytes); new readings rejected (disk policy reject-new)");
-  }
-  *to_drop = std::max<int64_t>(static_cast<int64_t>(n), (used + need - limit) / kDiskBytesPerReading);
-  return Status::Ok();
-}
-
-// Inside the caller's transaction. Drops the n oldest readings; counts those
-// not yet acknowledged upstream (those are data lost by policy).
-Status SqliteStore::DropOldest(int64_t n, int64_t* dropped_unacked) {
-  *dropped_unacked = 0;
-  int64_t acked = 0, high = 0;
-  ES_RETURN_IF_ERROR(write_db_.QueryInt("SELECT ifnull(max(lsn), 0) FROM acks", &acked));
-  uint64_t next = 0;
-  ES_RETURN_IF_ERROR(NextLsn(&next));
-  high = static_cast<int64_t>(next) - 1;
-  Stmt bound;
-  ES_RETURN_IF_ERROR(bound.Prepare(&write_db_,
-                                   "SELECT max(lsn) FROM (SELECT lsn FROM log WHERE kind = 0 ORDER BY lsn LIMIT ?)"));
-  bound.Bind(1, n);
-  Status st;
-  int64_t upto = bound.Step(&st) ? bound.Int(0) : 0;
-  ES_RETURN_IF_ERROR(st);
-  bound.Reset();
-  if (upto <= 0) return Status::Ok();
-  Stmt count;
-  ES_RETURN_IF_ERROR(count.Prepare(&write_db_, "SELECT count(*) FROM log WHERE kind = 0 AND lsn > ? AND lsn <= ?"));
-  count.Bind(1, acked);
-  count.Bind(2, upto);
-  int64_t unacked = count.Step(&st) ? count.Int(0) : 0;
-  ES_RETURN_IF_ERROR(st);
-  count.Reset();
-  ES_RETURN_IF_ERROR(SetMetaInt("high_lsn", high));  // the high LSN outlives its rows
-  Stmt del;
-  ES_RETURN_IF_ERROR(del.Prepare(&write_db_, "DELETE FROM log WHERE kind = 0 AND lsn <= ?"));
-  del.Bind(1, upto);
-  ES_RETURN_IF_ERROR(del.Run());
-  if (unacked > 0) {
-    int64_t total = 0;
-    ES_RETURN_IF_ERROR(GetMetaInt(&write_db_, "dropped_oldest", &total));
-    ES_RETURN_IF_ERROR(SetMetaInt("dropped_oldest", total + unacked));
-    // Once full, every batch drops some: say so every 10 s, not per batch.
-    drop_log_pending_ += unacked;
-    int64_t now = clock_->MonotonicMillis();
-    if (last_drop_log_ms_ == 0 || now - last_drop_log_ms_ >= 10000) {
-      ES_LOG(kWarn, "store {}: full, dropped {} unacknowledged oldest readings (disk policy drop-oldest)",
-             options_.path, drop_log_pending_);
-      drop_log_pending_ = 0;
-      last_drop_log_ms_ = now;
-    }
-  }
-  *dropped_unacked = unacked;
-  return Status::Ok();
-}
 
 Status SqliteStore::LoadLease(uint32_t range_id, bool* found, Lease* lease, int64_t* since_renewal_ms) {
   Stmt s;
@@ -380,117 +287,6 @@ Status SqliteStore::ListDeadLetters(size_t max, std::vector<DeadLetter>* letters
     letters->push_back(std::move(d));
   }
   return st;
-}
-
-Status SqliteStore::Prune(PruneResult* result) {
-  *result = PruneResult{};
-  const int64_t now = clock_->WallMillis();
-  const int64_t cutoff = now - options_.retention_age_ms;
-  int64_t limit = 0, lo = 0;
-  {
-    std::lock_guard<std::mutex> lock(write_mu_);
-    Txn txn(&write_db_);
-    ES_RETURN_IF_ERROR(txn.Begin());
-    uint64_t next = 0;
-    ES_RETURN_IF_ERROR(NextLsn(&next));
-    int64_t high = static_cast<int64_t>(next) - 1;
-    ES_RETURN_IF_ERROR(SetMetaInt("high_lsn", high));  // LSNs are never reused, even with an empty log
-    int64_t acked = 0;
-    ES_RETURN_IF_ERROR(write_db_.QueryInt("SELECT ifnull(max(lsn), 0) FROM acks", &acked));
-    // Everything before the first batch written after the cutoff is old
-    // enough (batch-grained; a clock stepped back only delays pruning).
-    Stmt y;
-    ES_RETURN_IF_ERROR(y.Prepare(&write_db_,
-                                 "SELECT ifnull((SELECT first_lsn - 1 FROM batches WHERE written_at >= ? "
-                                 "ORDER BY first_lsn LIMIT 1), ?)"));
-    y.Bind(1, cutoff);
-    y.Bind(2, high);
-    Status st;
-    int64_t young = y.Step(&st) ? y.Int(0) : 0;
-    ES_RETURN_IF_ERROR(st);
-    y.Reset();
-    limit = std::min(acked, young);
-    ES_RETURN_IF_ERROR(write_db_.QueryInt("SELECT ifnull(min(lsn), 1) - 1 FROM log", &lo));
-    ES_RETURN_IF_ERROR(txn.Commit());
-  }
-  // Readings go in chunks, each its own short transaction: ingest waits at
-  // most one chunk, and the WAL stays small.
-  constexpr int64_t kChunk = 20000;
-  while (lo < limit) {
-    int64_t upper = std::min(limit, lo + kChunk);
-    std::lock_guard<std::mutex> lock(write_mu_);
-    Txn txn(&write_db_);
-    ES_RETURN_IF_ERROR(txn.Begin());
-    Stmt del;
-    ES_RETURN_IF_ERROR(del.Prepare(&write_db_, "DELETE FROM log WHERE lsn > ? AND lsn <= ? AND kind = 0"));
-    del.Bind(1, lo);
-    del.Bind(2, upper);
-    ES_RETURN_IF_ERROR(del.Run());
-    result->readings += write_db_.changes();
-    Stmt b;
-    ES_RETURN_IF_ERROR(b.Prepare(&write_db_,
-                                 "DELETE FROM batches WHERE first_lsn < (SELECT max(first_lsn) FROM batches "
-                                 "WHERE first_lsn <= ?)"));
-    b.Bind(1, upper + 1);
-    ES_RETURN_IF_ERROR(b.Run());
-    ES_RETURN_IF_ERROR(txn.Commit());
-    lo = upper;
-  }
-  std::lock_guard<std::mutex> lock(write_mu_);
-  Txn txn(&write_db_);
-  ES_RETURN_IF_ERROR(txn.Begin());
-  Status st;
-  // Tombstones past their retention leave the log and the device table.
-  Stmt tomb;
-  ES_RETURN_IF_ERROR(tomb.Prepare(&write_db_, "SELECT lsn FROM devices WHERE deleted = 1 AND updated_at < ?"));
-  tomb.Bind(1, now - options_.tombstone_retention_ms);
-  std::vector<int64_t> tomb_lsns;
-  while (tomb.Step(&st)) tomb_lsns.push_back(tomb.Int(0));
-  ES_RETURN_IF_ERROR(st);
-  tomb.Reset();
-  if (!tomb_lsns.empty()) {
-    Stmt dl, dd;
-    ES_RETURN_IF_ERROR(dl.Prepare(&write_db_, "DELETE FROM log WHERE lsn = ?"));
-    ES_RETURN_IF_ERROR(dd.Prepare(&write_db_, "DELETE FROM devices WHERE lsn = ? AND deleted = 1"));
-    for (int64_t l : tomb_lsns) {
-      dl.Bind(1, l);
-      ES_RETURN_IF_ERROR(dl.Run());
-      dd.Bind(1, l);
-      ES_RETURN_IF_ERROR(dd.Run());
-    }
-    result->tombstones = static_cast<int64_t>(tomb_lsns.size());
-  }
-  // Read view and region feed: by age. A region feed reader behind the
-  // pruned point gets an explicit reset (region_pruned_seq).
-  // Rows before the first one applied after the cutoff are old enough (the
-  // read view is in apply order, like the log).
-  Stmt rb;
-  ES_RETURN_IF_ERROR(rb.Prepare(&write_db_,
-                                "SELECT ifnull((SELECT rid FROM remote WHERE at >= ? ORDER BY rid LIMIT 1), "
-                                "ifnull((SELECT max(rid) FROM remote), 0) + 1)"));
-  rb.Bind(1, cutoff);
-  int64_t bound = rb.Step(&st) ? rb.Int(0) : 0;
-  ES_RETURN_IF_ERROR(st);
-  rb.Reset();
-  int64_t removed = 0;
-  if (bound > 0) {
-    std::string b = std::to_string(bound);
-    // The region feed follows the read view's order: what it served from
-    // pruned rows is gone, and a reader behind it gets an explicit reset.
-    int64_t pruned_seq = 0;
-    ES_RETURN_IF_ERROR(write_db_.QueryInt("SELECT ifnull(max(seq), 0) FROM region_feed WHERE rid < " + b, &pruned_seq));
-    if (pruned_seq > 0) {
-      ES_RETURN_IF_ERROR(write_db_.Exec("DELETE FROM region_feed WHERE seq <= " + std::to_string(pruned_seq)));
-      int64_t old = 0;
-      ES_RETURN_IF_ERROR(GetMetaInt(&write_db_, "region_pruned_seq", &old));
-      ES_RETURN_IF_ERROR(SetMetaInt("region_pruned_seq", std::max(old, pruned_seq)));
-    }
-    ES_RETURN_IF_ERROR(write_db_.Exec("DELETE FROM remote WHERE rid < " + b));
-    removed = write_db_.changes();
-    ES_RETURN_IF_ERROR(write_db_.Exec("DELETE FROM remote_devices WHERE rid < " + b));
-  }
-  result->remote = removed;
-  return txn.Commit();
 }
 
 Status SqliteStore::Stats(StoreStats* stats) {

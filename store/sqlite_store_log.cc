@@ -313,19 +313,19 @@ Status SqliteStore::AppendWithMark(const std::vector<Reading>& readings, const C
   }
   Status s = AppendOnce(readings, mark, result);
   int64_t dropped_total = s.ok() ? result->dropped_oldest : 0;  // a failed attempt dropped nothing
-  // The filesystem itself is full under drop-oldest: the space to win back
-  // is mostly the WAL's. Checkpoint and truncate it, drop the oldest
-  // readings (their pages go to the free list that new rows reuse),
-  // checkpoint again, retry; drop more each round.
+  // The filesystem itself is full: the space to win back is mostly the
+  // WAL's. Checkpoint and truncate it, drop the oldest readings (their pages
+  // go to the free list that new rows reuse; acknowledged ones only under
+  // reject-new), checkpoint again, retry; drop more each round.
+  const bool acked_only = options_.disk_policy == StoreOptions::DiskPolicy::kRejectNew;
   int64_t to_drop = static_cast<int64_t>(readings.size()) * 2;
-  for (int round = 0; round < 3 && s.code() == Status::Code::kNoSpace &&
-                      options_.disk_policy == StoreOptions::DiskPolicy::kDropOldest;
-       ++round, to_drop *= 4) {
+  for (int round = 0; round < 3 && s.code() == Status::Code::kNoSpace; ++round, to_drop *= 4) {
     write_db_.Exec("PRAGMA wal_checkpoint(TRUNCATE)");
-    int64_t dropped = 0;
+    int64_t dropped = 0, removed = 0;
     Txn txn(&write_db_);
     Status d = txn.Begin();
-    if (d.ok()) d = DropOldest(to_drop, &dropped);
+    if (d.ok()) d = DropOldest(to_drop, acked_only, &dropped, &removed);
+    if (d.ok() && removed == 0) d = Status::NoSpace("nothing acknowledged to prune");
     if (d.ok()) d = txn.Commit();
     if (!d.ok()) {
       txn.Rollback();
@@ -356,8 +356,15 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
     ES_RETURN_IF_ERROR(txn.Begin());
     ES_RETURN_IF_ERROR(RefreshWriteRanges());
     if (to_drop > 0) {
-      int64_t dropped = 0;
-      ES_RETURN_IF_ERROR(DropOldest(to_drop, &dropped));
+      // Acknowledged readings go first (they are the oldest); unacknowledged
+      // ones only under drop-oldest.
+      const bool acked_only = options_.disk_policy == StoreOptions::DiskPolicy::kRejectNew;
+      int64_t dropped = 0, removed = 0;
+      ES_RETURN_IF_ERROR(DropOldest(to_drop, acked_only, &dropped, &removed));
+      if (acked_only && removed < to_drop) {
+        return Status::NoSpace("store.max_bytes " + std::to_string(options_.max_bytes) +
+                               " reached and too few acknowledged readings to prune");
+      }
       result->dropped_oldest = dropped;
     }
     uint64_t lsn = 0;

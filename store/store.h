@@ -42,6 +42,14 @@ struct StoreOptions {
   DiskPolicy disk_policy = DiskPolicy::kRejectNew;
   int64_t max_bytes = 0;        // 0 = only the filesystem limits the store
   int64_t tombstone_retention_ms = int64_t{30} * 86400 * 1000;
+  // Entries of other origins (the read view on a gateway, the region feed on
+  // a hub) applied longer ago than this are pruned.
+  int64_t remote_retention_ms = int64_t{7} * 86400 * 1000;
+  // The filesystem "nears full" when its free bytes plus the store's own
+  // free pages fall below this: retention then prunes acknowledged readings
+  // (and remote entries) oldest first, before their age. So does a store past
+  // 90% of max_bytes, down to 80%. 0 = no filesystem check.
+  int64_t min_free_bytes = int64_t{64} << 20;
   int64_t dead_letter_cap = 1000;
   int64_t lease_expiry_ms = 15000;
   bool create_if_missing = true;
@@ -167,9 +175,18 @@ struct DeadLetter {
 };
 
 struct PruneResult {
-  int64_t readings = 0;
+  int64_t readings = 0;               // acknowledged local readings pruned
+  int64_t early = 0;                  // of those, pruned before their age because space ran low
   int64_t tombstones = 0;
-  int64_t remote = 0;
+  int64_t remote = 0;                 // read view / region feed entries
+  bool more = false;                  // PruneStep: stopped at its row bound; call again
+  bool space_low = false;             // the step found the store near its size or filesystem limit
+  void Add(const PruneResult& o) {
+    readings += o.readings;
+    early += o.early;
+    tombstones += o.tombstones;
+    remote += o.remote;
+  }
 };
 
 struct StoreStats {
@@ -328,8 +345,21 @@ class Store {
   virtual Status ListDeadLetters(size_t max, std::vector<DeadLetter>* letters) = 0;
 
   // Retention: acknowledged readings older than the retention age; tombstones
-  // past their retention.
+  // past their retention; remote entries (read view, region feed) past
+  // remote_retention_ms; when space runs low (see min_free_bytes), acknowledged
+  // readings and remote entries oldest first regardless of age. Never an
+  // unacknowledged reading (those go only by drop-oldest, at append).
+  // Prune runs PruneStep until nothing is left (tests, the CLI).
   virtual Status Prune(PruneResult* result) = 0;
+  // One bounded step of the same: one short write transaction deleting at
+  // most max_rows rows of each kind (readings, tombstones, remote entries),
+  // oldest first; result->more says whether more is due. A region feed
+  // reader behind what a step pruned gets an explicit reset.
+  virtual Status PruneStep(int64_t max_rows, PruneResult* result) {
+    (void)max_rows;
+    *result = PruneResult{};
+    return Status::Unsupported("PruneStep");
+  }
   virtual Status Stats(StoreStats* stats) = 0;
 };
 

@@ -174,5 +174,30 @@ TEST_F(UplinkTest, ResumesFromTheStoredCheckpointAfterARestart) {
   EXPECT_EQ(hub_.received[before].base_lsn, 10000u);
 }
 
+// Latency without paying bytes: a reading alone on a quiet link goes at once;
+// what follows soon after waits (up to batch_max_delay_ms) to share a batch.
+TEST_F(UplinkTest, ALoneReadingGoesAtOnceAndTheNextOnesAreCoalesced) {
+  StoreOptions so;
+  so.path = tmp_.File("quiet.db");
+  so.gateway_id = "gw-1";
+  ASSERT_TRUE(Store::Open(so, &store_).ok());
+  options_.batch_max_delay_ms = 60000;
+  hub_.mode = ScriptedHub::Mode::kAnswer;
+  auto uplink = Make();
+  ASSERT_TRUE(uplink->Start().ok());
+  test::SensorWorkload workload(100, 1780000000000);
+  AppendResult r;
+  ASSERT_TRUE(store_->AppendReadings(workload.Take(1), &r).ok());
+  uplink->NotifyAppended();
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 1; }, 30000)) << "not held for batch_max_delay_ms";
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(store_->AppendReadings(workload.Take(1), &r).ok());
+    uplink->NotifyAppended();
+  }
+  test::SleepMs(1000);
+  EXPECT_EQ(Received(), 1u) << "readings right after a send wait to be coalesced";
+  uplink->Stop();
+}
+
 }  // namespace
 }  // namespace edgesync

@@ -1,0 +1,72 @@
+// store/retention.h: runs the store's retention in the background, in both
+// roles, in small steps.
+//
+// Every interval_ms (and at once after Start) a pass calls Store::PruneStep
+// with step_rows until nothing is due, pausing pause_ms between steps: each
+// step is one short write transaction, so ingest waits at most one step for
+// the write lock, and the pauses let queued commits through. What a pass
+// prunes: see Store::Prune (acknowledged readings past the retention age or,
+// when space is low, oldest first; tombstones; read view / region feed).
+//
+// Thread safety: Start/Stop from one thread; RunPass (tests, simulations)
+// must not overlap a running worker; stats() from any thread.
+#ifndef EDGESYNC_STORE_RETENTION_H_
+#define EDGESYNC_STORE_RETENTION_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include "platform/clock.h"
+#include "platform/status.h"
+#include "store/store.h"
+
+namespace edgesync {
+
+struct RetentionOptions {
+  int64_t interval_ms = 10000;  // see Config::store_retention_interval_s
+  int64_t step_rows = 2000;     // see Config::store_prune_step_rows
+  int64_t pause_ms = 10;        // between steps of one pass
+};
+
+struct RetentionStats {
+  int64_t passes = 0;
+  int64_t steps = 0;
+  int64_t errors = 0;
+  PruneResult pruned;           // totals since start (more/space_low: last step's)
+  int64_t longest_step_ms = 0;  // the longest one step held the write lock
+};
+
+class Retention {
+ public:
+  Retention(Store* store, RetentionOptions options, Clock* clock = nullptr);
+  ~Retention();
+  Retention(const Retention&) = delete;
+  Retention& operator=(const Retention&) = delete;
+
+  Status Start();
+  void Stop();
+  // One pass, on the caller's thread (the worker calls it every interval).
+  Status RunPass(PruneResult* pass);
+  RetentionStats stats() const;
+
+ private:
+  void Run();
+  // Waits up to ms (real time) unless stopping; false = stop.
+  bool Pause(int64_t ms);
+
+  Store* store_;
+  RetentionOptions options_;
+  Clock* clock_;
+  std::thread worker_;
+  std::mutex mu_;  // guards stop_
+  std::condition_variable cv_;
+  bool stop_ = false;
+  mutable std::mutex stats_mu_;
+  RetentionStats stats_;
+};
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_STORE_RETENTION_H_

@@ -1,0 +1,338 @@
+// Space and retention: the size limit and the disk policies at append time,
+// and the bounded steps retention prunes in (store/retention.h runs them).
+//
+// Freed pages are not given back to the filesystem: a deleted row's page goes
+// to SQLite's free list and the next inserts reuse it before the file grows,
+// so a store at steady state keeps its size (the size limit counts pages in
+// use, not the file). Giving pages back (auto_vacuum=INCREMENTAL and
+// incremental_vacuum) would need a full VACUUM to switch an existing file
+// over, pointer-map pages written on every page allocation, and it would move
+// pages that the next minute's ingest allocates again: more writes on the SD
+// card for bytes the store needs again anyway. StoreRetentionTest's simulated
+// hours measure the file staying bounded under free-list reuse.
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "platform/files.h"
+#include "platform/log.h"
+#include "store/sqlite_store.h"
+
+namespace edgesync {
+namespace {
+
+constexpr int64_t kDiskBytesPerReading = 64;  // log row + index entry + b-tree overhead
+// Retention prunes early above kSpaceHighPercent of max_bytes, down to
+// kSpaceLowPercent: room made in the background before ingest meets the limit.
+constexpr int64_t kSpaceHighPercent = 90;
+constexpr int64_t kSpaceLowPercent = 80;
+
+// The n oldest readings at or below limit: the last one's LSN, how many, and
+// how many of them lie above split.
+struct Oldest {
+  int64_t upto = 0;
+  int64_t count = 0;
+  int64_t above = 0;
+};
+
+Status SelectOldest(Db* db, int64_t limit, int64_t n, int64_t split, Oldest* out) {
+  *out = Oldest{};
+  Stmt s;
+  ES_RETURN_IF_ERROR(s.Prepare(db,
+                               "SELECT ifnull(max(lsn), 0), count(*), ifnull(sum(lsn > ?), 0) FROM "
+                               "(SELECT lsn FROM log WHERE kind = 0 AND lsn <= ? ORDER BY lsn LIMIT ?)"));
+  s.Bind(1, split);
+  s.Bind(2, limit);
+  s.Bind(3, n);
+  Status st;
+  if (s.Step(&st)) *out = Oldest{s.Int(0), s.Int(1), s.Int(2)};
+  return st;
+}
+
+Status DeleteReadingsUpTo(Db* db, int64_t upto) {
+  Stmt del;
+  ES_RETURN_IF_ERROR(del.Prepare(db, "DELETE FROM log WHERE kind = 0 AND lsn <= ?"));
+  del.Bind(1, upto);
+  return del.Run();
+}
+
+}  // namespace
+
+// max_bytes is checked against the pages in use (free pages are reused
+// before the file grows), before a batch is written.
+Status SqliteStore::CheckSpace(size_t n, int64_t* to_drop) {
+  *to_drop = 0;
+  const bool drop = options_.disk_policy == StoreOptions::DiskPolicy::kDropOldest;
+  if (options_.max_bytes <= 0 && !drop) return Status::Ok();  // the filesystem will say so
+  int64_t pages = 0, free_pages = 0, page_size = 0;
+  ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA page_count", &pages));
+  ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA freelist_count", &free_pages));
+  ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA page_size", &page_size));
+  int64_t used = (pages - free_pages) * page_size;
+  int64_t need = static_cast<int64_t>(n) * kDiskBytesPerReading;
+  int64_t limit = options_.max_bytes > 0 ? options_.max_bytes : INT64_MAX;
+  if (drop) {
+    // Under drop-oldest, room must be made before the filesystem is full:
+    // once it is, neither a new row nor the checkpoint that would recycle
+    // the WAL can be written. Deleted rows free pages inside the file (which
+    // new rows reuse), not bytes on the filesystem, so the file may grow
+    // only into what the WAL does not still need.
+    Result<uint64_t> fs_free = FreeBytes(options_.path);
+    struct stat wal;
+    int64_t wal_size = ::stat((options_.path + "-wal").c_str(), &wal) == 0 ? wal.st_size : 0;
+    if (fs_free.ok()) {
+      int64_t wal_room = std::max<int64_t>(0, wal_max_bytes_ - wal_size) + 2 * need + 65536;
+      int64_t fs_limit = pages * page_size + static_cast<int64_t>(*fs_free) - wal_room;
+      limit = std::min(limit, fs_limit);
+    }
+    struct rlimit lim;  // a per-file size limit caps the file the same way
+    if (::getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+      limit = std::min(limit, static_cast<int64_t>(lim.rlim_cur) - 2 * need - 65536);
+    }
+  }
+  if (used + need <= limit) return Status::Ok();
+  // Under reject-new the caller may still make room from acknowledged
+  // readings (AppendOnce); only if there are too few is the batch refused.
+  *to_drop = std::max<int64_t>(static_cast<int64_t>(n), (used + need - limit) / kDiskBytesPerReading);
+  return Status::Ok();
+}
+
+// Inside the caller's transaction. Drops the n oldest readings (acknowledged
+// ones are always the oldest: acknowledgements cover a prefix of the log).
+Status SqliteStore::DropOldest(int64_t n, bool acked_only, int64_t* dropped_unacked, int64_t* removed) {
+  *dropped_unacked = 0;
+  *removed = 0;
+  int64_t acked = 0, high = 0;
+  ES_RETURN_IF_ERROR(write_db_.QueryInt("SELECT ifnull(max(lsn), 0) FROM acks", &acked));
+  uint64_t next = 0;
+  ES_RETURN_IF_ERROR(NextLsn(&next));
+  high = static_cast<int64_t>(next) - 1;
+  Oldest oldest;
+  ES_RETURN_IF_ERROR(SelectOldest(&write_db_, acked_only ? acked : INT64_MAX, n, acked, &oldest));
+  if (oldest.count == 0) return Status::Ok();
+  const int64_t unacked = oldest.above;
+  ES_RETURN_IF_ERROR(SetMetaInt("high_lsn", high));  // the high LSN outlives its rows
+  ES_RETURN_IF_ERROR(DeleteReadingsUpTo(&write_db_, oldest.upto));
+  *removed = oldest.count;
+  if (unacked > 0) {
+    int64_t total = 0;
+    ES_RETURN_IF_ERROR(GetMetaInt(&write_db_, "dropped_oldest", &total));
+    ES_RETURN_IF_ERROR(SetMetaInt("dropped_oldest", total + unacked));
+    // Once full, every batch drops some: say so every 10 s, not per batch.
+    drop_log_pending_ += unacked;
+    int64_t now = clock_->MonotonicMillis();
+    if (last_drop_log_ms_ == 0 || now - last_drop_log_ms_ >= 10000) {
+      ES_LOG(kWarn, "store {}: full, dropped {} unacknowledged oldest readings (disk policy drop-oldest)",
+             options_.path, drop_log_pending_);
+      drop_log_pending_ = 0;
+      last_drop_log_ms_ = now;
+    }
+  }
+  *dropped_unacked = unacked;
+  return Status::Ok();
+}
+
+Status SqliteStore::SpaceLow(bool* low) {
+  int64_t pages = 0, free_pages = 0, page_size = 0;
+  ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA page_count", &pages));
+  ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA freelist_count", &free_pages));
+  ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA page_size", &page_size));
+  const int64_t used = (pages - free_pages) * page_size;
+  bool over = false, clear = true;
+  if (options_.max_bytes > 0) {
+    over = used * 100 > options_.max_bytes * kSpaceHighPercent;
+    clear = used * 100 <= options_.max_bytes * kSpaceLowPercent;
+  }
+  if (options_.min_free_bytes > 0) {
+    Result<uint64_t> fs_free = FreeBytes(options_.path);
+    if (fs_free.ok()) {
+      // The store's free pages are room for its next rows as much as the
+      // filesystem's free bytes are.
+      int64_t room = static_cast<int64_t>(*fs_free) + free_pages * page_size;
+      over = over || room < options_.min_free_bytes;
+      clear = clear && room >= options_.min_free_bytes + options_.min_free_bytes / 4;
+    }
+  }
+  // At a steady rate against the limit this state comes and goes every few
+  // passes: say so once a minute at most.
+  const int64_t now_ms = clock_->MonotonicMillis();
+  if (over && !space_low_ && (last_space_log_ms_ == INT64_MIN || now_ms - last_space_log_ms_ >= 60000)) {
+    ES_LOG(kWarn, "store {}: space is low ({} bytes in use, limit {}); pruning acknowledged data oldest first",
+           options_.path, used, options_.max_bytes);
+    last_space_log_ms_ = now_ms;
+  }
+  space_low_ = over || (space_low_ && !clear);
+  *low = space_low_;
+  return Status::Ok();
+}
+
+// Acknowledged readings, oldest first: past the retention age, or any of them
+// when space is low. Age is batch-grained (the batches table); a clock
+// stepped back only delays pruning.
+Status SqliteStore::PruneReadings(int64_t max_rows, int64_t now, bool space_low, PruneResult* result) {
+  int64_t acked = 0;
+  ES_RETURN_IF_ERROR(write_db_.QueryInt("SELECT ifnull(max(lsn), 0) FROM acks", &acked));
+  if (acked <= 0) return Status::Ok();
+  // Everything before the first batch written at or after the cutoff is old
+  // enough. At most max_rows batches are looked at, so a step stays bounded
+  // even on a huge first backlog (the rest waits for the next step).
+  const int64_t cutoff = now - options_.retention_age_ms;
+  int64_t young = INT64_MAX;
+  {
+    Stmt y;
+    ES_RETURN_IF_ERROR(y.Prepare(&write_db_, "SELECT first_lsn, written_at FROM batches ORDER BY first_lsn LIMIT ?"));
+    y.Bind(1, max_rows);
+    Status st;
+    int64_t last_first = 0, seen = 0;
+    while (y.Step(&st)) {
+      if (y.Int(1) >= cutoff) {
+        young = y.Int(0) - 1;
+        break;
+      }
+      last_first = y.Int(0);
+      ++seen;
+    }
+    ES_RETURN_IF_ERROR(st);
+    // All of those old and more not looked at: the last one's batch may run on
+    // into younger readings, so stop before it.
+    if (young == INT64_MAX && seen >= max_rows) young = last_first - 1;
+  }
+  const int64_t age_limit = std::min(acked, young);
+  const int64_t limit = space_low ? acked : age_limit;
+  Oldest oldest;
+  ES_RETURN_IF_ERROR(SelectOldest(&write_db_, limit, max_rows, age_limit, &oldest));
+  if (oldest.count == 0) return Status::Ok();
+  const int64_t upto = oldest.upto, count = oldest.count, early = oldest.above;
+  uint64_t next = 0;
+  ES_RETURN_IF_ERROR(NextLsn(&next));
+  ES_RETURN_IF_ERROR(SetMetaInt("high_lsn", static_cast<int64_t>(next) - 1));  // LSNs are never reused
+  ES_RETURN_IF_ERROR(DeleteReadingsUpTo(&write_db_, upto));
+  // The time index keeps the batch row covering upto + 1.
+  Stmt b;
+  ES_RETURN_IF_ERROR(b.Prepare(&write_db_,
+                               "DELETE FROM batches WHERE first_lsn < (SELECT max(first_lsn) FROM batches "
+                               "WHERE first_lsn <= ?)"));
+  b.Bind(1, upto + 1);
+  ES_RETURN_IF_ERROR(b.Run());
+  result->readings += count;
+  result->early += early;
+  if (count >= max_rows) result->more = true;
+  return Status::Ok();
+}
+
+// Tombstones past their retention leave the log and the device table.
+Status SqliteStore::PruneTombstones(int64_t max_rows, int64_t now, PruneResult* result) {
+  Stmt tomb;
+  ES_RETURN_IF_ERROR(tomb.Prepare(&write_db_, "SELECT lsn FROM devices WHERE deleted = 1 AND updated_at < ? LIMIT ?"));
+  tomb.Bind(1, now - options_.tombstone_retention_ms);
+  tomb.Bind(2, max_rows);
+  Status st;
+  std::vector<int64_t> lsns;
+  while (tomb.Step(&st)) lsns.push_back(tomb.Int(0));
+  ES_RETURN_IF_ERROR(st);
+  if (lsns.empty()) return Status::Ok();
+  Stmt dl, dd;
+  ES_RETURN_IF_ERROR(dl.Prepare(&write_db_, "DELETE FROM log WHERE lsn = ?"));
+  ES_RETURN_IF_ERROR(dd.Prepare(&write_db_, "DELETE FROM devices WHERE lsn = ? AND deleted = 1"));
+  for (int64_t l : lsns) {
+    dl.Bind(1, l);
+    ES_RETURN_IF_ERROR(dl.Run());
+    dd.Bind(1, l);
+    ES_RETURN_IF_ERROR(dd.Run());
+  }
+  result->tombstones += static_cast<int64_t>(lsns.size());
+  if (static_cast<int64_t>(lsns.size()) >= max_rows) result->more = true;
+  return Status::Ok();
+}
+
+// Read view (gateway) and region feed (hub): the oldest entries applied
+// before the cutoff, or the oldest ones when space is low. The read view is
+// in apply order, like the log, so "old" is a prefix of rids.
+Status SqliteStore::PruneRemote(int64_t max_rows, int64_t now, bool space_low, PruneResult* result) {
+  const int64_t cutoff = now - options_.remote_retention_ms;
+  Stmt s;
+  ES_RETURN_IF_ERROR(s.Prepare(&write_db_, "SELECT rid, at FROM remote ORDER BY rid LIMIT ?"));
+  s.Bind(1, max_rows);
+  Status st;
+  int64_t upto = 0, count = 0;
+  while (s.Step(&st)) {
+    if (!space_low && s.Int(1) >= cutoff) break;
+    upto = s.Int(0);
+    ++count;
+  }
+  ES_RETURN_IF_ERROR(st);
+  s.Reset();
+  if (count == 0) return Status::Ok();
+  // The region feed follows the read view's order (seq and rid grow
+  // together): what it served from pruned rows goes with them, in this
+  // transaction, and a reader behind it gets an explicit reset
+  // (region_pruned_seq), never a page that silently skips entries.
+  Stmt f;
+  ES_RETURN_IF_ERROR(f.Prepare(&write_db_, "SELECT seq, rid FROM region_feed ORDER BY seq"));
+  int64_t pruned_seq = 0;
+  while (f.Step(&st)) {
+    if (f.Int(1) > upto) break;
+    pruned_seq = f.Int(0);
+  }
+  ES_RETURN_IF_ERROR(st);
+  f.Reset();
+  if (pruned_seq > 0) {
+    Stmt df;
+    ES_RETURN_IF_ERROR(df.Prepare(&write_db_, "DELETE FROM region_feed WHERE seq <= ?"));
+    df.Bind(1, pruned_seq);
+    ES_RETURN_IF_ERROR(df.Run());
+    int64_t old = 0;
+    ES_RETURN_IF_ERROR(GetMetaInt(&write_db_, "region_pruned_seq", &old));
+    ES_RETURN_IF_ERROR(SetMetaInt("region_pruned_seq", std::max(old, pruned_seq)));
+  }
+  for (const char* sql : {"DELETE FROM remote WHERE rid <= ?", "DELETE FROM remote_devices WHERE rid <= ?"}) {
+    Stmt d;
+    ES_RETURN_IF_ERROR(d.Prepare(&write_db_, sql));
+    d.Bind(1, upto);
+    ES_RETURN_IF_ERROR(d.Run());
+  }
+  result->remote += count;
+  if (count >= max_rows) result->more = true;
+  return Status::Ok();
+}
+
+Status SqliteStore::PruneStep(int64_t max_rows, PruneResult* result) {
+  *result = PruneResult{};
+  if (max_rows <= 0) return Status::InvalidArgument("prune step: max_rows must be positive");
+  const int64_t now = clock_->WallMillis();
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Txn txn(&write_db_);
+  Status s = [&]() -> Status {
+    ES_RETURN_IF_ERROR(txn.Begin());
+    bool low = false;
+    ES_RETURN_IF_ERROR(SpaceLow(&low));
+    result->space_low = low;
+    ES_RETURN_IF_ERROR(PruneReadings(max_rows, now, low, result));
+    ES_RETURN_IF_ERROR(PruneTombstones(max_rows, now, result));
+    ES_RETURN_IF_ERROR(PruneRemote(max_rows, now, low, result));
+    return txn.Commit();
+  }();
+  if (!s.ok()) {
+    txn.Rollback();
+    *result = PruneResult{};
+    // The rows, LSNs and caches of this connection are what they were; the
+    // next data_version check reloads ranges if anything else changed.
+    cached_high_lsn_ = -1;
+  }
+  return s;
+}
+
+Status SqliteStore::Prune(PruneResult* result) {
+  *result = PruneResult{};
+  constexpr int64_t kStep = 20000;
+  for (;;) {
+    PruneResult step;
+    ES_RETURN_IF_ERROR(PruneStep(kStep, &step));
+    result->Add(step);
+    result->space_low = result->space_low || step.space_low;
+    if (!step.more) return Status::Ok();
+  }
+}
+
+}  // namespace edgesync
