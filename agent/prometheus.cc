@@ -212,6 +212,9 @@ void HubMetrics(Writer* w, const json& s) {
   Gauge(w, "edgesync_hub_feed_head", "The region feed's head sequence number.", h, "feed_head");
   Counter(w, "edgesync_hub_feed_requests_total", "Feed pages served.", h, "feed_requests");
   Counter(w, "edgesync_hub_pings_total", "Round-trip probes answered.", h, "pings");
+  Counter(w, "edgesync_hub_feed_resets_total", "Explicit resets sent to feed readers.", h, "feed_resets");
+  Counter(w, "edgesync_hub_hole_jumps_total", "Batches applied from a base above the high-water mark (failover).", h,
+          "hole_jumps");
   const json refusals = h.value("refusals", json::object());
   for (const auto& [reason, n] : refusals.items()) {
     w->Sample("edgesync_hub_refusals_total", "counter", "Messages refused, by reason.",

@@ -54,6 +54,12 @@ void RegionSelector::OnProbeAnswered(size_t region, int64_t rtt_us, int64_t now_
   if (s.healthy_since_ms < 0) s.healthy_since_ms = now_ms;
 }
 
+void RegionSelector::OnBatchAnswered(size_t region, int64_t now_ms) {
+  State& s = state_[region];
+  if (!s.connected || s.last_answer_ms < 0) return;  // measured by a probe first
+  s.last_answer_ms = std::max(s.last_answer_ms, now_ms);
+}
+
 bool RegionSelector::Healthy(size_t region, int64_t now_ms) const {
   const State& s = state_[region];
   return s.connected && s.last_answer_ms >= 0 && now_ms - s.last_answer_ms <= health_timeout_ms_;

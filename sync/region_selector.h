@@ -16,8 +16,8 @@
 //   - to a nearer region once it has been healthy, and nearer, for
 //     failback_after_ms without a break (hysteresis, so neither a flapping
 //     link nor a moment of load drags writes around).
-// A region is healthy while connected and its last probe was answered within
-// health_timeout_ms.
+// A region is healthy while connected and its last probe or batch was
+// answered within health_timeout_ms.
 //
 // Thread safety: not thread-safe; owned by the uplink's worker thread. Pure
 // logic on the monotonic times it is given, so tests drive it directly.
@@ -41,6 +41,11 @@ class RegionSelector {
 
   void OnConnected(size_t region, bool connected, int64_t now_ms);
   void OnProbeAnswered(size_t region, int64_t rtt_us, int64_t now_ms);
+  // The region answered a batch in flight: alive, though the answer's delay
+  // includes applying the batch, so it is no round-trip sample. Keeps a
+  // region that is busy draining a backlog (probes queued behind batches on
+  // a loaded board) from looking dead to the start choice and to failover.
+  void OnBatchAnswered(size_t region, int64_t now_ms);
 
   // Re-evaluates at now_ms; returns the write region (-1: none healthy yet).
   // *changed tells whether it differs from the previous answer.

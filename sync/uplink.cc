@@ -201,6 +201,7 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
     return IgnoreAck(region, correlation_id, "no batch in flight has that correlation id");
   }
   if (batch->region != region) return IgnoreAck(region, correlation_id, "the batch was sent to another region");
+  selector_->OnBatchAnswered(region, NowMs());
   region_high_water_[region] = std::max(region_high_water_[region], ack.high_water);
   if (ack.code != AckCode::kOk) {
     {

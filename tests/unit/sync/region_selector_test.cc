@@ -193,5 +193,31 @@ TEST(RegionSelectorTest, UnansweredProbesMakeARegionUnhealthy) {
   EXPECT_EQ(s.Select(1500 + 2 * kHealth, &changed), -1);
 }
 
+// A region busy with a backlog may answer its probes late; its answers to
+// batches still show it alive, but never make a region healthy that no
+// probe measured.
+TEST(RegionSelectorTest, AnsweredBatchesKeepABusyRegionHealthy) {
+  RegionSelector s({{"a", 0}, {"b", 1}}, kHealth, kFailback, kGrace);
+  bool changed;
+  s.OnConnected(0, true, 0);
+  s.OnConnected(1, true, 0);
+  s.OnProbeAnswered(0, 1000, 0);
+  s.OnBatchAnswered(1, 0);
+  EXPECT_FALSE(s.Healthy(1, 0)) << "no probe has measured b";
+  s.OnProbeAnswered(1, 1000, 0);
+  EXPECT_EQ(s.Select(0, &changed), 0);
+  // a's probes go unanswered, its batches are answered: it keeps the writes.
+  for (int64_t t = 200; t <= 5 * kHealth; t += 200) {
+    s.OnBatchAnswered(0, t);
+    s.OnProbeAnswered(1, 1000, t);
+    EXPECT_EQ(s.Select(t, &changed), 0) << "at " << t << " ms";
+  }
+  EXPECT_EQ(s.switches(), 1);
+  // Nothing answered by a, neither probes nor batches: failover to b.
+  const int64_t later = 6 * kHealth + 1;
+  s.OnProbeAnswered(1, 1000, later);
+  EXPECT_EQ(s.Select(later, &changed), 1);
+}
+
 }  // namespace
 }  // namespace edgesync
