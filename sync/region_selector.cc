@@ -10,7 +10,13 @@ namespace {
 // max(5 ms, 25 % of the larger one).
 int64_t MarginUs(int64_t a, int64_t b) { return std::max<int64_t>(5000, std::max(a, b) / 4); }
 
-constexpr size_t kSamples = 8;
+// The distance is the minimum of this many probes: 64 at the default 5 s
+// probe interval is about five minutes. 8 (1.6 s at a 200 ms interval) let a
+// write region busy with a long drain (every probe queued behind batches on
+// a loaded board) look farther than an idle, equally near one, and writes
+// flapped between them; a path that really got longer is noticed within the
+// window, and a reconnect measures afresh.
+constexpr size_t kSamples = 64;
 
 }  // namespace
 

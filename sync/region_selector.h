@@ -4,7 +4,7 @@
 // their round trip, probes left unanswered), it names the write region:
 //   - at start, the nearest healthy region once every region answered a
 //     probe or startup_grace_ms passed: lowest round trip, taken as the
-//     minimum of the last few probes (queueing on a busy link or hub only
+//     minimum of the last 64 probes (queueing on a busy link or hub only
 //     ever adds delay, the minimum is the distance); round trips within
 //     max(5 ms, 25 %) count as equal and preference decides. Until then,
 //     the most preferred region if it answers (else none);

@@ -160,8 +160,8 @@ TEST(RegionSelectorTest, ARegionMustStayNearerForTheWholeFailbackTime) {
     s.OnProbeAnswered(1, 10000, t);
     EXPECT_EQ(s.Select(t, &changed), 0);
   }
-  s.OnProbeAnswered(0, 12000, t);  // stays the minimum of a's last samples for 8 probes
-  for (int i = 0; i < 7; ++i, t += 100) {
+  s.OnProbeAnswered(0, 12000, t);  // stays the minimum of a's last 64 samples for 64 probes
+  for (int i = 0; i < 63; ++i, t += 100) {
     s.OnProbeAnswered(0, 50000, t);
     s.OnProbeAnswered(1, 10000, t);
     EXPECT_EQ(s.Select(t, &changed), 0);
