@@ -152,6 +152,10 @@ class SqliteStore : public Store {
                            int64_t* added);
   // *since_renewal_ms (may be null): see SinceRenewal in sqlite_store_coord.cc.
   Status LoadLease(uint32_t range_id, bool* found, Lease* lease, int64_t* since_renewal_ms);
+  // Gives the lease on range_id to owner if its version is still `version`,
+  // stamped with now_ms and this boot's monotonic time; *moved tells whether
+  // it was (else another holder got there first). Caller holds write_mu_.
+  Status SetLeaseOwner(uint32_t range_id, const std::string& owner, int64_t version, int64_t now_ms, bool* moved);
 
   // Read side (read_mu_ held).
   Status SeriesById(int64_t id, SeriesInfo* info);

@@ -73,6 +73,26 @@ Status SqliteStore::LoadLease(uint32_t range_id, bool* found, Lease* lease, int6
   return st;
 }
 
+Status SqliteStore::SetLeaseOwner(uint32_t range_id, const std::string& owner, int64_t version, int64_t now_ms,
+                                  bool* moved) {
+  // Stamped like every renewal: expiry is judged on this boot's monotonic
+  // clock, never on the wall clock.
+  const std::string boot = clock_->BootId();  // bound as SQLITE_STATIC: must outlive Run
+  Stmt up;
+  ES_RETURN_IF_ERROR(up.Prepare(&write_db_,
+                                "UPDATE leases SET owner=?, renewed_at=?, boot_id=?, renewed_mono=?, version=version+1 "
+                                "WHERE range_id=? AND version=?"));
+  up.Bind(1, std::string_view(owner));
+  up.Bind(2, now_ms);
+  up.Bind(3, std::string_view(boot));
+  up.Bind(4, clock_->MonotonicMillis());
+  up.Bind(5, static_cast<int64_t>(range_id));
+  up.Bind(6, version);
+  ES_RETURN_IF_ERROR(up.Run());
+  *moved = write_db_.changes() == 1;
+  return Status::Ok();
+}
+
 Status SqliteStore::AcquireLease(uint32_t range_id, const std::string& owner, Lease* lease) {
   ES_RETURN_IF_ERROR(ValidateName("lease owner", owner));
   std::lock_guard<std::mutex> lock(write_mu_);
@@ -121,17 +141,10 @@ Status SqliteStore::AcquireLease(uint32_t range_id, const std::string& owner, Le
                             std::to_string(since) + " ms ago, expires after " +
                             std::to_string(options_.lease_expiry_ms) + " ms)");
   }
-  Stmt up;
-  ES_RETURN_IF_ERROR(up.Prepare(&write_db_,
-                                "UPDATE leases SET owner=?, renewed_at=?, boot_id=?, renewed_mono=?, version=version+1 "
-                                "WHERE range_id=? AND version=?"));
-  up.Bind(1, std::string_view(owner));
-  up.Bind(2, now);
-  up.Bind(3, std::string_view(boot));
-  up.Bind(4, mono);
-  up.Bind(5, static_cast<int64_t>(range_id));
-  up.Bind(6, cur.version);
-  ES_RETURN_IF_ERROR(up.Run());
+  // Inside this transaction the version read above cannot have moved.
+  bool moved = false;
+  ES_RETURN_IF_ERROR(SetLeaseOwner(range_id, owner, cur.version, now, &moved));
+  if (!moved) return Status::Conflict("lease on range " + std::to_string(range_id) + " moved while taken");
   if (!cur.owner.empty() && cur.owner != owner) {
     ES_LOG(kInfo, "store: lease on range {} taken over from {} by {} ({})", range_id, cur.owner, owner,
            since == INT64_MAX ? "renewed in an earlier boot" : "not renewed for " + std::to_string(since) + " ms");
