@@ -237,8 +237,9 @@ int RunGateway(const Config& config) {
   int64_t tick_ms = 1000;
   if (systemd.watchdog_interval_ms() > 0) tick_ms = std::min(tick_ms, systemd.watchdog_interval_ms() / 2);
   int64_t next_status = 0;
+  // The first status goes out at once, then every second: `status` must not
+  // read a running gateway as stopped for its first second.
   while (!Signals::StopRequested()) {
-    Signals::WaitForSignal(tick_ms);
     if (Signals::TakeReload()) {
       // Only what can change without a restart: the log level.
       systemd.Reloading();
@@ -252,6 +253,7 @@ int RunGateway(const Config& config) {
       nlohmann::json snapshot = gateway.StatusJson();
       board.Publish(snapshot, Gateway::ChartPoints(snapshot), SystemClock()->WallMillis());
     }
+    Signals::WaitForSignal(tick_ms);
   }
   systemd.Stopping();
   http.Stop();
