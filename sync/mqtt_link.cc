@@ -1,6 +1,12 @@
 #include "sync/mqtt_link.h"
 
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <mqtt/async_client.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <chrono>
@@ -51,6 +57,64 @@ Status FromPaho(const std::string& what, const mqtt::exception& e) {
     return Status::InvalidArgument(text);
   }
   return Status::Unavailable(text);
+}
+
+// The port of a tcp://host:port (or ssl://, mqtt://, mqtts://) URI; without
+// one, MQTT's (1883, 8883 with TLS) as Paho uses; 0 if malformed.
+int UriPort(const std::string& uri) {
+  size_t scheme = uri.find("://");
+  size_t colon = uri.rfind(':');
+  if (scheme == std::string::npos || colon == scheme || uri.back() == ']') {
+    return uri.rfind("ssl", 0) == 0 || uri.rfind("mqtts", 0) == 0 ? 8883 : 1883;
+  }
+  if (colon + 1 >= uri.size()) return 0;
+  int port = 0;
+  for (size_t i = colon + 1; i < uri.size() && uri[i] != '/'; ++i) {
+    if (uri[i] < '0' || uri[i] > '9') return 0;
+    port = port * 10 + (uri[i] - '0');
+    if (port > 65535) return 0;
+  }
+  return port;
+}
+
+// Sets TCP_NODELAY on this process's TCP connections to `port`. Paho C
+// 1.3.12 creates its socket inside MQTTAsync and exposes neither the socket
+// nor a hook before connect, so the socket is found by its peer among our
+// open descriptors once the connection is up. Other edgesync links to the
+// same port get the same option they set themselves; a descriptor closed
+// and reused meanwhile gets at most a harmless option (or ENOTSOCK).
+// Returns how many sockets it set.
+int SetTcpNoDelay(int port) {
+  if (port <= 0) return 0;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return 0;
+  int set = 0;
+  while (dirent* d = readdir(dir)) {
+    if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
+    int fd = std::atoi(d->d_name);
+    if (fd == dirfd(dir)) continue;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    int type = 0;
+    socklen_t type_len = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &type_len) != 0 || type != SOCK_STREAM) continue;
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof peer;
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) continue;
+    int peer_port = 0;
+    if (peer.ss_family == AF_INET) {
+      peer_port = ntohs(reinterpret_cast<sockaddr_in*>(&peer)->sin_port);
+    } else if (peer.ss_family == AF_INET6) {
+      peer_port = ntohs(reinterpret_cast<sockaddr_in6*>(&peer)->sin6_port);
+    } else {
+      continue;
+    }
+    if (peer_port != port) continue;
+    int one = 1;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0) ++set;
+  }
+  closedir(dir);
+  return set;
 }
 
 struct PendingPublish {
@@ -382,6 +446,9 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
       connected_ = true;
     }
     counters_connects_++;
+    if (options_.tcp_nodelay && SetTcpNoDelay(UriPort(options_.uri)) == 0) {
+      ES_LOG(kWarn, "mqtt {}: could not set TCP_NODELAY (small publishes may wait up to 40 ms)", options_.uri);
+    }
     // Subscribing again even when the broker kept the session covers a
     // broker that lost its state (restart without persistence).
     for (const auto& s : subs) {

@@ -3,7 +3,11 @@
 // subscription list restored, credentials, TLS, MQTT 3.1.1 and 5.
 #include "sync/mqtt_link.h"
 
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <mutex>
@@ -158,6 +162,54 @@ TEST(MqttLinkStart, FirstConnectRetriesUntilTheBrokerComesUp) {
   EXPECT_EQ(s.code(), Status::Code::kUnavailable) << s.ToString();
   ASSERT_TRUE(broker.Start());
   EXPECT_TRUE(link->WaitConnected(10000));
+}
+
+// TCP_NODELAY of each of this process's TCP connections to `port`.
+std::vector<int> NoDelayTo(int port) {
+  std::vector<int> flags;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return flags;
+  while (dirent* d = readdir(dir)) {
+    int fd = std::atoi(d->d_name);
+    sockaddr_in peer{};
+    socklen_t len = sizeof peer;
+    if (d->d_name[0] == '.' || fd == dirfd(dir) || getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0 ||
+        peer.sin_family != AF_INET || ntohs(peer.sin_port) != port) {
+      continue;
+    }
+    int flag = 0;
+    socklen_t flag_len = sizeof flag;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &flag, &flag_len) == 0) flags.push_back(flag);
+  }
+  closedir(dir);
+  return flags;
+}
+
+// Small publishes (a partial batch, a hub's answer) must not wait for
+// Nagle's algorithm; Paho never sets TCP_NODELAY itself.
+TEST(MqttLinkSocket, SetsTcpNoDelayOnItsConnectionUnlessTurnedOff) {
+  TempDir dir;
+  Broker broker(dir.File("broker"));
+  ASSERT_TRUE(broker.Start());
+  for (bool nodelay : {false, true}) {
+    MqttLinkOptions o;
+    o.uri = broker.uri();
+    o.client_id = nodelay ? "link-nodelay" : "link-nagle";
+    o.tcp_nodelay = nodelay;
+    auto link = MakeLink(o, nullptr);
+    ASSERT_TRUE(link->Connect(10000).ok());
+    std::vector<int> flags = NoDelayTo(broker.port());
+    ASSERT_EQ(flags.size(), 1u) << "one connection to the broker";
+    EXPECT_EQ(flags[0] != 0, nodelay);
+    // Still set after a reconnect (a new socket).
+    if (nodelay) {
+      broker.Kill9();
+      ASSERT_TRUE(broker.Start());
+      ASSERT_TRUE(WaitFor([&] { return link->counters().connects >= 2 && link->connected(); }, 30000));
+      ASSERT_TRUE(WaitFor([&] { return NoDelayTo(broker.port()) == std::vector<int>{1}; }, 10000));
+    }
+    link->Disconnect(2000);
+  }
 }
 
 TEST(MqttLinkOptionsCheck, RejectsBadOptions) {
