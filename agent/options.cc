@@ -93,6 +93,7 @@ UplinkOptions UplinkOptionsFromConfig(const Config& c) {
   o.topic_prefix = c.uplink_topic_prefix;
   o.regions = Regions(c);
   o.batch_max_readings = static_cast<size_t>(c.uplink_batch_max_readings);
+  o.batch_min_delay_ms = c.uplink_batch_min_delay_ms;
   o.batch_max_delay_ms = c.uplink_batch_max_delay_ms;
   o.window = static_cast<size_t>(c.uplink_window);
   o.ack_timeout_ms = c.uplink_ack_timeout_ms;

@@ -125,9 +125,12 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              "first topic level of every sync message"),
       Int<C>("uplink", "batch_max_readings", [](C& c) -> int64_t& { return c.uplink_batch_max_readings; }, 1,
              1000000, "entries in one upstream batch at most"),
+      Int<C>("uplink", "batch_min_delay_ms", [](C& c) -> int64_t& { return c.uplink_batch_min_delay_ms; }, 0,
+             600000, "a partial batch waits at least this long for more readings (fewer bytes on the wire per "
+             "reading, more latency: see README)"),
       Int<C>("uplink", "batch_max_delay_ms", [](C& c) -> int64_t& { return c.uplink_batch_max_delay_ms; }, 0,
-             600000, "a partial batch waits at most this long for more readings; alone on a quiet link it goes at once "
-             "(latency against bytes on the wire: see README)"),
+             600000, "a partial batch goes at once when nothing is in flight, else when the region has answered "
+             "what is, waiting at most this long"),
       Int<C>("uplink", "window", [](C& c) -> int64_t& { return c.uplink_window; }, 1, 1024,
              "batches sent and not yet acknowledged by the region, at most"),
       Int<C>("uplink", "ack_timeout_ms", [](C& c) -> int64_t& { return c.uplink_ack_timeout_ms; }, 100, 3600000,

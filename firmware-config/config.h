@@ -90,17 +90,25 @@ struct Config {
   // [uplink]
   std::string uplink_topic_prefix = "edgesync";
   int64_t uplink_batch_max_readings = 5000;
-  // A partial batch waits at most this long for more readings (a batch
-  // alone on a quiet link goes at once). Each batch carries ~550 bytes of its
-  // own, so this trades latency for bytes: at 8,000 readings/s, 25 ms makes
-  // 200-reading batches (4.8 B/reading on the wire), 200 ms 1,600 (1.9 B).
-  // Publish-to-acknowledgement latency at 1,000 readings/s: see README
-  // (tests/bench/uplink_bench.cc). The default keeps the bytes budget of a
-  // metered uplink; lower it where latency matters more than bytes.
+  // When a partial batch goes (sync/uplink.cc SendBatches): at once when
+  // nothing is in flight; while batches are in flight, once the region has
+  // answered them (Nagle's rule at the batch level), waiting at most
+  // batch_max_delay_ms; and never before it is batch_min_delay_ms old.
+  // Batches thus grow with the rate times the round trip. Measured by
+  // tests/bench/uplink_bench.cc on a shared 2-core machine (load ~12), with
+  // TCP_NODELAY on every link (sync/mqtt_link.h): publish to region answer
+  // at 1,000 readings/s p50 8 / p99 27 ms (the former rule, a fixed 200 ms
+  // coalescing without TCP_NODELAY: 152 / 254 ms); at the reference
+  // workload's 8,000 readings/s, batches of ~230 readings, 4.5 bytes per
+  // reading on the link (backlog batches 1.6). Each batch carries ~660 bytes
+  // of its own, so 1.6 bytes per reading needs ~4,700-reading batches:
+  // batch_min_delay_ms buys bytes with latency (600 ms: 2.0 bytes per
+  // reading) where a metered link costs more than a late reading.
+  int64_t uplink_batch_min_delay_ms = 0;
   int64_t uplink_batch_max_delay_ms = 200;
-  // A backlog batch's round trip (~80 ms on loopback, mostly waiting in TCP:
-  // Paho never sets TCP_NODELAY) is far longer than the hub needs to apply
-  // it (~7 ms), so the window must cover it. 1M-reading drain on loopback:
+  // A backlog batch's round trip (~80 ms on loopback before the links set
+  // TCP_NODELAY) is far longer than the hub needs to apply it (~7 ms), so
+  // the window must cover it. 1M-reading drain on loopback:
   // window 4 4.2 s, 8 2.2 s, 12 1.7 s, 16 no faster. 12 backlog batches are
   // ~100 KB in flight.
   int64_t uplink_window = 12;

@@ -292,17 +292,26 @@ void Uplink::SendBatches(int64_t now_ms) {
       return;
     }
     if (last - next_after_ < options_.batch_max_readings) {
-      // Not a full batch. On a quiet link (nothing in flight, nothing sent
-      // for batch_max_delay_ms) it goes at once: a lone reading pays no
-      // wait. Otherwise readings arriving while batches are in flight or just
-      // sent are coalesced for at most batch_max_delay_ms from the first of
-      // them: every batch carries ~550 bytes of its own (header, origin,
-      // dictionaries; tests/bench/uplink_bench.cc), so a batch per commit
-      // would cost tens of bytes per reading.
+      // Not a full batch. While batches are in flight, Nagle's rule at the
+      // batch level: what arrives while the region has not yet answered is
+      // coalesced until its answers are in (then it goes at once), or for at
+      // most batch_max_delay_ms from the first of it when answers are slow.
+      // A partial batch on a link with nothing in flight goes at once. So a
+      // reading waits at most about one round trip for a batch to share,
+      // batches grow with the rate times the round trip, and a batch per
+      // commit (each batch carries ~660 bytes of its own: tens of bytes per
+      // reading at 10 readings per commit) never happens while answers flow.
+      // Measured (tests/bench/uplink_bench.cc, README): see
+      // Config::uplink_batch_max_delay_ms.
+      // batch_min_delay_ms (0 by default) holds every partial batch that
+      // long first, for links where bytes cost more than latency.
       if (pending_since_ms_ < 0) pending_since_ms_ = now_ms;
-      const bool quiet = inflight_.empty() && now_ms - last_send_ms_ >= options_.batch_max_delay_ms;
-      if (!quiet && now_ms - pending_since_ms_ < options_.batch_max_delay_ms) {
-        wake_at_ms_ = pending_since_ms_ + options_.batch_max_delay_ms;
+      const int64_t waited = now_ms - pending_since_ms_;
+      const int64_t hold = waited < options_.batch_min_delay_ms ? options_.batch_min_delay_ms
+                           : !inflight_.empty()                   ? options_.batch_max_delay_ms
+                                                                  : 0;
+      if (waited < hold) {
+        wake_at_ms_ = pending_since_ms_ + hold;
         return;
       }
     }
@@ -335,7 +344,6 @@ void Uplink::SendBatches(int64_t now_ms) {
     }
     inflight_.push_back({correlation_id, static_cast<size_t>(write_region_), batch.last_lsn, now_ms});
     next_after_ = batch.last_lsn;
-    last_send_ms_ = now_ms;
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.batches_sent;
     stats_.entries_sent += batch.entries.size();

@@ -2,9 +2,11 @@
 // nearest healthy region with end-to-end acknowledgements.
 //
 // One worker thread reads Store::ReadLog after the upstream checkpoint,
-// sends batches (at most batch_max_readings entries; on a quiet link a
-// partial batch at once, else what accumulated for batch_max_delay_ms) to the
-// write region's hub, keeps up to `window` batches
+// sends batches (at most batch_max_readings entries; a partial batch, once
+// batch_min_delay_ms old, at once when nothing is in flight, else when the
+// answers in flight are in, waiting at most batch_max_delay_ms) to the write
+// region's hub,
+// keeps up to `window` batches
 // unanswered, and moves the checkpoint only when a hub answers with its
 // durable high-water mark. An answer counts only when it matches a batch in
 // flight (correlation id) and comes from the region that batch went to; the
@@ -59,6 +61,7 @@ struct UplinkOptions {
   std::string topic_prefix = "edgesync";
   std::vector<UplinkRegion> regions;
   size_t batch_max_readings = 5000;
+  int64_t batch_min_delay_ms = 0;    // see Config::uplink_batch_min_delay_ms
   int64_t batch_max_delay_ms = 200;  // see Config::uplink_batch_max_delay_ms
   size_t window = 12;  // see Config::uplink_window
   int64_t ack_timeout_ms = 10000;
@@ -168,7 +171,6 @@ class Uplink {
   uint64_t next_after_ = 0;        // the next batch starts after this LSN
   int64_t resume_at_ms_ = 0;       // sending paused until then (backoff)
   int64_t pending_since_ms_ = -1;  // first time unsent entries were seen
-  int64_t last_send_ms_ = INT64_MIN / 2;  // when the last batch went
   int64_t wake_at_ms_ = -1;        // the coalescing batch's deadline (-1 = none)
   uint64_t correlation_ = 0;
   std::deque<InFlight> inflight_;

@@ -17,12 +17,14 @@ namespace edgesync {
 namespace {
 
 struct ScriptedHub {
-  enum class Mode { kSilent, kAnswer, kRefuseOnce };
+  // kHold: answers like kAnswer, but only when Release() says so.
+  enum class Mode { kSilent, kAnswer, kRefuseOnce, kHold };
   std::mutex mu;
   Mode mode = Mode::kSilent;
   uint64_t high_water = 0;
   std::vector<WireBatch> received;  // bounds and base only
   int refusals = 0;
+  std::vector<std::pair<FakeLink*, std::string>> held;  // answers kHold keeps back
 
   void OnPublish(const std::string&, const std::string& payload, FakeLink* link) {
     WireMessage m;
@@ -49,7 +51,21 @@ struct ScriptedHub {
     } else if (m.batch.first_lsn > start + 1) {
       ack.code = AckCode::kGap;
     }
+    if (mode == Mode::kHold) {
+      held.emplace_back(link, EncodeAck(m.correlation_id, ack));
+      return;
+    }
     link->Deliver(EncodeAck(m.correlation_id, ack));
+  }
+
+  // Delivers the answers kept back, in order.
+  void Release() {
+    std::vector<std::pair<FakeLink*, std::string>> out;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      out.swap(held);
+    }
+    for (auto& [link, answer] : out) link->Deliver(answer);
   }
 };
 
@@ -175,28 +191,98 @@ TEST_F(UplinkTest, ResumesFromTheStoredCheckpointAfterARestart) {
 }
 
 // Latency without paying bytes: a reading alone on a quiet link goes at once;
-// what follows soon after waits (up to batch_max_delay_ms) to share a batch.
-TEST_F(UplinkTest, ALoneReadingGoesAtOnceAndTheNextOnesAreCoalesced) {
+// what follows while its batch is unanswered waits for the answer (not for
+// batch_max_delay_ms), then goes in one batch.
+TEST_F(UplinkTest, ALoneReadingGoesAtOnceAndTheNextOnesWaitForItsAnswer) {
   StoreOptions so;
   so.path = tmp_.File("quiet.db");
   so.gateway_id = "gw-1";
   ASSERT_TRUE(Store::Open(so, &store_).ok());
-  options_.batch_max_delay_ms = 60000;
-  hub_.mode = ScriptedHub::Mode::kAnswer;
+  options_.batch_max_delay_ms = 600000;
+  options_.ack_timeout_ms = 600000;  // answers are held on purpose
+  hub_.mode = ScriptedHub::Mode::kHold;
   auto uplink = Make();
   ASSERT_TRUE(uplink->Start().ok());
   test::SensorWorkload workload(100, 1780000000000);
   AppendResult r;
   ASSERT_TRUE(store_->AppendReadings(workload.Take(1), &r).ok());
   uplink->NotifyAppended();
-  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 1; }, 30000)) << "not held for batch_max_delay_ms";
+  ASSERT_TRUE(test::WaitFor([&] { return Received() == 1; }, 30000)) << "not sent at once";
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(store_->AppendReadings(workload.Take(1), &r).ok());
     uplink->NotifyAppended();
   }
-  test::SleepMs(1000);
-  EXPECT_EQ(Received(), 1u) << "readings right after a send wait to be coalesced";
+  test::SleepMs(500);
+  EXPECT_EQ(Received(), 1u) << "readings behind an unanswered batch wait to be coalesced";
+  EXPECT_EQ(uplink->stats().inflight, 1u);
+  hub_.Release();
+  ASSERT_TRUE(test::WaitFor([&] { return Received() == 2; }, 30000)) << "not sent once the answer came";
+  {
+    std::lock_guard<std::mutex> lock(hub_.mu);
+    EXPECT_EQ(hub_.received[1].first_lsn, 2u);
+    EXPECT_EQ(hub_.received[1].last_lsn, 4u) << "the three readings share one batch";
+    EXPECT_EQ(hub_.received[1].base_lsn, 1u);
+  }
+  hub_.Release();
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 4; }, 30000));
+  UplinkStats s = uplink->stats();
   uplink->Stop();
+  EXPECT_EQ(s.batches_sent, 2u);
+  EXPECT_EQ(s.entries_sent, 4u) << "nothing sent twice";
+  EXPECT_EQ(s.resends, 0u);
+}
+
+// A full batch never waits for answers: the backlog drains with `window`
+// batches in flight, never more.
+TEST_F(UplinkTest, FullBatchesFillTheWindowWithoutWaitingForAnswers) {
+  options_.batch_max_delay_ms = 600000;
+  options_.ack_timeout_ms = 600000;  // answers are held on purpose
+  hub_.mode = ScriptedHub::Mode::kHold;
+  auto uplink = Make();
+  ASSERT_TRUE(uplink->Start().ok());
+  ASSERT_TRUE(test::WaitFor([&] { return Received() == options_.window; }, 30000));
+  test::SleepMs(300);
+  EXPECT_EQ(Received(), options_.window) << "never more than the window in flight";
+  while (Checkpoint() < 10000) {
+    hub_.Release();
+    ASSERT_TRUE(test::WaitFor([&] {
+      std::lock_guard<std::mutex> lock(hub_.mu);
+      return !hub_.held.empty() || Checkpoint() == 10000;
+    }, 30000));
+    EXPECT_LE(uplink->stats().inflight, options_.window);
+  }
+  UplinkStats s = uplink->stats();
+  uplink->Stop();
+  EXPECT_EQ(s.entries_sent, 10000u) << "each reading sent once";
+  std::lock_guard<std::mutex> lock(hub_.mu);
+  for (size_t i = 1; i < hub_.received.size(); ++i) {
+    EXPECT_EQ(hub_.received[i].first_lsn, hub_.received[i - 1].last_lsn + 1) << "LSN order, no gap";
+  }
+}
+
+// uplink.batch_min_delay_ms holds even a lone reading on a quiet link.
+TEST_F(UplinkTest, BatchMinDelayHoldsAPartialBatch) {
+  StoreOptions so;
+  so.path = tmp_.File("linger.db");
+  so.gateway_id = "gw-1";
+  ASSERT_TRUE(Store::Open(so, &store_).ok());
+  options_.batch_min_delay_ms = 1500;
+  hub_.mode = ScriptedHub::Mode::kAnswer;
+  auto uplink = Make();
+  ASSERT_TRUE(uplink->Start().ok());
+  test::SensorWorkload workload(100, 1780000000000);
+  AppendResult r;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(store_->AppendReadings(workload.Take(1), &r).ok());
+    uplink->NotifyAppended();
+  }
+  test::SleepMs(200);
+  EXPECT_EQ(Received(), 0u) << "sent before batch_min_delay_ms";
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 5; }, 30000));
+  uplink->Stop();
+  std::lock_guard<std::mutex> lock(hub_.mu);
+  ASSERT_EQ(hub_.received.size(), 1u) << "the five readings share one batch";
+  EXPECT_EQ(hub_.received[0].last_lsn, 5u);
 }
 
 }  // namespace
