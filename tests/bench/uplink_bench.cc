@@ -4,24 +4,28 @@
 //      workload.h: 1000 devices x 8 metrics at 1 Hz), as MQTT PUBLISH packets
 //      (fixed header, topic, packet id, payload): edgesync batches vs one JSON
 //      message per reading; for backlog batches (uplink.batch_max_readings)
-//      and for online batches: what uplink.batch_max_delay_ms of readings
-//      make at the default (25 ms: 200 readings) and at 200 ms (1,600).
+//      and for batches of 1,600 and 200 readings (what 200 and 25 ms of the
+//      workload make).
 //   2. drain: time to deliver a backlog of N readings (default 1,000,000;
-//      EDGESYNC_BENCH_DRAIN_READINGS overrides) from a gateway store to a
-//      region hub on loopback (end-to-end acknowledged), vs a Mosquitto bridge
-//      with persistence forwarding the same N readings as JSON messages that
-//      were published while its link was down (QoS 1, cleansession false,
-//      persistence, max_queued_messages/bytes unlimited, restart_timeout 1 1).
-//      Also: readings the bridge lost or duplicated; bytes that crossed the
-//      link (a counting TCP proxy) per reading for both.
+//      EDGESYNC_BENCH_DRAIN_READINGS overrides, 0 skips) from a gateway store
+//      to a region hub on loopback (end-to-end acknowledged), vs a Mosquitto
+//      bridge with persistence forwarding the same N readings as JSON
+//      messages that were published while its link was down (QoS 1,
+//      cleansession false, persistence, max_queued_messages/bytes unlimited,
+//      restart_timeout 1 1). Also: readings the bridge lost or duplicated;
+//      bytes that crossed the link (a counting TCP proxy) per reading for both.
 //   3. online latency at 1,000 readings/s: a sensor publishes plain numbers to
 //      the gateway's local broker; an `edgesync gateway` process (default
-//      config, then uplink.batch_max_delay_ms 200, the bytes-frugal setting)
-//      stores and sends them; the time until the region's answer covering
-//      that reading's LSN (watched on the reply topic) is its latency; p50 and
-//      p99. Baseline:
-//      the same readings through a Mosquitto bridge, publish to delivery at a
-//      region subscriber (no store, nothing durable on either side).
+//      config) stores and sends them; the time until the region's answer
+//      covering that reading's LSN (watched on the reply topic) is its
+//      latency; p50 and p99. Baseline: the same readings through a Mosquitto
+//      bridge, publish to delivery at a region subscriber (no store, nothing
+//      durable on either side).
+//   4. online bytes: the reference workload paced at 8,000 single-reading
+//      messages/s for 60 s (EDGESYNC_BENCH_ONLINE_SECONDS overrides, 0 skips)
+//      through an `edgesync gateway` with default settings, then with
+//      uplink.batch_min_delay_ms = 600: every byte the gateway sends to the
+//      region broker (a counting proxy) per reading, and readings per batch.
 #include <dirent.h>
 
 #include <algorithm>
@@ -68,7 +72,7 @@ size_t PacketBytes(size_t topic, size_t payload) {
 }
 
 // Bytes per reading of edgesync batches of batch_size vs JSON per reading.
-void BytesPerReading(bench::Report* report) {
+double BytesPerReading(bench::Report* report) {
   SensorWorkload workload(1000, 1780000000000);
   std::vector<Reading> readings = workload.Take(160000);  // 20 s of the workload
   const std::string topic = HubInboxTopic("edgesync", "eu", "gw-0001");
@@ -77,12 +81,11 @@ void BytesPerReading(bench::Report* report) {
     json += PacketBytes(("sensors/" + r.device_id + "/" + r.metric).size(), test::ReadingAsJson(r).size());
   }
   double json_per = static_cast<double>(json) / readings.size();
-  // Online batches hold what batch_max_delay_ms of the workload's 8,000
-  // readings/s make.
-  const size_t online = static_cast<size_t>(8000 * Config().uplink_batch_max_delay_ms / 1000);
+  // Backlog batches, and batches of 1,600 (what the former online rule,
+  // a fixed 200 ms of the workload's 8,000 readings/s, made) and of 200.
   const std::pair<size_t, std::string> sizes[] = {{5000, "bytes_per_reading_backlog_batches"},
-                                                  {online, "bytes_per_reading_online_batches"},
-                                                  {1600, "bytes_per_reading_online_batches_200ms"}};
+                                                  {1600, "bytes_per_reading_batches_of_1600"},
+                                                  {200, "bytes_per_reading_batches_of_200"}};
   for (const auto& [batch_size, name] : sizes) {
     size_t total = 0;
     for (size_t at = 0; at < readings.size(); at += batch_size) {
@@ -104,6 +107,7 @@ void BytesPerReading(bench::Report* report) {
     double per = static_cast<double>(total) / readings.size();
     report->Add(name, per, "B/reading", "json_message_per_reading", json_per);
   }
+  return json_per;
 }
 
 // The pid of the process whose command line contains `needle` ("" if none).
@@ -276,18 +280,29 @@ double NowMsD() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Latencies (ms) of an `edgesync gateway` with the given uplink.batch_max_delay_ms.
-std::vector<double> GatewayLatencies(size_t n, size_t warmup, double rate, int64_t batch_delay_ms) {
+// One `edgesync gateway` process fed `n` readings at `rate`/s through its
+// local broker, with `uplink` (TOML lines of its [uplink] table; "" = defaults).
+struct GatewayRun {
+  std::vector<double> latencies_ms;  // publish to the region's answer, after warmup
+  int64_t link_bytes = 0;            // gateway -> region broker, TCP payload (only with the proxy)
+  size_t answers = 0;                // the region's answers: one per batch
+};
+
+GatewayRun RunGateway(size_t n, size_t warmup, double rate, const std::string& uplink, bool count_link_bytes) {
   TempDir tmp;
   RegionSite::MakeDir(tmp.path() + "/local");
   Broker local(tmp.path() + "/local");
   if (!local.Start()) std::abort();
   RegionSite eu(tmp.path(), "eu");
   if (!eu.Start()) std::abort();
+  // The counting proxy is a hop of its own: only where bytes are counted.
+  std::unique_ptr<TcpProxy> proxy;
+  if (count_link_bytes) proxy = std::make_unique<TcpProxy>(eu.broker().port());
   RegionSite::MakeDir(tmp.path() + "/gw");
   std::ofstream(tmp.File("gw.toml")) << "[gateway]\nid = \"gw-lat\"\ndata_dir = " << test::Q(tmp.path() + "/gw")
                                      << "\nlog_level = \"warn\"\n[ingest]\nbroker_uri = " << test::Q(local.uri())
-                                     << "\n[uplink]\nbatch_max_delay_ms = " << batch_delay_ms << "\n[[region]]\nname = \"eu\"\nuri = " << test::Q(eu.broker().uri()) << "\n";
+                                     << "\n[uplink]\n" << uplink << "\n[[region]]\nname = \"eu\"\nuri = "
+                                     << test::Q(proxy ? proxy->uri() : eu.broker().uri()) << "\n";
   // The region's answers, as they are published: (high-water, time).
   std::mutex mu;
   std::vector<std::pair<uint64_t, double>> acks;
@@ -303,35 +318,40 @@ std::vector<double> GatewayLatencies(size_t n, size_t warmup, double rate, int64
   test::Process gateway;
   if (!gateway.Start({EDGESYNC_BINARY, "gateway", "--config", tmp.File("gw.toml")}, tmp.File("gw.log"))) std::abort();
   test::SleepMs(3000);  // connected to both brokers, region chosen
+  int64_t bytes_before = proxy ? proxy->bytes_upstream() : 0;
   std::vector<double> sent = PublishPaced(local.uri(), n, rate);
   test::WaitFor(
       [&] {
         std::lock_guard<std::mutex> lock(mu);
         return !acks.empty() && acks.back().first >= n;
       },
-      30000);
+      60000);
+  GatewayRun run;
+  if (proxy) run.link_bytes = proxy->bytes_upstream() - bytes_before;
   gateway.Stop();
   watch.disconnect()->wait();
-  std::vector<double> lat;
   {
     std::lock_guard<std::mutex> lock(mu);
+    run.answers = acks.size();
     size_t a = 0;
     for (size_t k = 1; k <= n; ++k) {
       while (a < acks.size() && acks[a].first < k) ++a;
       if (a == acks.size()) break;
-      if (k > warmup) lat.push_back(acks[a].second - sent[k - 1]);
+      if (k > warmup) run.latencies_ms.push_back(acks[a].second - sent[k - 1]);
     }
   }
-  std::printf("edgesync (batch_max_delay_ms %lld): %zu of %zu readings acknowledged by the region\n",
-              static_cast<long long>(batch_delay_ms), lat.size(), n - warmup);
-  return lat;
+  std::printf("edgesync at %.0f readings/s (uplink: %s): %zu of %zu readings acknowledged by the region", rate,
+              uplink.empty() ? "defaults" : uplink.c_str(), run.latencies_ms.size(), n - warmup);
+  std::printf(", %zu batches (%.0f readings each)", run.answers, static_cast<double>(n) / std::max<size_t>(1, run.answers));
+  if (proxy) std::printf(", %.2f link bytes per reading", static_cast<double>(run.link_bytes) / n);
+  std::printf("\n");
+  return run;
 }
 
 void Latency(bench::Report* report) {
   const size_t n = 15000, warmup = 2000;
   const double rate = 1000;
-  std::vector<double> lat = GatewayLatencies(n, warmup, rate, Config().uplink_batch_max_delay_ms);
-  std::vector<double> lat200 = GatewayLatencies(n, warmup, rate, 200);
+  std::vector<double> lat = RunGateway(n, warmup, rate, "", false).latencies_ms;
   std::mutex mu;
 
   // Baseline: the bridge, publish to delivery at the region.
@@ -372,10 +392,29 @@ void Latency(bench::Report* report) {
   report->Add("online_latency_p50", bench::Median(lat), "ms", "mosquitto_bridge_latency_p50", bench::Median(blat));
   report->Add("online_latency_p99", bench::Percentile(lat, 0.99), "ms", "mosquitto_bridge_latency_p99",
               bench::Percentile(blat, 0.99));
-  report->Add("online_latency_p50_batch_delay_200ms", bench::Median(lat200), "ms", "mosquitto_bridge_latency_p50",
-              bench::Median(blat));
-  report->Add("online_latency_p99_batch_delay_200ms", bench::Percentile(lat200, 0.99), "ms",
-              "mosquitto_bridge_latency_p99", bench::Percentile(blat, 0.99));
+}
+
+// Online bytes: the reference workload (8,000 single-reading messages/s,
+// paced) through an `edgesync gateway` with default settings; everything the
+// gateway sends to the region broker (batches, probes, PUBACKs of answers)
+// counted by a proxy on its link.
+void OnlineBytes(bench::Report* report, double json_per, size_t seconds) {
+  const double rate = 8000;
+  const size_t n = static_cast<size_t>(rate) * seconds;
+  // Default settings, then the bytes-frugal setting: every partial batch
+  // held 600 ms (uplink.batch_min_delay_ms), ~4,800 readings of the workload.
+  const std::pair<std::string, std::string> runs[] = {{"", ""}, {"batch_min_delay_ms = 600", "_min_delay_600ms"}};
+  for (const auto& [uplink, suffix] : runs) {
+    GatewayRun run = RunGateway(n, 0, rate, uplink, true);
+    if (run.latencies_ms.size() != n) std::printf("warning: %zu of %zu readings answered\n", run.latencies_ms.size(), n);
+    report->Add("online_link_bytes_per_reading_8000_per_s" + suffix, static_cast<double>(run.link_bytes) / n,
+                "B/reading", "json_message_per_reading", json_per);
+    report->Add("online_readings_per_batch_8000_per_s" + suffix,
+                static_cast<double>(n) / std::max<size_t>(1, run.answers), "readings", "backlog_batch_readings",
+                static_cast<double>(Config().uplink_batch_max_readings));
+    std::printf("  latency at 8000 readings/s through the counting proxy: p50 %.1f ms, p99 %.1f ms\n",
+                bench::Median(run.latencies_ms), bench::Percentile(run.latencies_ms, 0.99));
+  }
 }
 
 }  // namespace
@@ -384,10 +423,13 @@ void Latency(bench::Report* report) {
 int main() {
   edgesync::InitLogging(edgesync::LogLevel::kWarn, "bench_uplink");
   edgesync::bench::Report report("uplink");
-  edgesync::BytesPerReading(&report);
+  double json_per = edgesync::BytesPerReading(&report);
   size_t n = 1000000;
   if (const char* v = std::getenv("EDGESYNC_BENCH_DRAIN_READINGS")) n = std::strtoull(v, nullptr, 10);
   if (n > 0) edgesync::Drain(&report, n);
   edgesync::Latency(&report);
+  size_t seconds = 60;
+  if (const char* v = std::getenv("EDGESYNC_BENCH_ONLINE_SECONDS")) seconds = std::strtoull(v, nullptr, 10);
+  if (seconds > 0) edgesync::OnlineBytes(&report, json_per, seconds);
   return report.Write() ? 0 : 1;
 }
