@@ -101,6 +101,13 @@ class UplinkTest : public ::testing::Test {
                                       return Status::Ok();
                                     });
   }
+  // Replaces the fixture's store (10,000 readings) with an empty one.
+  void OpenEmptyStore(const std::string& name) {
+    StoreOptions so;
+    so.path = tmp_.File(name);
+    so.gateway_id = "gw-1";
+    ASSERT_TRUE(Store::Open(so, &store_).ok());
+  }
   uint64_t Checkpoint() {
     uint64_t v = 0;
     store_->GetCheckpoint("upstream", &v);
@@ -194,10 +201,7 @@ TEST_F(UplinkTest, ResumesFromTheStoredCheckpointAfterARestart) {
 // what follows while its batch is unanswered waits for the answer (not for
 // batch_max_delay_ms), then goes in one batch.
 TEST_F(UplinkTest, ALoneReadingGoesAtOnceAndTheNextOnesWaitForItsAnswer) {
-  StoreOptions so;
-  so.path = tmp_.File("quiet.db");
-  so.gateway_id = "gw-1";
-  ASSERT_TRUE(Store::Open(so, &store_).ok());
+  ASSERT_NO_FATAL_FAILURE(OpenEmptyStore("quiet.db"));
   options_.batch_max_delay_ms = 600000;
   options_.ack_timeout_ms = 600000;  // answers are held on purpose
   hub_.mode = ScriptedHub::Mode::kHold;
@@ -262,10 +266,7 @@ TEST_F(UplinkTest, FullBatchesFillTheWindowWithoutWaitingForAnswers) {
 
 // uplink.batch_min_delay_ms holds even a lone reading on a quiet link.
 TEST_F(UplinkTest, BatchMinDelayHoldsAPartialBatch) {
-  StoreOptions so;
-  so.path = tmp_.File("linger.db");
-  so.gateway_id = "gw-1";
-  ASSERT_TRUE(Store::Open(so, &store_).ok());
+  ASSERT_NO_FATAL_FAILURE(OpenEmptyStore("linger.db"));
   options_.batch_min_delay_ms = 1500;
   hub_.mode = ScriptedHub::Mode::kAnswer;
   auto uplink = Make();
