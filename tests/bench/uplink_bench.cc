@@ -40,6 +40,7 @@
 #include <vector>
 
 #include <mqtt/async_client.h>
+#include <nlohmann/json.hpp>
 
 #include "firmware-config/config.h"
 #include "platform/files.h"
@@ -328,6 +329,22 @@ GatewayRun RunGateway(size_t n, size_t warmup, double rate, const std::string& u
       60000);
   GatewayRun run;
   if (proxy) run.link_bytes = proxy->bytes_upstream() - bytes_before;
+  // Where the time goes, from the gateway's own status: its group commits
+  // (after ingest.batch_delay_ms of gathering) and its batches' round trips.
+  test::SleepMs(1500);  // the status file is rewritten every second
+  std::string status_text;
+  if (ReadFile(tmp.path() + "/gw/status.json", &status_text).ok()) {
+    nlohmann::json st = nlohmann::json::parse(status_text, nullptr, false);
+    auto mean_ms = [](const nlohmann::json& h) {
+      double count = h.value("count", 0.0);
+      return count > 0 ? 1000.0 * h.value("sum", 0.0) / count : -1.0;
+    };
+    if (st.is_object()) {
+      std::printf("  gateway: mean group commit %.2f ms, mean batch round trip (send to answer) %.2f ms\n",
+                  mean_ms(st.value("commit_latency", nlohmann::json::object())),
+                  mean_ms(st.value("uplink", nlohmann::json::object()).value("ack_latency", nlohmann::json::object())));
+    }
+  }
   gateway.Stop();
   watch.disconnect()->wait();
   {
