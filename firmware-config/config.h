@@ -97,10 +97,10 @@ struct Config {
   // Batches thus grow with the rate times the round trip. Measured by
   // tests/bench/uplink_bench.cc on a shared 2-core machine (load ~12), with
   // TCP_NODELAY on every link (sync/mqtt_link.h): publish to region answer
-  // at 1,000 readings/s p50 8 / p99 27 ms (the former rule, a fixed 200 ms
-  // coalescing without TCP_NODELAY: 152 / 254 ms); at the reference
-  // workload's 8,000 readings/s, batches of ~230 readings, 4.5 bytes per
-  // reading on the link (backlog batches 1.6). Each batch carries ~660 bytes
+  // at 1,000 readings/s p50 8 / p99 27 ms (79 ms at load ~16; the former
+  // rule, a fixed 200 ms coalescing without TCP_NODELAY: 152 / 254 ms); at
+  // the reference workload's 8,000 readings/s, batches of ~210-230
+  // readings, 4.5-4.8 bytes per reading on the link (backlog batches 1.6). Each batch carries ~660 bytes
   // of its own, so 1.6 bytes per reading needs ~4,700-reading batches:
   // batch_min_delay_ms buys bytes with latency (600 ms: 2.0 bytes per
   // reading) where a metered link costs more than a late reading.
