@@ -4,7 +4,6 @@
 #include <glob.h>
 #include <signal.h>
 #include <sys/mount.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -260,17 +259,19 @@ void World::SetHubClock(const std::string& offset) { WriteAll(options_.root + "/
 bool World::FillDisk() {
   if (!tmpfs_mounted_) return false;
   const std::string ballast = gateway_dir(options_.tmpfs_gateway) + "/ballast";
-  int fd = ::open(ballast.c_str(), O_WRONLY | O_CREAT, 0600);
+  int fd = ::open(ballast.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return false;
-  struct statvfs vfs;
-  bool ok = ::fstatvfs(fd, &vfs) == 0;
-  if (ok) {
-    off_t have = ::lseek(fd, 0, SEEK_END);
-    off_t grow = static_cast<off_t>(vfs.f_bavail) * static_cast<off_t>(vfs.f_frsize);
-    ok = grow <= 0 || ::posix_fallocate(fd, 0, have + grow) == 0;
+  // Written, not fallocated: the filesystem ends up with no block free at
+  // all (a 1 MiB write fails while smaller ones still fit, so finish in pages).
+  static const std::string zeros(size_t{1} << 20, '\0');
+  int err = 0;
+  for (size_t chunk : {zeros.size(), size_t{4096}}) {
+    while (::write(fd, zeros.data(), chunk) == static_cast<ssize_t>(chunk)) {
+    }
+    err = errno;
   }
   ::close(fd);
-  return ok;
+  return err == ENOSPC;
 }
 
 void World::FreeDisk() {

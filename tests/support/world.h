@@ -159,6 +159,9 @@ struct AuditResult {
   int64_t region_duplicates = 0;      // of those, (origin, LSN) or reading held twice by one region
   int64_t lsn_gaps = 0;               // LSNs missing from a gateway's change log (1..last)
   int64_t read_view_missing = 0;      // (reading, other gateway) pairs missing from a read view
+  // Of the only_in_wiped_hub readings, (reading, other gateway) pairs whose
+  // read view had not pulled them before the wipe: no region serves them now.
+  int64_t read_view_missing_wiped = 0;
   int64_t extras = 0;                 // stored readings no sensor saw acknowledged (allowed)
   int64_t integrity_failures = 0;     // stores whose PRAGMA integrity_check is not "ok"
   // Gateways whose (local + read view) set differs from the union of the

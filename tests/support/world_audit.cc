@@ -99,6 +99,7 @@ nlohmann::json AuditResult::ToJson() const {
           {"region_duplicates", region_duplicates},
           {"lsn_gaps", lsn_gaps},
           {"read_view_missing", read_view_missing},
+          {"read_view_missing_wiped", read_view_missing_wiped},
           {"extras", extras},
           {"integrity_failures", integrity_failures},
           {"views_differ", views_differ},
@@ -280,7 +281,9 @@ AuditResult Audit(const World& world, const std::set<OriginLsn>& wiped) {
       if (h == k.g) continue;
       auto v = view[h].find(k);
       int copies = v == view[h].end() ? 0 : v->second;
-      if (copies == 0 && !wiped_only) {
+      if (copies == 0 && wiped_only) {
+        ++out.read_view_missing_wiped;
+      } else if (copies == 0) {
         ++out.read_view_missing;
         Note(&out, world.gateway_id(h) + "'s read view lacks " + ol.first + " LSN " + std::to_string(ol.second));
       }
