@@ -1,7 +1,6 @@
 #include "tests/support/world.h"
 
 #include <fcntl.h>
-#include <glob.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <unistd.h>
@@ -29,14 +28,6 @@ int64_t PeakRssOf(pid_t pid) {
     if (line.rfind("VmHWM:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;
   }
   return 0;
-}
-
-std::string FakeTimeLibrary() {
-  glob_t g;
-  std::string found;
-  if (::glob("/usr/lib/*/faketime/libfaketime.so.1", 0, nullptr, &g) == 0 && g.gl_pathc > 0) found = g.gl_pathv[0];
-  ::globfree(&g);
-  return found;
 }
 
 void RemoveStoreFiles(const std::string& path) {

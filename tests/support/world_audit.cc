@@ -243,14 +243,34 @@ AuditResult Audit(const World& world, const std::set<OriginLsn>& wiped) {
     }
   }
 
+  // A SIGKILLed local broker loses what it acknowledged but had not yet
+  // handed on; it hands a sensor's readings on in order, so only readings
+  // acknowledged after the last one of that broker's life that reached the
+  // gateway can be its loss. A hole before that is edgesync's.
+  std::map<std::pair<int, size_t>, int64_t> last_handed_on;  // (gateway, broker life) -> ack time
+  for (const auto& [k, acked_at] : accepted) {
+    if (local.count(k) == 0) continue;
+    const auto& lives = world.local_broker_kills(k.g);
+    for (size_t i = 0; i < lives.size(); ++i) {
+      if (acked_at >= lives[i].started_ms && acked_at <= lives[i].killed_ms) {
+        int64_t& t = last_handed_on[{k.g, i}];
+        t = std::max(t, acked_at);
+      }
+    }
+  }
+
   // 5. Each accepted reading: stored once by its gateway, held by a region,
   // once in every other gateway's read view.
   for (const auto& [k, acked_at] : accepted) {
     auto it = local.find(k);
     if (it == local.end()) {
       bool broker_lost = false;
-      for (const auto& life : world.local_broker_kills(k.g)) {
-        if (acked_at >= life.started_ms && acked_at <= life.killed_ms) broker_lost = true;
+      const auto& lives = world.local_broker_kills(k.g);
+      for (size_t i = 0; i < lives.size(); ++i) {
+        if (acked_at >= lives[i].started_ms && acked_at <= lives[i].killed_ms &&
+            acked_at > last_handed_on[{k.g, i}]) {
+          broker_lost = true;
+        }
       }
       if (broker_lost) {
         ++out.lost_at_local_broker_kill;
