@@ -7,6 +7,7 @@
 #   make cross ARCH=arm64|armhf, make test-arm ARCH=arm64|armhf
 #   make deb ARCH=amd64|arm64|armhf   Debian package in build/deb/
 #   make bench [BENCH=part], make fuzz [FUZZ_SECONDS=n]
+#   make soak [SOAK_SECONDS=600] [SOAK_SEED=n]   seeded fault soak, 3 regions x 6 gateways (root)
 #   make test SANITIZE=address,undefined   the same tests, ASan+UBSan build in build-asan/
 #   make test SANITIZE=thread              ThreadSanitizer build in build-tsan/
 #   make deps, make clean
@@ -22,13 +23,15 @@ JOBS ?= $(shell nproc)
 ARCH ?= arm64
 BENCH ?=
 FUZZ_SECONDS ?= 30
+SOAK_SECONDS ?= 600
+SOAK_SEED ?=
 CMAKE_GENERATOR ?= $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 # ccache, where installed, makes rebuilds after a clean (or in a second
 # checkout) cheap; without it the compiler runs directly.
 CCACHE_FLAG := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 DEPS = firmware-config/deps.sh
 
-.PHONY: all deps configure test unit integration demo bench fuzz cross test-arm clean
+.PHONY: all deps configure test unit integration demo bench fuzz soak cross test-arm clean
 
 all: configure
 	cmake --build $(BUILD) --target edgesync -j $(JOBS)
@@ -60,6 +63,12 @@ demo: configure
 bench: configure
 	cmake --build $(BUILD) -j $(JOBS)
 	./tests/bench/run.sh $(BUILD) "$(BENCH)"
+
+# Prints its seed; the same SOAK_SEED and SOAK_SECONDS replay the same faults.
+# Summary on stdout, details in $(BUILD)/soak/report.json.
+soak: configure
+	cmake --build $(BUILD) --target edgesync es_acked_sensor edgesync_soak -j $(JOBS)
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_SEED=$(SOAK_SEED) $(BUILD)/tests/soak/edgesync_soak --out $(BUILD)/soak
 
 fuzz:
 	@./$(DEPS) build fuzz

@@ -351,8 +351,15 @@ void Ingest::CommitHeldSlot(std::unique_lock<std::mutex>* lock) {
   committing_ = true;
   std::vector<DeadLetter> letters;
   uint64_t last = TakeBatch(&letters);
+  // Once a batch was given up at stop (the store refusing), no later batch
+  // is committed either: its journal mark would move the intake checkpoint
+  // past the given-up records, and the next start would not replay them
+  // although their PUBACKs went out (found by long_outage_test.cc: a full
+  // store at SIGTERM lost 3,159 acknowledged readings). The journal keeps
+  // them all; the next start commits them in order.
+  const bool skip = gave_up_ && stopping_;
   lock->unlock();
-  const bool committed = CommitBatch(letters, last);
+  const bool committed = !skip && CommitBatch(letters, last);
   lock->lock();
   if (!committed) gave_up_ = true;
   committing_ = false;

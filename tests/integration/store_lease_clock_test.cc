@@ -3,7 +3,6 @@
 // contender take its live lease; a step forward must not keep its lease once
 // it is killed. The monotonic clock is left alone (FAKETIME_DONT_FAKE_
 // MONOTONIC), as an NTP step or `date -s` leaves it.
-#include <glob.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -17,15 +16,6 @@ namespace {
 
 constexpr int64_t kExpiryMs = 1000;
 constexpr int64_t kDayMs = int64_t{86400} * 1000;
-
-// libfaketime from the faketime package, wherever the architecture puts it.
-std::string FakeTimeLibrary() {
-  glob_t g;
-  std::string found;
-  if (::glob("/usr/lib/*/faketime/libfaketime.so.1", 0, nullptr, &g) == 0 && g.gl_pathc > 0) found = g.gl_pathv[0];
-  ::globfree(&g);
-  return found;
-}
 
 // The holder's last "held"/"renewed" line: (version, its wall ms), or (-1, 0).
 std::pair<int64_t, int64_t> LastRenewal(const std::string& log) {

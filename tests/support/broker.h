@@ -45,6 +45,7 @@ class Broker {
   void Reload();
 
   int port() const { return port_; }
+  pid_t pid() const { return process_.pid(); }  // -1 while not running
   int tls_port() const { return tls_port_; }
   std::string uri() const { return "tcp://127.0.0.1:" + std::to_string(port_); }
   std::string tls_uri() const { return "ssl://127.0.0.1:" + std::to_string(tls_port_); }

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -145,6 +146,14 @@ int64_t NowMs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+std::string FakeTimeLibrary() {
+  glob_t g;
+  std::string found;
+  if (::glob("/usr/lib/*/faketime/libfaketime.so.1", 0, nullptr, &g) == 0 && g.gl_pathc > 0) found = g.gl_pathv[0];
+  ::globfree(&g);
+  return found;
 }
 
 std::string ReadAll(const std::string& path) {

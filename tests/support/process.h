@@ -68,6 +68,11 @@ bool WaitFor(Pred pred, int64_t timeout_ms) {
   return pred();
 }
 
+// libfaketime from the faketime package, wherever the architecture puts it
+// ("" if not installed): preloaded with FAKETIME_TIMESTAMP_FILE, a test steps
+// a live process's wall clock by rewriting that file.
+std::string FakeTimeLibrary();
+
 std::string ReadAll(const std::string& path);
 void WriteAll(const std::string& path, const std::string& text);
 

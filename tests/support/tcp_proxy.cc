@@ -66,8 +66,11 @@ bool Flush(int fd, Direction* d, int64_t now) {
 
 }  // namespace
 
+// Every socket and pipe is close-on-exec: a process the test starts later
+// (a broker, a gateway) must not inherit a copy, or a cut would close only
+// the proxy's copy and the peer would never see the connection end.
 TcpProxy::TcpProxy(int target_port) : target_port_(target_port) {
-  listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in addr{};
@@ -80,7 +83,7 @@ TcpProxy::TcpProxy(int target_port) : target_port_(target_port) {
   port_ = ntohs(addr.sin_port);
   ::listen(listen_fd_, 64);
   fcntl(listen_fd_, F_SETFL, fcntl(listen_fd_, F_GETFL) | O_NONBLOCK);
-  if (::pipe(wake_pipe_) != 0) wake_pipe_[0] = wake_pipe_[1] = -1;
+  if (::pipe2(wake_pipe_, O_CLOEXEC) != 0) wake_pipe_[0] = wake_pipe_[1] = -1;
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -152,13 +155,13 @@ void TcpProxy::Loop() {
     }
     if (fds[1].revents & POLLIN) {
       while (true) {
-        int c = ::accept(listen_fd_, nullptr, nullptr);
+        int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
         if (c < 0) break;
         if (mode_ == Mode::kCut) {
           ::close(c);
           continue;
         }
-        int s = ::socket(AF_INET, SOCK_STREAM, 0);
+        int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         sockaddr_in addr{};
         addr.sin_family = AF_INET;
         addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -199,6 +202,8 @@ void TcpProxy::Loop() {
         if (mode_ == Mode::kBlackhole) continue;
         (from_client ? bytes_up_ : bytes_down_) += n;
         int64_t due = std::max(now + delay_ms_.load(), out.last_due);
+        // Throttled: this chunk leaves once the ones before it had their time.
+        if (int64_t rate = rate_bytes_per_s_.load(); rate > 0) due += n * 1000 / rate;
         out.last_due = due;
         out.queue.push_back(Chunk{due, std::string(buf, static_cast<size_t>(n))});
         out.queued_bytes += static_cast<size_t>(n);

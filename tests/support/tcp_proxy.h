@@ -5,6 +5,9 @@
 //   - cut: close every connection and refuse new ones (link down),
 //   - blackhole: keep connections open but silently drop every byte
 //     (a silent link: no RST, no FIN, only timeouts notice),
+//   - throttle: pass at most N bytes/s in each direction of a connection
+//     (a congested link; what exceeds the rate waits in the proxy, which
+//     stops reading past 8 MiB queued, so the sender feels TCP back-pressure),
 //   - restore: pass traffic again.
 // Counts bytes passed from client to server (bytes on the wire upstream).
 //
@@ -33,6 +36,8 @@ class TcpProxy {
   std::string uri() const { return "tcp://127.0.0.1:" + std::to_string(port_); }
 
   void SetDelayMs(int64_t ms) { delay_ms_ = ms; }
+  // 0 = unlimited (the default).
+  void SetRateBytesPerSec(int64_t rate) { rate_bytes_per_s_ = rate; }
   void Cut();        // closes every connection; new ones are accepted and closed at once
   void Blackhole();  // connections stay, bytes vanish
   void Restore();    // back to passing traffic (connections cut earlier stay closed)
@@ -51,6 +56,7 @@ class TcpProxy {
   int port_ = 0;
   std::atomic<int> target_port_;
   std::atomic<int64_t> delay_ms_{0};
+  std::atomic<int64_t> rate_bytes_per_s_{0};
   std::atomic<Mode> mode_{Mode::kPass};
   std::atomic<bool> cut_now_{false};
   std::atomic<bool> stop_{false};

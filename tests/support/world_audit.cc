@@ -1,0 +1,331 @@
+// The audit of a stopped World: what the sensors saw acknowledged, held
+// against every store file (gateways' change logs and read views, hubs'
+// region feeds), read through the Store API read only, plus SQLite's own
+// integrity check run by the sqlite3 program.
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <tuple>
+
+#include "store/store.h"
+#include "tests/support/world.h"
+
+namespace edgesync::test {
+namespace {
+
+// A reading as the sensors made it: gateway, device index, value.
+struct Key {
+  int g, d;
+  int64_t v;
+  bool operator<(const Key& o) const { return std::tie(g, d, v) < std::tie(o.g, o.d, o.v); }
+};
+
+using OriginLsn = std::pair<std::string, uint64_t>;
+
+// Which of the world's gateways and devices a device id names ("gw3-d1").
+bool ParseDevice(const std::string& id, int* g, int* d) {
+  return std::sscanf(id.c_str(), "gw%d-d%d", g, d) == 2;
+}
+
+// An order-independent summary of a set of (origin, LSN, device): its size,
+// the entries per quarter of the partition hash space, and a sum of mixed
+// hashes. Two stores holding the same set have the same summary.
+class SetSummary {
+ public:
+  void Add(const std::string& origin, uint64_t lsn, const std::string& device) {
+    ++count_;
+    ++quarters_[PartitionHash(device) >> 62];
+    uint64_t h = std::hash<std::string>{}(origin) ^ (lsn * 0x9E3779B97F4A7C15ull);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    sum_ += h;
+  }
+  std::string ToString() const {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%lld entries, per range [%lld %lld %lld %lld], sum %016llx",
+                  static_cast<long long>(count_), static_cast<long long>(quarters_[0]),
+                  static_cast<long long>(quarters_[1]), static_cast<long long>(quarters_[2]),
+                  static_cast<long long>(quarters_[3]), static_cast<unsigned long long>(sum_));
+    return buf;
+  }
+
+ private:
+  int64_t count_ = 0;
+  int64_t quarters_[4] = {0, 0, 0, 0};
+  uint64_t sum_ = 0;
+};
+
+std::unique_ptr<Store> OpenReadOnly(const std::string& path, AuditResult* out) {
+  StoreOptions o;
+  o.path = path;
+  o.create_if_missing = false;
+  o.read_only = true;
+  std::unique_ptr<Store> store;
+  Status st = Store::Open(o, &store);
+  if (!st.ok()) {
+    out->problems.push_back("opening " + path + ": " + st.ToString());
+    ++out->integrity_failures;
+    return nullptr;
+  }
+  return store;
+}
+
+// SQLite's own verdict, from the sqlite3 program opening the file read only.
+bool IntegrityOk(const std::string& path, std::string* said) {
+  std::string cmd = "sqlite3 -readonly '" + path + "' 'PRAGMA integrity_check;' 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return false;
+  char buf[512];
+  said->clear();
+  while (std::fgets(buf, sizeof buf, p) != nullptr) *said += buf;
+  int rc = ::pclose(p);
+  return rc == 0 && *said == "ok\n";
+}
+
+void Note(AuditResult* out, const std::string& what) {
+  if (out->problems.size() < 20) out->problems.push_back(what);
+}
+
+}  // namespace
+
+nlohmann::json AuditResult::ToJson() const {
+  return {{"accepted", accepted},
+          {"stored", stored},
+          {"lost", lost},
+          {"lost_at_local_broker_kill", lost_at_local_broker_kill},
+          {"only_in_wiped_hub", only_in_wiped_hub},
+          {"duplicated", duplicated},
+          {"region_duplicates", region_duplicates},
+          {"lsn_gaps", lsn_gaps},
+          {"read_view_missing", read_view_missing},
+          {"read_view_missing_wiped", read_view_missing_wiped},
+          {"extras", extras},
+          {"integrity_failures", integrity_failures},
+          {"views_differ", views_differ},
+          {"summaries", summaries},
+          {"problems", problems},
+          {"ok", ok()}};
+}
+
+AuditResult Audit(const World& world, const std::set<OriginLsn>& wiped) {
+  AuditResult out;
+  const int G = world.options().gateways, R = world.options().regions;
+
+  // 1. What the sensors saw acknowledged, and when.
+  std::map<Key, int64_t> accepted;
+  for (int g = 0; g < G; ++g) {
+    std::ifstream in(world.ack_log(g));
+    int d;
+    long long v, at;
+    while (in >> d >> v >> at) accepted[{g, d, v}] = at;
+  }
+  out.accepted = static_cast<int64_t>(accepted.size());
+
+  // 2. Each gateway's change log: reading -> LSNs; LSNs 1..last.
+  std::vector<std::string> origin_of(G);
+  std::map<Key, std::vector<uint64_t>> local;
+  std::map<OriginLsn, Key> by_lsn;
+  std::vector<SetSummary> view_summary(G);
+  for (int g = 0; g < G; ++g) {
+    auto store = OpenReadOnly(world.gateway_store(g), &out);
+    if (!store) continue;
+    origin_of[g] = store->origin().ToString();
+    StoreStats stats;
+    store->Stats(&stats);
+    std::set<uint64_t> lsns;
+    std::vector<ChangeEntry> page;
+    uint64_t after = 0;
+    do {
+      page.clear();
+      if (!store->ReadLog(after, 10000, &page).ok()) break;
+      for (const ChangeEntry& e : page) {
+        after = e.lsn;
+        lsns.insert(e.lsn);
+        if (e.kind != ChangeEntry::Kind::kReading) continue;
+        int eg, ed;
+        if (!ParseDevice(e.reading.device_id, &eg, &ed) || eg != g) {
+          Note(&out, world.gateway_id(g) + " holds a local reading of a foreign device " + e.reading.device_id);
+          continue;
+        }
+        Key k{g, ed, static_cast<int64_t>(e.reading.value)};
+        local[k].push_back(e.lsn);
+        by_lsn[{origin_of[g], e.lsn}] = k;
+        view_summary[g].Add(origin_of[g], e.lsn, e.reading.device_id);
+      }
+    } while (!page.empty());
+    int64_t gaps = static_cast<int64_t>(stats.last_lsn) - static_cast<int64_t>(lsns.size());
+    if (gaps != 0 || (!lsns.empty() && *lsns.rbegin() != stats.last_lsn)) {
+      out.lsn_gaps += std::max<int64_t>(gaps, 1);
+      Note(&out, world.gateway_id(g) + ": " + std::to_string(lsns.size()) + " LSNs held, last " +
+                     std::to_string(stats.last_lsn));
+    }
+  }
+
+  // 3. Every region's feed: (origin, LSN) -> copies; the union of regions.
+  std::map<OriginLsn, int> in_regions;
+  SetSummary regions_summary;
+  for (int r = 0; r < R; ++r) {
+    auto store = OpenReadOnly(world.hub_store(r), &out);
+    if (!store) continue;
+    std::map<OriginLsn, int> held;
+    std::map<Key, int> readings;
+    SetSummary summary;
+    uint64_t after = 0, head = 0;
+    bool reset = false;
+    std::vector<RegionFeedEntry> page;
+    do {
+      if (!store->ReadRegionFeed(after, 10000, &page, &head, &reset).ok() || reset) break;
+      for (const RegionFeedEntry& e : page) {
+        after = e.seq;
+        OriginLsn ol{e.remote.origin.ToString(), e.remote.origin_lsn};
+        if (++held[ol] == 1) {
+          summary.Add(ol.first, ol.second, e.remote.entry.device_id());
+          if (in_regions[ol]++ == 0) regions_summary.Add(ol.first, ol.second, e.remote.entry.device_id());
+        }
+        int eg, ed;
+        if (e.remote.entry.kind == ChangeEntry::Kind::kReading && ParseDevice(e.remote.entry.reading.device_id, &eg, &ed)) {
+          Key k{eg, ed, static_cast<int64_t>(e.remote.entry.reading.value)};
+          ++readings[k];
+          auto it = by_lsn.find(ol);
+          if (it != by_lsn.end() && (it->second.g != k.g || it->second.d != k.d || it->second.v != k.v)) {
+            ++out.lost;
+            Note(&out, world.region_name(r) + " holds " + ol.first + " LSN " + std::to_string(ol.second) +
+                           " with other content than its gateway");
+          }
+        }
+      }
+    } while (!page.empty());
+    for (const auto& [ol, n] : held) {
+      if (n > 1) {
+        out.region_duplicates += n - 1;
+        Note(&out, world.region_name(r) + " holds " + ol.first + " LSN " + std::to_string(ol.second) + " " +
+                       std::to_string(n) + " times");
+      }
+    }
+    for (const auto& [k, n] : readings) {
+      if (n > 1) out.region_duplicates += n - 1;
+    }
+    out.summaries[world.region_name(r)] = summary.ToString();
+  }
+  out.summaries["regions"] = regions_summary.ToString();
+  out.duplicated += out.region_duplicates;
+
+  // 4. Every gateway's read view: reading -> copies (other gateways' only).
+  std::vector<std::map<Key, int>> view(G);
+  for (int h = 0; h < G; ++h) {
+    auto store = OpenReadOnly(world.gateway_store(h), &out);
+    if (!store) continue;
+    std::vector<DeviceSummary> devices;
+    store->ListDevices(&devices);
+    std::set<std::string> remote_devices;
+    for (const auto& d : devices) {
+      if (!d.local) remote_devices.insert(d.device_id);
+    }
+    for (const std::string& device : remote_devices) {
+      QueryRequest q;
+      q.device_id = device;
+      q.limit = QueryRequest::kMaxRows;
+      std::vector<QueryRow> rows;
+      if (!store->Query(q, &rows).ok()) continue;
+      for (const QueryRow& row : rows) {
+        if (row.local) continue;
+        view_summary[h].Add(row.origin.ToString(), row.lsn, row.reading.device_id);
+        int eg, ed;
+        if (ParseDevice(row.reading.device_id, &eg, &ed)) ++view[h][{eg, ed, static_cast<int64_t>(row.reading.value)}];
+      }
+    }
+    out.summaries[world.gateway_id(h)] = view_summary[h].ToString();
+    if (wiped.empty() && out.summaries[world.gateway_id(h)] != out.summaries["regions"]) {
+      ++out.views_differ;
+      Note(&out, world.gateway_id(h) + " (local + read view) holds " + out.summaries[world.gateway_id(h)] +
+                     ", the regions " + out.summaries["regions"]);
+    }
+  }
+
+  // A SIGKILLed local broker loses what it acknowledged but had not yet
+  // handed on; it hands a sensor's readings on in order, so only readings
+  // acknowledged after the last one of that broker's life that reached the
+  // gateway can be its loss. A hole before that is edgesync's.
+  std::map<std::pair<int, size_t>, int64_t> last_handed_on;  // (gateway, broker life) -> ack time
+  for (const auto& [k, acked_at] : accepted) {
+    if (local.count(k) == 0) continue;
+    const auto& lives = world.local_broker_kills(k.g);
+    for (size_t i = 0; i < lives.size(); ++i) {
+      if (acked_at >= lives[i].started_ms && acked_at <= lives[i].killed_ms) {
+        int64_t& t = last_handed_on[{k.g, i}];
+        t = std::max(t, acked_at);
+      }
+    }
+  }
+
+  // 5. Each accepted reading: stored once by its gateway, held by a region,
+  // once in every other gateway's read view.
+  for (const auto& [k, acked_at] : accepted) {
+    auto it = local.find(k);
+    if (it == local.end()) {
+      bool broker_lost = false;
+      const auto& lives = world.local_broker_kills(k.g);
+      for (size_t i = 0; i < lives.size(); ++i) {
+        if (acked_at >= lives[i].started_ms && acked_at <= lives[i].killed_ms &&
+            acked_at > last_handed_on[{k.g, i}]) {
+          broker_lost = true;
+        }
+      }
+      if (broker_lost) {
+        ++out.lost_at_local_broker_kill;
+      } else {
+        ++out.lost;
+        Note(&out, "never stored: gw" + std::to_string(k.g) + "-d" + std::to_string(k.d) + " value " +
+                       std::to_string(k.v));
+      }
+      continue;
+    }
+    ++out.stored;
+    if (it->second.size() > 1) {
+      out.duplicated += static_cast<int64_t>(it->second.size()) - 1;
+      Note(&out, world.gateway_id(k.g) + " stored a reading " + std::to_string(it->second.size()) + " times");
+    }
+    OriginLsn ol{origin_of[k.g], it->second.front()};
+    bool wiped_only = false;
+    if (in_regions.count(ol) == 0) {
+      if (wiped.count(ol) != 0) {
+        ++out.only_in_wiped_hub;
+        wiped_only = true;
+      } else {
+        ++out.lost;
+        Note(&out, "in no region: " + ol.first + " LSN " + std::to_string(ol.second));
+      }
+    }
+    for (int h = 0; h < G; ++h) {
+      if (h == k.g) continue;
+      auto v = view[h].find(k);
+      int copies = v == view[h].end() ? 0 : v->second;
+      if (copies == 0 && wiped_only) {
+        ++out.read_view_missing_wiped;
+      } else if (copies == 0) {
+        ++out.read_view_missing;
+        Note(&out, world.gateway_id(h) + "'s read view lacks " + ol.first + " LSN " + std::to_string(ol.second));
+      }
+      if (copies > 1) out.duplicated += copies - 1;
+    }
+  }
+  for (const auto& [k, lsns] : local) {
+    if (accepted.count(k) == 0) ++out.extras;
+  }
+
+  // 6. SQLite's integrity check on every store file.
+  std::vector<std::string> files;
+  for (int g = 0; g < G; ++g) files.push_back(world.gateway_store(g));
+  for (int r = 0; r < R; ++r) files.push_back(world.hub_store(r));
+  for (const std::string& f : files) {
+    std::string said;
+    if (!IntegrityOk(f, &said)) {
+      ++out.integrity_failures;
+      Note(&out, "integrity_check " + f + ": " + said);
+    }
+  }
+  return out;
+}
+
+}  // namespace edgesync::test
