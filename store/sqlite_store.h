@@ -119,6 +119,15 @@ class SqliteStore : public Store {
   // LSN this connection committed last is still the high one unless another
   // connection wrote since (data_version), so no query is needed.
   Status NextLsn(uint64_t* next, bool from_cache = false);
+  // The LSN fence (sqlite_store_lsn_fence.cc): with sync = normal a power
+  // cut may take back commits whose LSNs a reader (the uplink, a feed
+  // consumer) has already seen, so no LSN past a durably recorded fence is
+  // given out. LoadLsnFence at open; ReserveLsns(last) before a write that
+  // gives out LSNs up to `last` (outside a transaction); ReleaseLsnFence at
+  // a clean close. write_mu_ held for all three.
+  Status LoadLsnFence();
+  Status ReserveLsns(uint64_t last);
+  void ReleaseLsnFence();
   Status InternSeries(const std::string& device_id, const std::string& metric, const std::string& unit,
                       int64_t* id, uint64_t* hash);
   void ForgetPendingSeries();
@@ -187,6 +196,8 @@ class SqliteStore : public Store {
   // What this connection knows of the file while no other connection has
   // written (data_version unchanged); -1 / INT64_MIN = unknown.
   int64_t cached_high_lsn_ = -1;
+  uint64_t lsn_floor_ = 0;     // no LSN at or below it is given out (the fence found at open after a reboot)
+  uint64_t lsn_reserved_ = 0;  // the durable fence: LSNs up to it may be given out
   int64_t last_batch_at_ = INT64_MIN;  // written_at of the newest batches row
   // Entry/byte counts of ranges (they only drive splits) are written to the
   // ranges table at most every kRangeFlushMs, not in every commit: a small

@@ -60,7 +60,7 @@ Status SqliteStore::NextLsn(uint64_t* next, bool from_cache) {
   Status st;
   int64_t high = w_high_.Step(&st) ? w_high_.Int(0) : 0;
   ES_RETURN_IF_ERROR(st);
-  *next = static_cast<uint64_t>(high) + 1;
+  *next = std::max(static_cast<uint64_t>(high), lsn_floor_) + 1;
   return Status::Ok();
 }
 
@@ -346,6 +346,7 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
   result->dropped_oldest = 0;
   int64_t to_drop = 0;
   ES_RETURN_IF_ERROR(CheckSpace(readings.size(), &to_drop));
+  ES_RETURN_IF_ERROR(ReserveLsns(last_lsn_.load() + readings.size()));
   Txn txn(&write_db_);
   pending_series_.clear();
   const int64_t written_at = clock_->WallMillis();
@@ -406,6 +407,10 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
       if (by_pos[k].first > 0) counts[write_ranges_[k].info.id] = by_pos[k];
     }
     result->last_lsn = lsn - 1;
+    if (options_.sync == StoreOptions::Sync::kNormal && result->last_lsn > lsn_reserved_) {
+      return Status::Corruption("LSN " + std::to_string(result->last_lsn) + " past the fence " +
+                              std::to_string(lsn_reserved_));
+    }
     // The time index needs a row only where written_at changes: a lookup
     // takes the first batch written at or after a time, and batches that
     // share a millisecond with the batch before them are found through it.
@@ -442,6 +447,7 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
 
 Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, uint64_t* lsn_out) {
   std::lock_guard<std::mutex> lock(write_mu_);
+  ES_RETURN_IF_ERROR(ReserveLsns(last_lsn_.load() + 1));
   Txn txn(&write_db_);
   pending_series_.clear();
   uint64_t lsn = 0;
@@ -468,6 +474,9 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
     }
     old.Reset();
     ES_RETURN_IF_ERROR(NextLsn(&lsn, /*from_cache=*/true));
+    if (options_.sync == StoreOptions::Sync::kNormal && lsn > lsn_reserved_) {
+      return Status::Corruption("LSN " + std::to_string(lsn) + " past the fence " + std::to_string(lsn_reserved_));
+    }
     int64_t series = 0;
     uint64_t hash = 0;
     ES_RETURN_IF_ERROR(InternSeries(device.device_id, "", "", &series, &hash));

@@ -177,6 +177,7 @@ SqliteStore::SqliteStore(const StoreOptions& options)
 
 SqliteStore::~SqliteStore() {
   std::lock_guard<std::mutex> lock(write_mu_);
+  ReleaseLsnFence();
   // The connections close (and the last one removes the -wal and -shm
   // files) after this body, with the gate held: see store_lock.h.
   if (!options_.read_only) lock_.BeginWriterClose(options_.busy_timeout_ms);
@@ -338,9 +339,13 @@ Status SqliteStore::Init() {
   {
     std::lock_guard<std::mutex> lock(write_mu_);
     ES_RETURN_IF_ERROR(RefreshWriteRanges());
-    uint64_t high = 0;
-    ES_RETURN_IF_ERROR(NextLsn(&high));
-    last_lsn_ = high - 1;
+    if (options_.read_only) {
+      uint64_t high = 0;
+      ES_RETURN_IF_ERROR(NextLsn(&high));
+      last_lsn_ = high - 1;
+    } else {
+      ES_RETURN_IF_ERROR(LoadLsnFence());
+    }
   }
   if (!options_.read_only) lock_.EndTransition();  // open: readers may come
   return Status::Ok();

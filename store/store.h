@@ -32,7 +32,8 @@ struct StoreOptions {
   enum class Sync { kFull, kNormal };
   // kFull: a committed batch survives power loss (fsync on every commit).
   // kNormal: survives a crash of the process (kill -9); a power cut may lose
-  // the last commits but never corrupts the file.
+  // the commits since the last sync (WAL checkpoint) but never corrupts the
+  // file, and their LSNs are never given again (sqlite_store_lsn_fence.cc).
   Sync sync = Sync::kNormal;
   int initial_ranges = 4;
   int64_t split_max_entries = 1000000;
