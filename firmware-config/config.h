@@ -126,6 +126,8 @@ struct Config {
   TlsConfig hub_tls;
   bool hub_allow_insecure = false;
   int64_t hub_feed_retention_s = 7 * 86400;
+  std::string hub_store;           // "" = SQLite at StorePath(); "postgresql://..." (store/hub_store.h)
+  std::string hub_password_file;   // the PostgreSQL password, first line; never logged
 
   std::string StorePath() const { return store_path.empty() ? data_dir + "/store.db" : store_path; }
   std::string StatusPath() const { return status_file.empty() ? data_dir + "/status.json" : status_file; }
