@@ -18,8 +18,13 @@
 // Each phase: a warm-up, then a measured window (EDGESYNC_BENCH_REGION_SECONDS,
 // default 15 s). The simulator, the broker and the hub share this machine's
 // cores, so the capacity is that of the whole region on one machine.
+// Setups: 1 hub on SQLite; where the PostgreSQL backend is built, 1 hub on
+// a PostgreSQL server started here (fsync on, as in production), whose
+// processes' CPU time per reading is reported too. Several hubs per region
+// (leased shards) are not in the tree yet, so there is no 2-hub setup.
 //
 // Environment: EDGESYNC_BENCH_REGION_GATEWAYS (default 10000).
+#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,6 +44,9 @@
 #include "tests/support/broker.h"
 #include "tests/support/process.h"
 #include "tests/tools/fleet.h"
+#ifdef EDGESYNC_HAVE_POSTGRESQL
+#include "tests/support/postgres.h"
+#endif
 
 namespace edgesync {
 namespace {
@@ -67,6 +75,39 @@ double CpuSeconds(pid_t pid) {
   return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
+// The first process whose command line contains `needle` and all its
+// descendants (a PostgreSQL server: the postmaster and its backends).
+std::vector<pid_t> ProcessTree(const std::string& needle) {
+  std::vector<std::pair<pid_t, pid_t>> all;  // (pid, parent)
+  pid_t root = 0;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return {};
+  while (dirent* d = readdir(proc)) {
+    pid_t pid = static_cast<pid_t>(std::atoi(d->d_name));
+    if (pid <= 0) continue;
+    std::string cmd = test::ReadAll("/proc/" + std::to_string(pid) + "/cmdline");
+    if (root == 0 && cmd.find(needle) != std::string::npos) root = pid;
+    std::string stat = test::ReadAll("/proc/" + std::to_string(pid) + "/stat");
+    size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(stat.substr(paren + 2));
+    std::string state;
+    long parent = 0;
+    fields >> state >> parent;
+    all.emplace_back(pid, static_cast<pid_t>(parent));
+  }
+  closedir(proc);
+  std::vector<pid_t> out;
+  if (root == 0) return out;
+  out.push_back(root);
+  for (size_t i = 0; i < out.size(); ++i) {  // every descendant (a wrapper such as runuser may sit on top)
+    for (const auto& [pid, parent] : all) {
+      if (parent == out[i]) out.push_back(pid);
+    }
+  }
+  return out;
+}
+
 double CpuSeconds(const std::vector<pid_t>& pids) {
   double s = 0;
   for (pid_t p : pids) s += CpuSeconds(p);
@@ -77,7 +118,7 @@ struct Phase {
   double batches_per_s = 0;
   double readings_per_s = 0;
   double p50_ms = -1, p99_ms = -1;
-  double hub_cpu_s = 0, broker_cpu_s = 0;
+  double hub_cpu_s = 0, broker_cpu_s = 0, database_cpu_s = 0;
   double readings = 0;
   double seconds = 0;
   uint64_t resends = 0;
@@ -91,7 +132,9 @@ struct Setup {
 
 // Runs the fleet (with a sink when answers are deliveries) and measures
 // what was answered inside the window after the warm-up.
-Phase RunPhase(const Setup& setup, FleetOptions o, const std::vector<pid_t>& hubs, pid_t broker) {
+// database: a command-line fragment naming the database server ("" = none).
+Phase RunPhase(const Setup& setup, FleetOptions o, const std::vector<pid_t>& hubs, pid_t broker,
+               const std::string& database = "") {
   Fleet fleet(o);
   std::unique_ptr<FleetSink> sink;
   if (o.answers == FleetOptions::Answers::kDeliveries) {
@@ -110,11 +153,14 @@ Phase RunPhase(const Setup& setup, FleetOptions o, const std::vector<pid_t>& hub
   test::SleepMs(static_cast<int64_t>(setup.warmup_s * 1000));
   test::FleetStats a = fleet.stats();
   double hub_a = CpuSeconds(hubs), broker_a = CpuSeconds(broker);
+  // Backends live as long as the hubs' connections: the same set at both ends.
+  std::vector<pid_t> db = database.empty() ? std::vector<pid_t>{} : ProcessTree(database);
+  double db_a = CpuSeconds(db);
   auto start = std::chrono::steady_clock::now();
   fleet.TakeLatencies();
   test::SleepMs(static_cast<int64_t>(setup.measure_s * 1000));
   test::FleetStats b = fleet.stats();
-  double hub_b = CpuSeconds(hubs), broker_b = CpuSeconds(broker);
+  double hub_b = CpuSeconds(hubs), broker_b = CpuSeconds(broker), db_b = CpuSeconds(db);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::vector<double> lat = fleet.TakeLatencies();
   // The next phase starts with nothing queued at the broker or the hub.
@@ -130,6 +176,7 @@ Phase RunPhase(const Setup& setup, FleetOptions o, const std::vector<pid_t>& hub
   p.p99_ms = bench::Percentile(lat, 0.99);
   p.hub_cpu_s = hub_b - hub_a;
   p.broker_cpu_s = broker_b - broker_a;
+  p.database_cpu_s = db_b - db_a;
   p.resends = b.resends;
   std::printf("  %-10s %s: %9.0f batches/s %10.0f readings/s  p50 %8.1f ms  p99 %8.1f ms  hub cpu %.2f s  "
               "broker cpu %.2f s  resends %llu\n",
@@ -145,6 +192,7 @@ struct HubSetup {
   std::string name;          // row prefix: region_<name>_...
   int hubs = 1;
   std::string store_toml;    // extra [hub] lines ("" = the embedded SQLite store)
+  std::string database;      // a command-line fragment of the database server ("" = none)
 };
 
 void RunSetup(const Setup& base, const HubSetup& hs, bench::Report* report) {
@@ -189,9 +237,9 @@ void RunSetup(const Setup& base, const HubSetup& hs, bench::Report* report) {
   }
   o = s.fleet;
   o.answers = FleetOptions::Answers::kHub;
-  Phase hub_cap = RunPhase(s, o, pids, broker.pid());
+  Phase hub_cap = RunPhase(s, o, pids, broker.pid(), hs.database);
   o.batches_per_s = hub_cap.batches_per_s / 2;
-  Phase hub_lat = RunPhase(s, o, pids, broker.pid());
+  Phase hub_lat = RunPhase(s, o, pids, broker.pid(), hs.database);
   for (auto& h : hubs) h->Stop(10000);
 
   const std::string p = "region_" + hs.name + "_";
@@ -208,6 +256,11 @@ void RunSetup(const Setup& base, const HubSetup& hs, bench::Report* report) {
   report->Add(p + "hub_cpu_us_per_reading", per, "us/reading", "broker_cpu_us_per_reading", broker_per);
   report->Add(p + "hub_cores_busy_at_capacity", hub_cap.hub_cpu_s / hub_cap.seconds, "cores",
               "broker_cores_busy_at_capacity", hub_cap.broker_cpu_s / hub_cap.seconds);
+  if (!hs.database.empty()) {
+    report->Add(p + "database_cpu_us_per_reading",
+                hub_cap.readings > 0 ? hub_cap.database_cpu_s * 1e6 / hub_cap.readings : -1, "us/reading",
+                "broker_cpu_us_per_reading", broker_per);
+  }
 }
 
 }  // namespace
@@ -228,6 +281,20 @@ int main() {
   setup.fleet.window = 2;
   setup.fleet.ack_timeout_ms = 300000;
   edgesync::bench::Report report("region");
-  edgesync::RunSetup(setup, {"sqlite_1hub", 1, ""}, &report);
+  edgesync::RunSetup(setup, {"sqlite_1hub", 1, "", ""}, &report);
+#ifdef EDGESYNC_HAVE_POSTGRESQL
+  {
+    edgesync::test::TempDir dir;
+    edgesync::test::PostgresOptions po;
+    po.fsync = true;  // as a production server: a commit is on disk
+    edgesync::test::Postgres pg(dir.path() + "/pg", po);
+    if (!pg.Start() || !pg.CreateDatabase("region1")) {
+      std::fprintf(stderr, "bench_region: PostgreSQL did not start:\n%s\n", pg.log().c_str());
+      return 1;
+    }
+    std::string toml = "store = \"" + pg.Uri("region1") + "\"\npassword_file = \"" + pg.password_file() + "\"\n";
+    edgesync::RunSetup(setup, {"postgresql_1hub", 1, toml, dir.path() + "/pg"}, &report);
+  }
+#endif
   return report.Write() ? 0 : 1;
 }
