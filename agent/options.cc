@@ -120,6 +120,7 @@ RegionHubOptions RegionHubOptionsFromConfig(const Config& c) {
   o.region = c.hub_region;
   o.topic_prefix = c.uplink_topic_prefix;
   o.link = LinkOptions(c.hub_broker_uri, c.hub_credentials_file, c.hub_tls);
+  o.max_queued_messages = static_cast<size_t>(c.hub_max_queued_messages);
   return o;
 }
 

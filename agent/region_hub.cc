@@ -1,5 +1,5 @@
 // `edgesync region --config FILE`: the region hub role. Opens the region's
-// store, runs sync/region_hub.h until SIGTERM/SIGINT, then stops cleanly.
+// hub store ([hub] store: the embedded SQLite store, or PostgreSQL), runs sync/region_hub.h until SIGTERM/SIGINT, then stops cleanly.
 // Publishes its metrics snapshot like the gateway (status file, status page,
 // /metrics): batches and readings applied per second, origins and their
 // lag, the feed head, refusals by reason.
@@ -21,6 +21,7 @@
 #include "platform/log.h"
 #include "platform/signals.h"
 #include "platform/systemd.h"
+#include "store/hub_store.h"
 #include "store/store.h"
 #include "sync/region_hub.h"
 
@@ -29,7 +30,10 @@ namespace {
 
 class HubSnapshot {
  public:
-  HubSnapshot(const Config& config, Store* store, RegionHub* hub) : config_(config), store_(store), hub_(hub) {}
+  // store: the SQLite store, or nullptr when the hub store is elsewhere
+  // (PostgreSQL): then the snapshot's store section is the hub store's own.
+  HubSnapshot(const Config& config, Store* store, HubStore* hub_store, RegionHub* hub)
+      : config_(config), store_(store), hub_store_(hub_store), hub_(hub) {}
 
   nlohmann::json Take(bool running) {
     using json = nlohmann::json;
@@ -42,7 +46,14 @@ class HubSnapshot {
     j["pid"] = static_cast<int64_t>(::getpid());
     j["time_ms"] = clock->WallMillis();
     j["started_ms"] = started_ms_;
-    j.update(StoreFigures(store_, counts_.Get(store_, now, s.entries_applied), config_.data_dir, {}, clock->WallMillis()));
+    if (store_ != nullptr) {
+      j.update(StoreFigures(store_, counts_.Get(store_, now, s.entries_applied), config_.data_dir, {}, clock->WallMillis()));
+    } else {
+      HubStoreStats hs;
+      Status st = hub_store_->Stats(&hs);
+      j["store"] = {{"backend", hs.backend}, {"ok", st.ok()}, {"feed_oldest", hs.feed_oldest}, {"feed_head", hs.feed_head}};
+      if (!st.ok()) j["store"]["error"] = st.ToString();
+    }
     json origins = json::array();
     for (const HubOriginStats& o : s.origins) {
       origins.push_back({{"origin", o.origin},
@@ -62,8 +73,10 @@ class HubSnapshot {
                 {"feed_resets", s.feed_resets},
                 {"hole_jumps", s.hole_jumps},
                 {"pings", s.pings},
+                {"already_held", s.batches_already_held},
                 {"refusals",
                  {{"gap", s.gaps_refused},
+                  {"invalid", s.batches_invalid},
                   {"sender", s.sender_refused},
                   {"store_error", s.store_errors},
                   {"bad_message", s.bad_messages},
@@ -83,6 +96,7 @@ class HubSnapshot {
  private:
   const Config& config_;
   Store* store_;
+  HubStore* hub_store_;
   RegionHub* hub_;
   int64_t started_ms_ = SystemClock()->WallMillis();
   StoreCounts counts_;
@@ -99,31 +113,47 @@ int RunRegionHub(const Config& config) {
     std::fprintf(stderr, "edgesync region: %s\n", transport.ToString().c_str());
     return 1;
   }
-  StoreOptions so = StoreOptionsFromConfig(config);
-  // The hub's own origin is never sent anywhere; the region name keeps it readable.
-  if (so.gateway_id.empty()) so.gateway_id = "hub-" + config.hub_region;
-  so.remote_retention_ms = config.hub_feed_retention_s * 1000;  // a hub's remote entries are its region feed
   Status st = MakePrivateDir(config.data_dir);
-  std::unique_ptr<Store> store;
-  if (st.ok()) st = Store::Open(so, &store);
+  std::unique_ptr<Store> store;  // SQLite only
+  std::unique_ptr<HubStore> hub_store;
+  std::string where;
+  if (config.hub_store.empty()) {
+    StoreOptions so = StoreOptionsFromConfig(config);
+    // The hub's own origin is never sent anywhere; the region name keeps it readable.
+    if (so.gateway_id.empty()) so.gateway_id = "hub-" + config.hub_region;
+    so.remote_retention_ms = config.hub_feed_retention_s * 1000;  // a hub's remote entries are its region feed
+    where = so.path;
+    if (st.ok()) st = Store::Open(so, &store);
+    if (st.ok()) hub_store = NewSqliteHubStore(store.get());
+  } else {
+    HubStoreOptions ho;
+    ho.location = config.hub_store;
+    ho.password_file = config.hub_password_file;
+    ho.feed_retention_ms = config.hub_feed_retention_s * 1000;
+    ho.application_name = "edgesync-hub-" + config.hub_region;
+    where = config.hub_store;  // never holds a password (refused at open)
+    if (st.ok()) st = OpenPostgresHubStore(ho, &hub_store);
+  }
   if (!st.ok()) {
-    std::fprintf(stderr, "edgesync region: opening the store %s: %s\n", so.path.c_str(), st.ToString().c_str());
+    std::fprintf(stderr, "edgesync region: opening the hub store %s: %s\n", where.c_str(), st.ToString().c_str());
     return 1;
   }
-  RegionHub hub(store.get(), RegionHubOptionsFromConfig(config));
+  ES_LOG(kInfo, "region {}: hub store {} ({}), epoch {}", config.hub_region, where, hub_store->backend(),
+         hub_store->epoch());
+  RegionHub hub(hub_store.get(), RegionHubOptionsFromConfig(config));
   st = hub.Start();
   if (!st.ok()) {
     std::fprintf(stderr, "edgesync region: %s\n", st.ToString().c_str());
     return 1;
   }
-  Retention retention(store.get(), RetentionOptionsFromConfig(config));
+  Retention retention(hub_store.get(), RetentionOptionsFromConfig(config));
   st = retention.Start();
   if (!st.ok()) {
     std::fprintf(stderr, "edgesync region: retention: %s\n", st.ToString().c_str());
     hub.Stop();
     return 1;
   }
-  HubSnapshot snapshot(config, store.get(), &hub);
+  HubSnapshot snapshot(config, store.get(), hub_store.get(), &hub);
   StatusBoard board(config.StatusPath());
   HttpStatusServer http(&board);
   StartHttp(config, &http);
@@ -159,9 +189,9 @@ int RunRegionHub(const Config& config) {
          r.pruned.remote, r.pruned.early);
   ES_LOG(kInfo,
          "region {}: {} batches applied, {} gaps refused, {} refused for naming another origin than their sender, "
-         "{} jumps over a hole, {} feed resets, {} bad messages, head {}",
-         config.hub_region, s.batches_applied, s.gaps_refused, s.sender_refused, s.hole_jumps, s.feed_resets,
-         s.bad_messages, s.head_seq);
+         "{} invalid, {} jumps over a hole, {} feed resets, {} bad messages, head {}",
+         config.hub_region, s.batches_applied, s.gaps_refused, s.sender_refused, s.batches_invalid, s.hole_jumps,
+         s.feed_resets, s.bad_messages, s.head_seq);
   return 0;
 }
 

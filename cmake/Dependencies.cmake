@@ -34,3 +34,12 @@ find_package(Threads REQUIRED)
 # header declares only, and must see the feature macros the library was built
 # with (they change class layouts), so they come from its .pc file.
 pkg_check_modules(HTTPLIB REQUIRED cpp-httplib)
+
+# libpq (Debian libpq-dev) for the PostgreSQL hub store: ON where found. The
+# boards' cross sysroots do not carry it (a region hub runs on a server, not
+# on a gateway), so cross builds have the SQLite hub store only.
+pkg_check_modules(LIBPQ IMPORTED_TARGET libpq)
+option(EDGESYNC_POSTGRESQL "PostgreSQL hub store (libpq)" ${LIBPQ_FOUND})
+if(EDGESYNC_POSTGRESQL AND NOT LIBPQ_FOUND)
+  message(FATAL_ERROR "EDGESYNC_POSTGRESQL is ON but libpq was not found (Debian: libpq-dev)")
+endif()

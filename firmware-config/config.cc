@@ -150,6 +150,9 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
 
       Str<C>("hub", "region", [](C& c) -> std::string& { return c.hub_region; },
              "this hub's region name; required for `edgesync region`"),
+      Int<C>("hub", "max_queued_messages", [](C& c) -> int64_t& { return c.hub_max_queued_messages; }, 1, 1000000,
+             "messages received and not yet applied; beyond it the hub stops reading the broker. Keep it above "
+             "gateways x uplink.window (docs/REGION.md)"),
       Str<C>("hub", "broker_uri", [](C& c) -> std::string& { return c.hub_broker_uri; },
              "the region's broker the hub listens on"),
       Str<C>("hub", "credentials_file", [](C& c) -> std::string& { return c.hub_credentials_file; },
@@ -164,6 +167,11 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
       Int<C>("hub", "feed_retention_s", [](C& c) -> int64_t& { return c.hub_feed_retention_s; }, 0, kBig,
              "region feed entries are pruned this long after they were applied; a reader behind gets an "
              "explicit reset"),
+      Str<C>("hub", "store", [](C& c) -> std::string& { return c.hub_store; },
+             "where the hub keeps high-water marks and the region feed: \"\" = the embedded SQLite store "
+             "([store] path), or \"postgresql://user@host:port/db\" (no password in it: see password_file)"),
+      Str<C>("hub", "password_file", [](C& c) -> std::string& { return c.hub_password_file; },
+             "file holding the PostgreSQL password on its first line; \"\" = none (peer or trust login)"),
   };
   return kOptions;
 }
@@ -263,6 +271,10 @@ void CheckSemantics(const toml::value& root, ConfigRole role, Config* c, Checker
   }
   if (c->uplink_backoff_max_ms < c->uplink_backoff_base_ms) {
     check->Error(at("uplink", "backoff_max_ms"), "uplink.backoff_max_ms", "smaller than uplink.backoff_base_ms");
+  }
+  if (!c->hub_store.empty() && c->hub_store.rfind("postgresql://", 0) != 0 &&
+      c->hub_store.rfind("postgres://", 0) != 0) {
+    check->Error(at("hub", "store"), "hub.store", "expected \"\" (SQLite) or a postgresql:// URI");
   }
   for (const TransportProblem& p : TransportProblems(*c)) {
     const toml::value* where = at("hub", "broker_uri");

@@ -127,10 +127,15 @@ struct Config {
   // [hub]: only for `edgesync region`
   std::string hub_region;          // this hub's region name
   std::string hub_broker_uri = "tcp://127.0.0.1:1883";
+  // Batches received and not yet applied; beyond it the hub stops reading its
+  // broker connection (sync/region_hub.h).
+  int64_t hub_max_queued_messages = 64;
   std::string hub_credentials_file;
   TlsConfig hub_tls;
   bool hub_allow_insecure = false;
   int64_t hub_feed_retention_s = 7 * 86400;
+  std::string hub_store;           // "" = SQLite at StorePath(); "postgresql://..." (store/hub_store.h)
+  std::string hub_password_file;   // the PostgreSQL password, first line; never logged
 
   std::string StorePath() const { return store_path.empty() ? data_dir + "/store.db" : store_path; }
   std::string StatusPath() const { return status_file.empty() ? data_dir + "/status.json" : status_file; }

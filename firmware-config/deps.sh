@@ -11,8 +11,8 @@ set -eu
 
 pkgs_build="cmake make g++ pkg-config file libsqlite3-dev libpaho-mqttpp-dev libpaho-mqtt-dev
   libflatbuffers-dev flatbuffers-compiler libzstd-dev libsystemd-dev libxxhash-dev libspdlog-dev
-  libfmt-dev libtoml11-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libjs-dygraphs"
-pkgs_test="libgtest-dev libgmock-dev mosquitto mosquitto-clients openssl sqlite3 procps nats-server prometheus chromium faketime"
+  libfmt-dev libtoml11-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libjs-dygraphs libpq-dev"
+pkgs_test="libgtest-dev libgmock-dev mosquitto mosquitto-clients openssl sqlite3 procps nats-server prometheus chromium faketime postgresql"
 pkgs_demo="mosquitto mosquitto-clients"
 pkgs_fuzz="clang libclang-rt-14-dev"
 # Packaging (make deb) and its test, which installs the package with dpkg:

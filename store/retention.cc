@@ -8,7 +8,14 @@
 namespace edgesync {
 
 Retention::Retention(Store* store, RetentionOptions options, Clock* clock)
-    : store_(store), options_(options), clock_(clock ? clock : SystemClock()) {}
+    : step_([store](int64_t rows, PruneResult* r) { return store->PruneStep(rows, r); }),
+      options_(options),
+      clock_(clock ? clock : SystemClock()) {}
+
+Retention::Retention(HubStore* store, RetentionOptions options, Clock* clock)
+    : step_([store](int64_t rows, PruneResult* r) { return store->PruneStep(rows, r); }),
+      options_(options),
+      clock_(clock ? clock : SystemClock()) {}
 
 Retention::~Retention() { Stop(); }
 
@@ -51,7 +58,7 @@ Status Retention::RunPass(PruneResult* pass) {
   for (;;) {
     PruneResult step;
     int64_t t0 = clock_->MonotonicNanos();
-    Status s = store_->PruneStep(options_.step_rows, &step);
+    Status s = step_(options_.step_rows, &step);
     int64_t held_ms = (clock_->MonotonicNanos() - t0) / 1000000;
     {
       std::lock_guard<std::mutex> lock(stats_mu_);

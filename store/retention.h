@@ -1,7 +1,7 @@
 // store/retention.h: runs the store's retention in the background, in both
 // roles, in small steps.
 //
-// Every interval_ms (and at once after Start) a pass calls Store::PruneStep
+// Every interval_ms (and at once after Start) a pass calls PruneStep (Store or HubStore)
 // with step_rows until nothing is due, pausing pause_ms between steps: each
 // step is one short write transaction, so ingest waits at most one step for
 // the write lock, and the pauses let queued commits through. What a pass
@@ -15,11 +15,13 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <thread>
 
 #include "platform/clock.h"
 #include "platform/status.h"
+#include "store/hub_store.h"
 #include "store/store.h"
 
 namespace edgesync {
@@ -41,6 +43,8 @@ struct RetentionStats {
 class Retention {
  public:
   Retention(Store* store, RetentionOptions options, Clock* clock = nullptr);
+  // A region hub's store (its region feed; PostgreSQL or SQLite).
+  Retention(HubStore* store, RetentionOptions options, Clock* clock = nullptr);
   ~Retention();
   Retention(const Retention&) = delete;
   Retention& operator=(const Retention&) = delete;
@@ -56,7 +60,7 @@ class Retention {
   // Waits up to ms (real time) unless stopping; false = stop.
   bool Pause(int64_t ms);
 
-  Store* store_;
+  std::function<Status(int64_t, PruneResult*)> step_;  // the store's PruneStep
   RetentionOptions options_;
   Clock* clock_;
   std::thread worker_;

@@ -14,28 +14,6 @@ namespace {
 // AUTOINCREMENT even when the rows holding it have been pruned.
 constexpr char kRegionHeadSql[] = "SELECT ifnull((SELECT seq FROM sqlite_sequence WHERE name='region_feed'), 0)";
 
-Status ValidateOrigin(const Origin& o) {
-  ES_RETURN_IF_ERROR(ValidateKey("origin gateway id", o.gateway_id));
-  if (!IsEpoch(o.epoch)) return Status::InvalidArgument("origin epoch: not 32 lower-case hex characters");
-  return Status::Ok();
-}
-
-Status ValidateEntry(const ChangeEntry& e) {
-  if (e.lsn == 0 || e.lsn > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("entry LSN out of range");
-  switch (e.kind) {
-    case ChangeEntry::Kind::kReading:
-      return ValidateReading(e.reading);
-    case ChangeEntry::Kind::kDeviceUpsert:
-    case ChangeEntry::Kind::kDeviceDelete:
-      ES_RETURN_IF_ERROR(ValidateKey("deviceId", e.device.device_id));
-      if (e.device.name.size() > 256 || e.device.location.size() > 256 || e.device.default_unit.size() > 256) {
-        return Status::InvalidArgument("device record field longer than 256 bytes");
-      }
-      return Status::Ok();
-  }
-  return Status::InvalidArgument("unknown entry kind");
-}
-
 }  // namespace
 
 Status SqliteStore::OriginId(const Origin& origin, bool create, int64_t* id) {
@@ -260,7 +238,7 @@ Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t
       v = ValidateOrigin(r.origin);
       checked = &r.origin;
     }
-    if (v.ok()) v = ValidateEntry(r.entry);
+    if (v.ok()) v = ValidateChangeEntry(r.entry);
     if (v.ok() && r.entry.lsn != r.origin_lsn) v = Status::InvalidArgument("entry LSN differs from origin LSN");
     if (!v.ok()) return v.Annotate("remote entry " + std::to_string(i));
   }
@@ -302,7 +280,7 @@ Status SqliteStore::ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, co
                                      uint64_t* high_water) {
   ES_RETURN_IF_ERROR(ValidateOrigin(origin));
   for (size_t i = 0; i < entries.size(); ++i) {
-    Status v = ValidateEntry(entries[i]);
+    Status v = ValidateChangeEntry(entries[i]);
     if (!v.ok()) return v.Annotate("entry " + std::to_string(i));
     if (i > 0 && entries[i].lsn <= entries[i - 1].lsn) {
       return Status::InvalidArgument("entries of origin " + origin.ToString() + " are not in LSN order at entry " +

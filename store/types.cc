@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "store/token.h"
+
 namespace edgesync {
 
 bool IsValidUtf8(std::string_view s) {
@@ -75,6 +77,28 @@ Status ValidateReading(const Reading& r) {
 
 uint64_t PartitionHash(std::string_view device_id) {
   return XXH3_64bits(device_id.data(), device_id.size());
+}
+
+Status ValidateOrigin(const Origin& o) {
+  ES_RETURN_IF_ERROR(ValidateKey("origin gateway id", o.gateway_id));
+  if (!IsEpoch(o.epoch)) return Status::InvalidArgument("origin epoch: not 32 lower-case hex characters");
+  return Status::Ok();
+}
+
+Status ValidateChangeEntry(const ChangeEntry& e) {
+  if (e.lsn == 0 || e.lsn > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("entry LSN out of range");
+  switch (e.kind) {
+    case ChangeEntry::Kind::kReading:
+      return ValidateReading(e.reading);
+    case ChangeEntry::Kind::kDeviceUpsert:
+    case ChangeEntry::Kind::kDeviceDelete:
+      ES_RETURN_IF_ERROR(ValidateKey("deviceId", e.device.device_id));
+      if (e.device.name.size() > 256 || e.device.location.size() > 256 || e.device.default_unit.size() > 256) {
+        return Status::InvalidArgument("device record field longer than 256 bytes");
+      }
+      return Status::Ok();
+  }
+  return Status::InvalidArgument("unknown entry kind");
 }
 
 }  // namespace edgesync

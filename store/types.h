@@ -69,6 +69,11 @@ struct ChangeEntry {
 Status ValidateKey(std::string_view what, std::string_view key);
 // Keys, finite value, unit (0..32 bytes UTF-8, no control characters).
 Status ValidateReading(const Reading& reading);
+// An origin: a valid key as gateway id and an epoch (token.h's IsEpoch).
+Status ValidateOrigin(const Origin& origin);
+// An entry another gateway wrote: LSN in 1..INT64_MAX, a valid reading or
+// device record (fields at most 256 bytes).
+Status ValidateChangeEntry(const ChangeEntry& entry);
 // True if text is well-formed UTF-8 (no overlongs, no surrogates).
 bool IsValidUtf8(std::string_view text);
 

@@ -7,7 +7,7 @@
 
 namespace edgesync {
 
-RegionHub::RegionHub(Store* store, RegionHubOptions options, Clock* clock, MqttLinkFactory factory)
+RegionHub::RegionHub(HubStore* store, RegionHubOptions options, Clock* clock, MqttLinkFactory factory)
     : store_(store),
       options_(std::move(options)),
       clock_(clock ? clock : SystemClock()),
@@ -18,7 +18,7 @@ RegionHub::~RegionHub() { Stop(); }
 Status RegionHub::Start() {
   if (worker_.joinable()) return Status::Ok();
   if (!IsTopicLevel(options_.region)) return Status::InvalidArgument("hub: region name must be 1..64 of [A-Za-z0-9_-]");
-  epoch_ = store_->origin().epoch;
+  epoch_ = store_->epoch();
   MqttLinkOptions lo = options_.link;
   lo.client_id = "es-hub-" + options_.region;
   lo.clean_start = false;  // batches sent while we restart wait in the broker
@@ -71,23 +71,24 @@ RegionHubStats RegionHub::stats() const {
 void RegionHub::Run() {
   Heartbeat beat("hub-applier");
   PublishHead(true);
+  std::vector<MqttMessage> taken;
   while (true) {
     beat.Beat();  // each turn is bounded by a timed wait
-    MqttMessage message;
-    bool have = false;
+    taken.clear();
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait_for(lock, std::chrono::milliseconds(options_.head_interval_ms),
                    [this] { return stop_ || !queue_.empty(); });
       if (stop_) return;
-      if (!queue_.empty()) {
-        message = std::move(queue_.front());
+      // What queued while the last turn applied goes together: a busy hub
+      // groups batches, an idle one applies each as it comes.
+      while (!queue_.empty() && taken.size() < std::max<size_t>(1, options_.max_group_batches)) {
+        taken.push_back(std::move(queue_.front()));
         queue_.pop_front();
-        have = true;
-        space_cv_.notify_one();
       }
+      if (!taken.empty()) space_cv_.notify_all();
     }
-    if (have) Handle(message);
+    HandleAll(&taken);
     PublishHead(false);
   }
 }
@@ -97,34 +98,33 @@ void RegionHub::Reply(const std::string& to, const std::string& payload) {
   if (!st.ok()) ES_LOG(kWarn, "hub {}: answering {}: {}", options_.region, to, st.ToString());
 }
 
-void RegionHub::Handle(const MqttMessage& message) {
-  std::string sender;
-  if (!InboxSender(options_.topic_prefix, options_.region, message.topic, &sender)) {
+bool RegionHub::Admit(const MqttMessage& message, std::string* sender, WireMessage* out) {
+  if (!InboxSender(options_.topic_prefix, options_.region, message.topic, sender)) {
     // Only a broker delivering outside our subscription gets here.
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.bad_messages;
-    return;
+    return false;
   }
-  WireMessage m;
+  WireMessage& m = *out;
   Status st = DecodeMessage(message.payload, options_.limits, &m, &counters_);
   if (!st.ok()) {
-    ES_LOG(kWarn, "hub {}: refused a message from {}: {}", options_.region, sender, st.ToString());
-    if (m.kind == WireKind::kBatch && IsReplyTopic(options_.topic_prefix, sender, m.reply_to) &&
-        m.batch.origin.gateway_id == sender) {
+    ES_LOG(kWarn, "hub {}: refused a message from {}: {}", options_.region, *sender, st.ToString());
+    if (m.kind == WireKind::kBatch && IsReplyTopic(options_.topic_prefix, *sender, m.reply_to) &&
+        m.batch.origin.gateway_id == *sender) {
       // Tell the sender why, so it does not wait for its timeout.
       WireAck ack{options_.region, m.batch.origin, 0, AckCode::kBadBatch, st.ToString()};
-      store_->GetHighWater(m.batch.origin, &ack.high_water);
+      store_->HighWater(m.batch.origin, &ack.high_water);
       Reply(m.reply_to, EncodeAck(m.correlation_id, ack));
     }
-    return;
+    return false;
   }
-  if (m.kind != WireKind::kBatch && m.kind != WireKind::kPing && m.kind != WireKind::kFeedRequest) return;
-  if (!IsReplyTopic(options_.topic_prefix, sender, m.reply_to)) {
+  if (m.kind != WireKind::kBatch && m.kind != WireKind::kPing && m.kind != WireKind::kFeedRequest) return false;
+  if (!IsReplyTopic(options_.topic_prefix, *sender, m.reply_to)) {
     ES_LOG(kWarn, "hub {}: {} asked for an answer on {}, not one of its reply topics; dropped", options_.region,
-           sender, m.reply_to);
+           *sender, m.reply_to);
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.bad_reply_addresses;
-    return;
+    return false;
   }
   if (m.kind == WireKind::kPing) {
     {
@@ -132,11 +132,30 @@ void RegionHub::Handle(const MqttMessage& message) {
       ++stats_.pings;
     }
     link_->Publish(m.reply_to, EncodePong(m.correlation_id, options_.region, m.ping_sent_ns), 0, false, 0);
-  } else if (m.kind == WireKind::kFeedRequest) {
-    HandleFeedRequest(m);
-  } else {
-    HandleBatch(sender, m);
+    return false;
   }
+  return true;
+}
+
+void RegionHub::Handle(const MqttMessage& message) {
+  std::vector<MqttMessage> one{message};
+  HandleAll(&one);
+}
+
+void RegionHub::HandleAll(std::vector<MqttMessage>* messages) {
+  std::vector<PendingBatch> pending;
+  for (const MqttMessage& message : *messages) {
+    PendingBatch p;
+    if (!Admit(message, &p.sender, &p.message)) continue;
+    if (p.message.kind == WireKind::kBatch) {
+      pending.push_back(std::move(p));
+      continue;
+    }
+    // A feed request sees every batch that arrived before it.
+    ApplyBatches(&pending);
+    HandleFeedRequest(p.message);
+  }
+  ApplyBatches(&pending);
 }
 
 void RegionHub::HandleFeedRequest(const WireMessage& m) {
@@ -145,7 +164,7 @@ void RegionHub::HandleFeedRequest(const WireMessage& m) {
   page.after_seq = m.feed_after_seq;
   page.epoch = epoch_;
   uint64_t oldest = 0, head = 0;
-  Status st = store_->RegionFeedBounds(&oldest, &head);
+  Status st = store_->FeedBounds(&oldest, &head);
   // A position of another epoch, or past our head, was given out by a
   // store that is gone (re-created): its numbers mean nothing here. An
   // empty epoch is a reader that has not heard one yet; its position is
@@ -158,7 +177,7 @@ void RegionHub::HandleFeedRequest(const WireMessage& m) {
   }
   if (st.ok() && why == nullptr) {
     size_t max = std::clamp<size_t>(m.feed_max_entries, 1, options_.feed_max_entries);
-    st = store_->ReadRegionFeed(m.feed_after_seq, max, &page.entries, &page.head_seq, &page.reset);
+    st = store_->ReadFeed(m.feed_after_seq, max, &page.entries, &page.head_seq, &page.reset);
     if (page.reset) why = "was pruned";
   }
   if (!st.ok()) {
@@ -188,78 +207,91 @@ void RegionHub::HandleFeedRequest(const WireMessage& m) {
   if (EncodeFeedPage(m.correlation_id, page, eo, &out).ok()) Reply(m.reply_to, out);
 }
 
-void RegionHub::HandleBatch(const std::string& sender, const WireMessage& m) {
-  const WireBatch& b = m.batch;
-  if (b.origin.gateway_id != sender) {
-    // The broker vouches for the topic's sender, nothing vouches for the
-    // payload: a gateway writes only its own origin. No answer: the only
-    // way here is a forgery (an honest gateway's id is its topic level).
-    ES_LOG(kWarn, "hub {}: refused batch {}..{} sent by {} naming origin {}: a gateway writes only its own origin",
-           options_.region, b.first_lsn, b.last_lsn, sender, b.origin.ToString());
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    ++stats_.sender_refused;
-    return;
+void RegionHub::ApplyBatches(std::vector<PendingBatch>* pending) {
+  if (pending->empty()) return;
+  std::vector<const PendingBatch*> admitted;
+  std::vector<OriginBatch> batches;
+  for (const PendingBatch& p : *pending) {
+    const WireBatch& b = p.message.batch;
+    if (b.origin.gateway_id != p.sender) {
+      // The broker vouches for the topic's sender, nothing vouches for the
+      // payload: a gateway writes only its own origin. No answer: the only
+      // way here is a forgery (an honest gateway's id is its topic level).
+      ES_LOG(kWarn, "hub {}: refused batch {}..{} sent by {} naming origin {}: a gateway writes only its own origin",
+             options_.region, b.first_lsn, b.last_lsn, p.sender, b.origin.ToString());
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      ++stats_.sender_refused;
+      continue;
+    }
+    admitted.push_back(&p);
+    batches.push_back(OriginBatch{b.origin, b.base_lsn, b.first_lsn, &b.entries});
   }
+  std::vector<ApplyResult> results;
+  Status st = batches.empty() ? Status::Ok() : store_->ApplyBatches(batches, &results);
+  for (size_t i = 0; i < admitted.size(); ++i) Answer(*admitted[i], st, st.ok() ? results[i] : ApplyResult{});
+  pending->clear();
+}
+
+void RegionHub::Answer(const PendingBatch& p, const Status& status, const ApplyResult& r) {
+  const WireBatch& b = p.message.batch;
   WireAck ack;
   ack.region = options_.region;
   ack.origin = b.origin;
-  // The span may open with LSNs the gateway's log compacted away. When the
-  // span joins what is held (here, or elsewhere per base_lsn), they are no
-  // gap: declare them as the base. Only this worker applies, so the mark
-  // cannot move in between.
-  uint64_t base = b.base_lsn;
-  uint64_t held = 0;
-  bool known = store_->GetHighWater(b.origin, &held).ok();
-  if (b.entries.front().lsn > b.first_lsn && known && std::max(held, base) >= b.first_lsn - 1) {
-    base = std::max(base, b.entries.front().lsn - 1);
-  }
-  // The mark before this batch tells which of its entries are new (status).
-  uint64_t before = known ? held : 0;
-  Status st = store_->ApplyOriginBatch(b.origin, base, b.entries, &ack.high_water);
+  ack.high_water = r.high_water;
   // A jump over a hole: everything up to base is declared held elsewhere
   // (after a failover). Only the origin's own, authenticated sender gets
   // here; still, it moves the mark without the entries, so it is on record.
-  bool jumped = st.ok() && known && b.base_lsn > held;
+  const bool applied = status.ok() && r.outcome == ApplyOutcome::kApplied;
+  const bool jumped = applied && b.base_lsn > r.before;
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.entries_received += b.entries.size();
-    if (st.ok()) {
+    if (!status.ok()) {
+      ++stats_.store_errors;
+    } else if (r.outcome == ApplyOutcome::kApplied || r.outcome == ApplyOutcome::kAlreadyHeld) {
       ++stats_.batches_applied;
-      uint64_t fresh = 0;
+      if (!applied) ++stats_.batches_already_held;
       int64_t newest_ts = INT64_MIN;
       for (const ChangeEntry& e : b.entries) {
-        if (e.lsn <= before) continue;
-        ++fresh;
-        if (e.kind == ChangeEntry::Kind::kReading) newest_ts = std::max(newest_ts, e.reading.ts_ms);
+        if (e.lsn > r.before && e.kind == ChangeEntry::Kind::kReading) newest_ts = std::max(newest_ts, e.reading.ts_ms);
       }
-      stats_.entries_applied += fresh;
+      stats_.entries_applied += r.applied;
       std::string name = b.origin.ToString();
       HubOriginStats& o = origins_[name];
       o.origin = name;
-      o.high_water = ack.high_water;
+      o.high_water = r.high_water;
       ++o.batches;
-      o.entries += fresh;
+      o.entries += r.applied;
       o.last_batch_wall_ms = clock_->WallMillis();
       if (newest_ts != INT64_MIN) o.lag_ms = std::max<int64_t>(0, o.last_batch_wall_ms - newest_ts);
       if (jumped) ++stats_.hole_jumps;
-    } else if (st.code() == Status::Code::kInvalidArgument) {
+    } else if (r.outcome == ApplyOutcome::kGap) {
       ++stats_.gaps_refused;
     } else {
-      ++stats_.store_errors;
+      ++stats_.batches_invalid;
     }
   }
   if (jumped) {
     ES_LOG(kInfo, "hub {}: origin {} jumped over {}..{} (held {}, its sender {} declares base {})", options_.region,
-           b.origin.ToString(), held + 1, b.base_lsn, held, sender, b.base_lsn);
+           b.origin.ToString(), r.before + 1, b.base_lsn, r.before, p.sender, b.base_lsn);
   }
-  if (!st.ok()) {
-    ack.code = st.code() == Status::Code::kInvalidArgument ? AckCode::kGap : AckCode::kStoreError;
-    ack.message = st.ToString();
-    store_->GetHighWater(b.origin, &ack.high_water);
-    ES_LOG(kWarn, "hub {}: batch {}..{} of {} refused: {}", options_.region, b.first_lsn, b.last_lsn,
-           b.origin.ToString(), st.ToString());
+  if (!status.ok()) {
+    ack.code = AckCode::kStoreError;
+    ack.message = status.ToString();
+    store_->HighWater(b.origin, &ack.high_water);
+  } else if (r.outcome == ApplyOutcome::kGap) {
+    ack.code = AckCode::kGap;
+    ack.message = r.detail;
+  } else if (r.outcome == ApplyOutcome::kInvalid) {
+    ack.code = AckCode::kBadBatch;
+    ack.message = r.detail;
   }
-  Reply(m.reply_to, EncodeAck(m.correlation_id, ack));
+  if (ack.code != AckCode::kOk) {
+    ES_LOG(kWarn, "hub {}: batch {}..{} of {} refused ({}): {}", options_.region, b.first_lsn, b.last_lsn,
+           b.origin.ToString(), status.ok() ? ApplyOutcomeName(r.outcome) : "store error",
+           status.ok() ? r.detail : status.ToString());
+  }
+  Reply(p.message.reply_to, EncodeAck(p.message.correlation_id, ack));
 }
 
 void RegionHub::PublishHead(bool force) {
@@ -267,7 +299,7 @@ void RegionHub::PublishHead(bool force) {
   if (!force && now - last_head_ms_ < options_.head_interval_ms) return;
   if (!link_->connected()) return;
   uint64_t oldest = 0, head = 0;
-  if (!store_->RegionFeedBounds(&oldest, &head).ok()) return;
+  if (!store_->FeedBounds(&oldest, &head).ok()) return;
   last_head_ms_ = now;
   {
     std::lock_guard<std::mutex> lock(stats_mu_);

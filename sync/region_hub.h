@@ -7,11 +7,15 @@
 // so it is the authenticated gateway id. A batch whose origin names another
 // gateway is refused (counted, logged with both ids, nothing applied, no
 // answer), and answers go only to the sender's own reply topics. A batch is
-// applied with Store::ApplyOriginBatch (durable high-water mark per origin:
-// entries at or below it are ignored, a gap is refused) and answered with the
-// mark at the reply address inside the payload; the answer is sent only after
-// the store committed, so a gateway never advances past what the region
-// durably holds. Pings are echoed at once (round-trip probes). Feed requests
+// applied through the hub store (store/hub_store.h: durable high-water mark
+// per origin; the apply says applied, already held, gap or invalid, and each
+// gets its own answer code and counter) and answered with the mark at the
+// reply address inside the payload; the answer is sent only after the store
+// committed, so a gateway never advances past what the region durably holds.
+// When batches queue up (a busy hub), up to max_group_batches of them, of any
+// origins, go to the store together: a backend that pays per transaction
+// (PostgreSQL: a network round trip and a WAL flush per commit) applies them
+// in one. Pings are echoed at once (round-trip probes). Feed requests
 // ("changes after S, at most N") are answered with a page, its continuation
 // and the head; a position that can no longer be served (pruned, past the
 // head, or of another epoch: the store was re-created) gets an explicit
@@ -20,7 +24,7 @@
 // Protocol: sync/PROTOCOL.md.
 //
 // Thread safety: Start/Stop from one thread; stats() from any thread.
-// Messages are applied one at a time by a worker thread; pings are answered
+// Messages are applied by one worker thread, in arrival order; pings are answered
 // on the MQTT receive thread, ahead of queued batches.
 #ifndef EDGESYNC_SYNC_REGION_HUB_H_
 #define EDGESYNC_SYNC_REGION_HUB_H_
@@ -38,7 +42,7 @@
 
 #include "platform/clock.h"
 #include "platform/status.h"
-#include "store/store.h"
+#include "store/hub_store.h"
 #include "sync/mqtt_link.h"
 #include "sync/uplink.h"
 #include "sync/wire.h"
@@ -52,6 +56,7 @@ struct RegionHubOptions {
   size_t feed_max_entries = 5000;      // cap on one feed page
   int64_t head_interval_ms = 100;      // at most one head notice per interval
   size_t max_queued_messages = 64;     // received but not yet applied (back-pressure beyond)
+  size_t max_group_batches = 64;       // queued batches applied together (one transaction where the store groups)
   int zstd_level = 3;
   DecodeLimits limits;
 };
@@ -70,7 +75,9 @@ struct HubOriginStats {
 };
 
 struct RegionHubStats {
-  uint64_t batches_applied = 0;
+  uint64_t batches_applied = 0;      // answered OK: applied, or already held
+  uint64_t batches_already_held = 0; // of those, nothing new (a resend)
+  uint64_t batches_invalid = 0;      // decoded, but refused by the store's checks (answered "bad batch")
   uint64_t entries_received = 0;
   uint64_t entries_applied = 0;     // new to the region (received minus already held)
   uint64_t gaps_refused = 0;
@@ -88,7 +95,7 @@ struct RegionHubStats {
 
 class RegionHub {
  public:
-  RegionHub(Store* store, RegionHubOptions options, Clock* clock = nullptr, MqttLinkFactory factory = nullptr);
+  RegionHub(HubStore* store, RegionHubOptions options, Clock* clock = nullptr, MqttLinkFactory factory = nullptr);
   ~RegionHub();
   RegionHub(const RegionHub&) = delete;
   RegionHub& operator=(const RegionHub&) = delete;
@@ -99,14 +106,24 @@ class RegionHub {
   RegionHubStats stats() const;
 
  private:
+  struct PendingBatch {
+    std::string sender;  // the topic's (authenticated) sender
+    WireMessage message;
+  };
   void Run();
+  // Decodes and checks a message and answers a ping; true for a batch or a
+  // feed request to handle.
+  bool Admit(const MqttMessage& message, std::string* sender, WireMessage* m);
   void Handle(const MqttMessage& message);
+  void HandleAll(std::vector<MqttMessage>* messages);
   void HandleFeedRequest(const WireMessage& m);
-  void HandleBatch(const std::string& sender, const WireMessage& m);
+  // Applies the batches as one group and answers each.
+  void ApplyBatches(std::vector<PendingBatch>* pending);
+  void Answer(const PendingBatch& p, const Status& status, const ApplyResult& result);
   void Reply(const std::string& to, const std::string& payload);
   void PublishHead(bool force);
 
-  Store* store_;
+  HubStore* store_;
   RegionHubOptions options_;
   Clock* clock_;
   MqttLinkFactory factory_;

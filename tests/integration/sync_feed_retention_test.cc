@@ -21,18 +21,6 @@ FeedPullerOptions PullerOptions(const std::string& gateway, RegionSite& eu) {
   return o;
 }
 
-// (oldest, head) of the hub's feed, read from its store file.
-std::pair<uint64_t, uint64_t> FeedBounds(RegionSite& site) {
-  StoreOptions o;
-  o.path = site.store_path();
-  o.create_if_missing = false;
-  o.open_check = StoreOptions::OpenCheck::kNone;
-  std::unique_ptr<Store> store;
-  uint64_t oldest = 0, head = 0;
-  if (Store::Open(o, &store).ok()) store->RegionFeedBounds(&oldest, &head);
-  return {oldest, head};
-}
-
 int64_t ReadViewRows(Store* store) {
   StoreStats s;
   EXPECT_TRUE(store->Stats(&s).ok());
@@ -67,7 +55,7 @@ TEST(SyncFeedRetentionTest, HubPrunesItsFeedAndAReaderBehindGetsAnExplicitReset)
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(a.get()) == 8800; }, 30000));
   ASSERT_TRUE(WaitFor(
       [&] {
-        auto [oldest, head] = FeedBounds(eu);
+        auto [oldest, head] = eu.FeedBounds();
         return head == 8800 && oldest == 0;  // empty: everything pruned
       },
       60000))

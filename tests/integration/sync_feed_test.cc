@@ -133,7 +133,7 @@ TEST(SyncFeedTest, AHubRebuiltFromNothingResetsItsReadersAndNoReadingIsSkipped) 
 
   // The eu hub loses its store.
   g.eu.KillHub();
-  std::filesystem::remove_all(std::filesystem::path(g.eu.store_path()).parent_path());
+  g.eu.WipeHubStore();
   ASSERT_TRUE(g.eu.StartHub());
   Fill(a, &g.wa, 2000);
   Fill(b, &g.wb, 2000);

@@ -1,6 +1,7 @@
 // tests/integration/sync_sites.h: the real parts of the sync tests: a region
-// = a Mosquitto broker + an `edgesync region` process with its own SQLite
-// store; a gateway = a SQLite store filled in the test process + the Uplink,
+// = a Mosquitto broker + an `edgesync region` process with its own hub store:
+// SQLite, or with EDGESYNC_TEST_HUB_STORE=postgresql (ctest runs the sync
+// suites both ways) a real PostgreSQL server of its own; a gateway = a SQLite store filled in the test process + the Uplink,
 // in process or in a child process (this test binary re-executed in uplink
 // mode, so it can be SIGKILLed); and the checks "no region holds a reading
 // twice, the union holds every reading".
@@ -12,6 +13,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -22,9 +24,11 @@
 #include "platform/files.h"
 #include "platform/log.h"
 #include "platform/signals.h"
+#include "store/hub_store.h"
 #include "store/store.h"
 #include "sync/uplink.h"
 #include "tests/support/broker.h"
+#include "tests/support/postgres.h"
 #include "tests/support/process.h"
 #include "tests/support/tcp_proxy.h"
 #include "tests/support/workload.h"
@@ -33,6 +37,12 @@ namespace edgesync::test {
 
 inline std::string Q(const std::string& s) { return "\"" + s + "\""; }
 
+// The hub store backend the sync suites run against (ctest sets it).
+inline bool HubOnPostgres() {
+  const char* b = std::getenv("EDGESYNC_TEST_HUB_STORE");
+  return b && std::string(b) == "postgresql";
+}
+
 class RegionSite {
  public:
   RegionSite(const std::string& root, std::string name, BrokerOptions broker_options = {})
@@ -40,6 +50,7 @@ class RegionSite {
     MakeDir(dir_);
     MakeDir(dir_ + "/broker");
     broker_ = std::make_unique<Broker>(dir_ + "/broker", broker_options);
+    if (HubOnPostgres()) postgres_ = std::make_unique<Postgres>(dir_ + "/postgres");
   }
   ~RegionSite() { hub_.Stop(2000); }
 
@@ -56,10 +67,22 @@ class RegionSite {
   bool StartHub(const std::string& hub_uri = "", const std::string& hub_extra = "") {
     if (!hub_uri.empty()) hub_uri_ = hub_uri;
     if (!hub_extra.empty()) hub_extra_ = hub_extra;
+    std::string store_lines;
+    if (postgres_) {
+      if (!postgres_->running()) {
+        bool fresh = !database_made_;
+        if (!postgres_->Start()) {
+          ADD_FAILURE() << "PostgreSQL for region " << name_ << " did not start: " << postgres_->log();
+          return false;
+        }
+        if (fresh && !(database_made_ = postgres_->CreateDatabase("hub"))) return false;
+      }
+      store_lines = "store = " + Q(postgres_->Uri("hub")) + "\npassword_file = " + Q(postgres_->password_file()) + "\n";
+    }
     std::ofstream(config()) << "[gateway]\ndata_dir = " << Q(dir_ + "/hub") << "\nlog_level = \"info\"\n\n"
                             << "[hub]\nregion = " << Q(name_) << "\nbroker_uri = "
                             << Q(hub_uri_.empty() ? broker_->uri() : hub_uri_) << "\n"
-                            << hub_extra_ << "\n";
+                            << store_lines << hub_extra_ << "\n";
     if (!hub_.Start({EDGESYNC_BINARY, "region", "--config", config()}, dir_ + "/hub.log")) return false;
     return true;
   }
@@ -71,24 +94,59 @@ class RegionSite {
   std::string config() const { return dir_ + "/hub.toml"; }
   std::string store_path() const { return dir_ + "/hub/store.db"; }
   std::string hub_log() const { return ReadAll(dir_ + "/hub.log"); }
+  Postgres* postgres() { return postgres_.get(); }
+
+  // The hub's store, opened beside the running hub (SQLite: its file;
+  // PostgreSQL: its database). *store holds the SQLite Store the hub store
+  // reads through.
+  std::unique_ptr<HubStore> OpenHubStore(std::unique_ptr<Store>* store) {
+    std::unique_ptr<HubStore> hub;
+    Status st;
+    if (postgres_) {
+      HubStoreOptions o;
+      o.location = postgres_->Uri("hub");
+      o.password_file = postgres_->password_file();
+      st = OpenPostgresHubStore(o, &hub);
+    } else {
+      StoreOptions o;
+      o.path = store_path();
+      o.create_if_missing = false;  // gateway id "" = whatever the hub's store says
+      o.open_check = StoreOptions::OpenCheck::kNone;
+      st = Store::Open(o, store);
+      if (st.ok()) hub = NewSqliteHubStore(store->get());
+    }
+    if (!st.ok()) ADD_FAILURE() << "opening region " << name_ << "'s hub store: " << st.ToString();
+    return hub;
+  }
+
+  // (oldest, head) of the hub's feed.
+  std::pair<uint64_t, uint64_t> FeedBounds() {
+    std::unique_ptr<Store> store;
+    std::unique_ptr<HubStore> hub = OpenHubStore(&store);
+    uint64_t oldest = 0, head = 0;
+    if (hub) hub->FeedBounds(&oldest, &head);
+    return {oldest, head};
+  }
+
+  // The hub (stopped) loses its store: the next start makes a new one.
+  void WipeHubStore() {
+    if (postgres_) {
+      EXPECT_TRUE(postgres_->DropDatabase("hub") && postgres_->CreateDatabase("hub"));
+    }
+    std::filesystem::remove_all(dir_ + "/hub");
+  }
 
   // Every (origin, LSN) the region's feed holds, with the number of times.
   std::map<std::pair<std::string, uint64_t>, int> Contents() {
     std::map<std::pair<std::string, uint64_t>, int> out;
-    StoreOptions o;
-    o.path = store_path();
-    o.create_if_missing = false;  // gateway id "" = whatever the hub's store says
-    std::unique_ptr<Store> store;
-    Status st = Store::Open(o, &store);
-    if (!st.ok()) {
-      ADD_FAILURE() << "opening region " << name_ << "'s store: " << st.ToString();
-      return out;
-    }
+    std::unique_ptr<Store> sqlite;
+    std::unique_ptr<HubStore> store = OpenHubStore(&sqlite);
+    if (!store) return out;
     uint64_t after = 0, head = 0;
     bool reset = false;
     std::vector<RegionFeedEntry> page;
     do {
-      if (!store->ReadRegionFeed(after, 10000, &page, &head, &reset).ok() || reset) break;
+      if (!store->ReadFeed(after, 10000, &page, &head, &reset).ok() || reset) break;
       for (const auto& e : page) {
         ++out[{e.remote.origin.ToString(), e.remote.origin_lsn}];
         after = e.seq;
@@ -103,6 +161,8 @@ class RegionSite {
   std::string hub_uri_;
   std::string hub_extra_;
   std::unique_ptr<Broker> broker_;
+  std::unique_ptr<Postgres> postgres_;  // EDGESYNC_TEST_HUB_STORE=postgresql only
+  bool database_made_ = false;
   Process hub_;
 };
 

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <grp.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -35,6 +36,9 @@ bool Process::Start(const std::vector<std::string>& argv, const std::string& log
         dup2(fd, 2);
         close(fd);
       }
+    }
+    if (run_as_uid_ != 0 && (setgroups(0, nullptr) != 0 || setgid(run_as_gid_) != 0 || setuid(run_as_uid_) != 0)) {
+      _exit(126);
     }
     for (const auto& e : extra_env) putenv(strdup(e.c_str()));
     std::vector<char*> args;

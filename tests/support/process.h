@@ -22,6 +22,11 @@ class Process {
   // ("" = inherit). False if it could not start.
   bool Start(const std::vector<std::string>& argv, const std::string& log_path = "",
              const std::vector<std::string>& extra_env = {});
+  // The next Start runs the program as this user (the caller must be root).
+  void RunAs(uid_t uid, gid_t gid) {
+    run_as_uid_ = uid;
+    run_as_gid_ = gid;
+  }
   bool running();
   pid_t pid() const { return pid_; }
   // Sends sig; with wait, reaps and returns the exit status (see Wait).
@@ -34,6 +39,8 @@ class Process {
 
  private:
   pid_t pid_ = -1;
+  uid_t run_as_uid_ = 0;  // 0 = as ourselves
+  gid_t run_as_gid_ = 0;
 };
 
 // A fresh directory under $TMPDIR, removed with everything in it at the end.

@@ -1,0 +1,157 @@
+// The hub store's shared rules (what is invalid, what is a gap) and its
+// SQLite backend: an adapter over Store's hub methods.
+#include "store/hub_store.h"
+
+#include <algorithm>
+#include <mutex>
+
+namespace edgesync {
+
+const char* ApplyOutcomeName(ApplyOutcome outcome) {
+  switch (outcome) {
+    case ApplyOutcome::kApplied:
+      return "applied";
+    case ApplyOutcome::kAlreadyHeld:
+      return "already held";
+    case ApplyOutcome::kGap:
+      return "gap";
+    case ApplyOutcome::kInvalid:
+      return "invalid";
+  }
+  return "?";
+}
+
+Status HubStore::Apply(const OriginBatch& batch, ApplyResult* result) {
+  std::vector<ApplyResult> results;
+  ES_RETURN_IF_ERROR(ApplyBatches({batch}, &results));
+  *result = results.front();
+  return Status::Ok();
+}
+
+Status ValidateOriginBatch(const OriginBatch& batch) {
+  ES_RETURN_IF_ERROR(ValidateOrigin(batch.origin));
+  if (batch.entries == nullptr) return Status::InvalidArgument("batch without entries");
+  const std::vector<ChangeEntry>& entries = *batch.entries;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    Status v = ValidateChangeEntry(entries[i]);
+    if (!v.ok()) return v.Annotate("entry " + std::to_string(i));
+    if (i > 0 && entries[i].lsn <= entries[i - 1].lsn) {
+      return Status::InvalidArgument("entries of origin " + batch.origin.ToString() +
+                                     " are not in LSN order at entry " + std::to_string(i));
+    }
+  }
+  if (batch.base_lsn > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("base LSN out of range");
+  if (!entries.empty() && batch.first_lsn > entries.front().lsn) {
+    return Status::InvalidArgument("the batch's span starts after its first entry");
+  }
+  return Status::Ok();
+}
+
+ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held) {
+  const std::vector<ChangeEntry>& entries = *batch.entries;
+  ApplyPlan plan;
+  plan.base = batch.base_lsn;
+  // The span may open with LSNs the gateway's log compacted away: when it
+  // joins what is held (here, or elsewhere per base_lsn), they are no gap.
+  if (!entries.empty() && batch.first_lsn > 0 && entries.front().lsn > batch.first_lsn &&
+      std::max(held, plan.base) >= batch.first_lsn - 1) {
+    plan.base = std::max(plan.base, entries.front().lsn - 1);
+  }
+  while (plan.first_new < entries.size() && entries[plan.first_new].lsn <= held) ++plan.first_new;
+  const uint64_t start = std::max(held, plan.base);
+  if (plan.first_new < entries.size() && entries[plan.first_new].lsn != start + 1) {
+    plan.outcome = ApplyOutcome::kGap;
+    plan.new_high_water = held;
+    plan.detail = "gap in origin " + batch.origin.ToString() + ": high-water " + std::to_string(held) +
+                  (plan.base > held ? ", base " + std::to_string(plan.base) : std::string()) + ", batch starts at " +
+                  std::to_string(entries[plan.first_new].lsn);
+    return plan;
+  }
+  plan.new_high_water = plan.first_new < entries.size() ? entries.back().lsn : start;
+  plan.outcome = plan.new_high_water > held ? ApplyOutcome::kApplied : ApplyOutcome::kAlreadyHeld;
+  return plan;
+}
+
+namespace {
+
+class SqliteHubStore : public HubStore {
+ public:
+  explicit SqliteHubStore(Store* store) : store_(store) {}
+
+  std::string epoch() const override { return store_->origin().epoch; }
+  std::string backend() const override { return "sqlite"; }
+
+  Status ApplyBatches(const std::vector<OriginBatch>& batches, std::vector<ApplyResult>* results) override {
+    results->assign(batches.size(), ApplyResult{});
+    // One transaction per batch, as the Store commits them: SQLite's commit
+    // is cheap (WAL, sync=normal), and a batch's failure stays its own.
+    for (size_t i = 0; i < batches.size(); ++i) ES_RETURN_IF_ERROR(ApplyOne(batches[i], &(*results)[i]));
+    return Status::Ok();
+  }
+
+  Status HighWater(const Origin& origin, uint64_t* high_water) override {
+    return store_->GetHighWater(origin, high_water);
+  }
+  Status ReadFeed(uint64_t after_seq, size_t max_entries, std::vector<RegionFeedEntry>* entries, uint64_t* head_seq,
+                  bool* reset) override {
+    return store_->ReadRegionFeed(after_seq, max_entries, entries, head_seq, reset);
+  }
+  Status FeedBounds(uint64_t* oldest_seq, uint64_t* head_seq) override {
+    return store_->RegionFeedBounds(oldest_seq, head_seq);
+  }
+  Status PruneStep(int64_t max_rows, PruneResult* result) override { return store_->PruneStep(max_rows, result); }
+  Status Stats(HubStoreStats* stats) override {
+    stats->backend = backend();
+    return store_->RegionFeedBounds(&stats->feed_oldest, &stats->feed_head);
+  }
+
+ private:
+  Status ApplyOne(const OriginBatch& b, ApplyResult* r) {
+    Status v = ValidateOriginBatch(b);
+    if (!v.ok()) {
+      r->outcome = ApplyOutcome::kInvalid;
+      r->detail = v.message();
+      if (ValidateOrigin(b.origin).ok()) store_->GetHighWater(b.origin, &r->high_water);
+      r->before = r->high_water;
+      return Status::Ok();
+    }
+    // The mark read here is the one the Store applies against: the mutex
+    // keeps other appliers of this adapter out, and one hub is the only
+    // writer of its SQLite file.
+    std::lock_guard<std::mutex> lock(mu_);
+    uint64_t held = 0;
+    ES_RETURN_IF_ERROR(store_->GetHighWater(b.origin, &held));
+    ApplyPlan plan = PlanApply(b, held);
+    r->before = held;
+    r->high_water = held;
+    r->base_lsn = plan.base;
+    r->outcome = plan.outcome;
+    r->detail = plan.detail;
+    if (plan.outcome != ApplyOutcome::kApplied) return Status::Ok();
+    ES_RETURN_IF_ERROR(store_->ApplyOriginBatch(b.origin, plan.base, *b.entries, &r->high_water));
+    r->applied = b.entries->size() - plan.first_new;
+    return Status::Ok();
+  }
+
+  Store* store_;
+  std::mutex mu_;
+};
+
+}  // namespace
+
+std::unique_ptr<HubStore> NewSqliteHubStore(Store* store) { return std::make_unique<SqliteHubStore>(store); }
+
+bool IsPostgresLocation(const std::string& location) {
+  return location.rfind("postgresql://", 0) == 0 || location.rfind("postgres://", 0) == 0;
+}
+
+#ifndef EDGESYNC_HAVE_POSTGRESQL
+bool HavePostgres() { return false; }
+Status OpenPostgresHubStore(const HubStoreOptions&, std::unique_ptr<HubStore>*) {
+  return Status::Unsupported(
+      "this edgesync was built without PostgreSQL support (libpq was not found at build time); "
+      "use the embedded SQLite store or a build with libpq-dev");
+}
+#endif
+
+}  // namespace edgesync

@@ -1,0 +1,153 @@
+// store/hub_store.h: what a region hub needs of its store, and nothing more.
+//
+// The hub (sync/region_hub.h) applies gateways' batches and serves the region
+// feed. It depends on this interface, not on the gateway's 29-method Store,
+// so a second backend pays only for what the hub uses:
+//   - SQLite (the embedded default): an adapter over Store's hub methods
+//     (NewSqliteHubStore); the hub's figures are those of the Store.
+//   - PostgreSQL through libpq (store/pg/): a region that outgrows one
+//     machine. Built where libpq is found (EDGESYNC_HAVE_POSTGRESQL).
+// OpenHubStore picks one by the configured location. Every backend passes
+// the same conformance suite (tests/unit/store/hub_store_conformance_test.cc).
+//
+// Contract of an apply (one origin's batch):
+//   - invalid: the batch is malformed (origin, an entry, LSN order); nothing
+//     is written. Told apart from a gap: the sender must not retry it.
+//   - gap: its first new entry does not follow the durable high-water mark
+//     (or base_lsn, the sender's declaration that everything up to it is held
+//     elsewhere after a failover); nothing is written.
+//   - already held: every entry is at or below the mark and base_lsn adds
+//     nothing; nothing is written.
+//   - applied: the new entries joined the region feed and the mark moved, in
+//     one transaction, with the mark's update a compare-and-set on the value
+//     read: two writers can never both apply the same span.
+// A store failure (I/O, lost connection) is a non-ok Status, never an
+// outcome: the caller answers "store error" and the sender retries.
+//
+// Thread safety: every method may be called from any thread; backends
+// serialise inside.
+#ifndef EDGESYNC_STORE_HUB_STORE_H_
+#define EDGESYNC_STORE_HUB_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "platform/clock.h"
+#include "platform/status.h"
+#include "store/store.h"
+#include "store/types.h"
+
+namespace edgesync {
+
+// One origin's batch as the hub received it.
+struct OriginBatch {
+  Origin origin;
+  // Everything up to base_lsn is held elsewhere (the sender's declaration
+  // after a failover); 0 = nothing declared.
+  uint64_t base_lsn = 0;
+  // The span the batch covers starts here. The entries may start later: the
+  // gateway's log compacted the first LSNs away (older device record
+  // versions). When the span joins what is held, those LSNs are no gap.
+  // 0 = the first entry's LSN.
+  uint64_t first_lsn = 0;
+  const std::vector<ChangeEntry>* entries = nullptr;  // LSN order; not owned
+};
+
+enum class ApplyOutcome { kApplied, kAlreadyHeld, kGap, kInvalid };
+const char* ApplyOutcomeName(ApplyOutcome outcome);
+
+struct ApplyResult {
+  ApplyOutcome outcome = ApplyOutcome::kInvalid;
+  uint64_t high_water = 0;   // the origin's mark after the call (before it for gap/invalid)
+  uint64_t before = 0;       // the mark the apply started from
+  uint64_t base_lsn = 0;     // the base the apply used (after the compaction rule)
+  uint64_t applied = 0;      // entries new to the region
+  std::string detail;        // gap / invalid: why, for the log and the sender
+};
+
+struct HubStoreStats {
+  std::string backend;        // "sqlite" or "postgresql"
+  uint64_t feed_oldest = 0;   // oldest sequence still served (0 = empty)
+  uint64_t feed_head = 0;
+};
+
+class HubStore {
+ public:
+  virtual ~HubStore() = default;
+
+  // The store's epoch: a region feed position of another epoch is void.
+  virtual std::string epoch() const = 0;
+  virtual std::string backend() const = 0;
+
+  // Applies batches of one or several origins; results[i] answers batches[i].
+  // Batches of one origin apply in order. A backend may group them into one
+  // transaction (PostgreSQL does, when the hub is busy); a non-ok Status
+  // means none of the results is to be trusted and nothing was applied by
+  // the failing transaction (the sender retries).
+  virtual Status ApplyBatches(const std::vector<OriginBatch>& batches, std::vector<ApplyResult>* results) = 0;
+  Status Apply(const OriginBatch& batch, ApplyResult* result);
+
+  // The origin's durable high-water mark; 0 for an origin never seen.
+  virtual Status HighWater(const Origin& origin, uint64_t* high_water) = 0;
+
+  // Region feed: entries with seq > after_seq, at most max_entries, in seq
+  // order. *reset: after_seq can no longer be served (pruned).
+  virtual Status ReadFeed(uint64_t after_seq, size_t max_entries, std::vector<RegionFeedEntry>* entries,
+                          uint64_t* head_seq, bool* reset) = 0;
+  // The oldest sequence still served and the head; (0, head) when empty.
+  virtual Status FeedBounds(uint64_t* oldest_seq, uint64_t* head_seq) = 0;
+
+  // One bounded retention step over the region feed (entries applied longer
+  // ago than the retention age), oldest first; result->remote counts them,
+  // result->more says whether more is due. A reader behind what a step
+  // pruned gets an explicit reset.
+  virtual Status PruneStep(int64_t max_rows, PruneResult* result) = 0;
+
+  virtual Status Stats(HubStoreStats* stats) = 0;
+};
+
+// Checks a batch's shape (origin, entries, LSN order, base): the "invalid"
+// outcome. Shared by every backend so they refuse the same inputs.
+Status ValidateOriginBatch(const OriginBatch& batch);
+
+// Decides a batch against the mark `held`, without writing: the outcome
+// (applied / already held / gap), the base the apply uses, the index of the
+// first new entry and the mark after it. Every backend uses it, inside its
+// transaction, so they agree on what a gap is.
+struct ApplyPlan {
+  ApplyOutcome outcome = ApplyOutcome::kApplied;
+  uint64_t base = 0;
+  size_t first_new = 0;
+  uint64_t new_high_water = 0;
+  std::string detail;
+};
+ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held);
+
+// The SQLite hub store over an open Store (not owned; outlives the adapter).
+std::unique_ptr<HubStore> NewSqliteHubStore(Store* store);
+
+struct HubStoreOptions {
+  // "postgresql://..." or "postgres://..." for PostgreSQL; anything else is
+  // the SQLite store the caller opened (see OpenHubStore).
+  std::string location;
+  std::string password_file;        // PostgreSQL: the password, first line; "" = none
+  int64_t feed_retention_ms = int64_t{7} * 86400 * 1000;
+  int connect_timeout_s = 10;
+  std::string application_name = "edgesync-hub";
+  Clock* clock = nullptr;           // nullptr = SystemClock(); retention ages
+};
+
+bool IsPostgresLocation(const std::string& location);
+// True when this build has the PostgreSQL backend.
+bool HavePostgres();
+
+// Opens the PostgreSQL hub store at options.location (migrating its schema).
+// Unsupported when the build has no libpq; InvalidArgument for a location
+// that carries a password (it belongs in password_file, never in the config).
+Status OpenPostgresHubStore(const HubStoreOptions& options, std::unique_ptr<HubStore>* store);
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_STORE_HUB_STORE_H_

@@ -1,0 +1,407 @@
+// The PostgreSQL hub store (store/hub_store.h), through libpq.
+//
+// Schema (migrated at open, under an advisory lock so hubs starting together
+// do not race; a newer schema is refused):
+//   es_meta(key, value): schema_version, epoch, pruned_seq
+//   es_origins(id, gateway_id, epoch, high_water): one row per origin
+//   es_region_feed(seq, origin, olsn, ...): the region feed; seq from the
+//     sequence es_feed_seq, (origin, olsn) unique
+// An apply group is one transaction: read the origins' marks, decide every
+// batch (PlanApply), COPY the new entries into the feed in batch order, then
+// move each changed mark with a compare-and-set (UPDATE ... WHERE
+// high_water = the value read). Another writer that applied the same span
+// first makes the COPY hit the unique index or the UPDATE match no row: the
+// transaction rolls back and the group is decided again on the new marks.
+#include <charconv>
+#include <map>
+#include <mutex>
+
+#include "platform/files.h"
+#include "store/hub_store.h"
+#include "store/pg/pg_conn.h"
+
+namespace edgesync {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+// Retries of a group whose compare-and-set lost to another writer: each
+// retry decides the group on the marks that writer committed, so the second
+// attempt normally finds the span already held.
+constexpr int kConflictRetries = 4;
+
+const char* const kMigrations[] = {
+    // 1: the first schema.
+    "CREATE TABLE IF NOT EXISTS es_origins ("
+    "  id bigserial PRIMARY KEY,"
+    "  gateway_id text NOT NULL,"
+    "  epoch text NOT NULL,"
+    "  high_water bigint NOT NULL DEFAULT 0,"
+    "  UNIQUE (gateway_id, epoch));"
+    "CREATE SEQUENCE IF NOT EXISTS es_feed_seq;"
+    "CREATE TABLE IF NOT EXISTS es_region_feed ("
+    "  seq bigint PRIMARY KEY DEFAULT nextval('es_feed_seq'),"
+    "  origin bigint NOT NULL,"
+    "  olsn bigint NOT NULL,"
+    "  kind smallint NOT NULL,"
+    "  device_id text NOT NULL,"
+    "  metric text NOT NULL,"
+    "  unit text NOT NULL,"
+    "  ts bigint NOT NULL,"
+    "  value double precision NOT NULL,"
+    "  quality integer NOT NULL,"
+    "  name text,"
+    "  location text,"
+    "  default_unit text,"
+    "  applied_ms bigint NOT NULL,"
+    "  UNIQUE (origin, olsn));"
+    "INSERT INTO es_meta VALUES ('epoch', replace(gen_random_uuid()::text, '-', '')), ('pruned_seq', '0') "
+    "ON CONFLICT DO NOTHING;",
+};
+
+void AppendInt(std::string* out, int64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out->append(buf, r.ptr);
+}
+
+void AppendDouble(std::string* out, double v) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);  // shortest text that reads back the same double
+  out->append(buf, r.ptr);
+}
+
+class PgHubStore : public HubStore {
+ public:
+  PgHubStore(std::unique_ptr<PgConn> conn, HubStoreOptions options)
+      : conn_(std::move(conn)), options_(std::move(options)), clock_(options_.clock ? options_.clock : SystemClock()) {}
+
+  Status Init() {
+    ES_RETURN_IF_ERROR(Migrate());
+    PgResult r;
+    ES_RETURN_IF_ERROR(conn_->Query("SELECT value FROM es_meta WHERE key='epoch'", {}, &r));
+    if (r.rows() != 1) return Status::Corruption("PostgreSQL hub store: its epoch is missing");
+    epoch_ = r.Text(0, 0);
+    return Status::Ok();
+  }
+
+  std::string epoch() const override { return epoch_; }
+  std::string backend() const override { return "postgresql"; }
+
+  Status ApplyBatches(const std::vector<OriginBatch>& batches, std::vector<ApplyResult>* results) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ES_RETURN_IF_ERROR(conn_->EnsureConnected());
+    Status st;
+    for (int attempt = 0; attempt <= kConflictRetries; ++attempt) {
+      st = ApplyGroup(batches, results);
+      if (!st.ok()) conn_->Rollback();
+      if (st.code() != Status::Code::kConflict) return st;
+    }
+    return st.Annotate("applying a group of " + std::to_string(batches.size()) + " batches");
+  }
+
+  Status HighWater(const Origin& origin, uint64_t* high_water) override {
+    ES_RETURN_IF_ERROR(ValidateOrigin(origin));
+    std::lock_guard<std::mutex> lock(mu_);
+    ES_RETURN_IF_ERROR(conn_->EnsureConnected());
+    PgResult r;
+    ES_RETURN_IF_ERROR(conn_->Query("SELECT high_water FROM es_origins WHERE gateway_id=$1 AND epoch=$2",
+                                    {origin.gateway_id, origin.epoch}, &r));
+    *high_water = r.rows() ? static_cast<uint64_t>(r.Int(0, 0)) : 0;
+    return Status::Ok();
+  }
+
+  Status ReadFeed(uint64_t after_seq, size_t max_entries, std::vector<RegionFeedEntry>* entries, uint64_t* head_seq,
+                  bool* reset) override {
+    entries->clear();
+    *reset = false;
+    if (after_seq > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("sequence out of range");
+    std::lock_guard<std::mutex> lock(mu_);
+    ES_RETURN_IF_ERROR(conn_->EnsureConnected());
+    // One snapshot for the bounds and the page.
+    ES_RETURN_IF_ERROR(conn_->Exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+    Status st = [&]() -> Status {
+      uint64_t oldest = 0, pruned = 0;
+      ES_RETURN_IF_ERROR(Bounds(&oldest, head_seq, &pruned));
+      if (after_seq < pruned) {
+        *reset = true;  // never a silent rewind or skip
+        return Status::Ok();
+      }
+      PgResult r;
+      ES_RETURN_IF_ERROR(conn_->Query(
+          "SELECT f.seq, o.gateway_id, o.epoch, f.olsn, f.kind, f.device_id, f.metric, f.unit, f.ts, f.value, "
+          "f.quality, f.name, f.location, f.default_unit FROM es_region_feed f JOIN es_origins o ON o.id = f.origin "
+          "WHERE f.seq > $1 ORDER BY f.seq LIMIT $2",
+          {std::to_string(after_seq), std::to_string(std::min<size_t>(max_entries, 100000))}, &r));
+      entries->reserve(r.rows());
+      for (int i = 0; i < r.rows(); ++i) {
+        RegionFeedEntry e;
+        e.seq = static_cast<uint64_t>(r.Int(i, 0));
+        e.remote.origin = Origin{r.Text(i, 1), r.Text(i, 2)};
+        e.remote.origin_lsn = static_cast<uint64_t>(r.Int(i, 3));
+        ChangeEntry& c = e.remote.entry;
+        c.lsn = e.remote.origin_lsn;
+        c.kind = static_cast<ChangeEntry::Kind>(r.Int(i, 4));
+        if (c.kind == ChangeEntry::Kind::kReading) {
+          c.reading = Reading{r.Text(i, 5), r.Text(i, 6), r.Int(i, 8), r.Double(i, 9), r.Text(i, 7),
+                              static_cast<uint32_t>(r.Int(i, 10))};
+        } else {
+          c.device = DeviceRecord{r.Text(i, 5), r.Text(i, 11), r.Text(i, 12), r.Text(i, 13),
+                                  c.kind == ChangeEntry::Kind::kDeviceDelete};
+        }
+        entries->push_back(std::move(e));
+      }
+      return Status::Ok();
+    }();
+    if (!st.ok()) {
+      conn_->Rollback();
+      return st;
+    }
+    return conn_->Exec("COMMIT");
+  }
+
+  Status FeedBounds(uint64_t* oldest_seq, uint64_t* head_seq) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ES_RETURN_IF_ERROR(conn_->EnsureConnected());
+    uint64_t pruned = 0;
+    return Bounds(oldest_seq, head_seq, &pruned);
+  }
+
+  Status PruneStep(int64_t max_rows, PruneResult* result) override {
+    *result = PruneResult{};
+    std::lock_guard<std::mutex> lock(mu_);
+    ES_RETURN_IF_ERROR(conn_->EnsureConnected());
+    const int64_t cutoff = clock_->WallMillis() - options_.feed_retention_ms;
+    ES_RETURN_IF_ERROR(conn_->Exec("BEGIN"));
+    Status st = [&]() -> Status {
+      // Only a prefix of the feed goes: a reader is reset when it is behind
+      // the pruned mark, so nothing at or below it may stay (a reader sent
+      // back to the oldest entry would be reset again).
+      PgResult r;
+      ES_RETURN_IF_ERROR(conn_->Query("SELECT seq, applied_ms FROM es_region_feed ORDER BY seq LIMIT $1",
+                                      {std::to_string(max_rows + 1)}, &r));
+      int64_t last = 0, n = 0;
+      for (int i = 0; i < r.rows() && n < max_rows && r.Int(i, 1) < cutoff; ++i, ++n) last = r.Int(i, 0);
+      if (n == 0) return Status::Ok();
+      PgResult d;
+      ES_RETURN_IF_ERROR(conn_->Query("DELETE FROM es_region_feed WHERE seq <= $1", {std::to_string(last)}, &d));
+      ES_RETURN_IF_ERROR(conn_->Query(
+          "UPDATE es_meta SET value = GREATEST(value::bigint, $1::bigint)::text WHERE key = 'pruned_seq'",
+          {std::to_string(last)}));
+      result->remote = d.affected();
+      result->more = n == max_rows && r.rows() > max_rows && r.Int(static_cast<int>(max_rows), 1) < cutoff;
+      return Status::Ok();
+    }();
+    if (!st.ok()) {
+      conn_->Rollback();
+      *result = PruneResult{};
+      return st;
+    }
+    return conn_->Exec("COMMIT");
+  }
+
+  Status Stats(HubStoreStats* stats) override {
+    stats->backend = backend();
+    return FeedBounds(&stats->feed_oldest, &stats->feed_head);
+  }
+
+ private:
+  Status Migrate() {
+    ES_RETURN_IF_ERROR(conn_->Exec("BEGIN"));
+    Status st = [&]() -> Status {
+      // Hubs of one region open the database together: one migrates, the
+      // others wait here and find the schema current.
+      ES_RETURN_IF_ERROR(conn_->Exec("SELECT pg_advisory_xact_lock(4451997360211771)"));
+      ES_RETURN_IF_ERROR(conn_->Exec("CREATE TABLE IF NOT EXISTS es_meta (key text PRIMARY KEY, value text NOT NULL)"));
+      PgResult r;
+      ES_RETURN_IF_ERROR(conn_->Query("SELECT value::int FROM es_meta WHERE key='schema_version'", {}, &r));
+      int version = r.rows() ? static_cast<int>(r.Int(0, 0)) : 0;
+      if (version > kSchemaVersion) {
+        return Status::Unsupported("PostgreSQL hub store has schema version " + std::to_string(version) +
+                                   ", newer than this edgesync's " + std::to_string(kSchemaVersion));
+      }
+      for (int v = version + 1; v <= kSchemaVersion; ++v) {
+        ES_RETURN_IF_ERROR(conn_->Exec(kMigrations[v - 1]).Annotate("migrating to schema " + std::to_string(v)));
+      }
+      return conn_->Query(
+          "INSERT INTO es_meta VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+          {std::to_string(kSchemaVersion)});
+    }();
+    if (!st.ok()) {
+      conn_->Rollback();
+      return st;
+    }
+    return conn_->Exec("COMMIT");
+  }
+
+  Status Bounds(uint64_t* oldest, uint64_t* head, uint64_t* pruned) {
+    PgResult r;
+    ES_RETURN_IF_ERROR(conn_->Query(
+        "SELECT (SELECT value::bigint FROM es_meta WHERE key='pruned_seq'), "
+        "(SELECT coalesce(min(seq), 0) FROM es_region_feed), (SELECT coalesce(max(seq), 0) FROM es_region_feed)",
+        {}, &r));
+    *pruned = static_cast<uint64_t>(r.Int(0, 0));
+    *oldest = static_cast<uint64_t>(r.Int(0, 1));
+    *head = std::max(*pruned, static_cast<uint64_t>(r.Int(0, 2)));
+    return Status::Ok();
+  }
+
+  struct OriginRow {
+    int64_t id = 0;
+    uint64_t read = 0;     // the mark as read in this transaction
+    uint64_t current = 0;  // after the group's batches so far
+  };
+
+  Status ApplyGroup(const std::vector<OriginBatch>& batches, std::vector<ApplyResult>* results) {
+    results->assign(batches.size(), ApplyResult{});
+    std::vector<bool> valid(batches.size());
+    std::map<std::string, OriginRow> origins;  // by origin name
+    std::vector<std::string> gateways, epochs;
+    for (size_t i = 0; i < batches.size(); ++i) {
+      Status v = ValidateOriginBatch(batches[i]);
+      valid[i] = v.ok();
+      if (!v.ok()) {
+        (*results)[i].outcome = ApplyOutcome::kInvalid;
+        (*results)[i].detail = v.message();
+      }
+      if (!ValidateOrigin(batches[i].origin).ok()) continue;
+      if (origins.emplace(batches[i].origin.ToString(), OriginRow{}).second) {
+        gateways.push_back(batches[i].origin.gateway_id);
+        epochs.push_back(batches[i].origin.epoch);
+      }
+    }
+    if (origins.empty()) return Status::Ok();
+    ES_RETURN_IF_ERROR(conn_->Exec("BEGIN"));
+    // Creates the origins not seen before, then reads every mark. An origin
+    // another hub created after this statement's snapshot is missing from
+    // the answer: the group is retried (Conflict).
+    PgResult r;
+    ES_RETURN_IF_ERROR(conn_->Query(
+        "WITH want(g, e) AS (SELECT * FROM unnest($1::text[], $2::text[])), "
+        "ins AS (INSERT INTO es_origins(gateway_id, epoch) SELECT g, e FROM want ON CONFLICT DO NOTHING "
+        "RETURNING id, gateway_id, epoch, high_water) "
+        "SELECT id, gateway_id, epoch, high_water FROM ins UNION ALL "
+        "SELECT o.id, o.gateway_id, o.epoch, o.high_water FROM es_origins o JOIN want ON o.gateway_id = want.g "
+        "AND o.epoch = want.e",
+        {PgTextArray(gateways), PgTextArray(epochs)}, &r));
+    for (int i = 0; i < r.rows(); ++i) {
+      OriginRow& o = origins[Origin{r.Text(i, 1), r.Text(i, 2)}.ToString()];
+      o.id = r.Int(i, 0);
+      o.read = o.current = static_cast<uint64_t>(r.Int(i, 3));
+    }
+    for (const auto& [name, o] : origins) {
+      if (o.id == 0) return Status::Conflict("origin " + name + " was created by another writer meanwhile");
+    }
+    const std::string now = std::to_string(clock_->WallMillis());
+    std::string copy;
+    for (size_t i = 0; i < batches.size(); ++i) {
+      const OriginBatch& b = batches[i];
+      ApplyResult& res = (*results)[i];
+      auto found = origins.find(b.origin.ToString());
+      if (found == origins.end()) continue;  // an invalid origin
+      OriginRow& o = found->second;
+      res.before = res.high_water = o.current;
+      if (!valid[i]) continue;
+      ApplyPlan plan = PlanApply(b, o.current);
+      res.outcome = plan.outcome;
+      res.detail = plan.detail;
+      res.base_lsn = plan.base;
+      if (plan.outcome != ApplyOutcome::kApplied) continue;
+      const std::vector<ChangeEntry>& entries = *b.entries;
+      for (size_t k = plan.first_new; k < entries.size(); ++k) AppendRow(o.id, entries[k], now, &copy);
+      res.applied = entries.size() - plan.first_new;
+      res.high_water = o.current = plan.new_high_water;
+    }
+    if (!copy.empty()) {
+      ES_RETURN_IF_ERROR(conn_->CopyIn(
+          "COPY es_region_feed (origin, olsn, kind, device_id, metric, unit, ts, value, quality, name, location, "
+          "default_unit, applied_ms) FROM STDIN",
+          copy));
+    }
+    std::string ids = "{", olds = "{", news = "{";
+    int changed = 0;
+    for (const auto& [name, o] : origins) {
+      if (o.current == o.read) continue;
+      const char* sep = changed++ ? "," : "";
+      ids += sep + std::to_string(o.id);
+      olds += sep + std::to_string(o.read);
+      news += sep + std::to_string(o.current);
+    }
+    if (changed > 0) {
+      // The compare-and-set: a mark another writer moved since it was read
+      // matches no row (READ COMMITTED re-checks the WHERE on the row's
+      // newest version).
+      PgResult u;
+      ES_RETURN_IF_ERROR(conn_->Query(
+          "UPDATE es_origins AS o SET high_water = v.new FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) "
+          "AS v(id, old, new) WHERE o.id = v.id AND o.high_water = v.old",
+          {ids + "}", olds + "}", news + "}"}, &u));
+      if (u.affected() != changed) return Status::Conflict("another writer moved a high-water mark meanwhile");
+    }
+    return conn_->Exec("COMMIT");
+  }
+
+  static void AppendRow(int64_t origin_id, const ChangeEntry& e, const std::string& now, std::string* out) {
+    const bool reading = e.kind == ChangeEntry::Kind::kReading;
+    AppendInt(out, origin_id);
+    *out += '\t';
+    AppendInt(out, static_cast<int64_t>(e.lsn));
+    *out += '\t';
+    AppendInt(out, static_cast<int64_t>(e.kind));
+    *out += '\t';
+    AppendCopyText(out, e.device_id());
+    *out += '\t';
+    if (reading) {
+      AppendCopyText(out, e.reading.metric);
+      *out += '\t';
+      AppendCopyText(out, e.reading.unit);
+      *out += '\t';
+      AppendInt(out, e.reading.ts_ms);
+      *out += '\t';
+      AppendDouble(out, e.reading.value);
+      *out += '\t';
+      AppendInt(out, e.reading.quality);
+      *out += "\t\\N\t\\N\t\\N\t";
+    } else {
+      *out += "\t\t0\t0\t0\t";
+      AppendCopyText(out, e.device.name);
+      *out += '\t';
+      AppendCopyText(out, e.device.location);
+      *out += '\t';
+      AppendCopyText(out, e.device.default_unit);
+      *out += '\t';
+    }
+    *out += now;
+    *out += '\n';
+  }
+
+  std::mutex mu_;  // one connection, one user at a time
+  std::unique_ptr<PgConn> conn_;
+  HubStoreOptions options_;
+  Clock* clock_;
+  std::string epoch_;
+};
+
+}  // namespace
+
+bool HavePostgres() { return true; }
+
+Status OpenPostgresHubStore(const HubStoreOptions& options, std::unique_ptr<HubStore>* store) {
+  PgConnectOptions co;
+  co.uri = options.location;
+  co.connect_timeout_s = options.connect_timeout_s;
+  co.application_name = options.application_name;
+  if (!options.password_file.empty()) {
+    Status st = ReadFile(options.password_file, &co.password);
+    if (!st.ok()) return Status::InvalidArgument("PostgreSQL password file: " + st.ToString());
+    co.password = co.password.substr(0, co.password.find_first_of("\r\n"));
+    if (co.password.empty()) return Status::InvalidArgument("PostgreSQL password file " + options.password_file + " is empty");
+  }
+  std::unique_ptr<PgConn> conn;
+  ES_RETURN_IF_ERROR(PgConn::Connect(co, &conn));
+  auto s = std::make_unique<PgHubStore>(std::move(conn), options);
+  ES_RETURN_IF_ERROR(s->Init());
+  *store = std::move(s);
+  return Status::Ok();
+}
+
+}  // namespace edgesync
