@@ -67,25 +67,6 @@ CREATE TABLE chunks(first_lsn INTEGER PRIMARY KEY, last_lsn INTEGER NOT NULL, wr
 // holds at ingest.batch_max's default).
 constexpr size_t kMigrationChunk = 1000;
 
-Status InsertChunk(Db* db, Stmt* ins, const std::vector<ChunkReading>& readings, int64_t first_lsn,
-                   int64_t written_at) {
-  (void)db;
-  int64_t min_ts = INT64_MAX, max_ts = INT64_MIN;
-  for (const ChunkReading& r : readings) {
-    min_ts = std::min(min_ts, r.ts_ms);
-    max_ts = std::max(max_ts, r.ts_ms);
-  }
-  std::string block;
-  EncodeChunk(readings, &block);
-  ins->Bind(1, first_lsn);
-  ins->Bind(2, first_lsn + static_cast<int64_t>(readings.size()) - 1);
-  ins->Bind(3, written_at);
-  ins->Bind(4, min_ts);
-  ins->Bind(5, max_ts);
-  ins->BindBlob(6, block);
-  return ins->Run();
-}
-
 // The readings of `log`, in LSN order, become chunks of consecutive LSNs
 // written in the same batch (so retention's age stays what it was).
 Status MoveReadingsToChunks(Db* db) {
@@ -94,15 +75,16 @@ Status MoveReadingsToChunks(Db* db) {
                                   "SELECT lsn, series, ts, value, quality, ifnull((SELECT written_at FROM batches b "
                                   "WHERE b.first_lsn <= l.lsn ORDER BY b.first_lsn DESC LIMIT 1), 0) "
                                   "FROM log l WHERE kind = 0 ORDER BY lsn"));
-  ES_RETURN_IF_ERROR(ins.Prepare(db, "INSERT INTO chunks VALUES(?, ?, ?, ?, ?, ?)"));
+  ES_RETURN_IF_ERROR(ins.Prepare(db, kInsertChunkSql));
   std::vector<ChunkReading> chunk;
+  std::string block;
   int64_t first = 0, written_at = 0, moved = 0;
   Status st;
   while (rows.Step(&st)) {
     const int64_t lsn = rows.Int(0), at = rows.Int(5);
     if (!chunk.empty() && (lsn != first + static_cast<int64_t>(chunk.size()) || at != written_at ||
                            chunk.size() >= kMigrationChunk)) {
-      ES_RETURN_IF_ERROR(InsertChunk(db, &ins, chunk, first, written_at));
+      ES_RETURN_IF_ERROR(InsertChunkRow(&ins, chunk, first, written_at, &block));
       chunk.clear();
     }
     if (chunk.empty()) {
@@ -113,7 +95,7 @@ Status MoveReadingsToChunks(Db* db) {
     ++moved;
   }
   ES_RETURN_IF_ERROR(st);
-  if (!chunk.empty()) ES_RETURN_IF_ERROR(InsertChunk(db, &ins, chunk, first, written_at));
+  if (!chunk.empty()) ES_RETURN_IF_ERROR(InsertChunkRow(&ins, chunk, first, written_at, &block));
   // high_lsn keeps the highest LSN given out, whatever left the log.
   ES_RETURN_IF_ERROR(db->Exec("INSERT OR REPLACE INTO meta(key, value) SELECT 'high_lsn', max(ifnull((SELECT value "
                               "FROM meta WHERE key='high_lsn'), 0), ifnull((SELECT max(lsn) FROM log), 0))"));
@@ -124,6 +106,23 @@ Status MoveReadingsToChunks(Db* db) {
 }
 
 }  // namespace
+
+Status InsertChunkRow(Stmt* ins, const std::vector<ChunkReading>& readings, int64_t first_lsn, int64_t written_at,
+                      std::string* block) {
+  int64_t min_ts = INT64_MAX, max_ts = INT64_MIN;
+  for (const ChunkReading& r : readings) {
+    min_ts = std::min(min_ts, r.ts_ms);
+    max_ts = std::max(max_ts, r.ts_ms);
+  }
+  EncodeChunk(readings, block);
+  ins->Bind(1, first_lsn);
+  ins->Bind(2, first_lsn + static_cast<int64_t>(readings.size()) - 1);
+  ins->Bind(3, written_at);
+  ins->Bind(4, min_ts);
+  ins->Bind(5, max_ts);
+  ins->BindBlob(6, *block);
+  return ins->Run();
+}
 
 Status CreateSchema(Db* db, int version) {
   if (version < 1 || version > kSchemaVersion) {

@@ -26,6 +26,10 @@
 #ifndef EDGESYNC_STORE_SCHEMA_H_
 #define EDGESYNC_STORE_SCHEMA_H_
 
+#include <string>
+#include <vector>
+
+#include "store/chunk_codec.h"
 #include "store/sqlite_util.h"
 
 namespace edgesync {
@@ -43,6 +47,14 @@ constexpr int kQuerySegmentShift = 11;
 constexpr char kHighLsnSql[] =
     "SELECT max(ifnull((SELECT value FROM meta WHERE key='high_lsn'), 0), ifnull((SELECT max(lsn) FROM log), 0),"
     " ifnull((SELECT last_lsn FROM chunks ORDER BY first_lsn DESC LIMIT 1), 0))";
+
+// The statement that inserts a chunk row (InsertChunkRow binds it).
+constexpr char kInsertChunkSql[] = "INSERT INTO chunks VALUES(?, ?, ?, ?, ?, ?)";
+// Encodes readings (consecutive LSNs from first_lsn) as one chunk into
+// *block and inserts its row, with its time span, through ins (prepared
+// from kInsertChunkSql).
+Status InsertChunkRow(Stmt* ins, const std::vector<ChunkReading>& readings, int64_t first_lsn, int64_t written_at,
+                      std::string* block);
 
 // Creates the layout of `version` (1..kSchemaVersion) on an empty database
 // inside the caller's transaction. Older versions exist for migration tests.

@@ -9,6 +9,7 @@
 
 #include "platform/log.h"
 #include "store/chunk_codec.h"
+#include "store/schema.h"
 #include "store/sqlite_store.h"
 
 namespace edgesync {
@@ -376,14 +377,11 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
     std::vector<std::pair<int64_t, int64_t>> by_pos(write_ranges_.size());
     size_t pos = SIZE_MAX;
     chunk_buffer_.clear();
-    int64_t min_ts = INT64_MAX, max_ts = INT64_MIN;
     for (const Reading& r : readings) {
       int64_t series = 0;
       uint64_t hash = 0;
       ES_RETURN_IF_ERROR(InternSeries(r.device_id, r.metric, r.unit, &series, &hash));
       chunk_buffer_.push_back(ChunkReading{series, r.ts_ms, r.value, r.quality});
-      min_ts = std::min(min_ts, r.ts_ms);
-      max_ts = std::max(max_ts, r.ts_ms);
       if (pos == SIZE_MAX || !write_ranges_[pos].info.Contains(hash)) {
         pos = SIZE_MAX;
         for (size_t k = 0; k < write_ranges_.size(); ++k) {
@@ -403,14 +401,8 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
     }
     result->last_lsn = lsn + readings.size() - 1;
     // The whole group is one chunk row (schema.h).
-    EncodeChunk(chunk_buffer_, &block_buffer_);
-    w_insert_chunk_.Bind(1, static_cast<int64_t>(result->first_lsn));
-    w_insert_chunk_.Bind(2, static_cast<int64_t>(result->last_lsn));
-    w_insert_chunk_.Bind(3, written_at);
-    w_insert_chunk_.Bind(4, min_ts);
-    w_insert_chunk_.Bind(5, max_ts);
-    w_insert_chunk_.BindBlob(6, block_buffer_);
-    ES_RETURN_IF_ERROR(w_insert_chunk_.Run());
+    ES_RETURN_IF_ERROR(
+        InsertChunkRow(&w_insert_chunk_, chunk_buffer_, static_cast<int64_t>(result->first_lsn), written_at, &block_buffer_));
     // The time index needs a row only where the second of written_at
     // changes: a lookup takes the last index row before a time and finds
     // the exact chunk from there (chunks carry their own write time), and

@@ -311,7 +311,7 @@ Status SqliteStore::Init() {
   ES_RETURN_IF_ERROR(read_db_.Exec("PRAGMA query_only=1"));
 
   ES_RETURN_IF_ERROR(w_insert_log_.Prepare(&write_db_, "INSERT INTO log VALUES(?, ?, ?, ?, ?, ?)"));
-  ES_RETURN_IF_ERROR(w_insert_chunk_.Prepare(&write_db_, "INSERT INTO chunks VALUES(?, ?, ?, ?, ?, ?)"));
+  ES_RETURN_IF_ERROR(w_insert_chunk_.Prepare(&write_db_, kInsertChunkSql));
   ES_RETURN_IF_ERROR(w_insert_series_.Prepare(
       &write_db_, "INSERT INTO series(device_id, metric, unit, hkey) VALUES(?, ?, ?, ?) RETURNING id"));
   ES_RETURN_IF_ERROR(w_insert_batch_.Prepare(&write_db_, "INSERT OR REPLACE INTO batches VALUES(?, ?)"));

@@ -18,6 +18,7 @@
 #include "platform/files.h"
 #include "platform/log.h"
 #include "store/chunk_codec.h"
+#include "store/schema.h"
 #include "store/sqlite_store.h"
 
 namespace edgesync {
@@ -93,22 +94,10 @@ Status DeleteReadingsUpTo(Db* db, int64_t upto) {
   ES_RETURN_IF_ERROR(del.Run());
   if (!trim) return Status::Ok();
   readings.erase(readings.begin(), readings.begin() + (upto - first + 1));
-  int64_t min_ts = INT64_MAX, max_ts = INT64_MIN;
-  for (const ChunkReading& r : readings) {
-    min_ts = std::min(min_ts, r.ts_ms);
-    max_ts = std::max(max_ts, r.ts_ms);
-  }
-  std::string block;
-  EncodeChunk(readings, &block);
   Stmt ins;
-  ES_RETURN_IF_ERROR(ins.Prepare(db, "INSERT INTO chunks VALUES(?, ?, ?, ?, ?, ?)"));
-  ins.Bind(1, upto + 1);
-  ins.Bind(2, last);
-  ins.Bind(3, written_at);
-  ins.Bind(4, min_ts);
-  ins.Bind(5, max_ts);
-  ins.BindBlob(6, block);
-  return ins.Run();
+  ES_RETURN_IF_ERROR(ins.Prepare(db, kInsertChunkSql));
+  std::string block;
+  return InsertChunkRow(&ins, readings, upto + 1, written_at, &block);
 }
 
 }  // namespace

@@ -28,6 +28,21 @@ StoreOptions Opts(const std::string& path, bool full) {
   return o;
 }
 
+// 1 to 300 readings of random series; each one's value is its intended LSN.
+std::vector<Reading> NextBatch(std::mt19937* rng, uint64_t next) {
+  int n = 1 + static_cast<int>((*rng)() % 300);
+  std::vector<Reading> batch;
+  for (int i = 0; i < n; ++i) {
+    Reading r;
+    r.device_id = "dev" + std::to_string((*rng)() % 97);
+    r.metric = "m" + std::to_string((*rng)() % 3);
+    r.ts_ms = static_cast<int64_t>(next + i);
+    r.value = static_cast<double>(next + i);
+    batch.push_back(r);
+  }
+  return batch;
+}
+
 // The writer: never returns. Each reading's value is its intended LSN, so
 // the checker can tell a misplaced row from a right one.
 [[noreturn]] void Writer(const std::string& path, bool full, int fd, unsigned seed) {
@@ -35,17 +50,7 @@ StoreOptions Opts(const std::string& path, bool full) {
   if (!Store::Open(Opts(path, full), &store).ok()) _exit(2);
   std::mt19937 rng(seed);
   for (;;) {
-    int n = 1 + static_cast<int>(rng() % 300);
-    uint64_t next = store->LastLsn() + 1;
-    std::vector<Reading> batch;
-    for (int i = 0; i < n; ++i) {
-      Reading r;
-      r.device_id = "dev" + std::to_string(rng() % 97);
-      r.metric = "m" + std::to_string(rng() % 3);
-      r.ts_ms = static_cast<int64_t>(next + i);
-      r.value = static_cast<double>(next + i);
-      batch.push_back(r);
-    }
+    std::vector<Reading> batch = NextBatch(&rng, store->LastLsn() + 1);
     AppendResult res;
     if (!store->AppendReadings(batch, &res).ok()) _exit(3);
     if (::write(fd, &res.last_lsn, sizeof(res.last_lsn)) != sizeof(res.last_lsn)) _exit(4);
@@ -128,17 +133,7 @@ TEST(StoreCrashTest, SurvivesRepeatedSigkill) {
   if (!Store::Open(o, &store).ok()) _exit(2);
   std::mt19937 rng(seed);
   for (;;) {
-    int n = 1 + static_cast<int>(rng() % 300);
-    uint64_t next = store->LastLsn() + 1;
-    std::vector<Reading> batch;
-    for (int i = 0; i < n; ++i) {
-      Reading r;
-      r.device_id = "dev" + std::to_string(rng() % 97);
-      r.metric = "m" + std::to_string(rng() % 3);
-      r.ts_ms = static_cast<int64_t>(next + i);
-      r.value = static_cast<double>(next + i);
-      batch.push_back(r);
-    }
+    std::vector<Reading> batch = NextBatch(&rng, store->LastLsn() + 1);
     AppendResult res;
     if (!store->AppendReadings(batch, &res).ok()) _exit(3);
     uint64_t acked = res.last_lsn > 500 ? res.last_lsn - 500 : 0;
