@@ -82,7 +82,7 @@ struct Config {
   // batch_delay_busy_ms (tests/bench/storage_bench.cc). At 1,000 readings/s
   // the 10 ms delay stays (the uplink's latency); busy ends below two
   // thirds of busy_rate.
-  int64_t ingest_busy_rate = 3000;
+  int64_t ingest_busy_rate = 2000;
   int64_t ingest_batch_delay_busy_ms = 250;
   int64_t ingest_max_payload_bytes = 65536;
   double ingest_device_rate = 100.0;

@@ -120,7 +120,7 @@ struct IngestOptions {
   int64_t batch_delay_ms = 10;
   // Above busy_rate readings/s (measured over the last half second or so)
   // a batch waits up to batch_delay_busy_ms instead: fewer, fuller commits.
-  int64_t busy_rate = 3000;
+  int64_t busy_rate = 2000;
   int64_t batch_delay_busy_ms = 250;
   AckMode ack = AckMode::kAfterJournal;
   // Where intake-a/b.journal live (the data directory; "" = none, only for
