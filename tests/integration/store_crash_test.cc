@@ -43,6 +43,18 @@ std::vector<Reading> NextBatch(std::mt19937* rng, uint64_t next) {
   return batch;
 }
 
+// The whole log, page by page; false if a page could not be read.
+bool ReadWholeLog(Store* store, std::vector<ChangeEntry>* all) {
+  uint64_t after = 0;
+  for (;;) {
+    std::vector<ChangeEntry> page;
+    if (!store->ReadLog(after, 50000, &page).ok()) return false;
+    if (page.empty()) return true;
+    after = page.back().lsn;
+    all->insert(all->end(), page.begin(), page.end());
+  }
+}
+
 // The writer: never returns. Each reading's value is its intended LSN, so
 // the checker can tell a misplaced row from a right one.
 [[noreturn]] void Writer(const std::string& path, bool full, int fd, unsigned seed) {
@@ -105,14 +117,7 @@ TEST(StoreCrashTest, SurvivesRepeatedSigkill) {
     ASSERT_TRUE(st.ok()) << "round " << round << ": " << st.ToString();
     ASSERT_GE(store->LastLsn(), reported_max) << "a reported-committed batch is missing, round " << round;
     std::vector<ChangeEntry> all;
-    uint64_t after = 0;
-    for (;;) {
-      std::vector<ChangeEntry> page;
-      ASSERT_TRUE(store->ReadLog(after, 50000, &page).ok());
-      if (page.empty()) break;
-      after = page.back().lsn;
-      all.insert(all.end(), page.begin(), page.end());
-    }
+    ASSERT_TRUE(ReadWholeLog(store.get(), &all)) << "round " << round;
     ASSERT_EQ(all.size(), store->LastLsn()) << "round " << round;
     for (size_t i = 0; i < all.size(); ++i) {
       ASSERT_EQ(all[i].lsn, i + 1) << "gap or reuse at index " << i << ", round " << round;
@@ -184,14 +189,7 @@ TEST(StoreCrashTest, ChunkPruningSurvivesSigkill) {
     ASSERT_TRUE(st.ok()) << "round " << round << ": " << st.ToString();
     ASSERT_GE(store->LastLsn(), reported_max) << "a reported-committed batch is missing, round " << round;
     std::vector<ChangeEntry> all;
-    uint64_t after = 0;
-    for (;;) {
-      std::vector<ChangeEntry> page;
-      ASSERT_TRUE(store->ReadLog(after, 50000, &page).ok());
-      if (page.empty()) break;
-      after = page.back().lsn;
-      all.insert(all.end(), page.begin(), page.end());
-    }
+    ASSERT_TRUE(ReadWholeLog(store.get(), &all)) << "round " << round;
     ASSERT_FALSE(all.empty()) << "round " << round;
     EXPECT_EQ(all.back().lsn, store->LastLsn()) << "round " << round;
     StoreStats stats;
