@@ -93,6 +93,11 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              "readings committed together in one transaction (group commit)"),
       Int<C>("ingest", "batch_delay_ms", [](C& c) -> int64_t& { return c.ingest_batch_delay_ms; }, 0, 10000,
              "longest a received reading waits before its batch commits"),
+      Int<C>("ingest", "busy_rate", [](C& c) -> int64_t& { return c.ingest_busy_rate; }, 1, 100000000,
+             "readings per second above which commits group for batch_delay_busy_ms instead (fewer, fuller "
+             "commits: each costs the SD card a few pages written twice)"),
+      Int<C>("ingest", "batch_delay_busy_ms", [](C& c) -> int64_t& { return c.ingest_batch_delay_busy_ms; }, 0,
+             10000, "longest a received reading waits before its batch commits while the rate is above busy_rate"),
       Int<C>("ingest", "max_payload_bytes", [](C& c) -> int64_t& { return c.ingest_max_payload_bytes; }, 16,
              16 << 20, "larger payloads are rejected and dead-lettered"),
       Real<C>("ingest", "device_rate", [](C& c) -> double& { return c.ingest_device_rate; }, 0.001, 1e9,

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "store/chunk_codec.h"
 #include "store/sqlite_util.h"
 #include "store/store.h"
 #include "store/store_lock.h"
@@ -169,6 +170,10 @@ class SqliteStore : public Store {
   // Read side (read_mu_ held).
   Status SeriesById(int64_t id, SeriesInfo* info);
   Status FillDeviceEntry(const std::string& device_id, ChangeEntry* e);
+  // The chunk holding the first reading after `after` (or the next one):
+  // *found false if none; *readings points at its decoded readings.
+  Status NextChunk(uint64_t after, bool* found, int64_t* first_lsn, int64_t* last_lsn,
+                   const std::vector<ChunkReading>** readings);
   Status ReadRows(uint64_t after_lsn, size_t max_entries, const RangeInfo* range, size_t scan_budget,
                   std::vector<ChangeEntry>* entries, uint64_t* last_scanned);
   Status ResolveStart(uint32_t range_id, const std::vector<RangeRow>& ranges, const FeedStart& from,
@@ -210,9 +215,16 @@ class SqliteStore : public Store {
   int64_t last_drop_log_ms_ = 0;  // warnings about dropped readings, rate-limited
   int64_t drop_log_pending_ = 0;
   std::vector<std::pair<std::string, int64_t>> pending_series_;  // (device, id) created in the open txn
+  std::vector<ChunkReading> chunk_buffer_;  // AppendOnce's group, reused
+  std::string block_buffer_;                // its encoded chunk, reused
 
   std::mutex read_mu_;
   Db read_db_;
+  // The chunk decoded last (read side): feed and log pages resume inside
+  // it. Chunks never change once written (LSNs are never reused), so its
+  // first LSN names it. 0 = none.
+  int64_t decoded_first_ = 0;
+  std::vector<ChunkReading> decoded_;
 
   // by_device_ is touched only under write_mu_, so ingest's hot path takes
   // no other lock; series_ (id -> info) is shared with readers under
@@ -242,8 +254,8 @@ class SqliteStore : public Store {
   std::atomic<int64_t> rejected_full_{0};
 
   // Cached statements.
-  Stmt w_insert_log_, w_insert_series_, w_insert_batch_, w_set_checkpoint_, w_high_, w_update_range_, w_data_version_;
-  Stmt r_log_after_, r_series_by_id_, r_device_;
+  Stmt w_insert_log_, w_insert_chunk_, w_insert_series_, w_insert_batch_, w_set_checkpoint_, w_high_, w_update_range_, w_data_version_;
+  Stmt r_log_after_, r_chunk_after_, r_chunk_data_, r_series_by_id_, r_device_;
   // Apply path (write side): see PrepareApply.
   bool apply_prepared_ = false;
   Stmt w_insert_remote_, w_insert_remote_chunk_, w_find_remote_, w_insert_remote_device_, w_insert_feed_, w_get_high_water_,

@@ -312,7 +312,9 @@ Status SqliteStore::Stats(StoreStats* stats) {
   int64_t v = 0;
   ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT ifnull(max(lsn), 0) FROM acks", &v));
   stats->acked_lsn = static_cast<uint64_t>(v);
-  ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT count(*) FROM log", &stats->entries));
+  ES_RETURN_IF_ERROR(read_db_.QueryInt(
+      "SELECT (SELECT count(*) FROM log) + (SELECT ifnull(sum(last_lsn - first_lsn + 1), 0) FROM chunks)",
+      &stats->entries));
   ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT count(*) FROM remote", &stats->remote_entries));
   ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "dropped_oldest", &stats->dropped_oldest));
   ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "dead_letters", &stats->dead_letters));

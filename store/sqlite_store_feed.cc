@@ -43,47 +43,103 @@ Status SqliteStore::ListRanges(std::vector<RangeInfo>* ranges) {
   return Status::Ok();
 }
 
+Status SqliteStore::NextChunk(uint64_t after, bool* found, int64_t* first_lsn, int64_t* last_lsn,
+                              const std::vector<ChunkReading>** readings) {
+  *found = false;
+  {
+    StmtScope scope(&r_chunk_after_);
+    r_chunk_after_.Bind(1, static_cast<int64_t>(after));
+    Status st;
+    if (!r_chunk_after_.Step(&st)) return st;
+    *first_lsn = r_chunk_after_.Int(0);
+    *last_lsn = r_chunk_after_.Int(1);
+  }
+  if (*first_lsn != decoded_first_) {
+    decoded_first_ = 0;
+    StmtScope scope(&r_chunk_data_);
+    r_chunk_data_.Bind(1, *first_lsn);
+    Status st;
+    if (!r_chunk_data_.Step(&st)) {
+      ES_RETURN_IF_ERROR(st);
+      return Status::Corruption("chunk " + std::to_string(*first_lsn) + " vanished inside a snapshot");
+    }
+    Status d = DecodeChunk(r_chunk_data_.Blob(0), kMaxChunkReadings, &decoded_);
+    if (!d.ok()) return Status::Corruption("chunk at LSN " + std::to_string(*first_lsn) + ": " + d.message());
+    if (static_cast<int64_t>(decoded_.size()) != *last_lsn - *first_lsn + 1) {
+      return Status::Corruption("chunk at LSN " + std::to_string(*first_lsn) + " holds " +
+                                std::to_string(decoded_.size()) + " readings, its LSNs say " +
+                                std::to_string(*last_lsn - *first_lsn + 1));
+    }
+    decoded_first_ = *first_lsn;
+  }
+  *readings = &decoded_;
+  *found = true;
+  return Status::Ok();
+}
+
+// Merges the two tables of the log in LSN order: readings from chunks,
+// device records from `log`.
 Status SqliteStore::ReadRows(uint64_t after_lsn, size_t max_entries, const RangeInfo* range, size_t scan_budget,
                              std::vector<ChangeEntry>* entries, uint64_t* last_scanned) {
-  *last_scanned = after_lsn;
+  uint64_t cur = after_lsn;
   size_t scanned = 0;
-  const int64_t chunk = range ? 2048 : static_cast<int64_t>(std::min<size_t>(max_entries, 100000));
   while (entries->size() < max_entries && scanned < scan_budget) {
-    StmtScope scope(&r_log_after_);
-    r_log_after_.Bind(1, static_cast<int64_t>(*last_scanned));
-    r_log_after_.Bind(2, chunk);
-    Status st;
-    size_t got = 0;
-    while (entries->size() < max_entries && r_log_after_.Step(&st)) {
-      ++got;
+    bool have_device = false;
+    uint64_t device_lsn = 0;
+    int64_t device_kind = 0, device_series = 0;
+    {
+      StmtScope scope(&r_log_after_);
+      r_log_after_.Bind(1, static_cast<int64_t>(cur));
+      Status st;
+      if (r_log_after_.Step(&st)) {
+        have_device = true;
+        device_lsn = static_cast<uint64_t>(r_log_after_.Int(0));
+        device_kind = r_log_after_.Int(1);
+        device_series = r_log_after_.Int(2);
+      }
+      ES_RETURN_IF_ERROR(st);
+    }
+    bool have_chunk = false;
+    int64_t first = 0, last = 0;
+    const std::vector<ChunkReading>* chunk = nullptr;
+    ES_RETURN_IF_ERROR(NextChunk(cur, &have_chunk, &first, &last, &chunk));
+    if (!have_device && !have_chunk) break;
+    if (have_device && (!have_chunk || device_lsn < static_cast<uint64_t>(first))) {
       ++scanned;
-      uint64_t lsn = static_cast<uint64_t>(r_log_after_.Int(0));
-      int64_t series_id = r_log_after_.Int(2);
+      cur = device_lsn;
       SeriesInfo info;
-      ES_RETURN_IF_ERROR(SeriesById(series_id, &info));
-      *last_scanned = lsn;
+      ES_RETURN_IF_ERROR(SeriesById(device_series, &info));
+      if (range && !range->Contains(info.hash)) continue;
+      ChangeEntry e;
+      e.lsn = device_lsn;
+      e.kind = static_cast<ChangeEntry::Kind>(device_kind);
+      Status d = FillDeviceEntry(info.device_id, &e);
+      if (!d.ok()) return Status::Corruption("log entry " + std::to_string(device_lsn) + ": " + d.message());
+      entries->push_back(std::move(e));
+      continue;
+    }
+    // A chunk's LSNs are consecutive: the readings after cur, in order.
+    for (uint64_t lsn = std::max(cur + 1, static_cast<uint64_t>(first));
+         lsn <= static_cast<uint64_t>(last) && entries->size() < max_entries && scanned < scan_budget; ++lsn) {
+      const ChunkReading& c = (*chunk)[lsn - static_cast<uint64_t>(first)];
+      ++scanned;
+      cur = lsn;
+      SeriesInfo info;
+      ES_RETURN_IF_ERROR(SeriesById(c.series, &info));
       if (range && !range->Contains(info.hash)) continue;
       ChangeEntry e;
       e.lsn = lsn;
-      e.kind = static_cast<ChangeEntry::Kind>(r_log_after_.Int(1));
-      if (e.kind == ChangeEntry::Kind::kReading) {
-        e.reading.device_id = std::move(info.device_id);
-        e.reading.metric = std::move(info.metric);
-        e.reading.unit = std::move(info.unit);
-        e.reading.ts_ms = r_log_after_.Int(3);
-        e.reading.value = r_log_after_.Double(4);
-        e.reading.quality = static_cast<uint32_t>(r_log_after_.Int(5));
-      } else {
-        Status d = FillDeviceEntry(info.device_id, &e);
-        if (!d.ok()) return Status::Corruption("log entry " + std::to_string(lsn) + ": " + d.message());
-      }
+      e.kind = ChangeEntry::Kind::kReading;
+      e.reading.device_id = std::move(info.device_id);
+      e.reading.metric = std::move(info.metric);
+      e.reading.unit = std::move(info.unit);
+      e.reading.ts_ms = c.ts_ms;
+      e.reading.value = c.value;
+      e.reading.quality = c.quality;
       entries->push_back(std::move(e));
     }
-    ES_RETURN_IF_ERROR(st);
-    // A short chunk is the end of the log (the snapshot holds still): asking
-    // again would only return nothing, on every poll of a caught-up uplink.
-    if (got < static_cast<size_t>(chunk)) break;
   }
+  *last_scanned = cur;
   return Status::Ok();
 }
 
@@ -113,14 +169,21 @@ Status SqliteStore::ResolveStart(uint32_t range_id, const std::vector<RangeRow>&
       return Status::Ok();
     }
     case FeedStart::Kind::kTime: {
-      // Batches are in LSN order; the first one written at or after the
+      // Entries are in LSN order; the first one written at or after the
       // time starts the feed (a later clock step back cannot rewind it).
+      // Device records have a batches row each; chunks carry their write
+      // time, and the batches row before the time (one per second of
+      // appends) says where to look for the first chunk at or after it.
       Stmt s;
       ES_RETURN_IF_ERROR(s.Prepare(
           &read_db_,
-          "SELECT ifnull((SELECT first_lsn - 1 FROM batches WHERE written_at >= ? ORDER BY first_lsn LIMIT 1),"
-          " (SELECT ifnull(max(lsn), 0) FROM log))"));
+          "SELECT min(ifnull((SELECT first_lsn - 1 FROM batches WHERE written_at >= ?1 ORDER BY first_lsn LIMIT 1),"
+          " ?2), ifnull((SELECT first_lsn - 1 FROM chunks WHERE first_lsn >= ifnull((SELECT max(first_lsn) FROM "
+          "batches WHERE written_at < ?1), 0) AND written_at >= ?1 ORDER BY first_lsn LIMIT 1), ?2))"));
+      int64_t high = 0;
+      ES_RETURN_IF_ERROR(read_db_.QueryInt(kHighLsnSql, &high));
       s.Bind(1, from.wall_ms);
+      s.Bind(2, high);
       Status st;
       int64_t v = s.Step(&st) ? s.Int(0) : 0;
       ES_RETURN_IF_ERROR(st);

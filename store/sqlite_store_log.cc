@@ -8,6 +8,8 @@
 #include "platform/files.h"
 
 #include "platform/log.h"
+#include "store/chunk_codec.h"
+#include "store/schema.h"
 #include "store/sqlite_store.h"
 
 namespace edgesync {
@@ -353,6 +355,7 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
   const int64_t mono_ms = clock_->MonotonicMillis();
   const bool persist_counts = mono_ms - last_range_flush_ms_ >= kRangeFlushMs || mono_ms < last_range_flush_ms_;
   std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> counts;
+  bool wrote_batch = false;
   Status s = [&]() -> Status {
     ES_RETURN_IF_ERROR(txn.Begin());
     ES_RETURN_IF_ERROR(RefreshWriteRanges());
@@ -374,20 +377,12 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
     // Per-range counts by position in write_ranges_ (no per-reading map).
     std::vector<std::pair<int64_t, int64_t>> by_pos(write_ranges_.size());
     size_t pos = SIZE_MAX;
-    Status st;
+    chunk_buffer_.clear();
     for (const Reading& r : readings) {
       int64_t series = 0;
       uint64_t hash = 0;
       ES_RETURN_IF_ERROR(InternSeries(r.device_id, r.metric, r.unit, &series, &hash));
-      w_insert_log_.Bind(1, static_cast<int64_t>(lsn));
-      w_insert_log_.Bind(2, int64_t{0});
-      w_insert_log_.Bind(3, series);
-      w_insert_log_.Bind(4, r.ts_ms);
-      w_insert_log_.Bind(5, r.value);
-      w_insert_log_.Bind(6, static_cast<int64_t>(r.quality));
-      w_insert_log_.Step(&st);
-      sqlite3_reset(w_insert_log_.get());
-      ES_RETURN_IF_ERROR(st);
+      chunk_buffer_.push_back(ChunkReading{series, r.ts_ms, r.value, r.quality});
       if (pos == SIZE_MAX || !write_ranges_[pos].info.Contains(hash)) {
         pos = SIZE_MAX;
         for (size_t k = 0; k < write_ranges_.size(); ++k) {
@@ -401,23 +396,27 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
         by_pos[pos].first += 1;
         by_pos[pos].second += EntryBytes(r.device_id, r.metric, r.unit);
       }
-      ++lsn;
     }
     for (size_t k = 0; k < by_pos.size(); ++k) {
       if (by_pos[k].first > 0) counts[write_ranges_[k].info.id] = by_pos[k];
     }
-    result->last_lsn = lsn - 1;
+    result->last_lsn = lsn + readings.size() - 1;
     if (options_.sync == StoreOptions::Sync::kNormal && result->last_lsn > lsn_reserved_) {
       return Status::Corruption("LSN " + std::to_string(result->last_lsn) + " past the fence " +
-                              std::to_string(lsn_reserved_));
+                                std::to_string(lsn_reserved_));
     }
-    // The time index needs a row only where written_at changes: a lookup
-    // takes the first batch written at or after a time, and batches that
-    // share a millisecond with the batch before them are found through it.
-    if (written_at != last_batch_at_) {
+    // The whole group is one chunk row (schema.h).
+    ES_RETURN_IF_ERROR(
+        InsertChunkRow(&w_insert_chunk_, chunk_buffer_, static_cast<int64_t>(result->first_lsn), written_at, &block_buffer_));
+    // The time index needs a row only where the second of written_at
+    // changes: a lookup takes the last index row before a time and finds
+    // the exact chunk from there (chunks carry their own write time), and
+    // most commits then leave the batches table alone (one page less).
+    if (last_batch_at_ == INT64_MIN || written_at / 1000 != last_batch_at_ / 1000 || written_at < last_batch_at_) {
       w_insert_batch_.Bind(1, static_cast<int64_t>(result->first_lsn));
       w_insert_batch_.Bind(2, written_at);
       ES_RETURN_IF_ERROR(w_insert_batch_.Run());
+      wrote_batch = true;
     }
     ES_RETURN_IF_ERROR(CountIntoRanges(counts, persist_counts));
     if (mark != nullptr) ES_RETURN_IF_ERROR(MoveCheckpoint(*mark));
@@ -439,7 +438,7 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
   pending_series_.clear();
   last_lsn_ = result->last_lsn;
   cached_high_lsn_ = static_cast<int64_t>(result->last_lsn);
-  last_batch_at_ = written_at;
+  if (wrote_batch) last_batch_at_ = written_at;
   KeepPendingCounts(counts, persist_counts);
   if (persist_counts) last_range_flush_ms_ = mono_ms;
   return Status::Ok();

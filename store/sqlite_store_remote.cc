@@ -2,7 +2,9 @@
 // per-origin high-water marks and region feed, and the union query.
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
+#include "store/chunk_codec.h"
 #include "store/schema.h"
 #include "store/sqlite_store.h"
 #include "store/token.h"
@@ -459,23 +461,20 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   Status st;
   while (series.Step(&st)) list.push_back(S{series.Int(0), series.Text(1), series.Text(2)});
   ES_RETURN_IF_ERROR(st);
-  // Local rows: one seek per LSN segment of the query index (see schema.h).
+  // Local rows: the chunks whose time span meets [from, to), decoded.
   Stmt local, remote, bounds;
   ES_RETURN_IF_ERROR(local.Prepare(&read_db_,
-                                   "SELECT lsn, ts, value, quality FROM log WHERE (lsn >> 11) = ? AND series = ? "
-                                   "AND ts >= ? AND ts < ? AND kind = 0"));
+                                   "SELECT first_lsn, data FROM chunks WHERE max_ts >= ? AND min_ts < ? "
+                                   "ORDER BY first_lsn"));
   ES_RETURN_IF_ERROR(remote.Prepare(&read_db_,
                                     "SELECT origin, olsn, ts, value, quality FROM remote WHERE (rid >> 11) = ? "
                                     "AND series = ? AND ts >= ? AND ts < ? AND kind = 0"));
   ES_RETURN_IF_ERROR(bounds.Prepare(&read_db_,
-                                    "SELECT ifnull((SELECT min(lsn) FROM log), 1), ifnull((SELECT max(lsn) FROM log), 0),"
-                                    " ifnull((SELECT min(rid) FROM remote), 1), ifnull((SELECT max(rid) FROM remote), 0)"));
-  int64_t min_lsn = 1, max_lsn = 0, min_rid = 1, max_rid = 0;
+                                    "SELECT ifnull((SELECT min(rid) FROM remote), 1), ifnull((SELECT max(rid) FROM remote), 0)"));
+  int64_t min_rid = 1, max_rid = 0;
   if (bounds.Step(&st)) {
-    min_lsn = bounds.Int(0);
-    max_lsn = bounds.Int(1);
-    min_rid = bounds.Int(2);
-    max_rid = bounds.Int(3);
+    min_rid = bounds.Int(0);
+    max_rid = bounds.Int(1);
   }
   ES_RETURN_IF_ERROR(st);
   auto oldest_first = [](const QueryRow& a, const QueryRow& b) {
@@ -512,17 +511,34 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
     return Status::Ok();
   };
   std::set<uint64_t> local_lsns;
+  std::unordered_map<int64_t, const S*> wanted;
+  for (const S& s : list) wanted.emplace(s.id, &s);
+  if (!wanted.empty()) {
+    local.Bind(1, q.from_ms);
+    local.Bind(2, q.to_ms);
+    std::vector<ChunkReading> chunk;
+    while (local.Step(&st)) {
+      const uint64_t first = static_cast<uint64_t>(local.Int(0));
+      Status d = DecodeChunk(local.Blob(1), kMaxChunkReadings, &chunk);
+      if (!d.ok()) return Status::Corruption("chunk at LSN " + std::to_string(first) + ": " + d.message());
+      for (size_t i = 0; i < chunk.size(); ++i) {
+        const ChunkReading& c = chunk[i];
+        if (c.ts_ms < q.from_ms || c.ts_ms >= q.to_ms) continue;
+        auto it = wanted.find(c.series);
+        if (it == wanted.end()) continue;
+        QueryRow row;
+        row.origin = origin_;
+        row.local = true;
+        row.lsn = first + i;
+        row.reading = Reading{q.device_id, it->second->metric, c.ts_ms, c.value, it->second->unit, c.quality};
+        local_lsns.insert(row.lsn);
+        rows->push_back(std::move(row));
+      }
+      trim();
+    }
+    ES_RETURN_IF_ERROR(st);
+  }
   for (const S& s : list) {
-    ES_RETURN_IF_ERROR(scan(&local, min_lsn, max_lsn, s.id, [&](const Stmt& r) {
-      QueryRow row;
-      row.origin = origin_;
-      row.local = true;
-      row.lsn = static_cast<uint64_t>(r.Int(0));
-      row.reading = Reading{q.device_id, s.metric, r.Int(1), r.Double(2), s.unit, static_cast<uint32_t>(r.Int(3))};
-      local_lsns.insert(row.lsn);
-      rows->push_back(std::move(row));
-      return Status::Ok();
-    }));
     ES_RETURN_IF_ERROR(scan(&remote, min_rid, max_rid, s.id, [&](const Stmt& r) {
       QueryRow row;
       ES_RETURN_IF_ERROR(OriginById(r.Int(0), &row.origin));

@@ -17,12 +17,16 @@
 
 #include "platform/files.h"
 #include "platform/log.h"
+#include "store/chunk_codec.h"
+#include "store/schema.h"
 #include "store/sqlite_store.h"
 
 namespace edgesync {
 namespace {
 
-constexpr int64_t kDiskBytesPerReading = 64;  // log row + index entry + b-tree overhead
+// A reading in a chunk takes ~2-3 bytes with the row's share (schema.h);
+// room is estimated with some margin.
+constexpr int64_t kDiskBytesPerReading = 8;
 // Retention prunes early above kSpaceHighPercent of max_bytes, down to
 // kSpaceLowPercent: room made in the background before ingest meets the limit.
 constexpr int64_t kSpaceHighPercent = 90;
@@ -36,25 +40,64 @@ struct Oldest {
   int64_t above = 0;
 };
 
+// Readings of [first, last] above split.
+int64_t Above(int64_t first, int64_t last, int64_t split) { return std::max<int64_t>(0, last - std::max(first - 1, split)); }
+
 Status SelectOldest(Db* db, int64_t limit, int64_t n, int64_t split, Oldest* out) {
   *out = Oldest{};
   Stmt s;
-  ES_RETURN_IF_ERROR(s.Prepare(db,
-                               "SELECT ifnull(max(lsn), 0), count(*), ifnull(sum(lsn > ?), 0) FROM "
-                               "(SELECT lsn FROM log WHERE kind = 0 AND lsn <= ? ORDER BY lsn LIMIT ?)"));
-  s.Bind(1, split);
-  s.Bind(2, limit);
-  s.Bind(3, n);
+  // In first_lsn order with no WHERE: the scan stops at the first chunk
+  // past what is wanted instead of filtering the whole table.
+  ES_RETURN_IF_ERROR(s.Prepare(db, "SELECT first_lsn, last_lsn FROM chunks ORDER BY first_lsn"));
   Status st;
-  if (s.Step(&st)) *out = Oldest{s.Int(0), s.Int(1), s.Int(2)};
+  while (out->count < n && s.Step(&st)) {
+    const int64_t first = s.Int(0);
+    const int64_t take_last = std::min({s.Int(1), limit, first + (n - out->count) - 1});
+    if (take_last < first) break;
+    out->upto = take_last;
+    out->count += take_last - first + 1;
+    out->above += Above(first, take_last, split);
+  }
   return st;
 }
 
+// Deletes every reading with LSN <= upto: whole chunks, and the head of the
+// chunk holding upto, rewritten without it (its row moves to its new first
+// LSN; LSNs never change).
 Status DeleteReadingsUpTo(Db* db, int64_t upto) {
+  Stmt straddle;
+  ES_RETURN_IF_ERROR(straddle.Prepare(db,
+                                      "SELECT first_lsn, last_lsn, written_at, data FROM chunks WHERE first_lsn = "
+                                      "(SELECT max(first_lsn) FROM chunks WHERE first_lsn <= ?) AND last_lsn > ?"));
+  straddle.Bind(1, upto);
+  straddle.Bind(2, upto);
+  Status st;
+  bool trim = false;
+  int64_t first = 0, last = 0, written_at = 0;
+  std::vector<ChunkReading> readings;
+  if (straddle.Step(&st)) {
+    trim = true;
+    first = straddle.Int(0);
+    last = straddle.Int(1);
+    written_at = straddle.Int(2);
+    Status d = DecodeChunk(straddle.Blob(3), kMaxChunkReadings, &readings);
+    if (!d.ok()) return Status::Corruption("chunk at LSN " + std::to_string(first) + ": " + d.message());
+    if (static_cast<int64_t>(readings.size()) != last - first + 1) {
+      return Status::Corruption("chunk at LSN " + std::to_string(first) + " holds the wrong number of readings");
+    }
+  }
+  ES_RETURN_IF_ERROR(st);
+  straddle.Reset();
   Stmt del;
-  ES_RETURN_IF_ERROR(del.Prepare(db, "DELETE FROM log WHERE kind = 0 AND lsn <= ?"));
+  ES_RETURN_IF_ERROR(del.Prepare(db, "DELETE FROM chunks WHERE first_lsn <= ?"));
   del.Bind(1, upto);
-  return del.Run();
+  ES_RETURN_IF_ERROR(del.Run());
+  if (!trim) return Status::Ok();
+  readings.erase(readings.begin(), readings.begin() + (upto - first + 1));
+  Stmt ins;
+  ES_RETURN_IF_ERROR(ins.Prepare(db, kInsertChunkSql));
+  std::string block;
+  return InsertChunkRow(&ins, readings, upto + 1, written_at, &block);
 }
 
 }  // namespace
@@ -168,42 +211,41 @@ Status SqliteStore::SpaceLow(bool* low) {
 }
 
 // Acknowledged readings, oldest first: past the retention age, or any of them
-// when space is low. Age is batch-grained (the batches table); a clock
-// stepped back only delays pruning.
+// when space is low. Age is chunk-grained (a chunk's write time); a clock
+// stepped back only delays pruning. At most about max_rows readings (whole
+// chunks, at least one) go in a step.
 Status SqliteStore::PruneReadings(int64_t max_rows, int64_t now, bool space_low, PruneResult* result) {
   int64_t acked = 0;
   ES_RETURN_IF_ERROR(write_db_.QueryInt("SELECT ifnull(max(lsn), 0) FROM acks", &acked));
   if (acked <= 0) return Status::Ok();
-  // Everything before the first batch written at or after the cutoff is old
-  // enough. At most max_rows batches are looked at, so a step stays bounded
-  // even on a huge first backlog (the rest waits for the next step).
   const int64_t cutoff = now - options_.retention_age_ms;
-  int64_t young = INT64_MAX;
+  int64_t upto = 0, count = 0, early = 0;
+  bool more = false;
   {
-    Stmt y;
-    ES_RETURN_IF_ERROR(y.Prepare(&write_db_, "SELECT first_lsn, written_at FROM batches ORDER BY first_lsn LIMIT ?"));
-    y.Bind(1, max_rows);
+    Stmt c;
+    ES_RETURN_IF_ERROR(c.Prepare(&write_db_, "SELECT first_lsn, last_lsn, written_at FROM chunks ORDER BY first_lsn"));
     Status st;
-    int64_t last_first = 0, seen = 0;
-    while (y.Step(&st)) {
-      if (y.Int(1) >= cutoff) {
-        young = y.Int(0) - 1;
+    while (c.Step(&st)) {
+      const int64_t first = c.Int(0), last = c.Int(1);
+      const bool old = c.Int(2) < cutoff;
+      if (!old && !space_low) break;
+      if (count >= max_rows) {
+        more = true;
         break;
       }
-      last_first = y.Int(0);
-      ++seen;
+      const int64_t take_last = std::min({last, acked, first + (max_rows - count) - 1});
+      if (take_last < first) break;
+      upto = take_last;
+      count += take_last - first + 1;
+      if (!old) early += take_last - first + 1;
+      if (take_last < last) {
+        more = take_last < acked;  // stopped by max_rows, not by the acknowledgement
+        break;
+      }
     }
     ES_RETURN_IF_ERROR(st);
-    // All of those old and more not looked at: the last one's batch may run on
-    // into younger readings, so stop before it.
-    if (young == INT64_MAX && seen >= max_rows) young = last_first - 1;
   }
-  const int64_t age_limit = std::min(acked, young);
-  const int64_t limit = space_low ? acked : age_limit;
-  Oldest oldest;
-  ES_RETURN_IF_ERROR(SelectOldest(&write_db_, limit, max_rows, age_limit, &oldest));
-  if (oldest.count == 0) return Status::Ok();
-  const int64_t upto = oldest.upto, count = oldest.count, early = oldest.above;
+  if (count == 0) return Status::Ok();
   uint64_t next = 0;
   ES_RETURN_IF_ERROR(NextLsn(&next));
   ES_RETURN_IF_ERROR(SetMetaInt("high_lsn", static_cast<int64_t>(next) - 1));  // LSNs are never reused
@@ -217,7 +259,7 @@ Status SqliteStore::PruneReadings(int64_t max_rows, int64_t now, bool space_low,
   ES_RETURN_IF_ERROR(b.Run());
   result->readings += count;
   result->early += early;
-  if (count >= max_rows) result->more = true;
+  if (more || count >= max_rows) result->more = true;
   return Status::Ok();
 }
 

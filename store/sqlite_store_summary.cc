@@ -1,7 +1,9 @@
 // Summaries for people: the devices a store knows and how old its backlog
 // is. Read side only (read_mu_, one snapshot each).
 #include <algorithm>
+#include <map>
 
+#include "store/chunk_codec.h"
 #include "store/sqlite_store.h"
 
 namespace edgesync {
@@ -11,15 +13,31 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
   std::lock_guard<std::mutex> lock(read_mu_);
   Txn snapshot(&read_db_);
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  // Local readings: every chunk decoded (a scan for people, not a hot path).
   Stmt local, remote;
-  ES_RETURN_IF_ERROR(local.Prepare(&read_db_,
-                                   "SELECT s.device_id, count(*), min(l.ts), max(l.ts) FROM log l "
-                                   "JOIN series s ON s.id = l.series WHERE l.kind = 0 GROUP BY s.device_id"));
+  ES_RETURN_IF_ERROR(local.Prepare(&read_db_, "SELECT first_lsn, data FROM chunks"));
+  struct Span {
+    int64_t readings = 0, first_ts = INT64_MAX, last_ts = INT64_MIN;
+  };
+  std::map<std::string, Span> by_device;
+  std::vector<ChunkReading> chunk;
   Status st;
   while (local.Step(&st)) {
-    devices->push_back({local.Text(0), origin_, true, local.Int(1), local.Int(2), local.Int(3)});
+    Status d = DecodeChunk(local.Blob(1), kMaxChunkReadings, &chunk);
+    if (!d.ok()) return Status::Corruption("chunk at LSN " + std::to_string(local.Int(0)) + ": " + d.message());
+    for (const ChunkReading& c : chunk) {
+      SeriesInfo info;
+      ES_RETURN_IF_ERROR(SeriesById(c.series, &info));
+      Span& span = by_device[info.device_id];
+      ++span.readings;
+      span.first_ts = std::min(span.first_ts, c.ts_ms);
+      span.last_ts = std::max(span.last_ts, c.ts_ms);
+    }
   }
   ES_RETURN_IF_ERROR(st);
+  for (const auto& [device, span] : by_device) {
+    devices->push_back({device, origin_, true, span.readings, span.first_ts, span.last_ts});
+  }
   ES_RETURN_IF_ERROR(remote.Prepare(&read_db_,
                                     "SELECT s.device_id, r.origin, count(*), min(r.ts), max(r.ts) FROM remote r "
                                     "JOIN series s ON s.id = r.series WHERE r.kind = 0 "
@@ -49,16 +67,18 @@ Status SqliteStore::Backlog(uint64_t after_lsn, BacklogInfo* info) {
   std::lock_guard<std::mutex> lock(read_mu_);
   Txn snapshot(&read_db_);
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  // The oldest entry after after_lsn: the chunk holding after_lsn + 1 (or
+  // the next one) carries its write time; a device record's is in batches.
   Stmt st_oldest;
-  // The batch holding after_lsn + 1 (batches share a row while their
-  // millisecond does; see AppendOnce), if any entry is after it at all.
-  ES_RETURN_IF_ERROR(st_oldest.Prepare(&read_db_,
-                                       "SELECT (SELECT written_at FROM batches WHERE first_lsn <= ?1 "
-                                       "ORDER BY first_lsn DESC LIMIT 1) "
-                                       "WHERE EXISTS (SELECT 1 FROM log WHERE lsn >= ?1)"));
+  ES_RETURN_IF_ERROR(st_oldest.Prepare(
+      &read_db_,
+      "SELECT min(ifnull((SELECT written_at FROM chunks WHERE first_lsn >= ifnull((SELECT max(first_lsn) FROM chunks "
+      "WHERE first_lsn <= ?1), 0) AND last_lsn >= ?1 ORDER BY first_lsn LIMIT 1), 9223372036854775807), "
+      "ifnull((SELECT written_at FROM batches WHERE first_lsn = (SELECT min(lsn) FROM log WHERE lsn >= ?1)), "
+      "9223372036854775807))"));
   st_oldest.Bind(1, static_cast<int64_t>(after_lsn + 1));
   Status st;
-  if (st_oldest.Step(&st)) info->oldest_written_ms = st_oldest.Int(0);
+  if (st_oldest.Step(&st) && st_oldest.Int(0) != INT64_MAX) info->oldest_written_ms = st_oldest.Int(0);
   ES_RETURN_IF_ERROR(st);
   Stmt mean;
   ES_RETURN_IF_ERROR(mean.Prepare(&read_db_, "SELECT ifnull(sum(bytes), 0), ifnull(sum(entries), 0) FROM ranges"));

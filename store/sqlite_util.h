@@ -66,6 +66,9 @@ class Stmt {
   void Bind(int i, std::string_view v) {
     sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
   }
+  void BindBlob(int i, std::string_view v) {
+    sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+  }
 
   // true = a row is ready; false = done. Errors go to *status.
   bool Step(Status* status);
@@ -78,6 +81,12 @@ class Stmt {
 
   int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
   double Double(int col) const { return sqlite3_column_double(stmt_, col); }
+  // Valid until the next Step/Reset.
+  std::string_view Blob(int col) const {
+    const void* p = sqlite3_column_blob(stmt_, col);
+    return p ? std::string_view(static_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
+             : std::string_view();
+  }
   std::string Text(int col) const {
     const unsigned char* p = sqlite3_column_text(stmt_, col);
     return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(stmt_, col)) : std::string();

@@ -10,38 +10,11 @@
 namespace edgesync {
 namespace {
 
-// Decimal scales up to 10^15 keep mantissas of real sensor values well below
-// 2^53, where a double still holds every integer exactly.
-constexpr int kMaxScale = 15;
+constexpr int kMaxScale = kMaxDecimalScale;
 constexpr int64_t kMaxMantissa = int64_t{1} << 53;
 // Entries reserved up front at most (~1 MB); beyond it the vector grows as
 // entries decode.
 constexpr size_t kReserveEntries = 4096;
-
-const double kPow10[kMaxScale + 1] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                      1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
-
-// m / 10^scale reproduces value bit for bit (IEEE division of two exact
-// numbers is correctly rounded, so this is also what strtod gives for the
-// decimal text). -0.0, NaN and infinities never qualify.
-bool MantissaAt(double value, int scale, int64_t* m) {
-  if (!std::isfinite(value)) return false;
-  double scaled = std::nearbyint(value * kPow10[scale]);
-  if (!(std::fabs(scaled) < static_cast<double>(kMaxMantissa))) return false;
-  int64_t candidate = static_cast<int64_t>(scaled);
-  double back = static_cast<double>(candidate) / kPow10[scale];
-  if (std::memcmp(&back, &value, sizeof back) != 0) return false;
-  *m = candidate;
-  return true;
-}
-
-int MinimalScale(double value) {
-  int64_t m;
-  for (int s = 0; s <= kMaxScale; ++s) {
-    if (MantissaAt(value, s, &m)) return s;
-  }
-  return -1;
-}
 
 uint64_t SeriesKey(uint32_t device, uint32_t metric) { return (uint64_t{device} << 32) | metric; }
 
@@ -66,29 +39,15 @@ class Dictionary {
 class Reader {
  public:
   Reader(const flatbuffers::Vector<uint8_t>* v, const char* name)
-      : p_(v ? v->data() : nullptr), end_(v ? v->data() + v->size() : nullptr), name_(name) {}
-  bool Next(uint64_t* out) {
-    uint64_t result = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (p_ == end_) return false;
-      uint8_t b = *p_++;
-      if (shift == 63 && b > 1) return false;  // more than 64 bits
-      result |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) {
-        *out = result;
-        return true;
-      }
-    }
-    return false;
-  }
-  bool AtEnd() const { return p_ == end_; }
+      : in_(v ? v->data() : nullptr, v ? v->data() + v->size() : nullptr), name_(name) {}
+  bool Next(uint64_t* out) { return in_.Next(out); }
+  bool AtEnd() const { return in_.AtEnd(); }
   Status Error(const std::string& what) const {
     return Status::Corruption(std::string("batch column ") + name_ + ": " + what);
   }
 
  private:
-  const uint8_t* p_;
-  const uint8_t* end_;
+  VarintReader in_;
   const char* name_;
 };
 
@@ -97,14 +56,6 @@ class Reader {
   if (!(reader).Next(&var)) return (reader).Error("truncated or bad varint")
 
 }  // namespace
-
-void PutVarint(uint64_t value, std::string* out) {
-  while (value >= 0x80) {
-    out->push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out->push_back(static_cast<char>(value));
-}
 
 std::string EncodeEntries(const std::vector<ChangeEntry>& entries, uint64_t lsn_base, const FeedColumns* feed) {
   Dictionary devices, metrics, units;
@@ -345,7 +296,7 @@ Status DecodeEntries(std::string_view bytes, uint64_t lsn_base, size_t max_entri
       last_of_series[key] = mantissa;
       last_of_metric[m] = mantissa;
       metric_seen[m] = true;
-      r.value = static_cast<double>(mantissa) / kPow10[scales[m]];
+      r.value = FromMantissa(mantissa, static_cast<int>(scales[m]));
     }
     ++reading_no;
     if (!std::isfinite(r.value)) return Status::Corruption("batch: reading value is not finite");

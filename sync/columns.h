@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "platform/status.h"
+#include "store/column_coding.h"  // PutVarint, ZigZag: shared with the store's chunks
 #include "store/types.h"
 
 namespace edgesync {
@@ -40,10 +41,6 @@ std::string EncodeEntries(const std::vector<ChangeEntry>& entries, uint64_t lsn_
 Status DecodeEntries(std::string_view bytes, uint64_t lsn_base, size_t max_entries, std::vector<ChangeEntry>* entries,
                      FeedColumns* feed);
 
-// Zig-zag LEB128 helpers, exposed for tests.
-void PutVarint(uint64_t value, std::string* out);
-inline uint64_t ZigZag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
-inline int64_t UnZigZag(uint64_t v) { return static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1)); }
 
 }  // namespace edgesync
 

@@ -443,6 +443,13 @@ void Ingest::CommitLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   Steady::time_point first_seen{};
   bool have_first = false;
+  // The arrival rate, over windows of at least kRateWindow: above
+  // busy_rate, batches wait batch_delay_busy_ms (the SD card's writes are
+  // per commit); below two thirds of it, batch_delay_ms again (latency).
+  constexpr auto kRateWindow = std::chrono::milliseconds(500);
+  Steady::time_point window_start = Steady::now();
+  int64_t window_readings = 0;
+  bool busy = false;
   Heartbeat beat("committer");
   while (true) {
     {
@@ -465,14 +472,25 @@ void Ingest::CommitLoop() {
         first_seen = Steady::now();
         have_first = true;
       }
-      auto deadline = first_seen + std::chrono::milliseconds(options_.batch_delay_ms);
+      auto deadline =
+          first_seen + std::chrono::milliseconds(busy ? options_.batch_delay_busy_ms : options_.batch_delay_ms);
       if (Steady::now() < deadline) {
         cv_.wait_until(lock, deadline, [&] { return stopping_ || queue_.size() >= batch_max_; });
         continue;
       }
     }
     have_first = false;
+    window_readings += static_cast<int64_t>(std::min(queue_.size(), batch_max_));
     CommitHeldSlot(&lock);
+    const auto now = Steady::now();
+    if (now - window_start >= kRateWindow) {
+      const double secs = std::chrono::duration<double>(now - window_start).count();
+      const double rate = static_cast<double>(window_readings) / secs;
+      const double busy_rate = static_cast<double>(options_.busy_rate);
+      busy = rate > busy_rate || (busy && rate > busy_rate * 2 / 3);
+      window_start = now;
+      window_readings = 0;
+    }
   }
 }
 

@@ -19,11 +19,29 @@
 // other is truncated and becomes the active one. Disk use is therefore
 // about 2 x segment_bytes; the committed prefix is dropped without copying.
 //
-// Record: u32 body length | u32 checksum (XXH3 low 32 bits) | body, little
-// endian; body: u64 seq | u32 count | count x (u16 len + device id, u16 len +
-// metric, u16 len + unit, i64 ts_ms, f64 value, u32 quality). A torn or
-// damaged record ends its segment: it and anything after it are cut off at
-// open (a torn record was never acknowledged).
+// A segment written by this version opens with the 8-byte magic
+// "ESJ2\r\n\x1a\n" and holds compact records, each leaning on the ones
+// before it in the segment: varint body length | u32 checksum (XXH3 low 32
+// bits of the body) | body: varint seq delta (from the previous record's) |
+// varint count | count x (varint series: its index in the segment's
+// dictionary, or 0 followed by varint-length device id, metric and unit,
+// which become the next index | zig-zag varint ts delta from the previous
+// reading | u8 decimal scale + zig-zag varint mantissa, or scale 16 + 8
+// raw IEEE bytes (store/column_coding.h) | varint quality). A reading of the
+// reference workload takes ~14 bytes where the first format took ~60: the
+// journal is written for every reading before its PUBACK, so its bytes are
+// a large part of what the SD card is written per reading
+// (tests/bench/storage_bench.cc). The dictionary starts empty in each
+// segment, so a segment decodes on its own from its start.
+//
+// A segment without the magic is of the first format (an older version's
+// journal): u32 body length | u32 checksum | body: u64 seq | u32 count |
+// count x (u16 len + device id, u16 len + metric, u16 len + unit, i64 ts_ms,
+// f64 value, u32 quality), little endian. It is read as such, and appended
+// to in its own format until it turns.
+//
+// Either way a torn or damaged record ends its segment: it and anything
+// after it are cut off at open (a torn record was never acknowledged).
 //
 // Thread safety: none; the owner serialises calls.
 #ifndef EDGESYNC_AGENT_INGEST_INTAKE_JOURNAL_H_
@@ -32,6 +50,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "platform/status.h"
@@ -74,14 +93,30 @@ class IntakeJournal {
 
   int64_t bytes() const { return sizes_[0] + sizes_[1]; }
 
-  // The record encoding, for tests and the fuzzer: Decode returns false on
-  // anything that is not exactly one well-formed body.
+  // The first format's record encoding, for tests and the fuzzer: Decode
+  // returns false on anything that is not exactly one well-formed body.
   static void EncodeBody(uint64_t seq, const std::vector<Reading>& readings, std::string* out);
   static bool DecodeBody(const char* data, size_t size, IntakeRecord* record);
+  // A whole segment's bytes (either format), for tests and the fuzzer: the
+  // well-formed records from its start, in order; returns the length of
+  // that prefix (what Open keeps of the file).
+  static size_t ParseSegment(const std::string& data, std::vector<IntakeRecord>* records);
+
+  // What the compact format carries from one record to the next in a
+  // segment (the writer's copy; Open rebuilds it from the file).
+  struct SegmentState {
+    bool compact = true;              // false: a first-format segment
+    uint64_t prev_seq = 0;
+    int64_t prev_ts = 0;
+    std::unordered_map<std::string, uint64_t> series;  // device \0 metric \0 unit -> index (from 1)
+  };
 
  private:
   IntakeJournal() = default;
   Status Turn(uint64_t committed_seq);
+  // Appends one compact record for `readings` to buffer_; new dictionary
+  // keys go to added (kept only once the write succeeds).
+  void EncodeCompact(uint64_t seq, const std::vector<Reading>& readings, std::vector<std::string>* added);
 
   IntakeJournalOptions options_;
   int fds_[2] = {-1, -1};
@@ -90,6 +125,7 @@ class IntakeJournal {
   uint64_t last_seqs_[2] = {0, 0};    // highest seq in each segment (0 = none)
   int active_ = 0;
   std::string buffer_;                // reused record buffer
+  SegmentState state_;                // of the active segment
 };
 
 }  // namespace edgesync

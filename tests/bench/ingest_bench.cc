@@ -17,6 +17,7 @@
 #include "store/store.h"
 #include "sync/mqtt_link.h"
 #include "tests/bench/report.h"
+#include "tests/bench/subscriber.h"
 #include "tests/support/broker.h"
 #include "tests/support/process.h"
 
@@ -38,24 +39,11 @@ bool StartPublisher(test::Process* p, const test::Broker& broker, const std::str
 
 // A subscriber that only counts: the broker's delivery rate of the load.
 double PlainSubscriberRate(const test::Broker& broker, const std::string& dir) {
-  MqttLinkOptions o;
-  o.uri = broker.uri();
-  o.client_id = "plain-subscriber";
-  o.clean_start = true;
-  std::unique_ptr<MqttLink> link;
-  if (!NewPahoMqttLink(o, &link).ok()) return 0;
-  std::atomic<int64_t> n{0};
-  link->SetMessageHandler([&n](MqttMessage&&) { n++; });
-  link->Subscribe("sensors/#", 1);
-  if (!link->Connect(10000).ok()) return 0;
   test::Process pub;
-  auto t0 = Steady::now();
-  if (!StartPublisher(&pub, broker, dir, "pub-baseline")) return 0;
-  if (!test::WaitFor([&] { return n.load() >= kTotal; }, 300000)) return 0;
-  double secs = std::chrono::duration<double>(Steady::now() - t0).count();
+  double rate = bench::CountingSubscriberRate(broker.uri(), kTotal,
+                                              [&] { return StartPublisher(&pub, broker, dir, "pub-baseline"); });
   pub.Wait(10000);
-  link->Disconnect(2000);
-  return static_cast<double>(kTotal) / secs;
+  return rate;
 }
 
 // Ends edgesync's persistent session: left behind, it would make the broker

@@ -1,6 +1,8 @@
-// Crash safety for real: a forked writer appends batches and reports each
-// committed batch's last LSN through a pipe; it is SIGKILLed at random
-// moments, and every time the store is reopened and checked.
+// Crash safety for real: a forked writer appends batches (each one chunk of
+// readings, store/schema.h) and reports each committed batch's last LSN
+// through a pipe; it is SIGKILLed at random moments, and every time the
+// store is reopened and checked. A second writer also prunes acknowledged
+// chunks as it goes.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -26,6 +28,33 @@ StoreOptions Opts(const std::string& path, bool full) {
   return o;
 }
 
+// 1 to 300 readings of random series; each one's value is its intended LSN.
+std::vector<Reading> NextBatch(std::mt19937* rng, uint64_t next) {
+  int n = 1 + static_cast<int>((*rng)() % 300);
+  std::vector<Reading> batch;
+  for (int i = 0; i < n; ++i) {
+    Reading r;
+    r.device_id = "dev" + std::to_string((*rng)() % 97);
+    r.metric = "m" + std::to_string((*rng)() % 3);
+    r.ts_ms = static_cast<int64_t>(next + i);
+    r.value = static_cast<double>(next + i);
+    batch.push_back(r);
+  }
+  return batch;
+}
+
+// The whole log, page by page; false if a page could not be read.
+bool ReadWholeLog(Store* store, std::vector<ChangeEntry>* all) {
+  uint64_t after = 0;
+  for (;;) {
+    std::vector<ChangeEntry> page;
+    if (!store->ReadLog(after, 50000, &page).ok()) return false;
+    if (page.empty()) return true;
+    after = page.back().lsn;
+    all->insert(all->end(), page.begin(), page.end());
+  }
+}
+
 // The writer: never returns. Each reading's value is its intended LSN, so
 // the checker can tell a misplaced row from a right one.
 [[noreturn]] void Writer(const std::string& path, bool full, int fd, unsigned seed) {
@@ -33,17 +62,7 @@ StoreOptions Opts(const std::string& path, bool full) {
   if (!Store::Open(Opts(path, full), &store).ok()) _exit(2);
   std::mt19937 rng(seed);
   for (;;) {
-    int n = 1 + static_cast<int>(rng() % 300);
-    uint64_t next = store->LastLsn() + 1;
-    std::vector<Reading> batch;
-    for (int i = 0; i < n; ++i) {
-      Reading r;
-      r.device_id = "dev" + std::to_string(rng() % 97);
-      r.metric = "m" + std::to_string(rng() % 3);
-      r.ts_ms = static_cast<int64_t>(next + i);
-      r.value = static_cast<double>(next + i);
-      batch.push_back(r);
-    }
+    std::vector<Reading> batch = NextBatch(&rng, store->LastLsn() + 1);
     AppendResult res;
     if (!store->AppendReadings(batch, &res).ok()) _exit(3);
     if (::write(fd, &res.last_lsn, sizeof(res.last_lsn)) != sizeof(res.last_lsn)) _exit(4);
@@ -98,14 +117,7 @@ TEST(StoreCrashTest, SurvivesRepeatedSigkill) {
     ASSERT_TRUE(st.ok()) << "round " << round << ": " << st.ToString();
     ASSERT_GE(store->LastLsn(), reported_max) << "a reported-committed batch is missing, round " << round;
     std::vector<ChangeEntry> all;
-    uint64_t after = 0;
-    for (;;) {
-      std::vector<ChangeEntry> page;
-      ASSERT_TRUE(store->ReadLog(after, 50000, &page).ok());
-      if (page.empty()) break;
-      after = page.back().lsn;
-      all.insert(all.end(), page.begin(), page.end());
-    }
+    ASSERT_TRUE(ReadWholeLog(store.get(), &all)) << "round " << round;
     ASSERT_EQ(all.size(), store->LastLsn()) << "round " << round;
     for (size_t i = 0; i < all.size(); ++i) {
       ASSERT_EQ(all[i].lsn, i + 1) << "gap or reuse at index " << i << ", round " << round;
@@ -113,6 +125,83 @@ TEST(StoreCrashTest, SurvivesRepeatedSigkill) {
     }
   }
   EXPECT_GT(reported_max, 0u);
+}
+
+// The writer of the pruning round: appends like Writer, acknowledges all
+// but the newest ~500 LSNs upstream and runs retention steps (age 0: every
+// acknowledged chunk is due), so SIGKILL lands inside chunk inserts and
+// chunk deletes alike. Reports (last committed LSN, acknowledged LSN).
+[[noreturn]] void PruningWriter(const std::string& path, int fd, unsigned seed) {
+  StoreOptions o = Opts(path, false);
+  o.retention_age_ms = 0;
+  std::unique_ptr<Store> store;
+  if (!Store::Open(o, &store).ok()) _exit(2);
+  std::mt19937 rng(seed);
+  for (;;) {
+    std::vector<Reading> batch = NextBatch(&rng, store->LastLsn() + 1);
+    AppendResult res;
+    if (!store->AppendReadings(batch, &res).ok()) _exit(3);
+    uint64_t acked = res.last_lsn > 500 ? res.last_lsn - 500 : 0;
+    if (acked > 0 && !store->AckUpstream("region", acked).ok()) _exit(5);
+    PruneResult pr;
+    if (!store->PruneStep(1 + rng() % 2000, &pr).ok()) _exit(6);
+    uint64_t report[2] = {res.last_lsn, acked};
+    if (::write(fd, report, sizeof report) != sizeof report) _exit(4);
+  }
+}
+
+// Retention deletes whole chunks while appends go on: killed anywhere,
+// what remains is a gap-free run of LSNs up to the head, holding every
+// reading not acknowledged (never pruned), each exactly once.
+TEST(StoreCrashTest, ChunkPruningSurvivesSigkill) {
+  TempDir dir;
+  const std::string path = dir.File("store.db");
+  std::mt19937 rng(4242);
+  uint64_t reported_max = 0, acked_max = 0;
+  for (int round = 0; round < 30; ++round) {
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(fds[0]);
+      PruningWriter(path, fds[1], static_cast<unsigned>(round * 104729 + 3));
+    }
+    ::close(fds[1]);
+    uint64_t report[2] = {0, 0};
+    if (round == 0) {
+      ASSERT_EQ(::read(fds[0], report, sizeof report), static_cast<ssize_t>(sizeof report))
+          << "the writer could not create the store";
+    }
+    SleepMs(static_cast<int64_t>(rng() % 80) + 5);
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "writer exited early with " << WEXITSTATUS(status);
+    do {
+      reported_max = std::max(reported_max, report[0]);
+      acked_max = std::max(acked_max, report[1]);
+    } while (::read(fds[0], report, sizeof report) == sizeof report);
+    ::close(fds[0]);
+
+    std::unique_ptr<Store> store;
+    Status st = Store::Open(Opts(path, false), &store);
+    ASSERT_TRUE(st.ok()) << "round " << round << ": " << st.ToString();
+    ASSERT_GE(store->LastLsn(), reported_max) << "a reported-committed batch is missing, round " << round;
+    std::vector<ChangeEntry> all;
+    ASSERT_TRUE(ReadWholeLog(store.get(), &all)) << "round " << round;
+    ASSERT_FALSE(all.empty()) << "round " << round;
+    EXPECT_EQ(all.back().lsn, store->LastLsn()) << "round " << round;
+    StoreStats stats;
+    ASSERT_TRUE(store->Stats(&stats).ok());
+    EXPECT_GE(stats.acked_lsn, acked_max);
+    EXPECT_LE(all.front().lsn, stats.acked_lsn + 1) << "an unacknowledged reading was pruned, round " << round;
+    for (size_t i = 0; i < all.size(); ++i) {
+      ASSERT_EQ(all[i].lsn, all.front().lsn + i) << "gap or repeat at index " << i << ", round " << round;
+      ASSERT_EQ(all[i].reading.value, static_cast<double>(all[i].lsn)) << "round " << round;
+    }
+  }
+  EXPECT_GT(acked_max, 0u);
 }
 
 }  // namespace

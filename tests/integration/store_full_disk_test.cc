@@ -87,7 +87,9 @@ std::string Scenario(const std::string& dir, const std::function<void()>& make_r
     Status st = Store::Open(o, &store);
     if (!st.ok()) return "open: " + st.ToString();
     AppendResult r;
-    for (int i = 0; i < 2000; ++i) {
+    // Readings take ~2 bytes each in chunks: enough batches to fill 2 MiB
+    // many times over (the loop ends at the first failure).
+    for (int i = 0; i < 20000; ++i) {
       st = store->AppendReadings(Batch(committed + 1, 500), &r);
       if (!st.ok()) break;
       if (r.first_lsn != committed + 1) return "LSN jumped";
@@ -163,7 +165,8 @@ std::string DropOldestScenario(const std::string& dir) {
   if (!st.ok()) return "open: " + st.ToString();
   uint64_t next = 1;
   int64_t dropped = 0;
-  for (int i = 0; i < 150; ++i) {
+  // Enough to fill 2 MiB with chunks of ~2 bytes a reading, then go on.
+  for (int i = 0; i < 4000; ++i) {
     AppendResult r;
     st = store->AppendReadings(Batch(next, 500), &r);
     if (!st.ok()) return "batch " + std::to_string(i) + ": " + st.ToString();

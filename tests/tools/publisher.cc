@@ -6,7 +6,10 @@
 //
 //   es_publisher URI CLIENT_ID DEVICES READINGS [DEVICE_PREFIX] [BASE_MS] [RATE] [FORMAT] [STEP_MS]
 //   RATE: messages/s over all devices, 0 = as fast as the broker takes them.
-//   FORMAT: json (default, sensors/<dev>/m {"v","t"}) or senml (sensors/<dev>).
+//   FORMAT: json (default, sensors/<dev>/m {"v","t"}), senml (sensors/<dev>),
+//   or reference: the reference workload (tests/support/workload.h: DEVICES
+//   x 8 metrics, READINGS rounds, values random-walking at each sensor's
+//   resolution) as sensors/<dev>/<metric> {"v","t","u"}, one reading each.
 //   STEP_MS: the devices' own time between two readings (default 1); with
 //   RATE = DEVICES x 1000 / STEP_MS and BASE_MS = now, each reading's time is
 //   when it was published, as a sensor with a synchronised clock stamps it.
@@ -18,6 +21,7 @@
 #include <thread>
 
 #include "sync/mqtt_link.h"
+#include "tests/support/workload.h"
 
 int main(int argc, char** argv) {
   if (argc < 5) {
@@ -47,6 +51,37 @@ int main(int argc, char** argv) {
   auto start = std::chrono::steady_clock::now();
   long long sent = 0;
   char payload[160];
+  auto publish = [&](const std::string& topic) {
+    while (true) {
+      s = link->Publish(topic, payload, 1, false, 1000);
+      if (s.ok()) break;
+      // Disconnected or window full for long: wait and retry the same message.
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ++sent;
+    if (rate > 0) {
+      auto due = start + std::chrono::microseconds(static_cast<long long>(sent * 1e6 / rate));
+      std::this_thread::sleep_until(due);
+    }
+  };
+  if (format == "reference") {
+    edgesync::test::SensorWorkload w(devices, base, step, 1, prefix);
+    const long long total = static_cast<long long>(devices) * 8 * readings;
+    for (long long n = 0; n < total; ++n) {
+      edgesync::Reading r = w.Next();
+      // The shortest decimal that reads back as the value (as a sensor
+      // prints 21.4, not 21.399999999999999).
+      char value[32];
+      for (int digits = 6; digits <= 17; ++digits) {
+        std::snprintf(value, sizeof value, "%.*g", digits, r.value);
+        if (std::strtod(value, nullptr) == r.value) break;
+      }
+      std::snprintf(payload, sizeof payload, "{\"v\":%s,\"t\":%lld.%03lld,\"u\":\"%s\"}", value,
+                    static_cast<long long>(r.ts_ms / 1000), static_cast<long long>(r.ts_ms % 1000), r.unit.c_str());
+      publish("sensors/" + r.device_id + "/" + r.metric);
+    }
+    readings = 0;
+  }
   for (int i = 0; i < readings; ++i) {
     for (int d = 0; d < devices; ++d) {
       long long ts = base + i * step;
@@ -59,17 +94,7 @@ int main(int argc, char** argv) {
         topic = "sensors/" + device + "/m";
         std::snprintf(payload, sizeof payload, "{\"v\":%d,\"t\":%lld.%03lld}", i, ts / 1000, ts % 1000);
       }
-      while (true) {
-        s = link->Publish(topic, payload, 1, false, 1000);
-        if (s.ok()) break;
-        // Disconnected or window full for long: wait and retry the same message.
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-      ++sent;
-      if (rate > 0) {
-        auto due = start + std::chrono::microseconds(static_cast<long long>(sent * 1e6 / rate));
-        std::this_thread::sleep_until(due);
-      }
+      publish(topic);
     }
   }
   s = link->Flush(120000);

@@ -39,14 +39,14 @@ class RetentionTest : public StoreTest {
 constexpr int64_t kMinute = 60 * 1000;
 constexpr int64_t kHour = 60 * kMinute;
 
-// Four simulated hours at 20 readings/s under a 3 MiB limit, retention every
+// Four simulated hours at 20 readings/s under a 320 KiB limit, retention every
 // minute, an uplink acknowledging 30 s behind, and a 20-minute outage in the
 // third hour. The limit binds after about an hour; from then on acknowledged
 // readings are pruned early (oldest first) and the file stays the same size
 // (free pages reused), while every unacknowledged reading stays.
 TEST_F(RetentionTest, GatewayUnderASizeLimitStaysBoundedForHoursAndLosesNothingUnacknowledged) {
   StoreOptions o = Options();
-  o.max_bytes = 3 << 20;
+  o.max_bytes = 320 << 10;
   o.min_free_bytes = 0;  // the test's filesystem is not the subject
   o.retention_age_ms = 24 * kHour;
   auto s = OpenStore(o);
@@ -117,7 +117,7 @@ TEST_F(RetentionTest, UnacknowledgedReadingsGoOnlyUnderDropOldestAndAreCounted) 
     TempDir dir;
     StoreOptions o = Options();
     o.path = dir.File("store.db");
-    o.max_bytes = 512 * 1024;
+    o.max_bytes = 64 * 1024;  // readings take a byte or two in chunks
     o.min_free_bytes = 0;
     o.disk_policy = policy;
     auto s = OpenStore(o);
@@ -126,7 +126,7 @@ TEST_F(RetentionTest, UnacknowledgedReadingsGoOnlyUnderDropOldestAndAreCounted) 
     ASSERT_TRUE(s->AckUpstream("eu", 1000).ok());
     int64_t dropped = 0;
     Status st;
-    for (int i = 0; i < 60 && st.ok(); ++i) {
+    for (int i = 0; i < 400 && st.ok(); ++i) {  // enough to fill the limit several times
       st = s->AppendReadings(Batch(500, 10, i * 500), &r);
       if (st.ok()) dropped += r.dropped_oldest;
     }

@@ -89,7 +89,7 @@ TEST_F(StoreOpenTest, RefusesTruncatedFile) {
 }
 
 TEST_F(StoreOpenTest, RefusesCorruptedPage) {
-  MakeStoreWithData(20000);
+  MakeStoreWithData(400000);  // readings take about a byte each in chunks
   std::string data = Content(Options().path);
   ASSERT_GT(data.size(), 4096u * 20);
   // Damage a b-tree page in the middle of the file (not the header page).
@@ -170,6 +170,78 @@ TEST_F(StoreOpenTest, MigratesVersion1Forward) {
   Lease lease;
   ASSERT_TRUE(s->AcquireLease(1, "consumer", &lease).ok());
   ASSERT_TRUE(s->RenewLease(lease, &lease).ok());
+}
+
+// A version 3 store (a row per reading in `log`) moves its readings into
+// chunks on open: the same entries at the same LSNs, device records kept,
+// write times kept for retention, and the LSN head never goes back.
+TEST_F(StoreOpenTest, MigratesVersion3ReadingsIntoChunks) {
+  {
+    Db db;
+    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE).ok());
+    ASSERT_TRUE(db.Exec("PRAGMA journal_mode=WAL").ok());
+    ASSERT_TRUE(CreateSchema(&db, 3).ok());
+    int64_t v = 0;
+    ASSERT_TRUE(db.QueryInt("PRAGMA user_version", &v).ok());
+    ASSERT_EQ(v, 3);
+    std::string sql =
+        "INSERT INTO meta VALUES('epoch','00112233445566778899aabbccddeeff'),('gateway_id','gw1');"
+        "INSERT INTO ranges VALUES(1, -9223372036854775808, 9223372036854775807, 0, 1, 0, 0);"
+        "INSERT INTO series VALUES(1, 'dev-a', 'temp', 'Cel', 1), (2, 'dev-b', 'rh', '', 2), (3, 'dev-a', '', '', 1);"
+        "INSERT INTO devices VALUES('dev-a', 'A', 'roof', 'Cel', 0, 6, 5000);"
+        "INSERT INTO batches VALUES(1, 1000), (4, 2000), (6, 5000), (7, 7000);"
+        "INSERT INTO log VALUES(6, 1, 3, 5000, 0, 0);";
+    // LSNs 1-5 and 7-9 are readings (two batches before the device record, one after).
+    for (int lsn : {1, 2, 3, 4, 5, 7, 8, 9}) {
+      sql += "INSERT INTO log VALUES(" + std::to_string(lsn) + ", 0, " + std::to_string(lsn % 2 + 1) + ", " +
+             std::to_string(1780000000000 + lsn * 1000) + ", " + std::to_string(lsn) + ".5, " + std::to_string(lsn % 3) +
+             ");";
+    }
+    sql += "INSERT INTO meta VALUES('high_lsn', 10);";  // LSN 10 was given out and pruned
+    ASSERT_TRUE(db.Exec(sql).ok());
+  }
+  auto s = OpenStore();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->schema_version(), 4);
+  EXPECT_EQ(s->LastLsn(), 10u);
+  std::vector<ChangeEntry> log;
+  ASSERT_TRUE(s->ReadLog(0, 100, &log).ok());
+  ASSERT_EQ(log.size(), 9u);
+  for (size_t i = 0; i < log.size(); ++i) {
+    const ChangeEntry& e = log[i];
+    EXPECT_EQ(e.lsn, i + 1);
+    if (e.lsn == 6) {
+      EXPECT_EQ(e.kind, ChangeEntry::Kind::kDeviceUpsert);
+      EXPECT_EQ(e.device.location, "roof");
+      continue;
+    }
+    EXPECT_EQ(e.kind, ChangeEntry::Kind::kReading);
+    EXPECT_EQ(e.reading.device_id, e.lsn % 2 ? "dev-b" : "dev-a");
+    EXPECT_EQ(e.reading.ts_ms, 1780000000000 + static_cast<int64_t>(e.lsn) * 1000);
+    EXPECT_EQ(e.reading.value, static_cast<double>(e.lsn) + 0.5);
+    EXPECT_EQ(e.reading.quality, e.lsn % 3);
+  }
+  // Write times survived: a feed from a time starts at the right batch.
+  std::vector<RangeInfo> ranges;
+  ASSERT_TRUE(s->ListRanges(&ranges).ok());
+  FeedStart from;
+  from.kind = FeedStart::Kind::kTime;
+  from.wall_ms = 1500;
+  FeedPage page;
+  ASSERT_TRUE(s->ReadFeed(ranges[0].id, from, 100, &page).ok());
+  ASSERT_FALSE(page.entries.empty());
+  EXPECT_EQ(page.entries.front().lsn, 4u);
+  // New appends continue after the old head.
+  AppendResult r;
+  ASSERT_TRUE(s->AppendReadings(Batch(3), &r).ok());
+  EXPECT_EQ(r.first_lsn, 11u);
+  QueryRequest q;
+  q.device_id = "dev-a";
+  q.metric = "temp";
+  std::vector<QueryRow> rows;
+  ASSERT_TRUE(s->Query(q, &rows).ok());
+  ASSERT_EQ(rows.size(), 3u);  // LSNs 2, 4 and 8 (the odd ones are dev-b's)
+  EXPECT_EQ(rows[2].lsn, 8u);
 }
 
 TEST_F(StoreOpenTest, RejectsBadOptions) {

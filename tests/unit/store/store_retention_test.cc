@@ -51,7 +51,7 @@ TEST_F(StoreRetentionTest, PrunesLargeBacklogsInChunks) {
 
 TEST_F(StoreRetentionTest, RejectNewWhenMaxBytesReached) {
   StoreOptions o = Options();
-  o.max_bytes = 256 * 1024;
+  o.max_bytes = 32 * 1024;  // readings take a byte or two in chunks: the limit binds within a few batches
   auto s = OpenStore(o);
   AppendResult r;
   Status st;
@@ -80,7 +80,7 @@ TEST_F(StoreRetentionTest, RejectNewWhenMaxBytesReached) {
 
 TEST_F(StoreRetentionTest, DropOldestCountsEveryDroppedReading) {
   StoreOptions o = Options();
-  o.max_bytes = 256 * 1024;
+  o.max_bytes = 32 * 1024;  // readings take a byte or two in chunks: the limit binds within a few batches
   o.disk_policy = StoreOptions::DiskPolicy::kDropOldest;
   auto s = OpenStore(o);
   AppendResult r;

@@ -1,0 +1,195 @@
+// bench_storage: what the store costs an SD card on a real gateway, paced as
+// sensors publish (not a burst), and how fast its compressed layout answers
+// a person's query.
+//   1. The reference workload (tests/support/workload.h: 1000 devices x 8
+//      metrics at 1 Hz) as 8,000 single-reading MQTT messages/s for 60 s
+//      through the local Mosquitto into the edgesync gateway process with
+//      its default config: bytes written to storage per reading (/proc/PID/io
+//      write_bytes of the gateway: journal, WAL, database, checkpoints),
+//      bytes on disk per retained reading (store file and WAL at the end),
+//      readings committed/s against a do-nothing subscriber receiving the
+//      same paced load in the same run, and the gateway's peak RSS. The
+//      figures' baselines are the targets of the design (ARCHITECTURE.md's
+//      budget) where no same-run baseline exists; bench_retention compares
+//      the layout against raw SQLite rows.
+//   2. Query of one device and metric over 24 h at 1 Hz in a store of >= 50M
+//      readings (73 devices x 8 metrics x 86,400 s), built directly through
+//      Store::AppendReadings in groups of 2,000: the median of 5 queries,
+//      against the 50 ms target.
+// EDGESYNC_BENCH_QUICK=1 shortens both (a smoke run, not a figure).
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "platform/files.h"
+#include "store/store.h"
+#include "tests/bench/report.h"
+#include "tests/bench/subscriber.h"
+#include "tests/support/broker.h"
+#include "tests/support/process.h"
+#include "tests/support/workload.h"
+
+namespace edgesync {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+constexpr int kDevices = 1000;
+constexpr double kRate = 8000;  // messages/s, one reading each
+
+bool Quick() { return std::getenv("EDGESYNC_BENCH_QUICK") != nullptr; }
+
+int64_t FileSize(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
+}
+
+bool StartPublisher(test::Process* p, const test::Broker& broker, const std::string& dir, const std::string& id,
+                    int rounds) {
+  return p->Start({EDGESYNC_PUBLISHER, broker.uri(), id, std::to_string(kDevices), std::to_string(rounds), "dev-",
+                   "1780000000000", std::to_string(kRate), "reference"},
+                  dir + "/" + id + ".log");
+}
+
+// A subscriber that only counts, receiving the same paced load.
+double PlainSubscriberRate(const test::Broker& broker, const std::string& dir, int rounds) {
+  test::Process pub;
+  double rate = bench::CountingSubscriberRate(broker.uri(), int64_t{kDevices} * 8 * rounds,
+                                              [&] { return StartPublisher(&pub, broker, dir, "pub-baseline", rounds); });
+  pub.Wait(10000);
+  return rate;
+}
+
+struct PacedRun {
+  double rate = 0;
+  double written_per_reading = 0;
+  double disk_per_reading = 0;
+  double peak_rss_mib = 0;
+};
+
+PacedRun GatewayPaced(const test::Broker& broker, const std::string& dir, int rounds) {
+  PacedRun run;
+  const int64_t total = int64_t{kDevices} * 8 * rounds;
+  const std::string data = dir + "/gateway-data";
+  const std::string config = dir + "/edgesync.toml";
+  // The default config: only the ids, paths and the broker are set.
+  test::WriteAll(config, "[gateway]\nid = \"bench\"\ndata_dir = \"" + data + "\"\n[ingest]\nbroker_uri = \"" +
+                             broker.uri() + "\"\nclient_id = \"edgesync-paced\"\n");
+  test::Process gw;
+  if (!gw.Start({EDGESYNC_BINARY, "gateway", "--config", config}, dir + "/gateway.log")) return run;
+  test::WaitFor([&] {
+    std::string s;
+    return ReadFile(data + "/status.json", &s).ok() && s.find("\"connected\": true") != std::string::npos;
+  }, 30000);
+  StoreOptions so;
+  so.path = data + "/store.db";
+  so.read_only = true;
+  const uint64_t written_before = ReadProcessStats(gw.pid()).write_bytes;
+  test::Process pub;
+  auto t0 = Steady::now();
+  if (!StartPublisher(&pub, broker, dir, "pub-paced", rounds)) return run;
+  // Done once the last LSN exists (read-only opens see every commit).
+  bool done = test::WaitFor([&] {
+    std::unique_ptr<Store> store;
+    if (!Store::Open(so, &store).ok()) return false;
+    std::vector<ChangeEntry> last;
+    return store->ReadLog(static_cast<uint64_t>(total) - 1, 1, &last).ok() && !last.empty();
+  }, 600000);
+  double secs = std::chrono::duration<double>(Steady::now() - t0).count();
+  ProcessStats ps = ReadProcessStats(gw.pid());
+  pub.Wait(10000);
+  gw.Stop();
+  if (!done) return run;
+  run.rate = static_cast<double>(total) / secs;
+  run.written_per_reading = static_cast<double>(ps.write_bytes - written_before) / static_cast<double>(total);
+  run.peak_rss_mib = static_cast<double>(ps.peak_rss_bytes) / 1048576.0;
+  // After a clean stop the WAL is checkpointed into the file.
+  run.disk_per_reading =
+      static_cast<double>(FileSize(so.path) + FileSize(so.path + "-wal")) / static_cast<double>(total);
+  return run;
+}
+
+// The median time of one-device-one-metric queries over 24 h.
+double QueryMs(const std::string& dir, int64_t* readings) {
+  const int devices = Quick() ? 4 : 73;
+  const int64_t seconds = Quick() ? 3600 : 86400;
+  StoreOptions o;
+  o.path = dir + "/query.db";
+  o.gateway_id = "gw-query";
+  o.open_check = StoreOptions::OpenCheck::kNone;
+  std::unique_ptr<Store> store;
+  Status st = Store::Open(o, &store);
+  if (!st.ok()) return -1;
+  const int64_t start = 1780000000000;
+  test::SensorWorkload w(devices, start);
+  const int64_t total = int64_t{devices} * 8 * seconds;
+  std::vector<Reading> group;
+  AppendResult r;
+  auto t0 = Steady::now();
+  for (int64_t done = 0; done < total;) {
+    group = w.Take(static_cast<size_t>(std::min<int64_t>(2000, total - done)));
+    done += static_cast<int64_t>(group.size());
+    st = store->AppendReadings(group, &r);
+    if (!st.ok()) return -1;
+  }
+  std::printf("query store: %lld readings appended in %.1f s, %.1f bytes/reading on disk\n",
+              static_cast<long long>(total), std::chrono::duration<double>(Steady::now() - t0).count(),
+              static_cast<double>(FileSize(o.path) + FileSize(o.path + "-wal")) / static_cast<double>(total));
+  *readings = total;
+  std::vector<double> ms;
+  for (int i = 0; i < 5; ++i) {
+    QueryRequest q;
+    q.device_id = w.DeviceId(i % devices);
+    q.metric = "temperature";
+    q.from_ms = start;
+    q.to_ms = start + seconds * 1000;
+    q.limit = 100000;
+    std::vector<QueryRow> rows;
+    auto q0 = Steady::now();
+    st = store->Query(q, &rows);
+    ms.push_back(std::chrono::duration<double, std::milli>(Steady::now() - q0).count());
+    if (!st.ok() || static_cast<int64_t>(rows.size()) != seconds) {
+      std::fprintf(stderr, "bench_storage: query gave %zu rows (%s), expected %lld\n", rows.size(),
+                   st.ToString().c_str(), static_cast<long long>(seconds));
+      return -1;
+    }
+  }
+  return bench::Median(ms);
+}
+
+}  // namespace
+}  // namespace edgesync
+
+int main() {
+  using namespace edgesync;
+  test::TempDir dir;
+  test::Broker broker(dir.File("broker"));
+  if (!broker.Start()) {
+    std::fprintf(stderr, "bench_storage: mosquitto did not start\n");
+    return 1;
+  }
+  bench::Report report("storage");
+  const int rounds = Quick() ? 5 : 60;  // seconds of the reference workload
+  const double plain = PlainSubscriberRate(broker, dir.path(), rounds);
+  const PacedRun run = GatewayPaced(broker, dir.path(), rounds);
+  std::printf("paced: plain %.0f/s, gateway %.0f/s, %.1f bytes written/reading, %.2f on disk, peak RSS %.1f MiB\n",
+              plain, run.rate, run.written_per_reading, run.disk_per_reading, run.peak_rss_mib);
+  const char* kPlain = "plain subscriber received/s (paced 8,000 msg/s)";
+  report.Add("gateway committed/s (paced 8,000 msg/s, default config)", run.rate, "readings/s", kPlain, plain);
+  report.Add("gateway bytes written/reading (paced 8,000 msg/s, /proc/PID/io)", run.written_per_reading, "bytes",
+             "target", 30);
+  report.Add("gateway bytes on disk/retained reading (paced run, local readings)", run.disk_per_reading, "bytes",
+             "target", 4);
+  report.Add("gateway peak RSS (paced 8,000 msg/s)", run.peak_rss_mib, "MiB", "target", 20);
+  int64_t readings = 0;
+  const double query_ms = QueryMs(dir.path(), &readings);
+  std::printf("query: %.1f ms over %lld readings\n", query_ms, static_cast<long long>(readings));
+  report.Add("query one device+metric over 24 h (store of " + std::to_string(readings / 1000000) + "M readings)",
+             query_ms, "ms", "target", 50);
+  return report.Write() && run.rate > 0 && query_ms >= 0 ? 0 : 1;
+}

@@ -1,0 +1,16 @@
+// Fuzz target: a chunk read back from a store file that was damaged on disk
+// (or written by a buggy build) goes through DecodeChunk; whatever the bytes,
+// it must return a Status, never crash, hang or allocate beyond the raw size
+// its header may claim for the readings it may hold.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "store/chunk_codec.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::vector<edgesync::ChunkReading> readings;
+  edgesync::DecodeChunk(std::string_view(reinterpret_cast<const char*>(data), size), 4096, &readings);
+  return 0;
+}
