@@ -453,13 +453,16 @@ TEST_F(PostgresHubStoreTest, AServerKilledUnderTheHubIsAStoreErrorAndTheHubRecon
   ApplyResult r;
   ASSERT_TRUE(hub->Apply(Batch(kGw1, first), &r).ok());
   pg_.Kill9();
+  // The server process that served this connection notices its parent's
+  // death at its next wait for the client: until then it may still answer.
+  uint64_t hw = 0;
+  ASSERT_TRUE(WaitFor([&] { return !hub->HighWater(kGw1, &hw).ok(); }, 30000));
   auto next = Entries(11, 20);
   Status st = hub->Apply(Batch(kGw1, next), &r);
   EXPECT_FALSE(st.ok());
   EXPECT_EQ(st.code(), Status::Code::kUnavailable) << st.ToString();
   ASSERT_TRUE(pg_.Start()) << pg_.log();
   // The next call reconnects; what committed before the kill is held.
-  uint64_t hw = 0;
   ASSERT_TRUE(WaitFor([&] { return hub->HighWater(kGw1, &hw).ok(); }, 30000));
   EXPECT_EQ(hw, 10u);
   ASSERT_TRUE(hub->Apply(Batch(kGw1, next), &r).ok());
