@@ -28,13 +28,14 @@ Status HubStore::Apply(const OriginBatch& batch, ApplyResult* result) {
   return Status::Ok();
 }
 
-Status ValidateOriginBatch(const OriginBatch& batch) {
+Status ValidateBatchShape(const OriginBatch& batch) {
   ES_RETURN_IF_ERROR(ValidateOrigin(batch.origin));
   if (batch.entries == nullptr) return Status::InvalidArgument("batch without entries");
   const std::vector<ChangeEntry>& entries = *batch.entries;
   for (size_t i = 0; i < entries.size(); ++i) {
-    Status v = ValidateChangeEntry(entries[i]);
-    if (!v.ok()) return v.Annotate("entry " + std::to_string(i));
+    if (entries[i].lsn == 0 || entries[i].lsn > static_cast<uint64_t>(INT64_MAX)) {
+      return Status::InvalidArgument("entry " + std::to_string(i) + ": entry LSN out of range");
+    }
     if (i > 0 && entries[i].lsn <= entries[i - 1].lsn) {
       return Status::InvalidArgument("entries of origin " + batch.origin.ToString() +
                                      " are not in LSN order at entry " + std::to_string(i));
@@ -43,6 +44,16 @@ Status ValidateOriginBatch(const OriginBatch& batch) {
   if (batch.base_lsn > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("base LSN out of range");
   if (!entries.empty() && batch.first_lsn > entries.front().lsn) {
     return Status::InvalidArgument("the batch's span starts after its first entry");
+  }
+  return Status::Ok();
+}
+
+Status ValidateOriginBatch(const OriginBatch& batch) {
+  ES_RETURN_IF_ERROR(ValidateBatchShape(batch));
+  const std::vector<ChangeEntry>& entries = *batch.entries;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    Status v = ValidateChangeEntry(entries[i]);
+    if (!v.ok()) return v.Annotate("entry " + std::to_string(i));
   }
   return Status::Ok();
 }
@@ -106,15 +117,12 @@ class SqliteHubStore : public HubStore {
   }
 
  private:
+  // Only the batch's shape is checked here: Store::ApplyOriginBatch checks
+  // every entry before it writes anything, and checking them twice would
+  // cost the hub's hot path a second pass over each reading's keys.
   Status ApplyOne(const OriginBatch& b, ApplyResult* r) {
-    Status v = ValidateOriginBatch(b);
-    if (!v.ok()) {
-      r->outcome = ApplyOutcome::kInvalid;
-      r->detail = v.message();
-      if (ValidateOrigin(b.origin).ok()) store_->GetHighWater(b.origin, &r->high_water);
-      r->before = r->high_water;
-      return Status::Ok();
-    }
+    Status v = ValidateBatchShape(b);
+    if (!v.ok()) return Invalid(b, v, r);
     // The mark read here is the one the Store applies against: the mutex
     // keeps other appliers of this adapter out, and one hub is the only
     // writer of its SQLite file.
@@ -128,8 +136,21 @@ class SqliteHubStore : public HubStore {
     r->outcome = plan.outcome;
     r->detail = plan.detail;
     if (plan.outcome != ApplyOutcome::kApplied) return Status::Ok();
-    ES_RETURN_IF_ERROR(store_->ApplyOriginBatch(b.origin, plan.base, *b.entries, &r->high_water));
+    Status st = store_->ApplyOriginBatch(b.origin, plan.base, *b.entries, &r->high_water);
+    // The gap was ruled out above under the mutex, with this adapter the
+    // file's one writer: an InvalidArgument is an entry the Store refused.
+    if (st.code() == Status::Code::kInvalidArgument) return Invalid(b, st, r);
+    ES_RETURN_IF_ERROR(st);
     r->applied = b.entries->size() - plan.first_new;
+    return Status::Ok();
+  }
+
+  Status Invalid(const OriginBatch& b, const Status& why, ApplyResult* r) {
+    *r = ApplyResult{};
+    r->outcome = ApplyOutcome::kInvalid;
+    r->detail = why.message();
+    if (ValidateOrigin(b.origin).ok()) store_->GetHighWater(b.origin, &r->high_water);
+    r->before = r->high_water;
     return Status::Ok();
   }
 

@@ -108,9 +108,12 @@ class HubStore {
   virtual Status Stats(HubStoreStats* stats) = 0;
 };
 
-// Checks a batch's shape (origin, entries, LSN order, base): the "invalid"
+// Checks a batch (origin, every entry, LSN order, base): the "invalid"
 // outcome. Shared by every backend so they refuse the same inputs.
 Status ValidateOriginBatch(const OriginBatch& batch);
+// Its cheap part, without the entries' contents: origin, LSN order and
+// range, base, span start. What PlanApply relies on.
+Status ValidateBatchShape(const OriginBatch& batch);
 
 // Decides a batch against the mark `held`, without writing: the outcome
 // (applied / already held / gap), the base the apply uses, the index of the

@@ -135,6 +135,22 @@ TEST(ConfigTest, RegionRoleNeedsHubRegion) {
   EXPECT_EQ(errors[0].key, "hub.region");
 }
 
+TEST(ConfigTest, TheHubStoreIsSqliteOrAPostgresqlUri) {
+  const std::string head = "[hub]\nregion = \"eu\"\n";
+  Config c;
+  std::vector<ConfigError> errors;
+  ASSERT_TRUE(ParseConfig(head + "store = \"postgresql://edgesync@db.example:5432/eu\"\npassword_file = \"/etc/pw\"\n",
+                          "t.toml", ConfigRole::kRegion, &c, &errors)
+                  .ok());
+  EXPECT_EQ(c.hub_store, "postgresql://edgesync@db.example:5432/eu");
+  EXPECT_EQ(c.hub_password_file, "/etc/pw");
+  EXPECT_TRUE(ParseErrors(head + "store = \"postgres://db/eu\"\n", ConfigRole::kRegion).empty());
+  auto bad = ParseErrors(head + "store = \"/var/lib/hub.db\"\n", ConfigRole::kRegion);
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].key, "hub.store");
+  EXPECT_GT(bad[0].line, 0);
+}
+
 TEST(ConfigTest, DumpRoundTripsThroughTheParser) {
   Config c;
   std::vector<ConfigError> errors;

@@ -398,6 +398,79 @@ TEST_P(HubStoreTest, TwoWritersNeverBothApplyTheSameSpan) {
   EXPECT_EQ(lsns.size(), kBatches * kPer);
 }
 
+#ifdef EDGESYNC_HAVE_POSTGRESQL
+// What only the PostgreSQL backend meets: its login, its schema version, and
+// a database server that goes away under it.
+class PostgresHubStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(pg_.Start()) << pg_.log();
+    ASSERT_TRUE(pg_.CreateDatabase("hub"));
+  }
+  HubStoreOptions Options() {
+    HubStoreOptions o;
+    o.location = pg_.Uri("hub");
+    o.password_file = pg_.password_file();
+    o.connect_timeout_s = 5;
+    return o;
+  }
+  TempDir dir_;
+  Postgres pg_{dir_.File("pg")};
+};
+
+TEST_F(PostgresHubStoreTest, APasswordInTheLocationIsRefusedAndAWrongOneIsAClearError) {
+  HubStoreOptions o = Options();
+  o.location = "postgresql://edgesync:" + pg_.password() + "@127.0.0.1:" + std::to_string(pg_.port()) + "/hub";
+  std::unique_ptr<HubStore> hub;
+  Status st = OpenPostgresHubStore(o, &hub);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("password_file"), std::string::npos) << st.ToString();
+  EXPECT_EQ(st.message().find(pg_.password()), std::string::npos) << "the secret is echoed: " << st.ToString();
+  o = Options();
+  WriteAll(dir_.File("wrong"), "not-the-password\n");
+  o.password_file = dir_.File("wrong");
+  st = OpenPostgresHubStore(o, &hub);
+  EXPECT_EQ(st.code(), Status::Code::kUnavailable) << st.ToString();
+  EXPECT_NE(st.message().find("password authentication failed"), std::string::npos) << st.ToString();
+  o.password_file = dir_.File("missing");
+  EXPECT_EQ(OpenPostgresHubStore(o, &hub).code(), Status::Code::kInvalidArgument);
+}
+
+TEST_F(PostgresHubStoreTest, ANewerSchemaIsRefusedUntouched) {
+  std::unique_ptr<HubStore> hub;
+  ASSERT_TRUE(OpenPostgresHubStore(Options(), &hub).ok());
+  hub.reset();
+  ASSERT_TRUE(pg_.Sql("hub", "UPDATE es_meta SET value = '99' WHERE key = 'schema_version'"));
+  Status st = OpenPostgresHubStore(Options(), &hub);
+  EXPECT_EQ(st.code(), Status::Code::kUnsupported) << st.ToString();
+  EXPECT_NE(st.message().find("99"), std::string::npos) << st.ToString();
+}
+
+TEST_F(PostgresHubStoreTest, AServerKilledUnderTheHubIsAStoreErrorAndTheHubReconnects) {
+  std::unique_ptr<HubStore> hub;
+  ASSERT_TRUE(OpenPostgresHubStore(Options(), &hub).ok());
+  auto first = Entries(1, 10);
+  ApplyResult r;
+  ASSERT_TRUE(hub->Apply(Batch(kGw1, first), &r).ok());
+  pg_.Kill9();
+  // The server process that served this connection notices its parent's
+  // death at its next wait for the client: until then it may still answer.
+  uint64_t hw = 0;
+  ASSERT_TRUE(WaitFor([&] { return !hub->HighWater(kGw1, &hw).ok(); }, 30000));
+  auto next = Entries(11, 20);
+  Status st = hub->Apply(Batch(kGw1, next), &r);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), Status::Code::kUnavailable) << st.ToString();
+  ASSERT_TRUE(pg_.Start()) << pg_.log();
+  // The next call reconnects; what committed before the kill is held.
+  ASSERT_TRUE(WaitFor([&] { return hub->HighWater(kGw1, &hw).ok(); }, 30000));
+  EXPECT_EQ(hw, 10u);
+  ASSERT_TRUE(hub->Apply(Batch(kGw1, next), &r).ok());
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r.high_water, 20u);
+}
+#endif  // EDGESYNC_HAVE_POSTGRESQL
+
 std::vector<std::string> Backends() {
   std::vector<std::string> b = {"sqlite"};
 #ifdef EDGESYNC_HAVE_POSTGRESQL
