@@ -209,6 +209,8 @@ void HubMetrics(Writer* w, const json& s) {
   Counter(w, "edgesync_hub_batches_applied_total", "Batches applied.", h, "batches_applied");
   Counter(w, "edgesync_hub_batches_already_held_total", "Batches answered OK that held nothing new (resends).", h,
           "already_held");
+  Counter(w, "edgesync_hub_batches_shed_total",
+          "Messages dropped because the receive queue was full (their gateways resend them).", h, "shed");
   Counter(w, "edgesync_hub_entries_received_total", "Entries received in batches.", h, "entries_received");
   Counter(w, "edgesync_hub_entries_applied_total", "Entries new to the region.", h, "entries_applied");
   Gauge(w, "edgesync_hub_feed_head", "The region feed's head sequence number.", h, "feed_head");

@@ -74,6 +74,7 @@ class HubSnapshot {
                 {"hole_jumps", s.hole_jumps},
                 {"pings", s.pings},
                 {"already_held", s.batches_already_held},
+                {"shed", s.batches_shed},
                 {"refusals",
                  {{"gap", s.gaps_refused},
                   {"invalid", s.batches_invalid},

@@ -156,8 +156,8 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
       Str<C>("hub", "region", [](C& c) -> std::string& { return c.hub_region; },
              "this hub's region name; required for `edgesync region`"),
       Int<C>("hub", "max_queued_messages", [](C& c) -> int64_t& { return c.hub_max_queued_messages; }, 1, 1000000,
-             "messages received and not yet applied; beyond it the hub stops reading the broker. Keep it above "
-             "gateways x uplink.window (docs/REGION.md)"),
+             "messages received and not yet applied (held in memory); beyond it a message is shed and counted, "
+             "and its gateway resends it after uplink.ack_timeout_ms (docs/REGION.md)"),
       Str<C>("hub", "broker_uri", [](C& c) -> std::string& { return c.hub_broker_uri; },
              "the region's broker the hub listens on"),
       Str<C>("hub", "credentials_file", [](C& c) -> std::string& { return c.hub_credentials_file; },

@@ -139,7 +139,7 @@ struct Config {
   std::string hub_broker_uri = "tcp://127.0.0.1:1883";
   // Batches received and not yet applied; beyond it the hub stops reading its
   // broker connection (sync/region_hub.h).
-  int64_t hub_max_queued_messages = 64;
+  int64_t hub_max_queued_messages = 1024;
   std::string hub_credentials_file;
   TlsConfig hub_tls;
   bool hub_allow_insecure = false;

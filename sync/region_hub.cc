@@ -31,13 +31,34 @@ Status RegionHub::Start() {
       Handle(m);
       return;
     }
-    std::unique_lock<std::mutex> lock(mu_);
-    // Back-pressure: while the store is behind, stop reading the socket, so
-    // the broker holds what we cannot apply yet instead of our memory.
-    space_cv_.wait(lock, [this] { return stop_ || queue_.size() < options_.max_queued_messages; });
-    if (stop_) return;
-    queue_.push_back(std::move(m));
-    cv_.notify_one();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+      if (queue_.size() < options_.max_queued_messages) {
+        queue_.push_back(std::move(m));
+        cv_.notify_one();
+        return;
+      }
+    }
+    // Never wait here: this is the link's receive thread, which also takes
+    // the broker's PUBACKs for our answers. Waiting for room stopped the hub
+    // for good (the applier's answers could not complete, so it never made
+    // room; 100 simulated gateways with one batch each in flight were
+    // enough at a queue of 64). A shed batch is not lost: the gateway has
+    // no answer for it and resends it after uplink.ack_timeout_ms, and the
+    // high-water mark makes a resend of anything applied a no-op.
+    const int64_t now = clock_->MonotonicMillis();
+    uint64_t shed = 0;
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      shed = ++stats_.batches_shed;
+    }
+    if (now - last_shed_log_ms_.load() >= 10000) {
+      last_shed_log_ms_ = now;
+      ES_LOG(kWarn, "hub {}: receive queue full ({} messages not yet applied): a message from {} was shed, {} so far; "
+             "its gateway resends it. Raise hub.max_queued_messages above gateways x uplink.window",
+             options_.region, options_.max_queued_messages, m.topic, shed);
+    }
   });
   ES_RETURN_IF_ERROR(link_->Subscribe(HubInboxFilter(options_.topic_prefix, options_.region), 1));
   stop_ = false;
@@ -53,7 +74,6 @@ void RegionHub::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
     cv_.notify_all();
-    space_cv_.notify_all();
   }
   link_->Disconnect(2000);
   worker_.join();
@@ -86,7 +106,6 @@ void RegionHub::Run() {
         taken.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
-      if (!taken.empty()) space_cv_.notify_all();
     }
     HandleAll(&taken);
     PublishHead(false);

@@ -55,7 +55,7 @@ struct RegionHubOptions {
   MqttLinkOptions link;                // the region broker; client id is set by the hub
   size_t feed_max_entries = 5000;      // cap on one feed page
   int64_t head_interval_ms = 100;      // at most one head notice per interval
-  size_t max_queued_messages = 64;     // received but not yet applied (back-pressure beyond)
+  size_t max_queued_messages = 1024;   // received but not yet applied; beyond it a message is shed (resent)
   size_t max_group_batches = 64;       // queued batches applied together (one transaction where the store groups)
   int zstd_level = 3;
   DecodeLimits limits;
@@ -84,6 +84,7 @@ struct RegionHubStats {
   uint64_t sender_refused = 0;      // batches whose origin is not the topic's sender
   uint64_t hole_jumps = 0;          // batches applied from base_lsn above the high-water mark
   uint64_t store_errors = 0;
+  uint64_t batches_shed = 0;        // received while the queue was full: dropped, the gateway resends
   uint64_t bad_messages = 0;        // undecodable or invalid payloads
   uint64_t bad_reply_addresses = 0;
   uint64_t pings = 0;
@@ -133,8 +134,8 @@ class RegionHub {
 
   std::mutex mu_;
   std::condition_variable cv_;       // worker: messages arrived
-  std::condition_variable space_cv_; // receive thread: room in the queue
   std::deque<MqttMessage> queue_;
+  std::atomic<int64_t> last_shed_log_ms_{-1000000};  // the shed warning, at most every 10 s
 
   WireCounters counters_;
   std::string epoch_;  // the store's epoch: feed pages and head notices carry it
