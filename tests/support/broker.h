@@ -50,7 +50,6 @@ class Broker {
   std::string uri() const { return "tcp://127.0.0.1:" + std::to_string(port_); }
   std::string tls_uri() const { return "ssl://127.0.0.1:" + std::to_string(tls_port_); }
   const std::string& dir() const { return dir_; }
-  pid_t pid() const { return process_.pid(); }  // -1 when never started
   std::string log() const;
 
  private:
