@@ -11,6 +11,7 @@
 #include "tests/integration/sync_sites.h"
 #include "tests/support/broker.h"
 #include "tests/support/process.h"
+#include "tests/support/reading_tally.h"
 
 namespace edgesync::test {
 namespace {
@@ -20,22 +21,6 @@ int Publish(const std::string& uri, const std::string& client, int devices, int 
   p.Start({EDGESYNC_PUBLISHER, uri, client, std::to_string(devices), std::to_string(readings), prefix, "1800000000000",
            "0"});
   return p.Wait(120000);
-}
-
-// The gateway's store, read from the file while the gateway runs.
-StoreStats GatewayStore(const std::string& path) {
-  StoreOptions o;
-  o.path = path;
-  o.create_if_missing = false;
-  o.open_check = StoreOptions::OpenCheck::kNone;
-  std::unique_ptr<Store> store;
-  StoreStats s;
-  Status st = Store::Open(o, &store);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  if (st.ok()) {
-    EXPECT_TRUE(store->Stats(&s).ok());
-  }
-  return s;
 }
 
 nlohmann::json StatusOf(const std::string& dir) {
@@ -76,18 +61,18 @@ TEST(GatewayRetentionTest, PrunesWhatTheRegionAcknowledgedAndKeepsWhatItDidNot) 
       << ReadAll(gw + "/gateway.log");
   ASSERT_TRUE(WaitFor([&] { return Field(gw, "retention", "readings_pruned") == 1000; }, 60000))
       << StatusOf(gw).dump(2);
-  EXPECT_EQ(GatewayStore(gw + "/store.db").entries, 0);
+  EXPECT_EQ(StoreStatsOf(gw + "/store.db").entries, 0);
   EXPECT_EQ(eu.Contents().size(), 1000u) << "the region still holds every reading";
 
   // The region goes away: new readings are not acknowledged and stay, however old.
   ASSERT_EQ(eu.StopHub(), 0);
   ASSERT_EQ(Publish(local.uri(), "sensors-2", 10, 50, "late-"), 0);
-  ASSERT_TRUE(WaitFor([&] { return GatewayStore(gw + "/store.db").entries == 500; }, 60000));
+  ASSERT_TRUE(WaitFor([&] { return StoreStatsOf(gw + "/store.db").entries == 500; }, 60000));
   const int64_t passes = Field(gw, "retention", "passes");
   ASSERT_TRUE(WaitFor([&] { return Field(gw, "retention", "passes") >= passes + 4; }, 60000));
-  EXPECT_EQ(GatewayStore(gw + "/store.db").entries, 500);
+  EXPECT_EQ(StoreStatsOf(gw + "/store.db").entries, 500);
   EXPECT_EQ(Field(gw, "retention", "readings_pruned"), 1000);
-  EXPECT_EQ(GatewayStore(gw + "/store.db").dropped_oldest, 0);
+  EXPECT_EQ(StoreStatsOf(gw + "/store.db").dropped_oldest, 0);
 
   // Back: they go upstream, then retention takes them too.
   ASSERT_TRUE(eu.StartHub());

@@ -18,6 +18,7 @@
 #include "tests/integration/sync_sites.h"
 #include "tests/support/broker.h"
 #include "tests/support/process.h"
+#include "tests/support/reading_tally.h"
 #include "tests/support/status_file.h"
 #include "tests/support/tcp_proxy.h"
 
@@ -38,23 +39,6 @@ nlohmann::json StatusJson(const std::string& config) {
 }
 
 int64_t Field(const nlohmann::json& j, const char* section, const char* key) { return StatusField(j, section, key); }
-
-// The store's own count of local entries, read from the file while the
-// gateway runs (status counts entries fully only every 30 s).
-StoreStats HeldByStore(const std::string& path) {
-  StoreOptions o;
-  o.path = path;
-  o.create_if_missing = false;
-  o.open_check = StoreOptions::OpenCheck::kNone;
-  std::unique_ptr<Store> store;
-  StoreStats s;
-  Status st = Store::Open(o, &store);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  if (st.ok()) {
-    EXPECT_TRUE(store->Stats(&s).ok());
-  }
-  return s;
-}
 
 TEST(LongOutageTest, DaysWithoutTheRegionLoseNothingUnderRejectNewAndDrainCountExact) {
   const std::string lib = FakeTimeLibrary();
@@ -116,7 +100,7 @@ TEST(LongOutageTest, DaysWithoutTheRegionLoseNothingUnderRejectNewAndDrainCountE
   EXPECT_GE(Field(s, "backlog", "oldest_age_s"), 3 * 86400 - 600) << s.dump(2);
   EXPECT_EQ(Field(s, "backlog", "readings"), published) << s.dump(2);
   EXPECT_GT(Field(s, "backlog", "bytes"), published * 10) << s.dump(2);
-  EXPECT_EQ(HeldByStore(data + "/store.db").entries, published) << "retention dropped unacknowledged readings";
+  EXPECT_EQ(StoreStatsOf(data + "/store.db").entries, published) << "retention dropped unacknowledged readings";
 
   // Past max_bytes: reject-new refuses to commit, the broker keeps the rest.
   // Batches until the store says so (how many readings fit depends on the
@@ -129,7 +113,7 @@ TEST(LongOutageTest, DaysWithoutTheRegionLoseNothingUnderRejectNewAndDrainCountE
   ASSERT_GT(rejected(), 0) << "the store never filled\n" << StatusJson(config).dump(2);
   SleepMs(3000);  // retention runs on the full store
   s = StatusJson(config);
-  StoreStats full = HeldByStore(data + "/store.db");
+  StoreStats full = StoreStatsOf(data + "/store.db");
   EXPECT_LT(full.entries, published) << "the store took everything: it never was full";
   EXPECT_EQ(full.entries, static_cast<int64_t>(full.last_lsn)) << "retention dropped unacknowledged readings";
   EXPECT_EQ(full.acked_lsn, 0u);

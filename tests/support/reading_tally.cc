@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
 #include <vector>
 
 namespace edgesync::test {
@@ -32,6 +33,21 @@ ReadingTally TallyReadings(Store* store, const std::string& prefix, int devices,
     }
   }
   return t;
+}
+
+StoreStats StoreStatsOf(const std::string& path) {
+  StoreOptions o;
+  o.path = path;
+  o.create_if_missing = false;
+  o.open_check = StoreOptions::OpenCheck::kNone;
+  std::unique_ptr<Store> store;
+  StoreStats s;
+  Status st = Store::Open(o, &store);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  if (st.ok()) {
+    EXPECT_TRUE(store->Stats(&s).ok());
+  }
+  return s;
 }
 
 }  // namespace edgesync::test

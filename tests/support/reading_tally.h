@@ -24,6 +24,10 @@ struct ReadingTally {
 ReadingTally TallyReadings(Store* store, const std::string& prefix, int devices, int readings, int64_t base_ms,
                            int64_t step_ms);
 
+// The store's own figures, read from the file at path while a gateway may
+// be writing it (no open check, no create); a failed open is a test failure.
+StoreStats StoreStatsOf(const std::string& path);
+
 }  // namespace edgesync::test
 
 #endif  // EDGESYNC_TESTS_SUPPORT_READING_TALLY_H_
