@@ -53,15 +53,19 @@ TEST(LongOutageTest, DaysWithoutTheRegionLoseNothingUnderRejectNewAndDrainCountE
   const std::string data = dir.File("gw");
   RegionSite::MakeDir(data);
   const std::string config = dir.File("gw.toml");
-  std::ofstream(config) << "[gateway]\nid = \"gw-away\"\ndata_dir = " << Q(data) << "\n\n"
+  auto write_config = [&](int64_t max_bytes) {
+    std::ofstream(config) << "[gateway]\nid = \"gw-away\"\ndata_dir = " << Q(data) << "\n\n"
                         << "[metrics]\nlisten = \"\"\n\n"
-                        << "[store]\ndisk_policy = \"reject-new\"\nmax_bytes = 1500000\nmin_free_bytes = 0\n"
+                        << "[store]\ndisk_policy = \"reject-new\"\nmax_bytes = " << max_bytes
+                        << "\nmin_free_bytes = 0\n"
                         << "retention_age_s = 3600\nretention_interval_s = 1\n\n"
                         << "[ingest]\nbroker_uri = " << Q(local.uri())
                         << "\ndevice_rate = 100000.0\ndevice_burst = 100000\n\n"
                         << "[uplink]\nbatch_max_delay_ms = 20\nack_timeout_ms = 2000\nbackoff_base_ms = 50\n"
                         << "backoff_max_ms = 500\nprobe_interval_ms = 200\n\n"
                         << "[[region]]\nname = \"eu\"\nuri = " << Q(link.uri()) << "\n";
+  };
+  write_config(16 << 20);
   const std::string clock = dir.File("faketime");
   WriteAll(clock, "+0\n");
   Process gw;
@@ -103,8 +107,20 @@ TEST(LongOutageTest, DaysWithoutTheRegionLoseNothingUnderRejectNewAndDrainCountE
   EXPECT_EQ(StoreStatsOf(data + "/store.db").entries, published) << "retention dropped unacknowledged readings";
 
   // Past max_bytes: reject-new refuses to commit, the broker keeps the rest.
-  // Batches until the store says so (how many readings fit depends on the
-  // store's layout, not on this test).
+  // The limit is lowered to just above what the store holds now (the test's
+  // readings compress to a fraction of a byte each, so no fixed limit fills
+  // in reasonable time whatever the layout), and the gateway restarted with
+  // it, as an operator would; then batches until the store says it is full.
+  const int64_t held_bytes = Field(ReadStatusFile(data + "/status.json"), "store", "file_bytes");
+  ASSERT_GT(held_bytes, 0);
+  EXPECT_EQ(gw.Stop(30000), 0);
+  write_config(held_bytes + 16384);
+  ASSERT_TRUE(gw.Start({EDGESYNC_BINARY, "gateway", "--config", config}, dir.File("gw.log"),
+                       {"LD_PRELOAD=" + lib, "FAKETIME_TIMESTAMP_FILE=" + clock, "FAKETIME_NO_CACHE=1",
+                        "FAKETIME_DONT_FAKE_MONOTONIC=1"}));
+  ASSERT_TRUE(WaitFor([&] { return Field(ReadStatusFile(data + "/status.json"), "ingest_mqtt", "connected") == 1; },
+                      60000))
+      << ReadAll(dir.File("gw.log"));
   auto rejected = [&] { return Field(ReadStatusFile(data + "/status.json"), "store", "rejected_full"); };
   for (int batch = 0; batch < 8 && rejected() == 0; ++batch) {
     publish(10, 2000, "full" + std::to_string(batch) + "-");

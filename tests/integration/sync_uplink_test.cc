@@ -51,6 +51,10 @@ TEST(SyncUplinkTest, FlappingLinkDuringTheDrain) {
   ASSERT_TRUE(eu.Start());
   TcpProxy link(eu.broker().port());
   link.Cut();
+  // A metered link (~1.5 KB per 500-reading batch, so ~20 batches/s): on
+  // loopback the whole backlog drains in about a second, before the flaps
+  // and the first progress line (every 5 s).
+  link.SetRateBytesPerSec(32 * 1024);
   auto store = OpenGatewayStore(tmp.File("gw.db"));
   SensorWorkload workload(1000, 1780000000000);
   Fill(store.get(), &workload, kReadings);
