@@ -32,6 +32,11 @@
 //
 // Thread safety: every tracked operation runs under one mutex, so the cut
 // sees no operation half done; untracked descriptors pass straight through.
+// Both the plain calls and their *64 twins are interposed. With
+// _FILE_OFFSET_BITS=64 (the armhf build) glibc's headers would rename the
+// plain ones to the twins and the two definitions would collide, so the layer
+// is compiled without it and keeps its own offsets 64-bit (off64_t).
+#undef _FILE_OFFSET_BITS
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -54,13 +59,13 @@ namespace {
 
 struct Undo {
   bool truncate = false;  // else a write
-  off_t offset = 0;
+  off64_t offset = 0;
   std::string old_bytes;  // what the range held before (within the old size)
 };
 
 struct FileState {
-  off_t synced_size = 0;
-  off_t size = 0;
+  off64_t synced_size = 0;
+  off64_t size = 0;
   std::vector<Undo> undo;  // since the last sync, oldest first
 };
 
@@ -75,7 +80,7 @@ struct DirOp {
 struct LastWrite {
   bool valid = false;
   std::string path;
-  off_t offset = 0;
+  off64_t offset = 0;
   std::string bytes;
 };
 
@@ -83,7 +88,9 @@ using OpenFn = int (*)(const char*, int, ...);
 using OpenAtFn = int (*)(int, const char*, int, ...);
 using WriteFn = ssize_t (*)(int, const void*, size_t);
 using PwriteFn = ssize_t (*)(int, const void*, size_t, off_t);
+using Pwrite64Fn = ssize_t (*)(int, const void*, size_t, off64_t);
 using FtruncateFn = int (*)(int, off_t);
+using Ftruncate64Fn = int (*)(int, off64_t);
 using FsyncFn = int (*)(int);
 using CloseFn = int (*)(int);
 using RenameFn = int (*)(const char*, const char*);
@@ -93,9 +100,11 @@ struct Real {
   OpenFn open, open64;
   OpenAtFn openat, openat64;
   WriteFn write;
-  PwriteFn pwrite, pwrite64;
-  PwriteFn pread;
-  FtruncateFn ftruncate, ftruncate64;
+  PwriteFn pwrite;
+  Pwrite64Fn pwrite64;
+  Pwrite64Fn pread64;
+  FtruncateFn ftruncate;
+  Ftruncate64Fn ftruncate64;
   FsyncFn fsync, fdatasync;
   CloseFn close;
   RenameFn rename;
@@ -129,10 +138,10 @@ void Init() {
   real.openat64 = Next<OpenAtFn>("openat64");
   real.write = Next<WriteFn>("write");
   real.pwrite = Next<PwriteFn>("pwrite");
-  real.pwrite64 = Next<PwriteFn>("pwrite64");
-  real.pread = reinterpret_cast<PwriteFn>(dlsym(RTLD_NEXT, "pread"));
+  real.pwrite64 = Next<Pwrite64Fn>("pwrite64");
+  real.pread64 = reinterpret_cast<Pwrite64Fn>(dlsym(RTLD_NEXT, "pread64"));
   real.ftruncate = Next<FtruncateFn>("ftruncate");
-  real.ftruncate64 = Next<FtruncateFn>("ftruncate64");
+  real.ftruncate64 = Next<Ftruncate64Fn>("ftruncate64");
   real.fsync = Next<FsyncFn>("fsync");
   real.fdatasync = Next<FsyncFn>("fdatasync");
   real.close = Next<CloseFn>("close");
@@ -206,8 +215,8 @@ std::string ReadAll(const std::string& path) {
   int fd = real.open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return out;
   char buf[65536];
-  for (off_t off = 0;;) {
-    ssize_t n = real.pread(fd, buf, sizeof buf, off);
+  for (off64_t off = 0;;) {
+    ssize_t n = real.pread64(fd, buf, sizeof buf, off);
     if (n <= 0) break;
     out.append(buf, static_cast<size_t>(n));
     off += n;
@@ -216,7 +225,7 @@ std::string ReadAll(const std::string& path) {
   return out;
 }
 
-void WriteAll(int fd, const char* data, size_t size, off_t offset) {
+void WriteAll(int fd, const char* data, size_t size, off64_t offset) {
   while (size > 0) {
     ssize_t n = real.pwrite(fd, data, size, offset);
     if (n <= 0) return;
@@ -230,8 +239,8 @@ FileState& StateOf(const std::string& path) {
   auto it = files->find(path);
   if (it != files->end()) return it->second;
   FileState& s = (*files)[path];
-  struct stat st;
-  if (stat(path.c_str(), &st) == 0) s.synced_size = s.size = st.st_size;
+  struct stat64 st;
+  if (stat64(path.c_str(), &st) == 0) s.synced_size = s.size = st.st_size;
   return s;
 }
 
@@ -249,14 +258,14 @@ std::string DurableContent(const std::string& path) {
   return content;
 }
 
-void RecordRange(FileState& s, int fd, bool truncate, off_t offset, off_t end) {
+void RecordRange(FileState& s, int fd, bool truncate, off64_t offset, off64_t end) {
   Undo u;
   u.truncate = truncate;
   u.offset = offset;
-  off_t stop = end < s.size ? end : s.size;
+  off64_t stop = end < s.size ? end : s.size;
   if (stop > offset) {
     u.old_bytes.resize(static_cast<size_t>(stop - offset));
-    ssize_t n = real.pread(fd, &u.old_bytes[0], u.old_bytes.size(), offset);
+    ssize_t n = real.pread64(fd, &u.old_bytes[0], u.old_bytes.size(), offset);
     u.old_bytes.resize(n > 0 ? static_cast<size_t>(n) : 0);
   }
   s.undo.push_back(std::move(u));
@@ -343,8 +352,8 @@ void Cut(const std::string& op) {
 // Tracks a descriptor just opened (mu held).
 void Opened(int fd, const std::string& path, bool created) {
   (*fd_paths)[fd] = path;
-  struct stat st;
-  if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) return;
+  struct stat64 st;
+  if (fstat64(fd, &st) != 0 || S_ISDIR(st.st_mode)) return;
   if (created) {
     (*dir_ops)[ParentOf(path)].push_back(DirOp{DirOp::kCreate, path, "", false, ""});
     FileState& s = (*files)[path];
@@ -387,11 +396,12 @@ int DoOpen(int dirfd, const char* path, int flags, mode_t mode, bool at, bool is
   return fd;
 }
 
-ssize_t DoWrite(int fd, const void* buf, size_t count, off_t offset, bool positional, bool is64) {
+ssize_t DoWrite(int fd, const void* buf, size_t count, off64_t offset, bool positional, bool is64) {
   EnsureInit();
   auto call = [&]() -> ssize_t {
     if (!positional) return real.write(fd, buf, count);
-    return (is64 ? real.pwrite64 : real.pwrite)(fd, buf, count, offset);
+    if (is64) return real.pwrite64(fd, buf, count, offset);
+    return real.pwrite(fd, buf, count, static_cast<off_t>(offset));
   };
   if (!enabled) return call();
   pthread_mutex_lock(&mu);
@@ -402,26 +412,28 @@ ssize_t DoWrite(int fd, const void* buf, size_t count, off_t offset, bool positi
   }
   const std::string path = it->second;
   FileState& s = (*files)[path];
-  off_t at = offset;
+  off64_t at = offset;
   if (!positional) {
     int fl = fcntl(fd, F_GETFL);
-    at = (fl >= 0 && (fl & O_APPEND)) ? s.size : lseek(fd, 0, SEEK_CUR);
+    at = (fl >= 0 && (fl & O_APPEND)) ? s.size : lseek64(fd, 0, SEEK_CUR);
   }
   last_write->valid = true;
   last_write->path = path;
   last_write->offset = at;
   last_write->bytes.assign(static_cast<const char*>(buf), count);
   Count("write " + path.substr(dir->size()) + "@" + std::to_string(at) + "+" + std::to_string(count));
-  RecordRange(s, fd, false, at, at + static_cast<off_t>(count));
+  RecordRange(s, fd, false, at, at + static_cast<off64_t>(count));
   ssize_t n = call();
   if (n > 0 && at + n > s.size) s.size = at + n;
   pthread_mutex_unlock(&mu);
   return n;
 }
 
-int DoTruncate(int fd, off_t length, bool is64) {
+int DoTruncate(int fd, off64_t length, bool is64) {
   EnsureInit();
-  auto call = [&]() { return (is64 ? real.ftruncate64 : real.ftruncate)(fd, length); };
+  auto call = [&]() {
+    return is64 ? real.ftruncate64(fd, length) : real.ftruncate(fd, static_cast<off_t>(length));
+  };
   if (!enabled) return call();
   pthread_mutex_lock(&mu);
   auto it = fd_paths->find(fd);
@@ -532,11 +544,11 @@ ssize_t write(int fd, const void* buf, size_t count) { return DoWrite(fd, buf, c
 ssize_t pwrite(int fd, const void* buf, size_t count, off_t offset) {
   return DoWrite(fd, buf, count, offset, true, false);
 }
-ssize_t pwrite64(int fd, const void* buf, size_t count, off_t offset) {
+ssize_t pwrite64(int fd, const void* buf, size_t count, off64_t offset) {
   return DoWrite(fd, buf, count, offset, true, true);
 }
 int ftruncate(int fd, off_t length) { return DoTruncate(fd, length, false); }
-int ftruncate64(int fd, off_t length) { return DoTruncate(fd, length, true); }
+int ftruncate64(int fd, off64_t length) { return DoTruncate(fd, length, true); }
 int fsync(int fd) { return DoSync(fd, false); }
 int fdatasync(int fd) { return DoSync(fd, true); }
 
