@@ -125,15 +125,18 @@ class UplinkTest : public ::testing::Test {
 };
 
 TEST_F(UplinkTest, CheckpointMovesOnlyOnTheRegionsAnswer) {
+  // Long enough that a full window is seen in flight before the timeout
+  // empties it, also under qemu-user (~10x slower), where 400 ms was not.
+  options_.ack_timeout_ms = 3000;
   auto uplink = Make();
   ASSERT_TRUE(uplink->Start().ok());
   // The broker took every publish, the hub says nothing: the window fills
   // and the checkpoint stays.
-  ASSERT_TRUE(test::WaitFor([&] { return Received() >= 3; }, 5000));
+  ASSERT_TRUE(test::WaitFor([&] { return Received() >= 3; }, 30000));
   EXPECT_EQ(uplink->stats().inflight, 3u);
   EXPECT_EQ(Checkpoint(), 0u);
   // Silence past ack_timeout: it goes back to the checkpoint by itself.
-  ASSERT_TRUE(test::WaitFor([&] { return uplink->stats().ack_timeouts >= 1 && Received() >= 6; }, 5000));
+  ASSERT_TRUE(test::WaitFor([&] { return uplink->stats().ack_timeouts >= 1 && Received() >= 6; }, 30000));
   EXPECT_EQ(Checkpoint(), 0u);
   {
     std::lock_guard<std::mutex> lock(hub_.mu);
@@ -141,7 +144,7 @@ TEST_F(UplinkTest, CheckpointMovesOnlyOnTheRegionsAnswer) {
     for (const WireBatch& b : hub_.received) EXPECT_EQ(b.base_lsn, 0u);
     hub_.mode = ScriptedHub::Mode::kAnswer;
   }
-  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 10000; }, 10000));
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 10000; }, 30000));
   UplinkStats s = uplink->stats();
   uplink->Stop();
   EXPECT_GE(s.resends, 1u);
