@@ -59,7 +59,9 @@ std::vector<Fault> MakeSchedule(const ScheduleParams& p) {
   std::mt19937_64 rng(p.seed);
   // A kind with no target in this world (no region on PostgreSQL) is left
   // out of the draw.
-  auto weight = [&](const Weighted& w) { return w.kind == FaultKind::kKillDatabase && p.database_regions == 0 ? 0 : w.weight; };
+  auto weight = [&](const Weighted& w) {
+    return w.kind == FaultKind::kKillDatabase && p.database_regions == 0 ? 0 : w.weight;
+  };
   int total_weight = 0;
   for (const Weighted& w : kMix) total_weight += weight(w);
   const int64_t first = p.duration_ms / 20, last = p.duration_ms * 3 / 4;

@@ -136,12 +136,9 @@ bool End(World& w, const Fault& f) {
 constexpr int kRegions = 3;
 
 int Run(const Args& args) {
-  std::string stores;
-  for (int r = 0; r < kRegions; ++r) stores += std::string(r ? ", " : "") + (r < args.pg_regions ? "postgresql" : "sqlite");
-  std::printf("soak: seed %llu (replay: make soak SOAK_SEED=%llu SOAK_SECONDS=%lld SOAK_PG_REGIONS=%d), "
-              "region stores %s\n",
+  std::printf("soak: seed %llu (replay: make soak SOAK_SEED=%llu SOAK_SECONDS=%lld SOAK_PG_REGIONS=%d)\n",
               static_cast<unsigned long long>(args.seed), static_cast<unsigned long long>(args.seed),
-              static_cast<long long>(args.seconds), args.pg_regions, stores.c_str());
+              static_cast<long long>(args.seconds), args.pg_regions);
 
   std::mt19937_64 pick(args.seed);
   ScheduleParams sp;
@@ -181,6 +178,9 @@ int Run(const Args& args) {
   o.regions = kRegions;
   o.postgres_regions = args.pg_regions;
   World world(o);
+  std::string stores;
+  for (int r = 0; r < kRegions; ++r) stores += std::string(r ? ", " : "") + world.store_backend(r);
+  std::printf("soak: region stores %s\n", stores.c_str());
   if (!world.Start()) {
     std::fprintf(stderr, "soak: %s\n", world.error().c_str());
     return 2;

@@ -22,26 +22,22 @@ namespace {
 
 std::string Q(const std::string& s) { return "\"" + s + "\""; }
 
-// VmHWM of a live process in bytes; 0 if gone.
-int64_t PeakRssOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+// A "Key: N kB" line of a /proc file, in bytes; 0 if absent (the process gone).
+int64_t ProcKb(const std::string& file, const std::string& key) {
+  std::ifstream in(file);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;
+    if (line.rfind(key, 0) == 0) return std::atoll(line.c_str() + key.size()) * 1024;
   }
   return 0;
 }
 
+// VmHWM of a live process in bytes; 0 if gone.
+int64_t PeakRssOf(pid_t pid) { return ProcKb("/proc/" + std::to_string(pid) + "/status", "VmHWM:"); }
+
 // Pss (proportional set size: shared pages divided among their users) of a
 // live process in bytes; 0 if gone.
-int64_t PssOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("Pss:", 0) == 0) return std::atoll(line.c_str() + 4) * 1024;
-  }
-  return 0;
-}
+int64_t PssOf(pid_t pid) { return ProcKb("/proc/" + std::to_string(pid) + "/smaps_rollup", "Pss:"); }
 
 // The pids whose parent is `parent` (a PostgreSQL postmaster's backends).
 std::vector<pid_t> ChildrenOf(pid_t parent) {

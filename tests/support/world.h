@@ -122,8 +122,8 @@ class World {
   void StopAll();
   void StopDatabases();
 
-  // Samples VmHWM of every running process into peak_rss(); call often
-  // (each Kill* samples its victim first).
+  // Samples VmHWM of every running process and the Pss of every database
+  // server into peak_rss(); call often (each Kill* samples its victim first).
   void SampleRss();
   const PeakRss& peak_rss() const { return peak_rss_; }
 
