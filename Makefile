@@ -7,7 +7,8 @@
 #   make cross ARCH=arm64|armhf, make test-arm ARCH=arm64|armhf
 #   make deb ARCH=amd64|arm64|armhf   Debian package in build/deb/
 #   make bench [BENCH=part], make fuzz [FUZZ_SECONDS=n]
-#   make soak [SOAK_SECONDS=600] [SOAK_SEED=n]   seeded fault soak, 3 regions x 6 gateways (root)
+#   make soak [SOAK_SECONDS=600] [SOAK_SEED=n] [SOAK_PG_REGIONS=0..3]
+#                                                seeded fault soak, 3 regions x 6 gateways (root)
 #   make test SANITIZE=address,undefined   the same tests, ASan+UBSan build in build-asan/
 #   make test SANITIZE=thread              ThreadSanitizer build in build-tsan/
 #   make deps, make clean
@@ -25,6 +26,7 @@ BENCH ?=
 FUZZ_SECONDS ?= 30
 SOAK_SECONDS ?= 600
 SOAK_SEED ?=
+SOAK_PG_REGIONS ?=
 CMAKE_GENERATOR ?= $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 # ccache, where installed, makes rebuilds after a clean (or in a second
 # checkout) cheap; without it the compiler runs directly.
@@ -64,11 +66,14 @@ bench: configure
 	cmake --build $(BUILD) -j $(JOBS)
 	./tests/bench/run.sh $(BUILD) "$(BENCH)"
 
-# Prints its seed; the same SOAK_SEED and SOAK_SECONDS replay the same faults.
+# Prints its seed; the same SOAK_SEED, SOAK_SECONDS and SOAK_PG_REGIONS
+# replay the same faults. SOAK_PG_REGIONS: how many regions (from region0
+# on) keep their hub store on a PostgreSQL server the soak starts.
 # Summary on stdout, details in $(BUILD)/soak/report.json.
 soak: configure
 	cmake --build $(BUILD) --target edgesync es_acked_sensor edgesync_soak -j $(JOBS)
-	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_SEED=$(SOAK_SEED) $(BUILD)/tests/soak/edgesync_soak --out $(BUILD)/soak
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_SEED=$(SOAK_SEED) SOAK_PG_REGIONS=$(SOAK_PG_REGIONS) \
+	  $(BUILD)/tests/soak/edgesync_soak --out $(BUILD)/soak
 
 fuzz:
 	@./$(DEPS) build fuzz

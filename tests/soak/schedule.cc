@@ -21,7 +21,7 @@ constexpr Weighted kMix[] = {
     {FaultKind::kKillGateway, 4},   {FaultKind::kKillHub, 3},     {FaultKind::kKillLocalBroker, 2},
     {FaultKind::kKillRegionBroker, 2}, {FaultKind::kLinkCut, 5},  {FaultKind::kLinkStall, 3},
     {FaultKind::kLinkThrottle, 3},  {FaultKind::kClockGateway, 2}, {FaultKind::kClockHub, 2},
-    {FaultKind::kDiskFull, 1},
+    {FaultKind::kDiskFull, 1},      {FaultKind::kKillDatabase, 2},
 };
 
 const char* kClockSteps[] = {"+3h", "-2h", "+1d", "-90m", "+6h", "-1d"};
@@ -41,6 +41,7 @@ const char* FaultName(FaultKind kind) {
     case FaultKind::kClockHub: return "clock_jump_hub";
     case FaultKind::kDiskFull: return "disk_full";
     case FaultKind::kWipeHubStore: return "wipe_hub_store";
+    case FaultKind::kKillDatabase: return "kill_database";
   }
   return "?";
 }
@@ -56,8 +57,13 @@ std::string Fault::ToString() const {
 
 std::vector<Fault> MakeSchedule(const ScheduleParams& p) {
   std::mt19937_64 rng(p.seed);
+  // A kind with no target in this world (no region on PostgreSQL) is left
+  // out of the draw.
+  auto weight = [&](const Weighted& w) {
+    return w.kind == FaultKind::kKillDatabase && p.database_regions == 0 ? 0 : w.weight;
+  };
   int total_weight = 0;
-  for (const Weighted& w : kMix) total_weight += w.weight;
+  for (const Weighted& w : kMix) total_weight += weight(w);
   const int64_t first = p.duration_ms / 20, last = p.duration_ms * 3 / 4;
   // When each target is free again: "g3", "r1", "link3.1", "disk", "clock-gw".
   std::map<std::string, int64_t> busy_until;
@@ -70,25 +76,29 @@ std::vector<Fault> MakeSchedule(const ScheduleParams& p) {
   for (int64_t at = first; at < last; at += Draw(rng, 1500, 6500)) {
     Fault f;
     f.at_ms = at;
-    // Once, in the middle of the run: a hub loses its store.
+    // Once, from the middle of the run on: a hub loses its store (on
+    // PostgreSQL, its database; the server must be up to drop it). A region
+    // still busy with another fault is tried again at the next step.
     if (!wiped && at >= p.duration_ms / 2) {
-      wiped = true;
       f.kind = FaultKind::kWipeHubStore;
       f.region = static_cast<int>(Draw(rng, 0, p.regions - 1));
       f.length_ms = 0;
-      if (free_at("r" + std::to_string(f.region), at)) {
-        busy_until["r" + std::to_string(f.region)] = at + 5000;
+      const std::string r = std::to_string(f.region);
+      if (free_at("r" + r, at) && free_at("db" + r, at)) {
+        wiped = true;
+        busy_until["r" + r] = at + 5000;
+        busy_until["db" + r] = at + 5000;
         out.push_back(f);
         continue;
       }
     }
     int pick = static_cast<int>(Draw(rng, 0, total_weight - 1));
     for (const Weighted& w : kMix) {
-      if (pick < w.weight) {
+      if (pick < weight(w)) {
         f.kind = w.kind;
         break;
       }
-      pick -= w.weight;
+      pick -= weight(w);
     }
     f.gateway = static_cast<int>(Draw(rng, 0, p.gateways - 1));
     f.region = static_cast<int>(Draw(rng, 0, p.regions - 1));
@@ -133,6 +143,12 @@ std::vector<Fault> MakeSchedule(const ScheduleParams& p) {
         f.region = -1;
         f.length_ms = Draw(rng, 5000, 20000);
         target = "disk";
+        break;
+      case FaultKind::kKillDatabase:
+        f.gateway = -1;
+        f.region = static_cast<int>(Draw(rng, 0, p.database_regions - 1));
+        f.length_ms = Draw(rng, 200, 8000);
+        target = "db" + std::to_string(f.region);
         break;
       case FaultKind::kWipeHubStore:
         break;

@@ -28,7 +28,8 @@ enum class FaultKind {
   kClockGateway,       // libfaketime offset of the clock gateway; restarted under it
   kClockHub,           // the same for the clock hub
   kDiskFull,           // the tmpfs gateway's filesystem filled, freed after the length
-  kWipeHubStore,       // SIGKILL, store files deleted, restarted (a new epoch); once
+  kWipeHubStore,       // SIGKILL, store deleted, restarted (a new epoch); once
+  kKillDatabase,       // SIGKILL of a region's PostgreSQL server, restarted after the length
 };
 
 const char* FaultName(FaultKind kind);
@@ -51,6 +52,9 @@ struct ScheduleParams {
   int clock_gateway = 0;
   int clock_hub = 0;
   int disk_gateway = 1;
+  // Regions 0..database_regions-1 keep their hub store on a PostgreSQL
+  // server; only those can lose their database server.
+  int database_regions = 0;
 };
 
 // Faults in start order, from 5% to 75% of the run (the rest is for the

@@ -6,15 +6,18 @@
 // (tests/soak/schedule.h) hit it together: SIGKILL of gateways, hubs, local
 // and region brokers; link cuts, stalls and throttling; wall-clock steps of
 // a gateway and a hub (libfaketime); one gateway's disk (a tmpfs) filled up;
-// one hub's store deleted. Then everything is healed, the sensors stop, the
-// world drains, every process is stopped and every store file is audited
-// (tests/support/world_audit.cc). Prints a summary and writes
-// <out>/report.json; exits 0 only if the audit passes.
+// one hub's store deleted; SIGKILL of the PostgreSQL server of a region whose
+// hub keeps its store there (region0 by default; SOAK_PG_REGIONS=0..3 says
+// how many, from region0 on, the others on SQLite). Then everything is
+// healed, the sensors stop, the world drains, every process is stopped and
+// every store is audited (tests/support/world_audit.cc). Prints a summary
+// and writes <out>/report.json; exits 0 only if the audit passes.
 //
-//   edgesync_soak [--seconds N] [--seed N] [--out DIR] [--rate R]
-//   (environment: SOAK_SECONDS, SOAK_SEED, SOAK_REGION_STORE)
+//   edgesync_soak [--seconds N] [--seed N] [--out DIR] [--rate R] [--pg-regions N]
+//   edgesync_soak --schedule-only [...]   prints the schedule and exits
+//   (environment: SOAK_SECONDS, SOAK_SEED, SOAK_PG_REGIONS)
 //
-// Needs root (the tmpfs mount).
+// Needs root (the tmpfs mount), except --schedule-only.
 #include <unistd.h>
 
 #include <chrono>
@@ -39,7 +42,8 @@ struct Args {
   bool seed_given = false;
   std::string out = "build/soak";
   double rate = 40;
-  std::string region_store = "sqlite";
+  int pg_regions = 1;
+  bool schedule_only = false;
 };
 
 Args ParseArgs(int argc, char** argv) {
@@ -49,14 +53,31 @@ Args ParseArgs(int argc, char** argv) {
     a.seed = std::strtoull(s, nullptr, 10);
     a.seed_given = true;
   }
-  if (const char* s = std::getenv("SOAK_REGION_STORE"); s && *s) a.region_store = s;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i], v = argv[i + 1];
+  if (const char* s = std::getenv("SOAK_REGION_STORE"); s && *s) {
+    std::fprintf(stderr, "edgesync_soak: SOAK_REGION_STORE is replaced by SOAK_PG_REGIONS=0..3 (regions on "
+                         "PostgreSQL, from region0 on; the others on SQLite)\n");
+    std::exit(2);
+  }
+  if (const char* s = std::getenv("SOAK_PG_REGIONS"); s && *s) a.pg_regions = std::atoi(s);
+  for (int i = 1; i < argc; i += 2) {
+    std::string k = argv[i];
+    if (k == "--schedule-only") {
+      a.schedule_only = true;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) std::fprintf(stderr, "edgesync_soak: %s needs a value\n", k.c_str()), std::exit(2);
+    std::string v = argv[i + 1];
     if (k == "--seconds") a.seconds = std::atoll(v.c_str());
     else if (k == "--seed") a.seed = std::strtoull(v.c_str(), nullptr, 10), a.seed_given = true;
     else if (k == "--out") a.out = v;
     else if (k == "--rate") a.rate = std::atof(v.c_str());
+    else if (k == "--pg-regions") a.pg_regions = std::atoi(v.c_str());
     else std::fprintf(stderr, "edgesync_soak: unknown option %s\n", k.c_str()), std::exit(2);
+  }
+  if (a.pg_regions < 0 || a.pg_regions > 3) {
+    std::fprintf(stderr, "edgesync_soak: SOAK_PG_REGIONS / --pg-regions is 0..3, not %d\n", a.pg_regions);
+    std::exit(2);
   }
   if (!a.seed_given) a.seed = std::random_device{}() % 1000000;
   return a;
@@ -78,6 +99,7 @@ void Begin(World& w, const Fault& f, std::set<std::pair<std::string, uint64_t>>*
       if (!w.FillDisk()) std::fprintf(stderr, "soak: could not fill the disk of gw%d\n", f.gateway);
       break;
     case FaultKind::kWipeHubStore: *wiped = w.WipeHubStore(f.region); break;
+    case FaultKind::kKillDatabase: w.KillDatabase(f.region); break;
   }
 }
 
@@ -106,18 +128,17 @@ bool End(World& w, const Fault& f) {
       w.FreeDisk();
       return true;
     case FaultKind::kWipeHubStore: return true;
+    case FaultKind::kKillDatabase: return w.StartDatabase(f.region);
   }
   return true;
 }
 
+constexpr int kRegions = 3;
+
 int Run(const Args& args) {
-  std::printf("soak: seed %llu (replay: make soak SOAK_SEED=%llu SOAK_SECONDS=%lld), region store %s\n",
+  std::printf("soak: seed %llu (replay: make soak SOAK_SEED=%llu SOAK_SECONDS=%lld SOAK_PG_REGIONS=%d)\n",
               static_cast<unsigned long long>(args.seed), static_cast<unsigned long long>(args.seed),
-              static_cast<long long>(args.seconds), args.region_store.c_str());
-  std::string mk = "rm -rf '" + args.out + "/run' && mkdir -p '" + args.out + "/run'";
-  if (std::system(mk.c_str()) != 0) return 2;
-  char real[4096];
-  std::string root = realpath((args.out + "/run").c_str(), real) ? real : args.out + "/run";
+              static_cast<long long>(args.seconds), args.pg_regions);
 
   std::mt19937_64 pick(args.seed);
   ScheduleParams sp;
@@ -126,9 +147,22 @@ int Run(const Args& args) {
   sp.clock_gateway = static_cast<int>(pick() % 6);
   sp.clock_hub = static_cast<int>(pick() % 3);
   sp.disk_gateway = static_cast<int>((sp.clock_gateway + 1 + pick() % 5) % 6);
+  sp.database_regions = args.pg_regions;
   std::vector<Fault> schedule = MakeSchedule(sp);
   std::printf("soak: %zu faults; clock steps on gw%d and region%d's hub; gw%d's disk fills up\n", schedule.size(),
               sp.clock_gateway, sp.clock_hub, sp.disk_gateway);
+  if (args.schedule_only) {
+    for (const Fault& f : schedule) std::printf("%s\n", f.ToString().c_str());
+    return 0;
+  }
+  if (::geteuid() != 0) {
+    std::fprintf(stderr, "edgesync_soak: needs root (it mounts a tmpfs as one gateway's small disk)\n");
+    return 2;
+  }
+  std::string mk = "rm -rf '" + args.out + "/run' && mkdir -p '" + args.out + "/run'";
+  if (std::system(mk.c_str()) != 0) return 2;
+  char real[4096];
+  std::string root = realpath((args.out + "/run").c_str(), real) ? real : args.out + "/run";
   {
     std::ofstream s(args.out + "/schedule.txt");
     for (const Fault& f : schedule) s << f.ToString() << "\n";
@@ -141,8 +175,12 @@ int Run(const Args& args) {
   o.faketime_hub = sp.clock_hub;
   o.tmpfs_gateway = sp.disk_gateway;
   o.tmpfs_mib = 64;
-  o.region_store = args.region_store;
+  o.regions = kRegions;
+  o.postgres_regions = args.pg_regions;
   World world(o);
+  std::string stores;
+  for (int r = 0; r < kRegions; ++r) stores += std::string(r ? ", " : "") + world.store_backend(r);
+  std::printf("soak: region stores %s\n", stores.c_str());
   if (!world.Start()) {
     std::fprintf(stderr, "soak: %s\n", world.error().c_str());
     return 2;
@@ -207,13 +245,17 @@ int Run(const Args& args) {
   // The quiet period is part of the check, not of the drain.
   const double drain_s = (NowMs() - healed - (drained ? 3000 : 0)) / 1000.0;
   world.StopAll();
+  world.SampleRss();  // the database servers, still up for the audit
   AuditResult audit = Audit(world, wiped);
+  world.StopDatabases();
 
   nlohmann::json report;
   report["seed"] = args.seed;
   report["seconds"] = args.seconds;
-  report["region_store"] = args.region_store;
-  report["regions"] = 3;
+  nlohmann::json region_stores;
+  for (int r = 0; r < kRegions; ++r) region_stores[world.region_name(r)] = world.store_backend(r);
+  report["region_stores"] = region_stores;
+  report["regions"] = kRegions;
   report["gateways"] = 6;
   report["readings_per_s_per_gateway"] = args.rate;
   report["faults_by_kind"] = faults_by_kind;
@@ -229,6 +271,7 @@ int Run(const Args& args) {
 
   std::printf("\n=== soak summary (seed %llu, %lld s, %zu faults) ===\n", static_cast<unsigned long long>(args.seed),
               static_cast<long long>(args.seconds), schedule.size());
+  std::printf("  region stores: %s\n", stores.c_str());
   for (const auto& [k, n] : faults_by_kind) std::printf("  %-22s %lld\n", k.c_str(), static_cast<long long>(n));
   std::printf("  readings accepted (PUBACKed to a sensor): %lld\n", static_cast<long long>(audit.accepted));
   std::printf("  stored by their gateway: %lld; lost: %lld; duplicated: %lld; LSN gaps: %lld\n",
@@ -255,10 +298,6 @@ int Run(const Args& args) {
 }  // namespace edgesync::test
 
 int main(int argc, char** argv) {
-  if (::geteuid() != 0) {
-    std::fprintf(stderr, "edgesync_soak: needs root (it mounts a tmpfs as one gateway's small disk)\n");
-    return 2;
-  }
   setvbuf(stdout, nullptr, _IOLBF, 0);
   return edgesync::test::Run(edgesync::test::ParseArgs(argc, argv));
 }

@@ -117,8 +117,11 @@ bool Postgres::Start(int64_t timeout_ms) {
   }
   if (!process_.Start(argv, dir_ + "/postgres.log")) return false;
   // Accepting TCP comes before accepting logins (recovery after a kill):
-  // wait for a query to succeed.
-  return WaitFor([&] { return process_.running() && Sql("postgres", "SELECT 1"); }, timeout_ms);
+  // wait for a query to succeed. A server that exits (a killed one's
+  // backends still holding its shared memory) fails at once.
+  bool up = false;
+  WaitFor([&] { return !process_.running() || (up = Sql("postgres", "SELECT 1")); }, timeout_ms);
+  return up;
 }
 
 int Postgres::Stop() {
@@ -134,11 +137,26 @@ int Postgres::Stop() {
 void Postgres::Kill9() { process_.Kill9(); }
 
 bool Postgres::Sql(const std::string& db, const std::string& sql) {
+  return Psql(db, sql, {}, dir_ + "/psql.log");
+}
+
+bool Postgres::Query(const std::string& db, const std::string& sql, std::string* out) {
+  const std::string file = dir_ + "/query.out";
+  ::unlink(file.c_str());
+  bool ok = Psql(db, sql, {"-A", "-t"}, file);
+  *out = ReadAll(file);
+  return ok;
+}
+
+bool Postgres::Psql(const std::string& db, const std::string& sql, const std::vector<std::string>& flags,
+                    const std::string& out) {
   Process psql;
-  std::string out = dir_ + "/psql.log";
-  if (!psql.Start({"psql", "-X", "-q", "-h", "127.0.0.1", "-p", std::to_string(port_), "-U", options_.user, "-d", db,
-                   "-v", "ON_ERROR_STOP=1", "-c", sql},
-                  out, {"PGPASSWORD=" + options_.password, "PGCONNECT_TIMEOUT=5"})) {
+  std::vector<std::string> argv = {"psql", "-X", "-q", "-h", "127.0.0.1", "-p", std::to_string(port_),
+                                   "-U", options_.user, "-d", db, "-v", "ON_ERROR_STOP=1", "-c", sql};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  // Notices ("already exists, skipping") would land in a query's output.
+  if (!psql.Start(argv, out, {"PGPASSWORD=" + options_.password, "PGCONNECT_TIMEOUT=5",
+                              "PGOPTIONS=-c client_min_messages=warning"})) {
     return false;
   }
   return psql.Wait(60000) == 0;

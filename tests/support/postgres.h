@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tests/support/process.h"
 
@@ -40,6 +41,7 @@ class Postgres {
   int Stop();   // SIGINT: fast shutdown
   void Kill9();
   bool running() { return process_.running(); }
+  pid_t pid() const { return process_.pid(); }  // the postmaster's
 
   int port() const { return port_; }
   // postgresql://<user>@127.0.0.1:<port>/<db>: no password in it.
@@ -50,6 +52,9 @@ class Postgres {
 
   // Runs SQL with psql against db; false (and the output in the log) on error.
   bool Sql(const std::string& db, const std::string& sql);
+  // Runs one query with psql (unaligned, tuples only) and puts what it
+  // printed in *out; false on error.
+  bool Query(const std::string& db, const std::string& sql, std::string* out);
   bool CreateDatabase(const std::string& name) { return Sql("postgres", "CREATE DATABASE " + name); }
   bool DropDatabase(const std::string& name) {
     return Sql("postgres", "DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
@@ -61,6 +66,9 @@ class Postgres {
 
  private:
   bool InitDb();
+  // psql with extra flags, its output (and errors) appended to `out`.
+  bool Psql(const std::string& db, const std::string& sql, const std::vector<std::string>& flags,
+            const std::string& out);
   std::string dir_;
   PostgresOptions options_;
   int port_;

@@ -5,6 +5,8 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -20,14 +22,43 @@ namespace {
 
 std::string Q(const std::string& s) { return "\"" + s + "\""; }
 
-// VmHWM of a live process in bytes; 0 if gone.
-int64_t PeakRssOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+// A "Key: N kB" line of a /proc file, in bytes; 0 if absent (the process gone).
+int64_t ProcKb(const std::string& file, const std::string& key) {
+  std::ifstream in(file);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;
+    if (line.rfind(key, 0) == 0) return std::atoll(line.c_str() + key.size()) * 1024;
   }
   return 0;
+}
+
+// VmHWM of a live process in bytes; 0 if gone.
+int64_t PeakRssOf(pid_t pid) { return ProcKb("/proc/" + std::to_string(pid) + "/status", "VmHWM:"); }
+
+// Pss (proportional set size: shared pages divided among their users) of a
+// live process in bytes; 0 if gone.
+int64_t PssOf(pid_t pid) { return ProcKb("/proc/" + std::to_string(pid) + "/smaps_rollup", "Pss:"); }
+
+// The pids whose parent is `parent` (a PostgreSQL postmaster's backends).
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return out;
+  while (struct dirent* e = ::readdir(d)) {
+    pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
+    std::string stat;
+    std::getline(in, stat);
+    // "pid (comm) state ppid ...": comm may hold spaces, so from the last ')'.
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    char state;
+    int ppid = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == parent) out.push_back(pid);
+  }
+  ::closedir(d);
+  return out;
 }
 
 void RemoveStoreFiles(const std::string& path) {
@@ -43,6 +74,8 @@ World::World(WorldOptions options) : options_(std::move(options)) {
     MakeDirs(options_.root + "/" + region_name(r) + "/broker");
     region_brokers_.push_back(std::make_unique<Broker>(options_.root + "/" + region_name(r) + "/broker"));
     hubs_.push_back(std::make_unique<Process>());
+    databases_.push_back(on_postgres(r) ? std::make_unique<Postgres>(options_.root + "/" + region_name(r) + "/postgres")
+                                        : nullptr);
   }
   for (int g = 0; g < G; ++g) {
     MakeDirs(options_.root + "/" + gateway_id(g) + "/local");
@@ -60,6 +93,7 @@ World::World(WorldOptions options) : options_(std::move(options)) {
 
 World::~World() {
   StopAll();
+  StopDatabases();
   if (tmpfs_mounted_) ::umount2(gateway_dir(options_.tmpfs_gateway).c_str(), MNT_DETACH);
 }
 
@@ -80,6 +114,26 @@ void World::WriteHubConfig(int r) {
   c << "[gateway]\ndata_dir = " << Q(hub_dir(r)) << "\nlog_level = \"info\"\n\n"
     << "[metrics]\nlisten = \"\"\n\n"
     << "[hub]\nregion = " << Q(region_name(r)) << "\nbroker_uri = " << Q(region_brokers_[r]->uri()) << "\n";
+  if (on_postgres(r)) {
+    c << "store = " << Q(database(r)->Uri("hub")) << "\npassword_file = " << Q(database(r)->password_file()) << "\n";
+  }
+}
+
+Status World::OpenHubStore(int r, std::unique_ptr<Store>* file, std::unique_ptr<HubStore>* hub) const {
+  if (on_postgres(r)) {
+    HubStoreOptions o;
+    o.location = database(r)->Uri("hub");
+    o.password_file = database(r)->password_file();
+    o.application_name = "edgesync-world-audit";
+    return OpenPostgresHubStore(o, hub);
+  }
+  StoreOptions o;
+  o.path = hub_store(r);
+  o.create_if_missing = false;
+  o.read_only = true;
+  Status st = Store::Open(o, file);
+  if (st.ok()) *hub = NewSqliteHubStore(file->get());
+  return st;
 }
 
 void World::WriteGatewayConfig(int g) {
@@ -111,8 +165,12 @@ bool World::Start() {
     WriteAll(options_.root + "/gateway.faketime", "+0\n");
     WriteAll(options_.root + "/hub.faketime", "+0\n");
   }
-  if (options_.region_store != "sqlite") {
-    error_ = "region store '" + options_.region_store + "' is not available in this build (only sqlite)";
+  if (options_.postgres_regions > 0 && !HavePostgres()) {
+    error_ = "a region on PostgreSQL needs the PostgreSQL hub store: build with libpq-dev (EDGESYNC_POSTGRESQL)";
+    return false;
+  }
+  if (options_.postgres_regions > 0 && !Postgres::Installed()) {
+    error_ = "a region on PostgreSQL needs Debian's server: install postgresql (firmware-config/deps.sh test)";
     return false;
   }
   for (int g = 0; g < options_.gateways; ++g) {
@@ -127,6 +185,13 @@ bool World::Start() {
     }
   }
   for (int r = 0; r < options_.regions; ++r) {
+    if (on_postgres(r)) {
+      if (!StartDatabase(r)) return false;
+      if (!database(r)->CreateDatabase("hub")) {
+        error_ = "creating the database of " + region_name(r) + ":\n" + database(r)->log();
+        return false;
+      }
+    }
     if (!StartRegionBroker(r) || !StartHub(r)) return false;
   }
   for (int g = 0; g < options_.gateways; ++g) {
@@ -166,8 +231,20 @@ void World::Sample(const std::string& role, Process* p) {
   peak = std::max(peak, rss);
 }
 
+void World::SampleDatabase(int r) {
+  Postgres* db = database(r);
+  if (db == nullptr || !db->running()) return;
+  int64_t sum = PssOf(db->pid());
+  for (pid_t child : ChildrenOf(db->pid())) sum += PssOf(child);
+  int64_t& peak = peak_rss_["postgresql_server"];
+  peak = std::max(peak, sum);
+}
+
 void World::SampleRss() {
-  for (auto& h : hubs_) Sample("hub", h.get());
+  for (int r = 0; r < options_.regions; ++r) {
+    Sample(on_postgres(r) ? "hub_postgresql" : "hub_sqlite", hubs_[r].get());
+    SampleDatabase(r);
+  }
   for (auto& g : gateways_) Sample("gateway", g.get());
   for (auto& s : sensors_) Sample("sensors", s.get());
   for (auto& b : region_brokers_) {
@@ -196,7 +273,7 @@ bool World::StartGateway(int g) {
 }
 
 void World::KillHub(int r) {
-  Sample("hub", hubs_[r].get());
+  Sample(on_postgres(r) ? "hub_postgresql" : "hub_sqlite", hubs_[r].get());
   hubs_[r]->Kill9();
 }
 
@@ -208,6 +285,29 @@ bool World::StartHub(int r) {
   if (!hubs_[r]->Start({EDGESYNC_BINARY, "region", "--config", hub_dir(r) + ".toml"}, hub_dir(r) + ".log", env)) {
     error_ = "starting the hub of " + region_name(r);
     return false;
+  }
+  return true;
+}
+
+void World::KillDatabase(int r) {
+  SampleDatabase(r);
+  if (database(r) != nullptr) database(r)->Kill9();
+}
+
+bool World::StartDatabase(int r) {
+  Postgres* db = database(r);
+  if (db->running()) return true;
+  // A SIGKILLed postmaster's backends exit when they notice it gone; a
+  // start before the last one has refuses ("pre-existing shared memory
+  // block is still in use") and exits at once, so try again for a while.
+  const int64_t deadline = NowMs() + 120000;
+  while (!db->Start(60000)) {
+    if (db->running()) db->Kill9();  // up but not answering within a minute
+    if (NowMs() >= deadline) {
+      error_ = "starting the PostgreSQL server of " + region_name(r) + ":\n" + db->log().substr(0, 4000);
+      return false;
+    }
+    SleepMs(500);
   }
   return true;
 }
@@ -273,18 +373,15 @@ std::set<std::pair<std::string, uint64_t>> World::WipeHubStore(int r) {
   KillHub(r);
   std::set<std::pair<std::string, uint64_t>> held;
   {
-    StoreOptions o;
-    o.path = hub_store(r);
-    o.create_if_missing = false;
-    o.read_only = true;
-    o.open_check = StoreOptions::OpenCheck::kNone;
-    std::unique_ptr<Store> store;
-    if (Store::Open(o, &store).ok()) {
+    std::unique_ptr<Store> file;
+    std::unique_ptr<HubStore> hub;
+    if (on_postgres(r) && !database(r)->running()) StartDatabase(r);
+    if (OpenHubStore(r, &file, &hub).ok()) {
       uint64_t after = 0, head = 0;
       bool reset = false;
       std::vector<RegionFeedEntry> page;
       do {
-        if (!store->ReadRegionFeed(after, 10000, &page, &head, &reset).ok() || reset) break;
+        if (!hub->ReadFeed(after, 10000, &page, &head, &reset).ok() || reset) break;
         for (const auto& e : page) {
           held.insert({e.remote.origin.ToString(), e.remote.origin_lsn});
           after = e.seq;
@@ -292,7 +389,15 @@ std::set<std::pair<std::string, uint64_t>> World::WipeHubStore(int r) {
       } while (!page.empty());
     }
   }
-  RemoveStoreFiles(hub_store(r));
+  if (on_postgres(r)) {
+    // The region's database lost: an empty one in its place, which the
+    // hub fills with its schema and a new epoch when it starts.
+    if (!database(r)->DropDatabase("hub") || !database(r)->CreateDatabase("hub")) {
+      error_ = "re-creating the database of " + region_name(r) + ":\n" + database(r)->log().substr(0, 4000);
+    }
+  } else {
+    RemoveStoreFiles(hub_store(r));
+  }
   StartHub(r);
   return held;
 }
@@ -304,7 +409,10 @@ bool World::HealAll() {
   }
   FreeDisk();
   bool ok = true;
-  for (int r = 0; r < options_.regions; ++r) ok = StartRegionBroker(r) && StartHub(r) && ok;
+  for (int r = 0; r < options_.regions; ++r) {
+    if (on_postgres(r)) ok = StartDatabase(r) && ok;
+    ok = StartRegionBroker(r) && StartHub(r) && ok;
+  }
   for (int g = 0; g < options_.gateways; ++g) ok = StartLocalBroker(g) && StartGateway(g) && ok;
   return ok;
 }
@@ -346,15 +454,21 @@ void World::StopAll() {
     g->Signal(SIGTERM);
   }
   for (auto& g : gateways_) g->Stop(30000);
-  for (auto& h : hubs_) {
-    Sample("hub", h.get());
-    h->Stop(30000);
+  for (int r = 0; r < options_.regions; ++r) {
+    Sample(on_postgres(r) ? "hub_postgresql" : "hub_sqlite", hubs_[r].get());
+    hubs_[r]->Stop(30000);
   }
   for (auto& b : local_brokers_) {
     if (b->running()) b->Stop();
   }
   for (auto& b : region_brokers_) {
     if (b->running()) b->Stop();
+  }
+}
+
+void World::StopDatabases() {
+  for (auto& db : databases_) {
+    if (db && db->running()) db->Stop();
   }
 }
 

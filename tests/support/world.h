@@ -12,8 +12,15 @@
 // the monotonic clock is left alone), and a gateway's data directory may be
 // a small tmpfs of its own (a card that fills up).
 //
-// The audit (world_audit.cc) stops nothing: call it once every process is
-// stopped (StopAll), then it reads every store file.
+// A region's hub keeps its store in SQLite (<hub dir>/store.db) or, for the
+// first `postgres_regions` regions, in a PostgreSQL server of the region's
+// own (tests/support/postgres.h, data under <root>/regionN/postgres, one
+// database "hub"), which can be SIGKILLed and restarted like any process.
+//
+// The audit (world_audit.cc) stops nothing: call it once every edgesync
+// process and broker is stopped (StopAll), then it reads every store: the
+// SQLite files, and the databases, whose servers StopAll leaves running for
+// it (the destructor stops them).
 //
 // Thread safety: one thread drives a World; the proxies move bytes on their
 // own threads.
@@ -30,7 +37,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "store/hub_store.h"
 #include "tests/support/broker.h"
+#include "tests/support/postgres.h"
 #include "tests/support/process.h"
 #include "tests/support/tcp_proxy.h"
 
@@ -49,11 +58,16 @@ struct WorldOptions {
   // (root only; unmounted by the destructor). -1: none.
   int tmpfs_gateway = -1;
   int tmpfs_mib = 64;
-  // "sqlite" (the embedded hub store) for every region.
-  std::string region_store = "sqlite";
+  // Regions 0..postgres_regions-1 keep their hub store on a PostgreSQL
+  // server of their own; the others on SQLite. Needs a build with the
+  // PostgreSQL backend (EDGESYNC_HAVE_POSTGRESQL) and Debian's server.
+  int postgres_regions = 0;
 };
 
-// Peak resident memory (VmHWM) seen per role, in bytes.
+// Peak resident memory seen per role, in bytes: VmHWM of each process
+// ("hub_sqlite", "hub_postgresql", "gateway", ...), and for
+// "postgresql_server" the largest sum of Pss (proportional set size, so the
+// shared buffers count once) over a server's postmaster and backends.
 using PeakRss = std::map<std::string, int64_t>;
 
 class World {
@@ -86,8 +100,14 @@ class World {
   // Fills the tmpfs gateway's filesystem (a ballast file) / frees it again.
   bool FillDisk();
   void FreeDisk();
-  // SIGKILL of hub r, its store files deleted, hub started again: a new
-  // store, a new epoch. Returns the (origin, LSN) set the lost store held.
+  // SIGKILL of region r's PostgreSQL server (the postmaster; its backends
+  // notice and exit) / a start on the same port and data, retried while the
+  // killed server's last backends still hold its shared memory.
+  void KillDatabase(int r);
+  bool StartDatabase(int r);
+  // SIGKILL of hub r, its store deleted (SQLite: the files; PostgreSQL: the
+  // database dropped and created empty), hub started again: a new store, a
+  // new epoch. Returns the (origin, LSN) set the lost store held.
   std::set<std::pair<std::string, uint64_t>> WipeHubStore(int r);
   // Restores every link, frees the disk, restarts whatever is down.
   bool HealAll();
@@ -97,11 +117,13 @@ class World {
   // True once every gateway's status says: nothing ingested for quiet_ms,
   // backlog 0, and every region feed read to its head.
   bool Drained(int64_t quiet_ms);
-  // SIGTERM to every process (gateways first), waits for each.
+  // SIGTERM to every process (gateways first), waits for each; the
+  // database servers stay up for the audit.
   void StopAll();
+  void StopDatabases();
 
-  // Samples VmHWM of every running process into peak_rss(); call often
-  // (each Kill* samples its victim first).
+  // Samples VmHWM of every running process and the Pss of every database
+  // server into peak_rss(); call often (each Kill* samples its victim first).
   void SampleRss();
   const PeakRss& peak_rss() const { return peak_rss_; }
 
@@ -122,6 +144,13 @@ class World {
   std::string region_name(int r) const { return "region" + std::to_string(r); }
   std::string hub_dir(int r) const;
   std::string hub_store(int r) const { return hub_dir(r) + "/store.db"; }
+  bool on_postgres(int r) const { return r < options_.postgres_regions; }
+  const char* store_backend(int r) const { return on_postgres(r) ? "postgresql" : "sqlite"; }
+  Postgres* database(int r) const { return databases_[static_cast<size_t>(r)].get(); }
+  // Region r's hub store, opened for reading beside no running hub: the
+  // SQLite file read only (*file holds the Store it reads through), or the
+  // region's database (its server must be up).
+  Status OpenHubStore(int r, std::unique_ptr<Store>* file, std::unique_ptr<HubStore>* hub) const;
   nlohmann::json GatewayStatus(int g) const;
   nlohmann::json HubStatus(int r) const;
 
@@ -131,12 +160,14 @@ class World {
   void WriteHubConfig(int r);
   std::vector<std::string> ClockEnv(const std::string& spec_file) const;
   void Sample(const std::string& role, Process* p);
+  void SampleDatabase(int r);
 
   WorldOptions options_;
   std::string error_;
   std::string faketime_lib_;
   std::vector<std::unique_ptr<Broker>> region_brokers_;
   std::vector<std::unique_ptr<Process>> hubs_;
+  std::vector<std::unique_ptr<Postgres>> databases_;  // per region; null on SQLite
   std::vector<std::unique_ptr<Broker>> local_brokers_;
   std::vector<std::unique_ptr<Process>> gateways_;
   std::vector<std::unique_ptr<Process>> sensors_;
@@ -163,7 +194,7 @@ struct AuditResult {
   // read view had not pulled them before the wipe: no region serves them now.
   int64_t read_view_missing_wiped = 0;
   int64_t extras = 0;                 // stored readings no sensor saw acknowledged (allowed)
-  int64_t integrity_failures = 0;     // stores whose PRAGMA integrity_check is not "ok"
+  int64_t integrity_failures = 0;     // stores failing their integrity check (see Audit)
   // Gateways whose (local + read view) set differs from the union of the
   // regions' sets (only checked when no hub store was wiped).
   int64_t views_differ = 0;
@@ -179,7 +210,12 @@ struct AuditResult {
   nlohmann::json ToJson() const;
 };
 
-// Reads every store of a stopped world. wiped: what a wiped hub store held
+// Reads every store of a stopped world (StopAll; the database servers still
+// up). Integrity: SQLite's PRAGMA integrity_check on every store file; on a
+// region database, amcheck's B-tree check of every es_* index against its
+// table (heapallindexed), no (origin, LSN) row twice, no feed row of an
+// unknown origin or above its origin's high-water mark.
+// wiped: what a wiped hub store held
 // (World::WipeHubStore), to tell "only the wiped hub had it" from a loss.
 AuditResult Audit(const World& world, const std::set<std::pair<std::string, uint64_t>>& wiped = {});
 

@@ -1,7 +1,9 @@
 // The audit of a stopped World: what the sensors saw acknowledged, held
-// against every store file (gateways' change logs and read views, hubs'
-// region feeds), read through the Store API read only, plus SQLite's own
-// integrity check run by the sqlite3 program.
+// against every store (gateways' change logs and read views through the
+// Store API read only, hubs' region feeds through the hub store interface:
+// the SQLite file or the region's PostgreSQL database), plus each store's
+// own integrity check: SQLite's, run by the sqlite3 program, and for a
+// database amcheck and the schema's invariants, run by psql.
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -87,6 +89,38 @@ void Note(AuditResult* out, const std::string& what) {
   if (out->problems.size() < 20) out->problems.push_back(what);
 }
 
+// A region database's integrity, from psql: every query must print "0".
+// amcheck's bt_index_check with heapallindexed finds an index entry missing
+// for a table row or a damaged B-tree (what PRAGMA integrity_check is to
+// SQLite); the others are the schema's own invariants, which the unique
+// index and the apply's compare-and-set are there to keep.
+bool DatabaseIntegrityOk(Postgres* db, std::string* said) {
+  const std::pair<const char*, const char*> checks[] = {
+      {"amcheck (B-tree indexes not checked, of the 5 of the schema)",
+       "CREATE EXTENSION IF NOT EXISTS amcheck; "
+       "WITH checked AS MATERIALIZED (SELECT bt_index_check(i.indexrelid, true) FROM pg_index i "
+       "JOIN pg_class t ON t.oid = i.indrelid JOIN pg_class ic ON ic.oid = i.indexrelid "
+       "JOIN pg_am a ON a.oid = ic.relam WHERE t.relname LIKE 'es\\_%' AND a.amname = 'btree') "
+       "SELECT greatest(5 - count(*), 0) FROM checked"},
+      {"(origin, LSN) held twice",
+       "SELECT count(*) FROM (SELECT 1 FROM es_region_feed GROUP BY origin, olsn HAVING count(*) > 1) d"},
+      {"feed rows of an unknown origin",
+       "SELECT count(*) FROM es_region_feed f WHERE NOT EXISTS (SELECT 1 FROM es_origins o WHERE o.id = f.origin)"},
+      {"feed rows above their origin's high-water mark",
+       "SELECT count(*) FROM es_region_feed f JOIN es_origins o ON o.id = f.origin WHERE f.olsn > o.high_water"},
+  };
+  said->clear();
+  bool ok = true;
+  for (const auto& [what, sql] : checks) {
+    std::string out;
+    if (!db->Query("hub", sql, &out) || out != "0\n") {
+      ok = false;
+      *said += std::string(what) + ": " + out;
+    }
+  }
+  return ok;
+}
+
 }  // namespace
 
 nlohmann::json AuditResult::ToJson() const {
@@ -166,8 +200,14 @@ AuditResult Audit(const World& world, const std::set<OriginLsn>& wiped) {
   std::map<OriginLsn, int> in_regions;
   SetSummary regions_summary;
   for (int r = 0; r < R; ++r) {
-    auto store = OpenReadOnly(world.hub_store(r), &out);
-    if (!store) continue;
+    std::unique_ptr<Store> file;
+    std::unique_ptr<HubStore> store;
+    Status st = world.OpenHubStore(r, &file, &store);
+    if (!st.ok()) {
+      ++out.integrity_failures;
+      Note(&out, "opening the hub store of " + world.region_name(r) + ": " + st.ToString());
+      continue;
+    }
     std::map<OriginLsn, int> held;
     std::map<Key, int> readings;
     SetSummary summary;
@@ -175,7 +215,7 @@ AuditResult Audit(const World& world, const std::set<OriginLsn>& wiped) {
     bool reset = false;
     std::vector<RegionFeedEntry> page;
     do {
-      if (!store->ReadRegionFeed(after, 10000, &page, &head, &reset).ok() || reset) break;
+      if (!store->ReadFeed(after, 10000, &page, &head, &reset).ok() || reset) break;
       for (const RegionFeedEntry& e : page) {
         after = e.seq;
         OriginLsn ol{e.remote.origin.ToString(), e.remote.origin_lsn};
@@ -314,15 +354,25 @@ AuditResult Audit(const World& world, const std::set<OriginLsn>& wiped) {
     if (accepted.count(k) == 0) ++out.extras;
   }
 
-  // 6. SQLite's integrity check on every store file.
+  // 6. Each store's own integrity check: SQLite's on every store file,
+  // amcheck and the schema's invariants on every region database.
   std::vector<std::string> files;
   for (int g = 0; g < G; ++g) files.push_back(world.gateway_store(g));
-  for (int r = 0; r < R; ++r) files.push_back(world.hub_store(r));
+  for (int r = 0; r < R; ++r) {
+    if (!world.on_postgres(r)) files.push_back(world.hub_store(r));
+  }
   for (const std::string& f : files) {
     std::string said;
     if (!IntegrityOk(f, &said)) {
       ++out.integrity_failures;
       Note(&out, "integrity_check " + f + ": " + said);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    std::string said;
+    if (world.on_postgres(r) && !DatabaseIntegrityOk(world.database(r), &said)) {
+      ++out.integrity_failures;
+      Note(&out, "integrity of " + world.region_name(r) + "'s database: " + said);
     }
   }
   return out;
