@@ -6,11 +6,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <shared_mutex>
 #include <thread>
@@ -83,6 +84,14 @@ int UriPort(const std::string& uri) {
 // open descriptors once the connection is up. Other edgesync links to the
 // same port get the same option they set themselves; a descriptor closed
 // and reused meanwhile gets at most a harmless option (or ENOTSOCK).
+//
+// Other threads own most of these descriptors and may close them while we
+// look (ThreadSanitizer: fstat here raced with Paho's receive thread closing
+// another client's socket). So a descriptor is first told apart by its
+// /proc/self/fd link ("socket:[inode]"), which reads the process's table
+// without using the descriptor; only sockets get the calls below, each of
+// which copes with the descriptor having gone (EBADF, ENOTSOCK) or been
+// reused (the type and peer port are checked just before the option).
 // Returns how many sockets it set.
 int SetTcpNoDelay(int port) {
   if (port <= 0) return 0;
@@ -93,8 +102,12 @@ int SetTcpNoDelay(int port) {
     if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
     int fd = std::atoi(d->d_name);
     if (fd == dirfd(dir)) continue;
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    char target[64];
+    std::string link = std::string("/proc/self/fd/") + d->d_name;
+    ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+    if (n <= 0) continue;
+    target[n] = '\0';
+    if (std::strncmp(target, "socket:", 7) != 0) continue;
     int type = 0;
     socklen_t type_len = sizeof type;
     if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &type_len) != 0 || type != SOCK_STREAM) continue;
