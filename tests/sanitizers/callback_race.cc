@@ -8,14 +8,18 @@
 // thread both write one plain int with nothing ordering them. The test
 // passes only if ThreadSanitizer reports that race; it fails if a
 // suppression (a `race:` entry naming a Paho library, which matches every
-// stack with a Paho frame anywhere below it) swallows it. The process exits
-// non-zero at the report (halt_on_error, tests/sanitizers/options.cc), so the
-// test matches the report text rather than the exit code.
+// stack with a Paho frame anywhere below it) swallows it. The program starts
+// the broker and runs the client as a child (itself with --race), which
+// exits non-zero at the report (halt_on_error, tests/sanitizers/options.cc),
+// so the test matches the report text rather than the exit code.
 //
 // Thread safety: the race is the point; everything else is single-threaded.
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include "sync/mqtt_link.h"
 #include "tests/support/broker.h"
@@ -28,18 +32,12 @@ int unguarded = 0;  // written by two threads without a lock, on purpose
 __attribute__((noinline)) void TouchFromHandler() { unguarded = unguarded + 1; }
 __attribute__((noinline)) void TouchFromMain() { unguarded = unguarded + 1; }
 
-}  // namespace
-
-int main() {
+// The racing client, in a process of its own: ThreadSanitizer ends it at the
+// report, before any destructor could stop a broker it owned.
+int RaceOn(const std::string& uri) {
   using namespace edgesync;
-  test::TempDir dir;
-  test::Broker broker(dir.path());
-  if (!broker.Start()) {
-    std::fprintf(stderr, "broker did not start\n");
-    return 2;
-  }
   MqttLinkOptions options;
-  options.uri = broker.uri();
+  options.uri = uri;
   options.client_id = "tsan-guard";
   std::unique_ptr<MqttLink> link;
   Status st = NewPahoMqttLink(options, &link);
@@ -58,13 +56,35 @@ int main() {
   // orders the writes below against the handler's: a race whatever the
   // timing, which ThreadSanitizer reports once both have run.
   for (int i = 0; i < 20; ++i) link->Publish("guard/race", "x", 0, false, 1000);
-  const int64_t deadline = test::NowMs() + 60000;
-  while (link->counters().received < 20 && test::NowMs() < deadline) {
+  const int64_t deadline = edgesync::test::NowMs() + 60000;
+  while (link->counters().received < 20 && edgesync::test::NowMs() < deadline) {
     TouchFromMain();
-    test::SleepMs(1);
+    edgesync::test::SleepMs(1);
   }
   TouchFromMain();
   link->Disconnect(2000);
   std::printf("no race reported (%lld messages received)\n", static_cast<long long>(link->counters().received));
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace edgesync;
+  if (argc == 3 && std::string(argv[1]) == "--race") return RaceOn(argv[2]);
+  test::TempDir dir;
+  test::Broker broker(dir.path());
+  if (!broker.Start()) {
+    std::fprintf(stderr, "broker did not start\n");
+    return 2;
+  }
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return 2;
+  self[n] = '\0';
+  test::Process client;  // its report goes to our stderr, which ctest reads
+  if (!client.Start({self, "--race", broker.uri()})) return 2;
+  int code = client.Wait(180000);
+  broker.Stop();
+  return code;
 }
