@@ -6,13 +6,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
-#include <shared_mutex>
 #include <thread>
 #include <unordered_set>
 #include <utility>
@@ -83,6 +83,14 @@ int UriPort(const std::string& uri) {
 // open descriptors once the connection is up. Other edgesync links to the
 // same port get the same option they set themselves; a descriptor closed
 // and reused meanwhile gets at most a harmless option (or ENOTSOCK).
+//
+// Other threads own most of these descriptors and may close them while we
+// look (ThreadSanitizer: fstat here raced with Paho's receive thread closing
+// another client's socket). So a descriptor is first told apart by its
+// /proc/self/fd link ("socket:[inode]"), which reads the process's table
+// without using the descriptor; only sockets get the calls below, each of
+// which copes with the descriptor having gone (EBADF, ENOTSOCK) or been
+// reused (the type and peer port are checked just before the option).
 // Returns how many sockets it set.
 int SetTcpNoDelay(int port) {
   if (port <= 0) return 0;
@@ -93,8 +101,12 @@ int SetTcpNoDelay(int port) {
     if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
     int fd = std::atoi(d->d_name);
     if (fd == dirfd(dir)) continue;
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    char target[64];
+    std::string link = std::string("/proc/self/fd/") + d->d_name;
+    ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+    if (n <= 0) continue;
+    target[n] = '\0';
+    if (std::strncmp(target, "socket:", 7) != 0) continue;
     int type = 0;
     socklen_t type_len = sizeof type;
     if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &type_len) != 0 || type != SOCK_STREAM) continue;
@@ -182,9 +194,12 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
     if (!NewClient(&fresh).ok()) return;
     std::unique_ptr<mqtt::async_client> old;
     {
-      std::unique_lock<std::shared_mutex> lock(client_mu_);
+      std::unique_lock<std::mutex> lock(client_mu_);
       old = std::move(client_);
       client_ = std::move(fresh);
+      // Calls that took the old client finish with it first. New ones get
+      // the fresh client; few come meanwhile, as the link is down.
+      client_cv_.wait(lock, [this] { return client_users_ == 0; });
     }
     old.reset();  // joins the old client's threads: no completion of it runs after this
     FailPending("mqtt client of " + options_.uri + " replaced before the publish completed");
@@ -268,8 +283,8 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
       pending_.insert(pending);
     }
     try {
-      std::shared_lock<std::shared_mutex> client_lock(client_mu_);
-      client_->publish(topic, payload.data(), payload.size(), qos, retained, pending, *this);
+      ClientUse client(this);
+      client->publish(topic, payload.data(), payload.size(), qos, retained, pending, *this);
       return Status::Ok();
     } catch (const mqtt::exception& e) {
       if (Claim(pending)) {  // the listener never saw it
@@ -309,6 +324,30 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   }
 
  private:
+  // One call's use of the current client (see client_users_).
+  class ClientUse {
+   public:
+    explicit ClientUse(PahoMqttLink* link) : link_(link) {
+      std::lock_guard<std::mutex> lock(link_->client_mu_);
+      ++link_->client_users_;
+      client_ = link_->client_.get();
+    }
+    ~ClientUse() {
+      {
+        std::lock_guard<std::mutex> lock(link_->client_mu_);
+        --link_->client_users_;
+      }
+      link_->client_cv_.notify_all();
+    }
+    ClientUse(const ClientUse&) = delete;
+    ClientUse& operator=(const ClientUse&) = delete;
+    mqtt::async_client* operator->() const { return client_; }
+
+   private:
+    PahoMqttLink* link_;
+    mqtt::async_client* client_;
+  };
+
   // Claims pending for completion; false if someone else already did.
   bool Claim(PendingPublish* pending) {
     std::lock_guard<std::mutex> lock(window_mu_);
@@ -422,8 +461,8 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   bool TryConnect() {
     bool session_present = false;
     try {
-      std::shared_lock<std::shared_mutex> client_lock(client_mu_);
-      auto tok = client_->connect(*connect_options_);
+      ClientUse client(this);
+      auto tok = client->connect(*connect_options_);
       if (!tok->wait_for(milliseconds(options_.connect_timeout_ms + 2000))) {
         std::lock_guard<std::mutex> lock(mu_);
         last_error_ = "connect timed out";
@@ -464,8 +503,8 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
 
   Status SubscribeNow(const std::string& filter, int qos) {
     try {
-      std::shared_lock<std::shared_mutex> client_lock(client_mu_);
-      auto tok = client_->subscribe(filter, qos);
+      ClientUse client(this);
+      auto tok = client->subscribe(filter, qos);
       if (!tok->wait_for(milliseconds(options_.connect_timeout_ms + 5000))) {
         return Status::Timeout("subscribing to " + filter);
       }
@@ -522,9 +561,17 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   const bool tls_ = options_.uri.rfind("ssl://", 0) == 0 || options_.uri.rfind("mqtts://", 0) == 0;
   const std::string user_;
   const std::string password_;
-  // Shared while a call uses the client, exclusive while ResetClient swaps it.
-  std::shared_mutex client_mu_;
+  // client_ is used (Publish, Subscribe, connects) through a ClientUse,
+  // which counts the call in client_users_ so ResetClient destroys a client
+  // only once no call uses it. No lock of ours is held while Paho runs: a
+  // shared lock held across the Paho call was, for ThreadSanitizer, a
+  // lock-order inversion with Paho C's own mutex, which Paho holds while it
+  // runs our message handler, and the region hub's handler publishes (it
+  // answers probes on the receive thread).
+  std::mutex client_mu_;  // guards client_ and client_users_
+  std::condition_variable client_cv_;
   std::unique_ptr<mqtt::async_client> client_;
+  int client_users_ = 0;
   bool client_stale_ = false;  // guarded by mu_: a connect never completed
   // Built once in Init, never moved (see BuildConnectOptions), released
   // before client_ (see Init).

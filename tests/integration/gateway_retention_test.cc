@@ -52,7 +52,15 @@ TEST(GatewayRetentionTest, PrunesWhatTheRegionAcknowledgedAndKeepsWhatItDidNot) 
       << "[[region]]\nname = \"eu\"\nuri = " << Q(eu.broker().uri()) << "\n";
   Process gateway;
   ASSERT_TRUE(gateway.Start({EDGESYNC_BINARY, "gateway", "--config", gw + "/gateway.toml"}, gw + "/gateway.log"));
-  ASSERT_TRUE(WaitFor([&] { return StatusOf(gw).contains("ingest"); }, 20000)) << ReadAll(gw + "/gateway.log");
+  // The ingest link is up, so its subscription exists (the status file
+  // alone came seconds before it under ThreadSanitizer).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        nlohmann::json j = StatusOf(gw);
+        return j.contains("ingest_mqtt") && j["ingest_mqtt"].value("connected", false);
+      },
+      60000))
+      << ReadAll(gw + "/gateway.log");
   SleepMs(500);  // the subscription exists before the sensors publish
 
   // Acknowledged by the region, then older than 2 s: pruned.

@@ -1,6 +1,7 @@
 #include "tests/support/process.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <glob.h>
 #include <grp.h>
@@ -152,11 +153,26 @@ int64_t NowMs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
+#if defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_init();
+#endif
+
 std::string FakeTimeLibrary() {
   glob_t g;
   std::string found;
   if (::glob("/usr/lib/*/faketime/libfaketime.so.1", 0, nullptr, &g) == 0 && g.gl_pathc > 0) found = g.gl_pathv[0];
   ::globfree(&g);
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer's runtime goes first: libfaketime wraps
+  // pthread_cond_timedwait, and preloaded alone it shadowed TSan's
+  // interceptor, so TSan missed the wait's unlock and relock of the mutex
+  // and reported a double lock inside Paho C's timed waits. In this order
+  // TSan's interceptor runs and calls on into libfaketime's.
+  Dl_info tsan{};
+  if (!found.empty() && ::dladdr(reinterpret_cast<void*>(&__tsan_init), &tsan) != 0 && tsan.dli_fname != nullptr) {
+    found = std::string(tsan.dli_fname) + ":" + found;
+  }
+#endif
   return found;
 }
 

@@ -77,7 +77,8 @@ bool WaitFor(Pred pred, int64_t timeout_ms) {
 
 // libfaketime from the faketime package, wherever the architecture puts it
 // ("" if not installed): preloaded with FAKETIME_TIMESTAMP_FILE, a test steps
-// a live process's wall clock by rewriting that file.
+// a live process's wall clock by rewriting that file. In a ThreadSanitizer
+// build the value is an LD_PRELOAD list with TSan's runtime first.
 std::string FakeTimeLibrary();
 
 std::string ReadAll(const std::string& path);
