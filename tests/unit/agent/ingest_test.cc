@@ -455,6 +455,30 @@ TEST(Ingest, AJournalWriteThatFailsIsCommittedBeforeTheCallReturns) {
   EXPECT_EQ(sink.checkpoint, 3u);
 }
 
+// A commit queue of 4 x 5 readings, committed at once: a full store shows
+// after a few messages.
+IngestOptions SmallQueueOptions(const std::string& dir) {
+  IngestOptions o = JournalOptions(dir);
+  o.batch_max = 5;
+  o.batch_delay_ms = 1;
+  return o;
+}
+
+// Ingest, and the gate driving a fake link from its intake.
+struct GatedIngest {
+  GatedIngest(const IngestOptions& o, IngestSink* sink)
+      : ingest(o, sink), link([](const std::string&, const std::string&, FakeLink*) {}), gate(&ingest, &link) {}
+  // Starts ingest and the gate (which may pause the link before it starts).
+  bool Start() {
+    if (!ingest.Init().ok() || !ingest.Start().ok()) return false;
+    gate.Start();
+    return true;
+  }
+  Ingest ingest;
+  FakeLink link;
+  IntakeGate gate;
+};
+
 // A store full under reject-new: the caller (Paho's receive thread, which
 // the uplink shares) is never held; intake closes, the gate pauses the link
 // to the local broker, and once the store takes commits again everything
@@ -462,15 +486,10 @@ TEST(Ingest, AJournalWriteThatFailsIsCommittedBeforeTheCallReturns) {
 TEST(Ingest, AStoreThatRefusesClosesIntakeInsteadOfHoldingTheReceiveThread) {
   test::TempDir dir;
   FakeSink sink;
-  IngestOptions o = JournalOptions(dir.path());
-  o.batch_max = 5;  // the queue holds 4 x 5 readings before back-pressure
-  o.batch_delay_ms = 1;
-  Ingest ingest(o, &sink);
-  FakeLink link([](const std::string&, const std::string&, FakeLink*) {});
-  IntakeGate gate(&ingest, &link);
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
-  gate.Start();
+  GatedIngest g(SmallQueueOptions(dir.path()), &sink);
+  Ingest& ingest = g.ingest;
+  FakeLink& link = g.link;
+  ASSERT_TRUE(g.Start());
   ASSERT_TRUE(link.Start().ok());
   EXPECT_FALSE(link.paused());
   {
@@ -518,7 +537,7 @@ TEST(Ingest, AStoreThatRefusesClosesIntakeInsteadOfHoldingTheReceiveThread) {
   EXPECT_FALSE(c.paused);
   EXPECT_EQ(c.pause_reason, "");
   EXPECT_EQ(c.pauses, 1);
-  gate.Stop();
+  g.gate.Stop();
   ingest.Stop();
 }
 
@@ -526,9 +545,7 @@ TEST(Ingest, AStoreThatRefusesClosesIntakeInsteadOfHoldingTheReceiveThread) {
 // and the next start commits it, keeping the link down until it has.
 TEST(Ingest, AStopWhileTheStoreRefusesKeepsEverythingForTheNextStart) {
   test::TempDir dir;
-  IngestOptions o = JournalOptions(dir.path());
-  o.batch_max = 5;
-  o.batch_delay_ms = 1;
+  IngestOptions o = SmallQueueOptions(dir.path());
   FakeSink sink;
   {
     std::lock_guard<std::mutex> lock(sink.mu);
@@ -544,12 +561,10 @@ TEST(Ingest, AStopWhileTheStoreRefusesKeepsEverythingForTheNextStart) {
   }
   EXPECT_EQ(sink.count(), 0u);
   o.replay_wait_ms = 100;  // the store is still full: Start must not wait for it
-  Ingest ingest(o, &sink);
-  FakeLink link([](const std::string&, const std::string&, FakeLink*) {});
-  IntakeGate gate(&ingest, &link);
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
-  gate.Start();
+  GatedIngest g(o, &sink);
+  Ingest& ingest = g.ingest;
+  FakeLink& link = g.link;
+  ASSERT_TRUE(g.Start());
   EXPECT_TRUE(link.paused()) << "the link would connect before the journal's readings are committed";
   EXPECT_EQ(ingest.counters().pause_reason, "store full");
   {
@@ -559,7 +574,7 @@ TEST(Ingest, AStopWhileTheStoreRefusesKeepsEverythingForTheNextStart) {
   ASSERT_TRUE(test::WaitFor([&] { return !link.paused(); }, 30000));
   EXPECT_EQ(sink.count(), 40u);
   for (size_t i = 0; i < sink.count(); ++i) EXPECT_EQ(sink.all[i].value, static_cast<double>(i));
-  gate.Stop();
+  g.gate.Stop();
   ingest.Stop();
 }
 
