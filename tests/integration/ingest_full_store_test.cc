@@ -43,10 +43,29 @@ struct FullStoreSetup {
       : local(dir.File("local")), eu(dir.path(), "eu"), data(dir.File("gw")), config(dir.File("gw.toml")),
         log(dir.File("gw.log")), acks(dir.File("acks.log")) {}
 
+  // Brokers, region, the proxy to it, and the gateway, connected to its
+  // local broker. ADD_FAILURE says which part did not start.
+  bool StartAll() {
+    if (!local.Start()) {
+      ADD_FAILURE() << local.log();
+      return false;
+    }
+    if (!eu.Start()) return false;
+    proxy = std::make_unique<TcpProxy>(eu.broker().port());
+    if (!WriteConfigAndStart()) {
+      ADD_FAILURE() << ReadAll(log);
+      return false;
+    }
+    if (!WaitFor([&] { return Field("ingest_mqtt", "connected") == 1; }, 60000)) {
+      ADD_FAILURE() << ReadAll(log);
+      return false;
+    }
+    return true;
+  }
   // The store file is made first, so that max_bytes can sit a fixed margin
   // above what an empty store takes (readings of these sensors compress to
   // about a chunk row per commit group: tens of bytes each).
-  bool Start(TcpProxy* proxy) {
+  bool WriteConfigAndStart() {
     RegionSite::MakeDir(data);
     int64_t empty_bytes = 0;
     {
@@ -104,6 +123,7 @@ struct FullStoreSetup {
 
   Broker local;
   RegionSite eu;
+  std::unique_ptr<TcpProxy> proxy;  // between the gateway and the region
   std::string data, config, log, acks;
   Process gw, sensor;
 };
@@ -161,11 +181,8 @@ Audit AuditRegion(const std::string& ack_log, RegionSite* region) {
 TEST(IngestFullStoreTest, AFullStoreStopsIngestAndResumesByItselfOnceTheRegionFreesRoom) {
   TempDir dir;
   FullStoreSetup w(dir);
-  ASSERT_TRUE(w.local.Start()) << w.local.log();
-  ASSERT_TRUE(w.eu.Start());
-  TcpProxy proxy(w.eu.broker().port());
-  ASSERT_TRUE(w.Start(&proxy)) << ReadAll(w.log);
-  ASSERT_TRUE(WaitFor([&] { return w.Field("ingest_mqtt", "connected") == 1; }, 60000)) << ReadAll(w.log);
+  ASSERT_TRUE(w.StartAll());
+  TcpProxy& proxy = *w.proxy;
   const int64_t pid = w.Field("", "pid");
   ASSERT_TRUE(w.StartSensor());
   // The region takes readings, then goes away.
@@ -219,11 +236,8 @@ TEST(IngestFullStoreTest, AFullStoreStopsIngestAndResumesByItselfOnceTheRegionFr
 TEST(IngestFullStoreTest, ASigtermWhileTheStoreIsFullLosesNothing) {
   TempDir dir;
   FullStoreSetup w(dir);
-  ASSERT_TRUE(w.local.Start()) << w.local.log();
-  ASSERT_TRUE(w.eu.Start());
-  TcpProxy proxy(w.eu.broker().port());
-  ASSERT_TRUE(w.Start(&proxy)) << ReadAll(w.log);
-  ASSERT_TRUE(WaitFor([&] { return w.Field("ingest_mqtt", "connected") == 1; }, 60000)) << ReadAll(w.log);
+  ASSERT_TRUE(w.StartAll());
+  TcpProxy& proxy = *w.proxy;
   proxy.Cut();
   ASSERT_TRUE(w.StartSensor());
   ASSERT_TRUE(w.WaitFull()) << w.Status().dump(2) << ReadAll(w.log).substr(0, 4000);
