@@ -73,8 +73,12 @@ Status Gateway::Start() {
   Ingest* ingest = ingest_.get();
   link_->SetMessageHandler([ingest](MqttMessage&& m) { ingest->OnMessage(m.topic, m.payload, m.duplicate); });
   for (const std::string& f : ingest_->Filters()) ES_RETURN_IF_ERROR(link_->Subscribe(f, 1));
-  // The journal's readings go in before any message can be redelivered.
+  // The journal's readings go in before any message can be redelivered:
+  // the gate keeps the link down until they are (and while the store
+  // refuses commits), never the MQTT receive thread (intake_gate.h).
   ES_RETURN_IF_ERROR(ingest_->Start().Annotate("ingest"));
+  gate_ = std::make_unique<IntakeGate>(ingest_.get(), link_.get());
+  gate_->Start();
   ES_RETURN_IF_ERROR(link_->Start());
   running_ = true;
   ES_LOG(kInfo, "gateway {}: ingesting from {} ({} ack)", config_.gateway_id, config_.ingest_broker_uri,
@@ -86,7 +90,9 @@ void Gateway::Stop() {
   if (!running_) return;
   running_ = false;
   // Link first: no message may arrive (and be acknowledged) after ingest
-  // has committed its last batch.
+  // has committed its last batch. The gate goes before it, so that it
+  // cannot resume the link meanwhile.
+  if (gate_) gate_->Stop();
   if (link_) link_->Disconnect(3000);
   if (ingest_) ingest_->Stop();
   if (uplink_) uplink_->Stop();
@@ -109,7 +115,8 @@ nlohmann::json Gateway::StatusJson() {
     MqttLink::Counters m = link_->counters();
     j["ingest_mqtt"] = {{"connected", link_->connected()}, {"uri", config_.ingest_broker_uri},
                         {"connects", m.connects},          {"connection_losses", m.connection_losses},
-                        {"received", m.received}};
+                        {"received", m.received},          {"paused", link_->paused()},
+                        {"pauses", m.pauses}};
   }
   uint64_t committed = 0;
   if (ingest_) {
@@ -130,6 +137,11 @@ nlohmann::json Gateway::StatusJson() {
                    {"replayed", c.replayed},
                    {"journal_failures", c.journal_failures},
                    {"journal_bytes", c.journal_bytes},
+                   {"paused", c.paused},
+                   {"pause_reason", c.pause_reason},
+                   {"pauses", c.pauses},
+                   {"paused_ms", c.paused_ms},
+                   {"overruns", c.overruns},
                    {"dead_letters", c.dead_letters},
                    {"dead_letters_dropped", c.dead_letters_dropped},
                    {"rejected", rejected},

@@ -3,7 +3,9 @@
 // the MQTT link to the local broker and ingest. Components start in
 // dependency order and stop in reverse (the ingest link first, so no message
 // arrives that could not be committed; then ingest commits the batch in
-// hand; then the uplink and the feed puller; then the store closes).
+// hand; then the uplink and the feed puller; then the store closes). While
+// ingest takes no more messages (a store that refuses commits), the intake
+// gate keeps the ingest link disconnected; the local broker queues.
 //
 // Thread safety: Start/Stop from one thread; StatusJson from any (one at a
 // time: it keeps the rate meters).
@@ -18,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/ingest/ingest.h"
+#include "agent/ingest/intake_gate.h"
 #include "agent/status_board.h"
 #include "agent/store_figures.h"
 #include "firmware-config/config.h"
@@ -53,6 +56,7 @@ class Gateway {
   std::unique_ptr<StoreSink> sink_;
   std::unique_ptr<Ingest> ingest_;
   std::unique_ptr<MqttLink> link_;
+  std::unique_ptr<IntakeGate> gate_;  // after link_ and ingest_: destroyed before them
   std::unique_ptr<Uplink> uplink_;
   std::unique_ptr<FeedPuller> feed_puller_;
   std::unique_ptr<Retention> retention_;  // after store_: stopped and destroyed before it

@@ -143,6 +143,14 @@ void GatewayMetrics(Writer* w, const json& s) {
             "duplicates_skipped");
     Counter(w, "edgesync_ingest_dead_letters_total", "Payloads dead-lettered by ingest.", in, "dead_letters");
     Gauge(w, "edgesync_ingest_journal_bytes", "Bytes of the intake journal on disk.", in, "journal_bytes");
+    w->Sample("edgesync_ingest_paused", "gauge",
+              "1 while ingest takes no messages from the local broker (the store refuses commits).",
+              in.value("paused", false) ? 1 : 0);
+    Counter(w, "edgesync_ingest_pauses_total", "Times ingest stopped taking messages from the local broker.", in,
+            "pauses");
+    w->Sample("edgesync_ingest_paused_seconds_total", "counter",
+              "Time ingest spent not taking messages from the local broker.",
+              static_cast<double>(in.value("paused_ms", int64_t{0})) / 1000.0);
     if (in.contains("rejected") && in["rejected"].is_object()) {
       for (const auto& [reason, n] : in["rejected"].items()) {
         w->Sample("edgesync_ingest_rejected_total", "counter", "Readings or messages rejected, by reason.",

@@ -139,10 +139,19 @@ void PrintText(const json& j) {
     for (const auto& [reason, n] : rejected.items()) {
       if (n.is_number() && n.get<double>() > 0) std::printf("          rejected %s: %.0f\n", reason.c_str(), n.get<double>());
     }
+    if (j["ingest"].value("paused", false)) {
+      std::printf("          PAUSED (%s): the local broker keeps new readings; %.0f pauses so far\n",
+                  j["ingest"].value("pause_reason", "").c_str(), Num(j, "ingest", "pauses"));
+    } else if (Num(j, "ingest", "pauses") > 0) {
+      std::printf("          %.0f pauses (store refusing commits), %.0f s in all\n", Num(j, "ingest", "pauses"),
+                  Num(j, "ingest", "paused_ms") / 1000);
+    }
   }
   if (j.contains("ingest_mqtt")) {
     std::printf("          local broker %s %s, %.0f connection losses\n", j["ingest_mqtt"].value("uri", "").c_str(),
-                j["ingest_mqtt"].value("connected", false) ? "connected" : "DISCONNECTED",
+                j["ingest_mqtt"].value("connected", false) ? "connected"
+                : j["ingest_mqtt"].value("paused", false)  ? "paused"
+                                                            : "DISCONNECTED",
                 Num(j, "ingest_mqtt", "connection_losses"));
   }
   if (j.contains("uplink")) {

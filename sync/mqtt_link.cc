@@ -268,6 +268,27 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
     return result;
   }
 
+  void Pause() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      paused_ = true;
+    }
+    cv_.notify_all();
+  }
+
+  void Resume() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      paused_ = false;
+    }
+    cv_.notify_all();
+  }
+
+  bool paused() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return paused_;
+  }
+
   Status Publish(const std::string& topic, const std::string& payload, int qos, bool retained, int64_t wait_ms,
                  PublishDone done) override {
     if (!connected_.load()) return Status::Unavailable("not connected to " + options_.uri);
@@ -311,6 +332,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
     Counters c;
     c.connects = counters_connects_.load();
     c.connection_losses = counters_losses_.load();
+    c.pauses = counters_pauses_.load();
     c.received = counters_received_.load();
     c.published = counters_published_.load();
     c.publish_failures = counters_publish_failures_.load();
@@ -521,13 +543,40 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
     }
   }
 
+  // Supervisor thread, paused_ set: a clean DISCONNECT (the broker keeps a
+  // persistent session and queues for it). Called with mu_ released.
+  void DisconnectForPause() {
+    try {
+      std::shared_lock<std::shared_mutex> client_lock(client_mu_);
+      client_->disconnect(options_.connect_timeout_ms / 2)
+          ->wait_for(milliseconds(options_.connect_timeout_ms + 2000));
+    } catch (const mqtt::exception& e) {
+      ES_LOG(kWarn, "mqtt {}: disconnecting to pause: {}", options_.uri, e.what());
+    }
+    connected_ = false;
+    counters_pauses_++;
+    ES_LOG(kInfo, "mqtt {}: paused (disconnected; the broker keeps the session)", options_.uri);
+    if (state_handler_) state_handler_(false, false, "paused");
+    cv_.notify_all();
+  }
+
   void Supervise() {
     bool ever_connected = false;
     int64_t failures = 0;
     std::unique_lock<std::mutex> lock(mu_);
     while (!stopping_) {
+      if (paused_) {
+        if (connected_.load()) {
+          lock.unlock();
+          DisconnectForPause();
+          lock.lock();
+          continue;
+        }
+        cv_.wait(lock, [this] { return stopping_ || !paused_; });
+        continue;
+      }
       if (connected_.load()) {
-        cv_.wait(lock, [this] { return stopping_ || !connected_.load(); });
+        cv_.wait(lock, [this] { return stopping_ || paused_ || !connected_.load(); });
         continue;
       }
       if (ever_connected && !options_.auto_reconnect) break;
@@ -549,7 +598,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
       } else {
         ES_LOG(kDebug, "mqtt {}: cannot connect ({} attempts): {}", options_.uri, failures, last_error_);
       }
-      cv_.wait_for(lock, milliseconds(backoff_.Next()), [this] { return stopping_; });
+      cv_.wait_for(lock, milliseconds(backoff_.Next()), [this] { return stopping_ || paused_; });
     }
   }
 
@@ -579,10 +628,11 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   MessageHandler message_handler_;
   StateHandler state_handler_;
 
-  std::mutex mu_;  // guards subscriptions_, stopping_, last_error_, backoff_
+  mutable std::mutex mu_;  // guards subscriptions_, stopping_, paused_, last_error_, backoff_
   std::condition_variable cv_;
   std::vector<std::pair<std::string, int>> subscriptions_;
   bool stopping_ = false;
+  bool paused_ = false;
   std::string last_error_;
   Backoff backoff_;
   std::atomic<bool> connected_{false};
@@ -594,7 +644,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   std::unordered_set<PendingPublish*> pending_;
 
   std::atomic<int64_t> counters_connects_{0}, counters_losses_{0}, counters_received_{0}, counters_published_{0},
-      counters_publish_failures_{0};
+      counters_publish_failures_{0}, counters_pauses_{0};
 };
 
 }  // namespace

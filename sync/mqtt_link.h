@@ -18,7 +18,10 @@
 // broker). The PUBACK of a QoS 1 message goes out only after the handler
 // returns (Paho C 1.3.12, measured; docs/INGEST.md), so a handler that
 // returns once the message is durable loses nothing on kill -9. Handlers
-// must not call Connect/Disconnect.
+// must not call Connect/Disconnect/Pause/Resume. Paho C 1.3.12 has one
+// receive thread for every client of the process, so a handler that blocks
+// also stops every other link's answers and reconnects: a consumer that
+// cannot take more should Pause its link (from another thread) instead.
 #ifndef EDGESYNC_SYNC_MQTT_LINK_H_
 #define EDGESYNC_SYNC_MQTT_LINK_H_
 
@@ -100,6 +103,17 @@ class MqttLink {
   // Stops reconnecting and disconnects cleanly (the session stays with the
   // broker unless clean_start).
   virtual Status Disconnect(int64_t timeout_ms) = 0;
+  // Pause: disconnects cleanly (once connected) and stays away until
+  // Resume, which reconnects and subscribes again. With a persistent
+  // session (clean_start off) the broker keeps the subscriptions and queues
+  // QoS 1 messages meanwhile: flow control that never blocks the receive
+  // thread. Either may be called before Start; neither waits (the
+  // supervisor thread disconnects and reconnects). A message whose handler
+  // was running when the connection closed may lose its PUBACK and come
+  // again with the DUP flag.
+  virtual void Pause() = 0;
+  virtual void Resume() = 0;
+  virtual bool paused() const = 0;
 
   // Publishes; waits up to wait_ms while the in-flight window is full
   // (Timeout then). Unavailable while disconnected. `done` may be empty.
@@ -112,6 +126,7 @@ class MqttLink {
   struct Counters {
     int64_t connects = 0;
     int64_t connection_losses = 0;
+    int64_t pauses = 0;  // clean disconnects asked by Pause
     int64_t received = 0;
     int64_t published = 0;
     int64_t publish_failures = 0;

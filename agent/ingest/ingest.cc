@@ -97,14 +97,24 @@ Status Ingest::Start() {
   started_ = true;
   stopping_ = false;
   gave_up_ = false;
+  refusing_ = false;
+  intake_open_ = true;
+  // A redelivered message is checked against the store: the broker's
+  // messages wait until the journal's are in it.
+  if (!queued_msgs_.empty()) CloseIntake("committing the intake journal");
   committer_ = std::thread([this] { CommitLoop(); });
   if (replay > 0) {
     replay_until_ = enqueued_seq_;  // no group-commit delay for these
     cv_.notify_one();
     const uint64_t target = enqueued_seq_;
+    // Not past a refused commit: a store that refuses (full under
+    // reject-new) must not keep the gateway from starting; intake stays
+    // closed until the records are in.
     if (!done_cv_.wait_for(lock, std::chrono::milliseconds(options_.replay_wait_ms),
-                           [&] { return committed_seq_ >= target; })) {
-      ES_LOG(kWarn, "ingest: the intake journal's readings are not committed yet; taking messages anyway");
+                           [&] { return committed_seq_ >= target || refusing_; }) ||
+        committed_seq_ < target) {
+      ES_LOG(kWarn, "ingest: the intake journal's readings are not committed yet; the local broker keeps new "
+             "messages until they are");
     }
     std::lock_guard<std::mutex> c(counters_mu_);
     counters_.replayed += static_cast<int64_t>(replay);
@@ -258,9 +268,27 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
     counters_.readings_accepted += static_cast<int64_t>(n);
   }
   std::unique_lock<std::mutex> lock(mu_);
-  // Back-pressure: while the committer is behind, stop reading from the
-  // broker (it queues for our session) rather than grow without bound.
-  done_cv_.wait(lock, [&] { return queue_.size() < 4 * batch_max_ || stopping_ || !started_; });
+  // Back-pressure without holding the receive thread (see "Intake" in the
+  // header): a short wait while the store takes commits, else intake
+  // closes and the gate takes the link down; this message is taken.
+  auto room = [&](size_t limit) { return queue_.size() < limit || stopping_ || !started_; };
+  if (!room(4 * batch_max_)) {
+    if (!refusing_) {
+      done_cv_.wait_for(lock, std::chrono::milliseconds(kRoomWaitMs),
+                        [&] { return room(4 * batch_max_) || refusing_; });
+    }
+    if (!room(4 * batch_max_)) CloseIntake(refusing_ ? pause_reason_ : "the store is not keeping up");
+    if (!room(kOverrunFactor * batch_max_)) {
+      {
+        std::lock_guard<std::mutex> c(counters_mu_);
+        if (counters_.overruns++ % 1000 == 0) {
+          ES_LOG(kError, "ingest: {} readings queued and the local broker still delivers; waiting for room",
+                 queue_.size());
+        }
+      }
+      done_cv_.wait(lock, [&] { return room(kOverrunFactor * batch_max_); });
+    }
+  }
   const size_t before = queue_.size();
   const uint64_t seq = ++enqueued_seq_;
   bool journaled = false;
@@ -289,7 +317,7 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
       done_cv_.wait(lock);
       continue;
     }
-    CommitHeldSlot(&lock);
+    CommitHeldSlot(&lock, nullptr);
     // Only if the committer waits for the slot: a notify while it waits
     // for work would wake it for nothing, once per message.
     if (committer_wants_slot_) cv_.notify_one();
@@ -347,7 +375,7 @@ void Ingest::WakeCommitter(size_t before) {
 
 // Takes the commit slot, commits the next batch outside the lock, and hands
 // the slot back; callers hold `lock` on mu_ and have checked the slot is free.
-void Ingest::CommitHeldSlot(std::unique_lock<std::mutex>* lock) {
+void Ingest::CommitHeldSlot(std::unique_lock<std::mutex>* lock, Heartbeat* beat) {
   committing_ = true;
   std::vector<DeadLetter> letters;
   uint64_t last = TakeBatch(&letters);
@@ -359,12 +387,54 @@ void Ingest::CommitHeldSlot(std::unique_lock<std::mutex>* lock) {
   // them all; the next start commits them in order.
   const bool skip = gave_up_ && stopping_;
   lock->unlock();
-  const bool committed = !skip && CommitBatch(letters, last);
+  const bool committed = !skip && CommitBatch(letters, last, beat);
   lock->lock();
   if (!committed) gave_up_ = true;
   committing_ = false;
   committed_seq_ = last;
+  if (committed) refusing_ = false;
+  MaybeOpenIntake();
   done_cv_.notify_all();
+}
+
+void Ingest::CloseIntake(const std::string& why) {
+  pause_reason_ = why;
+  if (!intake_open_) return;
+  intake_open_ = false;
+  paused_since_ms_ = clock_->MonotonicMillis();
+  {
+    std::lock_guard<std::mutex> c(counters_mu_);
+    counters_.pauses++;
+  }
+  ES_LOG(kWarn, "ingest: not taking messages from the local broker ({}); it keeps them until the store "
+         "takes commits again", why);
+  intake_cv_.notify_all();
+}
+
+void Ingest::MaybeOpenIntake() {
+  if (intake_open_ || refusing_ || !queued_msgs_.empty() || committed_seq_ != enqueued_seq_) return;
+  intake_open_ = true;
+  const int64_t closed_ms = clock_->MonotonicMillis() - paused_since_ms_;
+  {
+    std::lock_guard<std::mutex> c(counters_mu_);
+    counters_.paused_ms += closed_ms;
+  }
+  ES_LOG(kInfo, "ingest: taking messages from the local broker again (not taken for {} ms: {})", closed_ms,
+         pause_reason_);
+  pause_reason_.clear();
+  intake_cv_.notify_all();
+}
+
+bool Ingest::intake_open() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return intake_open_;
+}
+
+bool Ingest::WaitIntakeChange(bool open, int64_t timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  intake_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                      [&] { return intake_open_ != open; });
+  return intake_open_;
 }
 
 uint64_t Ingest::TakeBatch(std::vector<DeadLetter>* letters) {
@@ -390,7 +460,7 @@ uint64_t Ingest::TakeBatch(std::vector<DeadLetter>* letters) {
   return last;
 }
 
-bool Ingest::CommitBatch(const std::vector<DeadLetter>& letters, uint64_t last_seq) {
+bool Ingest::CommitBatch(const std::vector<DeadLetter>& letters, uint64_t last_seq, Heartbeat* beat) {
   if (!letters.empty()) {
     Status s = sink_->AddDeadLetters(letters);
     std::lock_guard<std::mutex> c(counters_mu_);
@@ -421,6 +491,11 @@ bool Ingest::CommitBatch(const std::vector<DeadLetter>& letters, uint64_t last_s
     {
       std::lock_guard<std::mutex> relock(mu_);
       stopping = stopping_;
+      if (s.code() != Status::Code::kInvalidArgument) {  // retried below: take no more meanwhile
+        refusing_ = true;
+        CloseIntake(s.code() == Status::Code::kNoSpace ? "store full" : "store refuses commits: " + s.message());
+        done_cv_.notify_all();  // a receive thread waiting for room waits no longer
+      }
     }
     // Invalid input cannot succeed on retry; every other failure (disk
     // full, busy) is retried while we run: the readings are in hand.
@@ -428,6 +503,10 @@ bool Ingest::CommitBatch(const std::vector<DeadLetter>& letters, uint64_t last_s
       ES_LOG(kError, "ingest: giving up on {} readings: {}", batch_.size(), s.ToString());
       break;
     }
+    // While the store refuses (full until the region acknowledges), the
+    // committer is alive and waiting by design: it says so, or the
+    // watchdog would have systemd restart a gateway that recovers alone.
+    if (beat != nullptr) beat->Beat();
     std::this_thread::sleep_for(std::chrono::milliseconds(options_.retry_delay_ms));
   }
   std::lock_guard<std::mutex> c(counters_mu_);
@@ -481,7 +560,7 @@ void Ingest::CommitLoop() {
     }
     have_first = false;
     window_readings += static_cast<int64_t>(std::min(queue_.size(), batch_max_));
-    CommitHeldSlot(&lock);
+    CommitHeldSlot(&lock, &beat);
     const auto now = Steady::now();
     if (now - window_start >= kRateWindow) {
       const double secs = std::chrono::duration<double>(now - window_start).count();
@@ -503,6 +582,11 @@ IngestCounters Ingest::counters() const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     c.journal_bytes = journal_ ? journal_->bytes() : 0;
+    c.paused = !intake_open_;
+    if (c.paused) {
+      c.pause_reason = pause_reason_;
+      c.paused_ms += clock_->MonotonicMillis() - paused_since_ms_;
+    }
   }
   std::lock_guard<std::mutex> lock(limiter_mu_);
   c.top_rate_limited = limiter_.TopRejected(20);

@@ -24,6 +24,24 @@
 // Every message accepted gets the next intake sequence number; every commit
 // moves the store's intake checkpoint to the last one it holds.
 //
+// Intake (flow control): OnMessage runs on Paho's receive thread, which
+// every MQTT client of the process shares (the uplink's answers and
+// reconnects too), so it never waits for a store that refuses commits.
+// When a commit fails (a store full under reject-new, a failing disk), or
+// the commit queue stays full for kRoomWaitMs, intake closes
+// (intake_open() false, counted in `pauses`, with a reason); IntakeGate
+// (intake_gate.h) then pauses the link to the local broker, whose
+// persistent session queues the sensors' messages meanwhile. What arrives
+// before the link is down is accepted as usual (journal, then queue). The
+// committer keeps retrying; once a commit succeeds and everything accepted
+// is committed, intake opens again and the link reconnects. At start,
+// intake stays closed until the journal's records are committed (a
+// redelivery is checked against the store). Two waits remain on the
+// receive thread: ack = after-commit commits there (and retries while the
+// store refuses), and a queue past kOverrunFactor x batch_max readings
+// (the link never went down) waits for room as a last resort, counted in
+// `overruns`.
+//
 // Rejected messages are counted by reason and dead-lettered (topic, first
 // bytes, reason, time) through the sink. Rate limiting (rate_limiter.h) is
 // measured on the device's own clock where it is trusted, so a backlog the
@@ -130,8 +148,8 @@ struct IngestOptions {
   std::string journal_dir;
   int64_t journal_segment_bytes = 1 << 20;
   bool journal_sync = false;
-  // How long Start waits for the journal's records to be committed before
-  // it lets messages in anyway (a full store must not keep the gateway down).
+  // How long Start waits for the journal's records to be committed (a
+  // store that refuses them ends the wait at once; intake stays closed).
   int64_t replay_wait_ms = 60000;
   size_t dead_letter_head_bytes = 64;
   size_t max_pending_dead_letters = 1000;
@@ -152,6 +170,11 @@ struct IngestCounters {
   int64_t replayed = 0;               // readings committed again from the journal at start
   int64_t journal_failures = 0;       // journal writes that failed (the message was committed instead)
   int64_t journal_bytes = 0;          // both segments, now
+  bool paused = false;                // intake closed now (the local broker keeps the messages)
+  std::string pause_reason;           // why, while paused
+  int64_t pauses = 0;                 // times intake closed
+  int64_t paused_ms = 0;              // time spent closed, the current pause included
+  int64_t overruns = 0;               // messages that waited on the receive thread for queue room
   std::array<int64_t, static_cast<size_t>(RejectReason::kCount)> rejected{};
   int64_t readings_rate_limited = 0;  // readings of rate-limited messages (dropped)
   std::vector<std::pair<std::string, int64_t>> top_rate_limited;
@@ -160,6 +183,18 @@ struct IngestCounters {
 
 class Ingest {
  public:
+  // How long OnMessage waits on the receive thread for room in a full
+  // commit queue while the store takes commits. A group commit takes
+  // 0.8-2 ms here (a Pi's SD card tens of ms), so a queue of 4 x batch_max
+  // readings that stays full this long means the store is not keeping up,
+  // and a wait this short still lets the uplink's answers through
+  // (uplink.ack_timeout_ms is seconds).
+  static constexpr int64_t kRoomWaitMs = 500;
+  // Past this many x batch_max readings queued (the link did not go down)
+  // OnMessage waits for room: memory stays bounded (~4 MB at the default
+  // batch_max) whatever the broker does.
+  static constexpr size_t kOverrunFactor = 32;
+
   Ingest(IngestOptions options, IngestSink* sink, Clock* clock = nullptr);
   ~Ingest();
   Status Init();  // parses the patterns
@@ -168,8 +203,9 @@ class Ingest {
 
   // Opens the journal (in every mode), queues what it holds beyond the
   // store's intake checkpoint, starts the committer, and waits (at most
-  // replay_wait_ms) until those records are committed: a redelivered
-  // message is checked against the store, so the store must have them.
+  // replay_wait_ms, and not past a refused commit) until those records are
+  // committed: a redelivered message is checked against the store, so
+  // intake stays closed until the store has them.
   Status Start();
   // Commits everything queued, then stops the committer. Call after the
   // MQTT link has stopped delivering.
@@ -181,22 +217,35 @@ class Ingest {
   void OnMessage(const std::string& topic, const std::string& payload, bool duplicate = false);
   IngestCounters counters() const;
 
+  // False while ingest wants no more messages (see "Intake" above).
+  bool intake_open() const;
+  // Waits until intake_open() differs from `open`, or timeout_ms; returns
+  // intake_open(). For IntakeGate's thread.
+  bool WaitIntakeChange(bool open, int64_t timeout_ms);
+
  private:
   void Reject(const std::string& topic, const std::string& payload, RejectReason reason, const std::string& why);
   void CommitLoop();
   // mu_ held, committing_ set by the caller: whole messages, at most
   // batch_max readings (at least one message), into batch_; returns the
   // intake sequence number of the last message taken.
-  void CommitHeldSlot(std::unique_lock<std::mutex>* lock);
+  // beat: the committer's heartbeat, beaten after each refused attempt (a
+  // store that answers "full" is not a wedged thread); nullptr on the
+  // receive thread (ack after commit), whose stall the watchdog must see.
+  void CommitHeldSlot(std::unique_lock<std::mutex>* lock, Heartbeat* beat);
   uint64_t TakeBatch(std::vector<DeadLetter>* letters);
   // mu_ held: queues one accepted message under its sequence number.
   void Enqueue(std::vector<Reading>* readings, uint64_t seq);
+  // mu_ held: closes intake (why goes to the status) / opens it again once
+  // the store takes commits and everything accepted is committed.
+  void CloseIntake(const std::string& why);
+  void MaybeOpenIntake();
   // mu_ held: wakes the committer if its wait can end now that queue_ grew
   // from `before` readings.
   void WakeCommitter(size_t before);
   // mu_ not held: writes letters and batch_ (retrying failures).
   // False if the batch was given up (invalid, or failing while stopping).
-  bool CommitBatch(const std::vector<DeadLetter>& letters, uint64_t last_seq);
+  bool CommitBatch(const std::vector<DeadLetter>& letters, uint64_t last_seq, Heartbeat* beat);
   // The device's token bucket; false (counted, logged, rejected) when the
   // message is over its rate.
   bool WithinRate(const std::string& topic, const std::string& payload, const std::vector<Reading>& readings);
@@ -237,6 +286,11 @@ class Ingest {
   bool stopping_ = false;
   bool started_ = false;
   bool gave_up_ = false;               // a batch was not committed: keep the journal
+  bool refusing_ = false;              // the last commit attempt failed
+  bool intake_open_ = true;
+  std::string pause_reason_;
+  int64_t paused_since_ms_ = 0;        // monotonic, while closed
+  std::condition_variable intake_cv_;  // IntakeGate: intake_open_ changed
   std::thread committer_;
   // The receiving thread: busy while in OnMessage, idle between messages.
   Heartbeat receive_beat_{"ingest"};

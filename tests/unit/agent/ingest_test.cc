@@ -1,12 +1,14 @@
 // Ingest with a fake sink and a ManualClock: timestamps and quality flags,
 // group commit, rejection counters and dead letters, rate limiting.
 #include "agent/ingest/ingest.h"
+#include "agent/ingest/intake_gate.h"
 
 #include <gtest/gtest.h>
 
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -14,6 +16,7 @@
 
 #include "platform/files.h"
 #include "tests/support/process.h"
+#include "tests/unit/sync/fake_link.h"
 
 namespace edgesync {
 namespace {
@@ -22,6 +25,7 @@ class FakeSink : public IngestSink {
  public:
   Status AppendReadings(const std::vector<Reading>& readings, uint64_t intake_seq) override {
     std::lock_guard<std::mutex> lock(mu);
+    if (full) return Status::NoSpace("store.max_bytes reached");
     if (fail_always || fail_next > 0) {
       if (fail_next > 0) --fail_next;
       return Status::IoError("disk busy");
@@ -77,6 +81,7 @@ class FakeSink : public IngestSink {
   bool in_dead_letters = false;
   int fail_next = 0;
   bool fail_always = false;
+  bool full = false;  // refuses every commit as a store full under reject-new does
   uint64_t checkpoint = 0;
   std::vector<std::vector<Reading>> batches;
   std::vector<Reading> all;
@@ -448,6 +453,129 @@ TEST(Ingest, AJournalWriteThatFailsIsCommittedBeforeTheCallReturns) {
   ingest.Stop();
   EXPECT_EQ(sink.count(), 3u);
   EXPECT_EQ(sink.checkpoint, 3u);
+}
+
+// A commit queue of 4 x 5 readings, committed at once: a full store shows
+// after a few messages.
+IngestOptions SmallQueueOptions(const std::string& dir) {
+  IngestOptions o = JournalOptions(dir);
+  o.batch_max = 5;
+  o.batch_delay_ms = 1;
+  return o;
+}
+
+// Ingest, and the gate driving a fake link from its intake.
+struct GatedIngest {
+  GatedIngest(const IngestOptions& o, IngestSink* sink)
+      : ingest(o, sink), link([](const std::string&, const std::string&, FakeLink*) {}), gate(&ingest, &link) {}
+  // Starts ingest and the gate (which may pause the link before it starts).
+  bool Start() {
+    if (!ingest.Init().ok() || !ingest.Start().ok()) return false;
+    gate.Start();
+    return true;
+  }
+  Ingest ingest;
+  FakeLink link;
+  IntakeGate gate;
+};
+
+// A store full under reject-new: the caller (Paho's receive thread, which
+// the uplink shares) is never held; intake closes, the gate pauses the link
+// to the local broker, and once the store takes commits again everything
+// accepted is committed, intake opens and the link resumes.
+TEST(Ingest, AStoreThatRefusesClosesIntakeInsteadOfHoldingTheReceiveThread) {
+  test::TempDir dir;
+  FakeSink sink;
+  GatedIngest g(SmallQueueOptions(dir.path()), &sink);
+  Ingest& ingest = g.ingest;
+  FakeLink& link = g.link;
+  ASSERT_TRUE(g.Start());
+  ASSERT_TRUE(link.Start().ok());
+  EXPECT_FALSE(link.paused());
+  {
+    std::lock_guard<std::mutex> lock(sink.mu);
+    sink.full = true;
+  }
+  ingest.OnMessage("sensors/d1/m", "0");
+  ASSERT_TRUE(test::WaitFor([&] { return !ingest.intake_open(); }, 10000));
+  ASSERT_TRUE(test::WaitFor([&] { return link.paused(); }, 10000)) << "the gate did not pause the link";
+  // Messages the broker had already sent keep coming until the link is
+  // down: 100, five times the queue, are taken without waiting.
+  std::atomic<int> delivered{0};
+  std::thread receive([&] {
+    for (int i = 1; i <= 100; ++i) {
+      ingest.OnMessage("sensors/d1/m", R"({"v": )" + std::to_string(i) + R"(, "t": 1800000000})");
+      ++delivered;
+    }
+  });
+  const bool returned = test::WaitFor([&] { return delivered == 100; }, 30000);
+  if (!returned) {
+    std::lock_guard<std::mutex> lock(sink.mu);
+    sink.full = false;  // let the thread go, then fail
+  }
+  receive.join();
+  ASSERT_TRUE(returned) << "OnMessage waited for the full store (" << delivered << " of 100 returned)";
+  IngestCounters c = ingest.counters();
+  EXPECT_TRUE(c.paused);
+  EXPECT_EQ(c.pause_reason, "store full");
+  EXPECT_EQ(c.pauses, 1);
+  EXPECT_EQ(c.overruns, 0);
+  EXPECT_GT(c.commit_failures, 0);
+  EXPECT_EQ(sink.count(), 0u);
+  // Room again (the region acknowledged, retention pruned): all of it goes
+  // in, in order, and the link comes back by itself.
+  {
+    std::lock_guard<std::mutex> lock(sink.mu);
+    sink.full = false;
+  }
+  ASSERT_TRUE(test::WaitFor([&] { return ingest.intake_open(); }, 30000));
+  ASSERT_TRUE(test::WaitFor([&] { return !link.paused(); }, 10000)) << "the gate did not resume the link";
+  EXPECT_EQ(sink.count(), 101u);
+  EXPECT_EQ(sink.checkpoint, 101u);
+  for (size_t i = 0; i < sink.count(); ++i) EXPECT_EQ(sink.all[i].value, static_cast<double>(i));
+  c = ingest.counters();
+  EXPECT_FALSE(c.paused);
+  EXPECT_EQ(c.pause_reason, "");
+  EXPECT_EQ(c.pauses, 1);
+  g.gate.Stop();
+  ingest.Stop();
+}
+
+// Stopped while the store refuses: what was taken stays in the journal
+// and the next start commits it, keeping the link down until it has.
+TEST(Ingest, AStopWhileTheStoreRefusesKeepsEverythingForTheNextStart) {
+  test::TempDir dir;
+  IngestOptions o = SmallQueueOptions(dir.path());
+  FakeSink sink;
+  {
+    std::lock_guard<std::mutex> lock(sink.mu);
+    sink.full = true;
+  }
+  {
+    Ingest ingest(o, &sink);
+    ASSERT_TRUE(ingest.Init().ok());
+    ASSERT_TRUE(ingest.Start().ok());
+    for (int i = 0; i < 40; ++i) ingest.OnMessage("sensors/d1/m", std::to_string(i));
+    ASSERT_TRUE(test::WaitFor([&] { return !ingest.intake_open(); }, 10000));
+    ingest.Stop();
+  }
+  EXPECT_EQ(sink.count(), 0u);
+  o.replay_wait_ms = 100;  // the store is still full: Start must not wait for it
+  GatedIngest g(o, &sink);
+  Ingest& ingest = g.ingest;
+  FakeLink& link = g.link;
+  ASSERT_TRUE(g.Start());
+  EXPECT_TRUE(link.paused()) << "the link would connect before the journal's readings are committed";
+  EXPECT_EQ(ingest.counters().pause_reason, "store full");
+  {
+    std::lock_guard<std::mutex> lock(sink.mu);
+    sink.full = false;
+  }
+  ASSERT_TRUE(test::WaitFor([&] { return !link.paused(); }, 30000));
+  EXPECT_EQ(sink.count(), 40u);
+  for (size_t i = 0; i < sink.count(); ++i) EXPECT_EQ(sink.all[i].value, static_cast<double>(i));
+  g.gate.Stop();
+  ingest.Stop();
 }
 
 }  // namespace

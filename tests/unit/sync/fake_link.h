@@ -34,6 +34,9 @@ class FakeLink : public MqttLink {
     connected_ = false;
     return Status::Ok();
   }
+  void Pause() override { paused_ = true; }
+  void Resume() override { paused_ = false; }
+  bool paused() const override { return paused_; }
   Status Publish(const std::string& topic, const std::string& payload, int, bool, int64_t,
                  PublishDone done) override {
     responder_(topic, payload, this);
@@ -54,6 +57,7 @@ class FakeLink : public MqttLink {
   MessageHandler on_message_;
   StateHandler on_state_;
   std::atomic<bool> connected_{false};
+  std::atomic<bool> paused_{false};
 };
 
 }  // namespace edgesync

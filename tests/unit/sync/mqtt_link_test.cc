@@ -146,6 +146,60 @@ TEST_P(MqttLinkTest, ReconnectsAfterBrokerRestartAndResubscribes) {
   EXPECT_GE(link->counters().connection_losses, 1);
 }
 
+// Pause: a clean disconnect; the broker queues for the persistent session
+// what is published meanwhile, and Resume (same link, same process) gets it
+// all, in order, with the subscription in place. Also while a paused link
+// is started: it does not connect until resumed.
+TEST_P(MqttLinkTest, PauseLeavesTheBrokerQueuingAndResumeDeliversTheQueue) {
+  TempDir dir;
+  Broker broker(dir.File("broker"));
+  ASSERT_TRUE(broker.Start());
+  MqttLinkOptions o;
+  o.uri = broker.uri();
+  o.client_id = "link-pause";
+  o.mqtt_version = GetParam();
+  Inbox inbox;
+  auto link = MakeLink(o, &inbox);
+  ASSERT_TRUE(link->Subscribe("s/+", 1).ok());
+  ASSERT_TRUE(link->Connect(5000).ok());
+  TestMqttClient pub(broker.uri(), "pub", true);
+  ASSERT_TRUE(pub.Connect());
+  ASSERT_TRUE(pub.Publish("s/x", "before", 1));
+  ASSERT_TRUE(WaitFor([&] { return inbox.size() == 1; }, 10000));
+
+  link->Pause();
+  EXPECT_TRUE(link->paused());
+  ASSERT_TRUE(WaitFor([&] { return !link->connected(); }, 10000));
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(pub.Publish("s/x", std::to_string(i), 1));
+  test::SleepMs(300);
+  EXPECT_EQ(inbox.size(), 1u) << "a paused link received messages";
+  EXPECT_EQ(link->counters().pauses, 1);
+  EXPECT_EQ(link->counters().connection_losses, 0);  // a pause is no loss
+
+  link->Resume();
+  EXPECT_FALSE(link->paused());
+  ASSERT_TRUE(WaitFor([&] { return inbox.size() == 51; }, 10000)) << inbox.size() << broker.log();
+  {
+    std::lock_guard<std::mutex> lock(inbox.mu);
+    for (int i = 0; i < 50; ++i) EXPECT_EQ(inbox.messages[static_cast<size_t>(i) + 1].payload, std::to_string(i));
+  }
+  ASSERT_TRUE(link->Disconnect(2000).ok());
+
+  // Paused before Start: no connection until Resume.
+  Inbox later;
+  auto second = MakeLink(o, &later);
+  ASSERT_TRUE(second->Subscribe("s/+", 1).ok());
+  second->Pause();
+  ASSERT_TRUE(second->Start().ok());
+  ASSERT_TRUE(pub.Publish("s/x", "while-paused", 1));
+  test::SleepMs(500);
+  EXPECT_FALSE(second->connected());
+  EXPECT_EQ(later.size(), 0u);
+  second->Resume();
+  ASSERT_TRUE(WaitFor([&] { return later.size() == 1; }, 10000));
+  EXPECT_EQ(later.messages[0].payload, "while-paused");
+}
+
 INSTANTIATE_TEST_SUITE_P(Versions, MqttLinkTest, ::testing::Values(4, 5),
                          [](const ::testing::TestParamInfo<int>& p) { return p.param == 5 ? "Mqtt5" : "Mqtt311"; });
 
