@@ -547,9 +547,8 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   // persistent session and queues for it). Called with mu_ released.
   void DisconnectForPause() {
     try {
-      std::shared_lock<std::shared_mutex> client_lock(client_mu_);
-      client_->disconnect(options_.connect_timeout_ms / 2)
-          ->wait_for(milliseconds(options_.connect_timeout_ms + 2000));
+      ClientUse client(this);
+      client->disconnect(options_.connect_timeout_ms / 2)->wait_for(milliseconds(options_.connect_timeout_ms + 2000));
     } catch (const mqtt::exception& e) {
       ES_LOG(kWarn, "mqtt {}: disconnecting to pause: {}", options_.uri, e.what());
     }
