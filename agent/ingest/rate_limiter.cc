@@ -12,11 +12,12 @@ RateLimiter::RateLimiter(double rate_per_s, double burst, size_t max_devices, in
       max_lag_ms_(std::max<int64_t>(0, max_lag_ms)),
       report_interval_ms_(report_interval_ms) {}
 
-void RateLimiter::Refill(Bucket* b, int64_t clock_ms) const {
-  if (clock_ms > b->clock_ms) {
-    b->tokens = std::min(burst_, b->tokens + rate_ * static_cast<double>(clock_ms - b->clock_ms) / 1e3);
-    b->clock_ms = clock_ms;
-  }
+void RateLimiter::Refill(Bucket* b, int64_t clock_ms, int64_t arrival_ms) const {
+  const int64_t moved = std::max<int64_t>({0, clock_ms - b->clock_ms, arrival_ms - b->arrival_ms});
+  b->tokens = std::min(burst_, b->tokens + rate_ * static_cast<double>(moved) / 1e3);
+  b->clock_ms = std::max(b->clock_ms, clock_ms);
+  // Our clock stepping back must not freeze this refill until it catches up.
+  b->arrival_ms = arrival_ms;
 }
 
 void RateLimiter::EvictOne(int64_t now_ms) {
@@ -25,7 +26,7 @@ void RateLimiter::EvictOne(int64_t now_ms) {
   int looked = 0;
   for (auto it = lru_.rbegin(); it != lru_.rend() && looked < 16; ++it, ++looked) {
     Bucket& b = buckets_[*it];
-    Refill(&b, now_ms);
+    Refill(&b, b.clock_ms, now_ms);
     if (b.tokens >= burst_) {
       victim = std::prev(it.base());
       break;
@@ -47,7 +48,7 @@ bool RateLimiter::Allow(const std::string& device_id, int64_t device_ms, int64_t
   if (it == buckets_.end()) {
     if (buckets_.size() >= max_devices_) EvictOne(now_ms);
     lru_.push_front(device_id);
-    it = buckets_.emplace(device_id, Bucket{burst_, t, 0, 0, INT64_MIN, lru_.begin()}).first;
+    it = buckets_.emplace(device_id, Bucket{burst_, t, now_ms, 0, 0, INT64_MIN, lru_.begin()}).first;
   } else {
     lru_.splice(lru_.begin(), lru_, it->second.lru);
   }
@@ -56,7 +57,7 @@ bool RateLimiter::Allow(const std::string& device_id, int64_t device_ms, int64_t
   // of every time it will be given, or it would refill no more until the
   // wall clock caught up.
   if (b.clock_ms > now_ms + kMaxAheadMs) b.clock_ms = t;
-  Refill(&b, t);
+  Refill(&b, t, now_ms);
   if (b.tokens >= n) {
     b.tokens -= n;
     return true;

@@ -15,6 +15,11 @@
 // span of arrival time D it gets at most rate x (D + max_lag + ahead) + burst
 // readings, the same as a real backlog of max_lag.
 //
+// A bucket also refills by its arrival time, whichever moved further: a
+// device whose clock stands still (a stuck RTC, a timestamp printed with too
+// few digits) still gets its rate in real time instead of being refused
+// forever once its burst is spent. This at most doubles the bound above.
+//
 // Memory is bounded: at most max_devices buckets are kept. When full, a
 // bucket that has refilled completely (an idle device, indistinguishable
 // from a new one) is evicted first, else the least recently seen; an
@@ -62,13 +67,14 @@ class RateLimiter {
  private:
   struct Bucket {
     double tokens;
-    int64_t clock_ms;
+    int64_t clock_ms;    // the device's time, bounded as above
+    int64_t arrival_ms;  // our wall clock at its latest message
     int64_t rejected = 0;            // readings, since the bucket was made
     int64_t unreported = 0;          // readings refused since the last report
     int64_t reported_ms = INT64_MIN; // wall time of the last report
     std::list<std::string>::iterator lru;
   };
-  void Refill(Bucket* b, int64_t clock_ms) const;
+  void Refill(Bucket* b, int64_t clock_ms, int64_t arrival_ms) const;
   void EvictOne(int64_t now_ms);
 
   double rate_;

@@ -104,7 +104,12 @@ int main(int argc, char** argv) {
     bool senml = (std::atoi(device.c_str() + device.size() - 5) % 5) == 4;
     bool ok = true;
     if (senml) {
-      std::string j = "[{\"bn\":\"" + device + ":\",\"bt\":" + Number(pack[0].ts_ms / 1000.0) + "}";
+      // The base time in full milliseconds: "%.6g" would round it to 10,000 s,
+      // and a device clock that never moves refills no rate-limit tokens.
+      char bt[32];
+      std::snprintf(bt, sizeof bt, "%lld.%03lld", static_cast<long long>(pack[0].ts_ms / 1000),
+                    static_cast<long long>(pack[0].ts_ms % 1000));
+      std::string j = "[{\"bn\":\"" + device + ":\",\"bt\":" + bt + "}";
       for (const auto& r : pack) {
         j += ",{\"n\":\"" + r.metric + "\",\"u\":\"" + r.unit + "\",\"v\":" + Number(r.value) + "}";
       }

@@ -78,6 +78,20 @@ TEST(RateLimiter, OurClockSteppingBackDoesNotFreezeTheBucket) {
   EXPECT_TRUE(l.Allow("d", back + 1000, back + 1000));
 }
 
+TEST(RateLimiter, ADeviceWhoseClockStandsStillGetsItsRateInRealTime) {
+  RateLimiter l(10, 20, 10000, kLag);
+  // The same device time on every message (a stuck RTC), 5 per second of
+  // our clock for a minute: within the rate, so nothing is refused.
+  int allowed = 0;
+  for (int i = 0; i < 300; ++i) allowed += l.Allow("stuck", kNow - 5000, kNow + i * 200) ? 1 : 0;
+  EXPECT_EQ(allowed, 300);
+  // The same clock at 50 per second: the burst, then 10 per second.
+  allowed = 0;
+  for (int i = 0; i < 500; ++i) allowed += l.Allow("stuck2", kNow - 5000, kNow + i * 20) ? 1 : 0;
+  EXPECT_GE(allowed, 20 + 99);
+  EXPECT_LE(allowed, 20 + 101);
+}
+
 TEST(RateLimiter, ReportsOncePerDevicePerInterval) {
   RateLimiter l(1, 1, 10000, kLag, 10000);
   int64_t report = 0;
@@ -88,10 +102,11 @@ TEST(RateLimiter, ReportsOncePerDevicePerInterval) {
     EXPECT_FALSE(l.Allow("d", kNow, kNow + 10, 1, &report));
     EXPECT_EQ(report, 0);
   }
-  EXPECT_FALSE(l.Allow("d", kNow, kNow + 10000, 1, &report));
-  EXPECT_EQ(report, 51) << "the next report carries everything refused since the last";
+  // 10 s on: the bucket holds its one token again, so a pack of 2 is refused.
+  EXPECT_FALSE(l.Allow("d", kNow, kNow + 10000, 2, &report));
+  EXPECT_EQ(report, 52) << "the next report carries everything refused since the last";
   ASSERT_EQ(l.TopRejected(1).size(), 1u);
-  EXPECT_EQ(l.TopRejected(1)[0].second, 52);
+  EXPECT_EQ(l.TopRejected(1)[0].second, 53);
 }
 
 TEST(RateLimiter, MemoryStaysBounded) {
