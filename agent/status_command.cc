@@ -5,6 +5,7 @@
 // opened for reading and the store's figures are shown, saying so.
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include <cstdio>
@@ -86,11 +87,16 @@ std::string Line(const json& j) {
   if (backlog > 0) {
     // Draining at the acknowledgement rate net of what keeps arriving.
     double net = ack_rate - in_rate;
-    if (net > 1) {
+    if (region.empty()) {
+      line += " | drain: waiting for a region";
+    } else if (net > 1) {
       std::snprintf(buf, sizeof buf, " | drain ~%.0fs", backlog / net);
       line += buf;
+    } else if (backlog <= std::max(in_rate, 1.0)) {
+      // Under a second of input: batches in flight, not a backlog.
+      line += " | in flight";
     } else {
-      line += " | drain: waiting for a region";
+      line += " | drain: not gaining (acks no faster than input)";
     }
   } else {
     line += " | caught up";
