@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 namespace edgesync::test {
@@ -115,13 +116,25 @@ bool Postgres::Start(int64_t timeout_ms) {
   if (!options_.fsync) {
     argv.insert(argv.end(), {"-c", "fsync=off", "-c", "full_page_writes=off"});
   }
-  if (!process_.Start(argv, dir_ + "/postgres.log")) return false;
   // Accepting TCP comes before accepting logins (recovery after a kill):
-  // wait for a query to succeed. A server that exits (a killed one's
-  // backends still holding its shared memory) fails at once.
-  bool up = false;
-  WaitFor([&] { return !process_.running() || (up = Sql("postgres", "SELECT 1")); }, timeout_ms);
-  return up;
+  // wait for a query to succeed. A killed server's backends notice their
+  // postmaster is gone only at their next wake-up (later on a loaded
+  // machine) and hold its shared memory until then; a new server refuses to
+  // start beside them and exits, so it is started again until they are gone.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const std::string log_path = dir_ + "/postgres.log";
+  for (;;) {
+    const size_t log_before = ReadAll(log_path).size();
+    if (!process_.Start(argv, log_path)) return false;
+    bool up = false;
+    const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             deadline - std::chrono::steady_clock::now()).count();
+    WaitFor([&] { return !process_.running() || (up = Sql("postgres", "SELECT 1")); }, std::max<int64_t>(left, 0));
+    if (up) return true;
+    const bool shm_busy = ReadAll(log_path).find("pre-existing shared memory block", log_before) != std::string::npos;
+    if (process_.running() || !shm_busy || std::chrono::steady_clock::now() >= deadline) return false;
+    SleepMs(200);
+  }
 }
 
 int Postgres::Stop() {
