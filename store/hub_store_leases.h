@@ -9,7 +9,9 @@
 //     token of its own; a second live process with the same id is refused
 //     (two hubs under one id would each believe they hold the same leases
 //     and share one MQTT session). A killed hub's membership ends at its
-//     expiry, after which the same id may join again.
+//     expiry, after which the same id may join again; the same instance
+//     (the hub program passes its host and data folder, which a lock file
+//     keeps to one process) may join again at once.
 //   - a lease is (shard, owner, expiry, version). Every expiry is a time on
 //     the database's clock (PostgreSQL clock_timestamp()), never a hub's
 //     wall clock: hubs whose clocks disagree, or step, still agree on who
@@ -50,6 +52,10 @@ struct ShardLeaseOptions {
   std::string hub_id;       // [A-Za-z0-9_-], unique among the region's live hubs
   int shards = 32;          // the protocol's kRegionShards
   int64_t ttl_ms = 10000;   // a lease and a membership last this long without renewal
+  // Who this process is among restarts: the same instance may take its
+  // id's membership back at once (a hub restarted after a crash), another
+  // only after it expired. "" = a random one (every start is another).
+  std::string instance;
 };
 
 struct ShardLeaseStats {

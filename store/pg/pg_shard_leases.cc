@@ -29,7 +29,9 @@ std::string RandomInstance() {
 class PgShardLeases : public ShardLeases {
  public:
   PgShardLeases(std::unique_ptr<PgConn> conn, ShardLeaseOptions options)
-      : conn_(std::move(conn)), options_(std::move(options)), instance_(RandomInstance()),
+      : conn_(std::move(conn)),
+        options_(std::move(options)),
+        instance_(options_.instance.empty() ? RandomInstance() : options_.instance),
         ttl_(std::to_string(options_.ttl_ms)) {}
 
   Status Join() override {
