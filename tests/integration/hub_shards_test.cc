@@ -217,11 +217,8 @@ TEST(HubShardsTest, ThreeHubsOneKilledAndAFourthAddedLoseAndDuplicateNothing) {
     g.uplink->Stop();
   }
   // The region holds every entry of every gateway exactly once.
-  HubStoreOptions ho;
-  ho.location = pg.Uri("hub");
-  ho.password_file = pg.password_file();
   std::unique_ptr<HubStore> region;
-  ASSERT_TRUE(OpenPostgresHubStore(ho, &region).ok());
+  ASSERT_TRUE(OpenPostgresHubStore(HubStoreOptionsFor(pg, "hub"), &region).ok());
   std::map<std::pair<std::string, uint64_t>, int> held;
   uint64_t after = 0, head = 0;
   bool reset = false;

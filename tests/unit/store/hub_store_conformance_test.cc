@@ -451,13 +451,7 @@ class PostgresHubStoreTest : public ::testing::Test {
     ASSERT_TRUE(pg_.Start()) << pg_.log();
     ASSERT_TRUE(pg_.CreateDatabase("hub"));
   }
-  HubStoreOptions Options() {
-    HubStoreOptions o;
-    o.location = pg_.Uri("hub");
-    o.password_file = pg_.password_file();
-    o.connect_timeout_s = 5;
-    return o;
-  }
+  HubStoreOptions Options() { return HubStoreOptionsFor(pg_, "hub"); }
   TempDir dir_;
   Postgres pg_{dir_.File("pg")};
 };

@@ -42,13 +42,7 @@ class PgShardLeasesTest : public ::testing::Test {
     Status st = OpenPostgresHubStore(Options(), &store);
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
-  HubStoreOptions Options() {
-    HubStoreOptions o;
-    o.location = pg_.Uri("hub");
-    o.password_file = pg_.password_file();
-    o.connect_timeout_s = 5;
-    return o;
-  }
+  HubStoreOptions Options() { return HubStoreOptionsFor(pg_, "hub"); }
   std::unique_ptr<ShardLeases> Hub(const std::string& id, int64_t ttl_ms = 60000) {
     ShardLeaseOptions lo;
     lo.hub_id = id;
