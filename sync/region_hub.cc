@@ -176,18 +176,20 @@ void RegionHub::Stop() {
     cv_.notify_all();
     cv_lease_.notify_all();
   }
+  // First off the broker: an apply under way then answers into a closed link
+  // at once instead of waiting out each publish's timeout.
+  link_->Disconnect(2000);
   if (lease_thread_.joinable()) lease_thread_.join();
   worker_.join();
   // Hand the shards over: no apply of ours runs any more, so the next holder
   // is the only one. The others take them at their next round rather than
   // after the leases' expiry; what gateways send meanwhile goes unanswered
-  // and is resent.
-  // One hub keeps its subscriptions in its session for its restart.
+  // and is resent. (Hubs sharing a region leave no session behind: clean
+  // start. One hub keeps its subscriptions in its session for its restart.)
   if (options_.leases != nullptr) Hold({});
   Status st = leases_->Release();
   if (!st.ok()) ES_LOG(kWarn, "hub {}: handing its shards over: {} (they are taken after expiry)", options_.region,
                        st.ToString());
-  link_->Disconnect(2000);
   ES_LOG(kInfo, "hub {}: stopped", options_.region);
 }
 
