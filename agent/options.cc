@@ -123,6 +123,7 @@ RegionHubOptions RegionHubOptionsFromConfig(const Config& c) {
   o.topic_prefix = c.uplink_topic_prefix;
   o.link = LinkOptions(c.hub_broker_uri, c.hub_credentials_file, c.hub_tls);
   o.max_queued_messages = static_cast<size_t>(c.hub_max_queued_messages);
+  o.lease_ttl_ms = c.hub_lease_ttl_s * 1000;
   return o;
 }
 

@@ -3,10 +3,14 @@
 // Publishes its metrics snapshot like the gateway (status file, status page,
 // /metrics): batches and readings applied per second, origins and their
 // lag, the feed head, refusals by reason.
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 
@@ -22,6 +26,7 @@
 #include "platform/signals.h"
 #include "platform/systemd.h"
 #include "store/hub_store.h"
+#include "store/hub_store_leases.h"
 #include "store/store.h"
 #include "sync/region_hub.h"
 
@@ -32,8 +37,8 @@ class HubSnapshot {
  public:
   // store: the SQLite store, or nullptr when the hub store is elsewhere
   // (PostgreSQL): then the snapshot's store section is the hub store's own.
-  HubSnapshot(const Config& config, Store* store, HubStore* hub_store, RegionHub* hub)
-      : config_(config), store_(store), hub_store_(hub_store), hub_(hub) {}
+  HubSnapshot(const Config& config, std::string hub_id, Store* store, HubStore* hub_store, RegionHub* hub)
+      : config_(config), hub_id_(std::move(hub_id)), store_(store), hub_store_(hub_store), hub_(hub) {}
 
   nlohmann::json Take(bool running) {
     using json = nlohmann::json;
@@ -75,6 +80,13 @@ class HubSnapshot {
                 {"pings", s.pings},
                 {"already_held", s.batches_already_held},
                 {"shed", s.batches_shed},
+                {"hub_id", hub_id_},
+                {"shards", s.shards},
+                {"live_hubs", s.live_hubs},
+                {"not_owned", s.not_owned},
+                {"shards_taken", s.shards_taken},
+                {"shards_stolen", s.shards_stolen},
+                {"lease_errors", s.lease_errors},
                 {"refusals",
                  {{"gap", s.gaps_refused},
                   {"invalid", s.batches_invalid},
@@ -96,6 +108,7 @@ class HubSnapshot {
 
  private:
   const Config& config_;
+  std::string hub_id_;
   Store* store_;
   HubStore* hub_store_;
   RegionHub* hub_;
@@ -104,6 +117,36 @@ class HubSnapshot {
   RateMeter batches_;
   RateMeter readings_;
 };
+
+// The hub's id: [hub] id, else the host name made a topic level (one hub
+// per machine needs no setting; several on one machine need one each).
+std::string HubId(const Config& config) {
+  if (!config.hub_id.empty()) return config.hub_id;
+  char host[256] = {0};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "hub";
+  std::string id;
+  for (const char* c = host; *c != '\0' && id.size() < 40; ++c) {
+    const bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_';
+    id += ok ? *c : '-';
+  }
+  return id;
+}
+
+// One hub process per lock file: an exclusive lock the kernel drops when
+// the process ends, kill -9 included. The descriptor stays open for the
+// process's life. Used beside a SQLite store (one hub per file: a second hub
+// on it would hold every shard too and apply every batch twice over, safely
+// by the high-water mark, but for nothing) and in a PostgreSQL hub's data
+// folder (which then names the hub's instance: see main below).
+Status LockHubFile(const std::string& path, const std::string& why) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::IoError("opening " + path + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return Status::Conflict(why);
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -118,21 +161,30 @@ int RunRegionHub(const Config& config) {
   std::unique_ptr<Store> store;  // SQLite only
   std::unique_ptr<HubStore> hub_store;
   std::string where;
+  HubStoreOptions ho;  // PostgreSQL
+  ho.location = config.hub_store;
+  ho.password_file = config.hub_password_file;
+  ho.feed_retention_ms = config.hub_feed_retention_s * 1000;
+  ho.application_name = "edgesync-hub-" + config.hub_region;
   if (config.hub_store.empty()) {
     StoreOptions so = StoreOptionsFromConfig(config);
     // The hub's own origin is never sent anywhere; the region name keeps it readable.
     if (so.gateway_id.empty()) so.gateway_id = "hub-" + config.hub_region;
     so.remote_retention_ms = config.hub_feed_retention_s * 1000;  // a hub's remote entries are its region feed
     where = so.path;
+    if (st.ok()) {
+      st = LockHubFile(so.path + ".hub-lock", "another hub runs on the SQLite store " + so.path +
+                                                  "; SQLite is one hub per store: to share a region among hubs, "
+                                                  "give them a PostgreSQL store ([hub] store, docs/REGION.md)");
+    }
     if (st.ok()) st = Store::Open(so, &store);
     if (st.ok()) hub_store = NewSqliteHubStore(store.get());
   } else {
-    HubStoreOptions ho;
-    ho.location = config.hub_store;
-    ho.password_file = config.hub_password_file;
-    ho.feed_retention_ms = config.hub_feed_retention_s * 1000;
-    ho.application_name = "edgesync-hub-" + config.hub_region;
     where = config.hub_store;  // never holds a password (refused at open)
+    if (st.ok()) {
+      st = LockHubFile(config.data_dir + "/hub.lock", "another hub runs with the data folder " + config.data_dir +
+                                                          "; give every hub of a region its own [gateway] data_dir");
+    }
     if (st.ok()) st = OpenPostgresHubStore(ho, &hub_store);
   }
   if (!st.ok()) {
@@ -141,7 +193,28 @@ int RunRegionHub(const Config& config) {
   }
   ES_LOG(kInfo, "region {}: hub store {} ({}), epoch {}", config.hub_region, where, hub_store->backend(),
          hub_store->epoch());
-  RegionHub hub(hub_store.get(), RegionHubOptionsFromConfig(config));
+  RegionHubOptions hub_options = RegionHubOptionsFromConfig(config);
+  hub_options.hub_id = HubId(config);
+  std::unique_ptr<ShardLeases> leases;  // PostgreSQL: shared with the region's other hubs
+  if (store == nullptr) {
+    ShardLeaseOptions lo;
+    lo.hub_id = hub_options.hub_id;
+    lo.shards = kRegionShards;
+    lo.ttl_ms = hub_options.lease_ttl_ms;
+    // The data folder's lock keeps this (host, folder) to one process, so
+    // a hub restarted there after a crash is the same instance and takes
+    // its id back at once instead of waiting out its old membership.
+    char host[256] = {0};
+    ::gethostname(host, sizeof host - 1);
+    lo.instance = std::string(host) + ":" + config.data_dir;
+    st = OpenPostgresShardLeases(ho, lo, &leases);
+    if (!st.ok()) {
+      std::fprintf(stderr, "edgesync region: shard leases in %s: %s\n", where.c_str(), st.ToString().c_str());
+      return 1;
+    }
+    hub_options.leases = leases.get();
+  }
+  RegionHub hub(hub_store.get(), hub_options);
   st = hub.Start();
   if (!st.ok()) {
     std::fprintf(stderr, "edgesync region: %s\n", st.ToString().c_str());
@@ -154,7 +227,7 @@ int RunRegionHub(const Config& config) {
     hub.Stop();
     return 1;
   }
-  HubSnapshot snapshot(config, store.get(), hub_store.get(), &hub);
+  HubSnapshot snapshot(config, hub_options.hub_id, store.get(), hub_store.get(), &hub);
   StatusBoard board(config.StatusPath());
   HttpStatusServer http(&board);
   StartHttp(config, &http);

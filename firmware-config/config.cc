@@ -177,6 +177,12 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              "([store] path), or \"postgresql://user@host:port/db\" (no password in it: see password_file)"),
       Str<C>("hub", "password_file", [](C& c) -> std::string& { return c.hub_password_file; },
              "file holding the PostgreSQL password on its first line; \"\" = none (peer or trust login)"),
+      Str<C>("hub", "id", [](C& c) -> std::string& { return c.hub_id; },
+             "this hub's name among its region's hubs (names its MQTT client and its shard leases; "
+             "[A-Za-z0-9_-], at most 40); \"\" = the host name. Hubs sharing a PostgreSQL store need one each"),
+      Int<C>("hub", "lease_ttl_s", [](C& c) -> int64_t& { return c.hub_lease_ttl_s; }, 1, 3600,
+             "hubs sharing a PostgreSQL store: a shard lease not renewed this long (on the database's clock) "
+             "is taken over by another hub; renewed every third of it"),
   };
   return kOptions;
 }
@@ -276,6 +282,9 @@ void CheckSemantics(const toml::value& root, ConfigRole role, Config* c, Checker
   }
   if (c->uplink_backoff_max_ms < c->uplink_backoff_base_ms) {
     check->Error(at("uplink", "backoff_max_ms"), "uplink.backoff_max_ms", "smaller than uplink.backoff_base_ms");
+  }
+  if (!c->hub_id.empty() && (!IsTopicSafeId(c->hub_id) || c->hub_id.size() > 40)) {
+    check->Error(at("hub", "id"), "hub.id", "must be 1..40 of [A-Za-z0-9_-]");
   }
   if (!c->hub_store.empty() && c->hub_store.rfind("postgresql://", 0) != 0 &&
       c->hub_store.rfind("postgres://", 0) != 0) {

@@ -146,6 +146,8 @@ struct Config {
   int64_t hub_feed_retention_s = 7 * 86400;
   std::string hub_store;           // "" = SQLite at StorePath(); "postgresql://..." (store/hub_store.h)
   std::string hub_password_file;   // the PostgreSQL password, first line; never logged
+  std::string hub_id;              // "" = the host name (agent/region_hub.cc)
+  int64_t hub_lease_ttl_s = 10;
 
   std::string StorePath() const { return store_path.empty() ? data_dir + "/store.db" : store_path; }
   std::string StatusPath() const { return status_file.empty() ? data_dir + "/status.json" : status_file; }

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -223,6 +224,26 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
     }
     if (!connected()) return Status::Ok();
     return SubscribeNow(filter, qos);
+  }
+
+  Status Unsubscribe(const std::string& filter) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      subscriptions_.erase(std::remove_if(subscriptions_.begin(), subscriptions_.end(),
+                                          [&](const auto& s) { return s.first == filter; }),
+                           subscriptions_.end());
+    }
+    if (!connected()) return Status::Ok();
+    try {
+      ClientUse client(this);
+      auto tok = client->unsubscribe(filter);
+      if (!tok->wait_for(milliseconds(options_.connect_timeout_ms + 5000))) {
+        return Status::Timeout("unsubscribing from " + filter);
+      }
+      return Status::Ok();
+    } catch (const mqtt::exception& e) {
+      return FromPaho("unsubscribing from " + filter, e);
+    }
   }
 
   Status Start() override {

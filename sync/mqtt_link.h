@@ -92,6 +92,9 @@ class MqttLink {
   // and again after every reconnect. Returns the SUBACK outcome when
   // connected (Rejected if the broker refused it), Ok when only recorded.
   virtual Status Subscribe(const std::string& filter, int qos) = 0;
+  // Removes a filter from the list and unsubscribes now when connected (a
+  // region hub giving up a shard). Ok for a filter never subscribed.
+  virtual Status Unsubscribe(const std::string& filter) = 0;
 
   // Starts the supervisor: connects in the background and, with
   // auto_reconnect, keeps reconnecting until Disconnect.

@@ -1,6 +1,7 @@
 #include "sync/region_hub.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "platform/liveness.h"
 #include "platform/log.h"
@@ -18,10 +19,29 @@ RegionHub::~RegionHub() { Stop(); }
 Status RegionHub::Start() {
   if (worker_.joinable()) return Status::Ok();
   if (!IsTopicLevel(options_.region)) return Status::InvalidArgument("hub: region name must be 1..64 of [A-Za-z0-9_-]");
+  if (!IsTopicLevel(options_.hub_id) || options_.hub_id.size() > 40) {
+    return Status::InvalidArgument("hub: hub id must be 1..40 of [A-Za-z0-9_-]");
+  }
+  static_assert(kRegionShards <= 64, "held_ is a 64-bit mask");
   epoch_ = store_->epoch();
+  leases_ = options_.leases;
+  if (leases_ == nullptr) {
+    sole_leases_ = NewSoleOwnerLeases(kRegionShards);
+    leases_ = sole_leases_.get();
+  }
+  // Before the broker hears of us: a second live hub under our id is refused
+  // here, not after it took over our MQTT session.
+  ES_RETURN_IF_ERROR(leases_->Join().Annotate("hub " + options_.hub_id));
+  joined_ = true;
   MqttLinkOptions lo = options_.link;
-  lo.client_id = "es-hub-" + options_.region;
-  lo.clean_start = false;  // batches sent while we restart wait in the broker
+  // One client id per hub: two hubs under one id would take each other's
+  // session in turn (the broker drops the older connection).
+  lo.client_id = "es-hub-" + options_.region + "-" + options_.hub_id;
+  // One hub: batches sent while it restarts wait in the broker. Hubs sharing
+  // the region: a restarted hub may hold other shards than before, and a
+  // killed one may never come back, so its session must not go on queueing
+  // its shards' messages; gateways resend what went unanswered.
+  lo.clean_start = options_.leases != nullptr;
   ES_RETURN_IF_ERROR(factory_(lo, &link_).Annotate("hub"));
   link_->SetMessageHandler([this](MqttMessage&& m) {
     // Probes are answered here, not behind queued batches: the round trip
@@ -60,12 +80,92 @@ Status RegionHub::Start() {
              options_.region, options_.max_queued_messages, m.topic, shed);
     }
   });
-  ES_RETURN_IF_ERROR(link_->Subscribe(HubInboxFilter(options_.topic_prefix, options_.region), 1));
   stop_ = false;
+  LeaseRound();
   worker_ = std::thread([this] { Run(); });
   ES_RETURN_IF_ERROR(link_->Start());
-  ES_LOG(kInfo, "hub {}: listening on {}", options_.region, HubInboxFilter(options_.topic_prefix, options_.region));
+  lease_thread_ = std::thread([this] { LeaseLoop(); });
+  ES_LOG(kInfo, "hub {}: {} listening on {}, holding {} of {} shards", options_.region, options_.hub_id,
+         HubInboxAllFilter(options_.topic_prefix, options_.region), subscribed_.size(), kRegionShards);
   return Status::Ok();
+}
+
+void RegionHub::LeaseLoop() {
+  Heartbeat beat("hub-leases");
+  const int64_t every = std::max<int64_t>(1, options_.lease_ttl_ms / 3);
+  while (true) {
+    beat.Idle();  // a round every ttl / 3 may be longer than the watchdog period: waiting is no stall
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (cv_lease_.wait_for(lock, std::chrono::milliseconds(every), [this] { return stop_.load(); })) return;
+    }
+    beat.Beat();
+    LeaseRound();
+  }
+}
+
+void RegionHub::LeaseRound() {
+  if (!legacy_unsubscribed_ && link_->connected()) {
+    // A kept session of a hub from before shards still holds the inbox
+    // filter of that time; no gateway publishes there any more.
+    legacy_unsubscribed_ = link_->Unsubscribe(options_.topic_prefix + "/region/" + options_.region + "/in/+").ok();
+  }
+  std::vector<int> owned;
+  ShardLeaseStats ls;
+  Status st = joined_ ? Status::Ok() : leases_->Join();
+  if (st.ok()) {
+    joined_ = true;
+    st = leases_->Balance(&owned, &ls);
+  }
+  const int64_t now = clock_->MonotonicMillis();
+  if (st.ok()) {
+    last_renewal_ms_ = now;
+  } else {
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      ++stats_.lease_errors;
+    }
+    if (st.code() == Status::Code::kRejected) joined_ = false;
+    // Until a round succeeds again, what we held is ours only while its
+    // lease can not have run out: measured from our last renewal on our own
+    // monotonic clock, which is conservative (the renewal's expiry was set
+    // by the database after that instant).
+    if (st.code() != Status::Code::kRejected && now - last_renewal_ms_ < options_.lease_ttl_ms / 2) {
+      ES_LOG(kWarn, "hub {}: renewing its shard leases: {}", options_.region, st.ToString());
+      return;
+    }
+    ES_LOG(kError, "hub {}: gives up its shards until its leases can be renewed: {}", options_.region,
+           st.ToString());
+    owned.clear();
+  }
+  Hold(owned);
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  stats_.shards = owned;
+  if (st.ok()) stats_.live_hubs = ls.live_hubs;
+  stats_.shards_taken += static_cast<uint64_t>(ls.taken);
+  stats_.shards_stolen += static_cast<uint64_t>(ls.stolen);
+}
+
+void RegionHub::Hold(const std::vector<int>& shards) {
+  uint64_t mask = 0;
+  for (int s : shards) mask |= uint64_t{1} << s;
+  // Drop first, then unsubscribe: a message of a shard given up that is
+  // still on its way is not applied by two hubs at once more than can be
+  // helped (the high-water compare-and-set covers what remains).
+  held_ = mask;
+  std::vector<int> gone, fresh;
+  std::set_difference(subscribed_.begin(), subscribed_.end(), shards.begin(), shards.end(), std::back_inserter(gone));
+  std::set_difference(shards.begin(), shards.end(), subscribed_.begin(), subscribed_.end(), std::back_inserter(fresh));
+  for (int s : gone) link_->Unsubscribe(HubInboxFilter(options_.topic_prefix, options_.region, s));
+  for (int s : fresh) {
+    Status st = link_->Subscribe(HubInboxFilter(options_.topic_prefix, options_.region, s), 1);
+    if (!st.ok()) ES_LOG(kWarn, "hub {}: subscribing to shard {}: {}", options_.region, s, st.ToString());
+  }
+  if (!gone.empty() || !fresh.empty()) {
+    ES_LOG(kInfo, "hub {}: {} now holds {} of {} shards (+{} -{})", options_.region, options_.hub_id, shards.size(),
+           kRegionShards, fresh.size(), gone.size());
+  }
+  subscribed_ = shards;
 }
 
 void RegionHub::Stop() {
@@ -74,9 +174,22 @@ void RegionHub::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
     cv_.notify_all();
+    cv_lease_.notify_all();
   }
+  // First off the broker: an apply under way then answers into a closed link
+  // at once instead of waiting out each publish's timeout.
   link_->Disconnect(2000);
+  if (lease_thread_.joinable()) lease_thread_.join();
   worker_.join();
+  // Hand the shards over: no apply of ours runs any more, so the next holder
+  // is the only one. The others take them at their next round rather than
+  // after the leases' expiry; what gateways send meanwhile goes unanswered
+  // and is resent. (Hubs sharing a region leave no session behind: clean
+  // start. One hub keeps its subscriptions in its session for its restart.)
+  if (options_.leases != nullptr) Hold({});
+  Status st = leases_->Release();
+  if (!st.ok()) ES_LOG(kWarn, "hub {}: handing its shards over: {} (they are taken after expiry)", options_.region,
+                       st.ToString());
   ES_LOG(kInfo, "hub {}: stopped", options_.region);
 }
 
@@ -118,10 +231,19 @@ void RegionHub::Reply(const std::string& to, const std::string& payload) {
 }
 
 bool RegionHub::Admit(const MqttMessage& message, std::string* sender, WireMessage* out) {
-  if (!InboxSender(options_.topic_prefix, options_.region, message.topic, sender)) {
-    // Only a broker delivering outside our subscription gets here.
+  int shard = -1;
+  if (!InboxSender(options_.topic_prefix, options_.region, message.topic, sender, &shard)) {
+    // A broker delivering outside our subscription, or a gateway publishing
+    // under a shard level that is not its own.
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.bad_messages;
+    return false;
+  }
+  if (!Holds(shard)) {
+    // Given up since it was sent (or still queued in our session): its
+    // gateway gets no answer and resends to the shard's holder.
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.not_owned;
     return false;
   }
   WireMessage& m = *out;

@@ -1,7 +1,12 @@
 // sync/region_hub.h: the region hub (`edgesync region`): applies gateways'
 // batches to the region's store and serves the region feed.
 //
-// Listens on <prefix>/region/<region>/in/+ of its region broker. The last
+// Listens on <prefix>/region/<region>/in/<shard>/+ of its region broker for
+// the shards it holds (store/hub_store_leases.h: one hub on SQLite holds all;
+// several hubs on PostgreSQL share them by leases, renewed every ttl / 3 by a
+// thread of the hub; a message of a shard not held is dropped unanswered and
+// counted, its gateway resends it to the shard's holder). Each hub connects
+// with a client id of its own, es-hub-<region>-<hub id>. The last
 // level of the topic a message arrived on names its sender: the broker's ACL
 // (firmware-config/region/) lets an identity publish only on its own level,
 // so it is the authenticated gateway id. A batch whose origin names another
@@ -25,7 +30,9 @@
 //
 // Thread safety: Start/Stop from one thread; stats() from any thread.
 // Messages are applied by one worker thread, in arrival order; pings are answered
-// on the MQTT receive thread, ahead of queued batches.
+// on the MQTT receive thread, ahead of queued batches; leases are renewed on
+// a thread of their own. Stop hands the hub's shards over (Release) after
+// the last apply.
 #ifndef EDGESYNC_SYNC_REGION_HUB_H_
 #define EDGESYNC_SYNC_REGION_HUB_H_
 
@@ -43,6 +50,7 @@
 #include "platform/clock.h"
 #include "platform/status.h"
 #include "store/hub_store.h"
+#include "store/hub_store_leases.h"
 #include "sync/mqtt_link.h"
 #include "sync/uplink.h"
 #include "sync/wire.h"
@@ -52,6 +60,9 @@ namespace edgesync {
 struct RegionHubOptions {
   std::string region;                  // [A-Za-z0-9_-]
   std::string topic_prefix = "edgesync";
+  std::string hub_id = "1";            // [A-Za-z0-9_-]: names the MQTT client and the hub's leases
+  ShardLeases* leases = nullptr;       // not owned; nullptr = every shard, held for good (one hub)
+  int64_t lease_ttl_ms = 10000;        // leases are renewed every third of it
   MqttLinkOptions link;                // the region broker; client id is set by the hub
   size_t feed_max_entries = 5000;      // cap on one feed page
   int64_t head_interval_ms = 100;      // at most one head notice per interval
@@ -91,6 +102,12 @@ struct RegionHubStats {
   uint64_t feed_requests = 0;
   uint64_t feed_resets = 0;
   uint64_t head_seq = 0;
+  uint64_t not_owned = 0;           // messages of a shard this hub does not hold: dropped, resent by the gateway
+  std::vector<int> shards;          // the shards this hub holds, ascending
+  int live_hubs = 0;                // the region's hubs, as the last lease round counted them
+  uint64_t shards_taken = 0;        // free or expired shards taken since the start
+  uint64_t shards_stolen = 0;       // shards taken from a busier hub since the start
+  uint64_t lease_errors = 0;        // lease rounds that failed (database unreachable)
   std::vector<HubOriginStats> origins;  // by origin name
 };
 
@@ -123,6 +140,12 @@ class RegionHub {
   void Answer(const PendingBatch& p, const Status& status, const ApplyResult& result);
   void Reply(const std::string& to, const std::string& payload);
   void PublishHead(bool force);
+  // One lease round: renews, takes or loses shards, and moves the
+  // subscriptions to match.
+  void LeaseRound();
+  void LeaseLoop();
+  void Hold(const std::vector<int>& shards);
+  bool Holds(int shard) const { return (held_.load() >> shard) & 1; }
 
   HubStore* store_;
   RegionHubOptions options_;
@@ -130,10 +153,19 @@ class RegionHub {
   MqttLinkFactory factory_;
   std::unique_ptr<MqttLink> link_;
   std::thread worker_;
+  std::thread lease_thread_;
   std::atomic<bool> stop_{false};
+  std::unique_ptr<ShardLeases> sole_leases_;  // when options_.leases is nullptr
+  ShardLeases* leases_ = nullptr;
+  std::atomic<uint64_t> held_{0};             // bit s: shard s is held (kRegionShards <= 64)
+  std::vector<int> subscribed_;               // lease thread (and Start/Stop) only
+  bool joined_ = false;                       // lease thread (and Start) only
+  bool legacy_unsubscribed_ = false;          // lease thread only
+  int64_t last_renewal_ms_ = 0;               // monotonic; lease thread only
 
   std::mutex mu_;
   std::condition_variable cv_;       // worker: messages arrived
+  std::condition_variable cv_lease_; // lease thread: stop
   std::deque<MqttMessage> queue_;
   std::atomic<int64_t> last_shed_log_ms_{-1000000};  // the shed warning, at most every 10 s
 

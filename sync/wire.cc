@@ -399,10 +399,22 @@ Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireM
 }
 
 std::string HubInboxTopic(const std::string& prefix, const std::string& region, const std::string& sender) {
-  return prefix + "/region/" + region + "/in/" + sender;
+  return prefix + "/region/" + region + "/in/" + std::to_string(RegionShardOf(sender)) + "/" + sender;
 }
-std::string HubInboxFilter(const std::string& prefix, const std::string& region) {
-  return prefix + "/region/" + region + "/in/+";
+std::string HubInboxFilter(const std::string& prefix, const std::string& region, int shard) {
+  return prefix + "/region/" + region + "/in/" + std::to_string(shard) + "/+";
+}
+std::string HubInboxAllFilter(const std::string& prefix, const std::string& region) {
+  return prefix + "/region/" + region + "/in/+/+";
+}
+
+int RegionShardOf(const std::string& gateway_id) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : gateway_id) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  return static_cast<int>(h % kRegionShards);
 }
 std::string HeadTopic(const std::string& prefix, const std::string& region) {
   return prefix + "/region/" + region + "/head";
@@ -433,9 +445,20 @@ std::string LastLevelAfter(const std::string& head, const std::string& topic) {
 }  // namespace
 
 bool InboxSender(const std::string& prefix, const std::string& region, const std::string& topic,
-                 std::string* sender) {
-  *sender = LastLevelAfter(prefix + "/region/" + region + "/in/", topic);
-  return !sender->empty();
+                 std::string* sender, int* shard) {
+  sender->clear();
+  const std::string head = prefix + "/region/" + region + "/in/";
+  if (topic.size() <= head.size() || topic.compare(0, head.size(), head) != 0) return false;
+  const size_t slash = topic.find('/', head.size());
+  if (slash == std::string::npos) return false;
+  std::string level = LastLevelAfter(topic.substr(0, slash + 1), topic);
+  const std::string shard_text = topic.substr(head.size(), slash - head.size());
+  // The shard level must be exactly what the sender's id hashes to: one
+  // spelling per shard, so a hub's subscription is all it needs to look at.
+  if (level.empty() || shard_text != std::to_string(RegionShardOf(level))) return false;
+  if (shard != nullptr) *shard = RegionShardOf(level);
+  *sender = std::move(level);
+  return true;
 }
 
 bool IsReplyTopic(const std::string& prefix, const std::string& sender, const std::string& topic) {

@@ -124,20 +124,37 @@ Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireM
 // Topics (every level [A-Za-z0-9_-], safe on Mosquitto and nats-server). The
 // gateway id is a level of its own everywhere, so a broker ACL can confine an
 // identity with one substitution pattern (Mosquitto's %u must be a whole level):
-//   <prefix>/region/<region>/in/<gatewayId>   requests to a hub (batches, pings, feed requests)
+//   <prefix>/region/<region>/in/<shard>/<gatewayId>   requests to a hub (batches, pings, feed requests)
 //   <prefix>/region/<region>/head             the hub's retained FeedHead notice
 //   <prefix>/reply/<gatewayId>/<role>         answers to one client of a gateway ("up", "feed")
+// <shard> = RegionShardOf(gatewayId): the hubs of a region share it by
+// shards, each subscribing only to the shards it holds a lease on.
 std::string HubInboxTopic(const std::string& prefix, const std::string& region, const std::string& sender);
-std::string HubInboxFilter(const std::string& prefix, const std::string& region);
+// One shard's inbox: <prefix>/region/<region>/in/<shard>/+.
+std::string HubInboxFilter(const std::string& prefix, const std::string& region, int shard);
+// Every shard's inbox (observers, the bench's do-nothing subscriber).
+std::string HubInboxAllFilter(const std::string& prefix, const std::string& region);
 std::string HeadTopic(const std::string& prefix, const std::string& region);
 std::string ReplyTopic(const std::string& prefix, const std::string& gateway_id, const std::string& role);
 // A topic level edgesync builds from an id: 1..64 of [A-Za-z0-9_-].
 bool IsTopicLevel(const std::string& id);
-// The sender level of a hub inbox topic of this region; false if the topic
-// is not <prefix>/region/<region>/in/<level>. The broker's ACL lets an
-// identity publish only on its own level, so this names who sent a message.
+
+// The fixed number of shards a region's origins fall into. Part of the
+// protocol: every gateway and hub must agree on it, so it is not a setting.
+// It bounds how many hubs can share a region's load (32: more than a region
+// on this hardware needs, see docs/REGION.md; few enough that a hub's
+// subscriptions and lease rows stay a handful).
+inline constexpr int kRegionShards = 32;
+// FNV-1a (32 bits) of the gateway id, modulo kRegionShards: stable across
+// builds, machines and languages (PROTOCOL.md gives it).
+int RegionShardOf(const std::string& gateway_id);
+
+// The sender level of a hub inbox topic of this region and its shard; false
+// if the topic is not <prefix>/region/<region>/in/<shard>/<level> with
+// <shard> = RegionShardOf(<level>). The broker's ACL lets an identity
+// publish only on its own level, so this names who sent a message.
 bool InboxSender(const std::string& prefix, const std::string& region, const std::string& topic,
-                 std::string* sender);
+                 std::string* sender, int* shard = nullptr);
 // A reply address a hub may answer to for `sender`: <prefix>/reply/<sender>/<level>,
 // nothing else (a hub must not be talked into publishing on arbitrary topics,
 // nor on another gateway's reply topics).

@@ -83,6 +83,10 @@ class PgConn {
   PGconn* c_;
 };
 
+struct HubStoreOptions;
+// Connects to the hub store's database (location, password file, timeouts).
+Status ConnectPostgres(const HubStoreOptions& options, std::unique_ptr<PgConn>* conn);
+
 // Appends text to COPY's text format: backslash, tab, newline, CR escaped.
 void AppendCopyText(std::string* out, const std::string& text);
 // A PostgreSQL array literal of text values ({"a","b"}).

@@ -12,6 +12,9 @@
 // high_water = the value read). Another writer that applied the same span
 // first makes the COPY hit the unique index or the UPDATE match no row: the
 // transaction rolls back and the group is decided again on the new marks.
+// Schema 2 adds the shard leases of several hubs (pg_shard_leases.cc); the
+// feed's sequence numbers are drawn under a transaction lock (kFeedOrderLock)
+// so that they become visible in order when several hubs write.
 #include <charconv>
 #include <map>
 #include <mutex>
@@ -23,7 +26,13 @@
 namespace edgesync {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
+// Taken by a transaction that appends to the region feed, from just before
+// its rows get their sequence numbers until it commits: several hubs write
+// one feed, and a reader's position is one sequence number, so numbers must
+// become visible in their order (without it, a transaction that drew 10 but
+// committed after one that drew 11 would be skipped by a reader that saw 11).
+constexpr const char* kFeedOrderLock = "SELECT pg_advisory_xact_lock(4451997360211772)";
 // Retries of a group whose compare-and-set lost to another writer: each
 // retry decides the group on the marks that writer committed, so the second
 // attempt normally finds the span already held.
@@ -56,6 +65,16 @@ const char* const kMigrations[] = {
     "  UNIQUE (origin, olsn));"
     "INSERT INTO es_meta VALUES ('epoch', replace(gen_random_uuid()::text, '-', '')), ('pruned_seq', '0') "
     "ON CONFLICT DO NOTHING;",
+    // 2: several hubs per region (store/hub_store_leases.h): members and shard leases.
+    "CREATE TABLE IF NOT EXISTS es_hubs ("
+    "  id text PRIMARY KEY,"
+    "  instance text NOT NULL,"
+    "  expires_at timestamptz NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS es_shard_leases ("
+    "  shard integer PRIMARY KEY,"
+    "  owner text NOT NULL DEFAULT '',"
+    "  expires_at timestamptz NOT NULL DEFAULT '-infinity',"
+    "  version bigint NOT NULL DEFAULT 0);",
 };
 
 void AppendInt(std::string* out, int64_t v) {
@@ -312,6 +331,7 @@ class PgHubStore : public HubStore {
       res.high_water = o.current = plan.new_high_water;
     }
     if (!copy.empty()) {
+      ES_RETURN_IF_ERROR(conn_->Exec(kFeedOrderLock));
       ES_RETURN_IF_ERROR(conn_->CopyIn(
           "COPY es_region_feed (origin, olsn, kind, device_id, metric, unit, ts, value, quality, name, location, "
           "default_unit, applied_ms) FROM STDIN",
@@ -385,7 +405,7 @@ class PgHubStore : public HubStore {
 
 bool HavePostgres() { return true; }
 
-Status OpenPostgresHubStore(const HubStoreOptions& options, std::unique_ptr<HubStore>* store) {
+Status ConnectPostgres(const HubStoreOptions& options, std::unique_ptr<PgConn>* conn) {
   PgConnectOptions co;
   co.uri = options.location;
   co.connect_timeout_s = options.connect_timeout_s;
@@ -396,8 +416,12 @@ Status OpenPostgresHubStore(const HubStoreOptions& options, std::unique_ptr<HubS
     co.password = co.password.substr(0, co.password.find_first_of("\r\n"));
     if (co.password.empty()) return Status::InvalidArgument("PostgreSQL password file " + options.password_file + " is empty");
   }
+  return PgConn::Connect(co, conn);
+}
+
+Status OpenPostgresHubStore(const HubStoreOptions& options, std::unique_ptr<HubStore>* store) {
   std::unique_ptr<PgConn> conn;
-  ES_RETURN_IF_ERROR(PgConn::Connect(co, &conn));
+  ES_RETURN_IF_ERROR(ConnectPostgres(options, &conn));
   auto s = std::make_unique<PgHubStore>(std::move(conn), options);
   ES_RETURN_IF_ERROR(s->Init());
   *store = std::move(s);

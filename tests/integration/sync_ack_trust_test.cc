@@ -26,7 +26,7 @@ class ScriptedHub {
     if (thread_.joinable()) thread_.join();
   }
   bool Start() {
-    if (!client_.Connect() || !client_.Subscribe("edgesync/region/eu/in/+", 1)) return false;
+    if (!client_.Connect() || !client_.Subscribe("edgesync/region/eu/in/+/+", 1)) return false;
     thread_ = std::thread([this] { Run(); });
     return true;
   }

@@ -138,7 +138,7 @@ void ImpersonationIsRefused(bool certificates) {
   Process listener;
   ASSERT_TRUE(listener.Start({"/bin/sh", "-c",
                               "exec mosquitto_sub" + CliArgs(eu, "gw-a", "sub-gw-a") +
-                                  " -v -q 1 -t 'edgesync/reply/gw-b/+' -t 'edgesync/region/eu/in/+' -t "
+                                  " -v -q 1 -t 'edgesync/reply/gw-b/+' -t 'edgesync/region/eu/in/+/+' -t "
                                   "'edgesync/reply/gw-a/+'"},
                              tmp.File("a-listens.log")));
   SleepMs(1000);

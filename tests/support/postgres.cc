@@ -175,4 +175,12 @@ bool Postgres::Psql(const std::string& db, const std::string& sql, const std::ve
   return psql.Wait(60000) == 0;
 }
 
+HubStoreOptions HubStoreOptionsFor(const Postgres& pg, const std::string& db) {
+  HubStoreOptions o;
+  o.location = pg.Uri(db);
+  o.password_file = pg.password_file();
+  o.connect_timeout_s = 5;
+  return o;
+}
+
 }  // namespace edgesync::test

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "store/hub_store.h"
 #include "tests/support/process.h"
 
 namespace edgesync::test {
@@ -75,6 +76,10 @@ class Postgres {
   bool initialised_ = false;
   Process process_;
 };
+
+// Hub store options for database db of the server: its URI and password
+// file, a 5 s connect timeout (a test's server is on loopback).
+HubStoreOptions HubStoreOptionsFor(const Postgres& pg, const std::string& db);
 
 }  // namespace edgesync::test
 

@@ -409,7 +409,7 @@ Status FleetSink::Start(int64_t timeout_ms) {
     std::string sender;
     if (fleet_ != nullptr && InboxSender(prefix_, region_, m.topic, &sender)) fleet_->Delivered(sender);
   });
-  ES_RETURN_IF_ERROR(link_->Subscribe(HubInboxFilter(prefix_, region_), 1));
+  ES_RETURN_IF_ERROR(link_->Subscribe(HubInboxAllFilter(prefix_, region_), 1));
   return link_->Connect(timeout_ms);
 }
 

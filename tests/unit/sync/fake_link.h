@@ -22,6 +22,7 @@ class FakeLink : public MqttLink {
   void SetMessageHandler(MessageHandler h) override { on_message_ = std::move(h); }
   void SetStateHandler(StateHandler h) override { on_state_ = std::move(h); }
   Status Subscribe(const std::string&, int) override { return Status::Ok(); }
+  Status Unsubscribe(const std::string&) override { return Status::Ok(); }
   Status Start() override {
     connected_ = true;
     if (on_state_) on_state_(true, false, "");

@@ -9,6 +9,7 @@
 #include <zstd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -381,14 +382,23 @@ namespace edgesync {
 namespace {
 
 TEST(WireTest, TopicsGiveTheGatewayIdALevelOfItsOwn) {
-  EXPECT_EQ(HubInboxTopic("edgesync", "eu", "gw-1"), "edgesync/region/eu/in/gw-1");
+  EXPECT_EQ(HubInboxTopic("edgesync", "eu", "gw-1"), "edgesync/region/eu/in/1/gw-1");
+  EXPECT_EQ(HubInboxFilter("edgesync", "eu", 7), "edgesync/region/eu/in/7/+");
+  EXPECT_EQ(HubInboxAllFilter("edgesync", "eu"), "edgesync/region/eu/in/+/+");
   EXPECT_EQ(ReplyTopic("edgesync", "gw-1", "up"), "edgesync/reply/gw-1/up");
   std::string sender;
-  ASSERT_TRUE(InboxSender("edgesync", "eu", "edgesync/region/eu/in/gw-1", &sender));
+  int shard = -1;
+  ASSERT_TRUE(InboxSender("edgesync", "eu", "edgesync/region/eu/in/1/gw-1", &sender, &shard));
   EXPECT_EQ(sender, "gw-1");
-  EXPECT_FALSE(InboxSender("edgesync", "eu", "edgesync/region/us/in/gw-1", &sender));
-  EXPECT_FALSE(InboxSender("edgesync", "eu", "edgesync/region/eu/in/gw-1/x", &sender));
+  EXPECT_EQ(shard, 1);
+  EXPECT_FALSE(InboxSender("edgesync", "eu", "edgesync/region/us/in/1/gw-1", &sender));
+  EXPECT_FALSE(InboxSender("edgesync", "eu", "edgesync/region/eu/in/1/gw-1/x", &sender));
+  EXPECT_FALSE(InboxSender("edgesync", "eu", "edgesync/region/eu/in/1/", &sender));
   EXPECT_FALSE(InboxSender("edgesync", "eu", "edgesync/region/eu/in/", &sender));
+  // The pre-shard form, a wrong shard and another spelling of the right one.
+  EXPECT_FALSE(InboxSender("edgesync", "eu", "edgesync/region/eu/in/gw-1", &sender));
+  EXPECT_FALSE(InboxSender("edgesync", "eu", "edgesync/region/eu/in/2/gw-1", &sender));
+  EXPECT_FALSE(InboxSender("edgesync", "eu", "edgesync/region/eu/in/01/gw-1", &sender));
   EXPECT_TRUE(IsReplyTopic("edgesync", "gw-1", "edgesync/reply/gw-1/up"));
   EXPECT_TRUE(IsReplyTopic("edgesync", "gw-1", "edgesync/reply/gw-1/feed"));
   EXPECT_FALSE(IsReplyTopic("edgesync", "gw-1", "edgesync/reply/gw-2/up"));
@@ -396,6 +406,29 @@ TEST(WireTest, TopicsGiveTheGatewayIdALevelOfItsOwn) {
   EXPECT_FALSE(IsReplyTopic("edgesync", "gw-1", "edgesync/reply/gw-1/up/more"));
   EXPECT_FALSE(IsReplyTopic("edgesync", "gw-1", "sensors/gw-1/up"));
   EXPECT_FALSE(IsReplyTopic("edgesync", "gw-1", "edgesync/reply/gw-1/#"));
+}
+
+TEST(WireTest, ShardsArePinnedByTheProtocolAndSpreadAFleetEvenly) {
+  // FNV-1a 32 of the id, mod 32, as PROTOCOL.md gives it: another
+  // implementation (or a later build) must put a gateway on the same shard.
+  EXPECT_EQ(RegionShardOf("gw-1"), 1);
+  EXPECT_EQ(RegionShardOf("gw-2"), 8);
+  EXPECT_EQ(RegionShardOf("gw-a"), 17);
+  EXPECT_EQ(RegionShardOf("gw-b"), 24);
+  std::vector<int> per_shard(kRegionShards);
+  for (int i = 0; i < 10000; ++i) {
+    char id[16];
+    std::snprintf(id, sizeof id, "gw-%05d", i);
+    int s = RegionShardOf(id);
+    ASSERT_GE(s, 0);
+    ASSERT_LT(s, kRegionShards);
+    ++per_shard[static_cast<size_t>(s)];
+  }
+  // 10,000 fleet-style ids: every shard within 5 % of its 312.5 share.
+  for (int n : per_shard) {
+    EXPECT_GT(n, 297);
+    EXPECT_LT(n, 328);
+  }
 }
 
 }  // namespace
