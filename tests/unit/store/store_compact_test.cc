@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "platform/files.h"
 #include "store/chunk_codec.h"
 #include "store/schema.h"
 #include "store/sqlite_util.h"
@@ -81,6 +82,30 @@ TEST(SeriesBlockTest, RefusesDamageWithAClearError) {
   st = DecodeSeriesBlock(block, 100, &out);
   EXPECT_EQ(st.code(), Status::Code::kCorruption);
   EXPECT_NE(st.message().find("LSNs not increasing"), std::string::npos) << st.message();
+}
+
+// The fuzz target's seeds are what they say they are.
+TEST(SeriesBlockTest, FuzzSeedsDecode) {
+  const std::string dir = std::string(EDGESYNC_SOURCE_DIR) + "/tests/fuzz/corpus/series_block_fuzz/";
+  for (const char* name : {"plain-2-points", "zstd-2-points"}) {
+    std::string bytes;
+    ASSERT_TRUE(ReadFile(dir + name, &bytes).ok()) << name;
+    std::vector<SeriesPoint> points;
+    Status st = DecodeSeriesBlock(bytes, 100, &points);
+    ASSERT_TRUE(st.ok()) << name << ": " << st.ToString();
+    ASSERT_EQ(points.size(), 2u);
+    EXPECT_EQ(points[1].lsn, 7);
+    EXPECT_EQ(points[1].ts_ms, 2000);
+    EXPECT_EQ(points[1].value, 2.5);
+  }
+  std::string bytes;
+  ASSERT_TRUE(ReadFile(dir + "wrong-format", &bytes).ok());
+  std::vector<SeriesPoint> points;
+  EXPECT_EQ(DecodeSeriesBlock(bytes, 100, &points).code(), Status::Code::kCorruption);
+  ASSERT_TRUE(ReadFile(dir + "span-marker", &bytes).ok());
+  SpanMarker m;
+  ASSERT_TRUE(DecodeSpanMarker(bytes, &m).ok());
+  EXPECT_EQ(m.first_block, 42);
 }
 
 TEST(SeriesBlockTest, SpanMarkerRoundTripsAndRefusesDamage) {
