@@ -170,6 +170,10 @@ nlohmann::json Gateway::StatusJson() {
                       {"tombstones_pruned", r.pruned.tombstones},
                       {"read_view_pruned", r.pruned.remote},
                       {"space_low", r.pruned.space_low},
+                      {"compacted_spans", r.compacted.spans},
+                      {"compacted_readings", r.compacted.readings},
+                      {"compacted_bytes_before", r.compacted.bytes_before},
+                      {"compacted_bytes_after", r.compacted.bytes_after},
                       {"errors", r.errors},
                       {"longest_step_ms", r.longest_step_ms}};
   }

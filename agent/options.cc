@@ -79,6 +79,8 @@ StoreOptions StoreOptionsFromConfig(const Config& c) {
   o.min_free_bytes = c.store_min_free_bytes;
   o.dead_letter_cap = c.store_dead_letter_cap;
   o.lease_expiry_ms = c.store_lease_expiry_ms;
+  o.compact_after_ms = c.store_compact_after_s * 1000;
+  o.compact_span_readings = c.store_compact_span_readings;
   return o;
 }
 

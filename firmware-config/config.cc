@@ -70,6 +70,11 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              86400, "how often retention runs (in both roles)"),
       Int<C>("store", "prune_step_rows", [](C& c) -> int64_t& { return c.store_prune_step_rows; }, 10, 1000000,
              "rows retention deletes per step (one short transaction; ingest waits at most one step)"),
+      Int<C>("store", "compact_after_s", [](C& c) -> int64_t& { return c.store_compact_after_s; }, 0, kBig,
+             "readings acknowledged upstream and written longer ago than this are compacted into one block per "
+             "series (fast queries of one series, fewer bytes on the card)"),
+      Int<C>("store", "compact_span_readings", [](C& c) -> int64_t& { return c.store_compact_span_readings; }, 1000,
+             1 << 20, "readings per compacted span (a reader by LSN decodes a span whole: 32 bytes a reading)"),
       Int<C>("store", "dead_letter_cap", [](C& c) -> int64_t& { return c.store_dead_letter_cap; }, 0, 1000000,
              "rejected payloads kept for inspection; the oldest are dropped past this"),
       Int<C>("store", "lease_expiry_ms", [](C& c) -> int64_t& { return c.store_lease_expiry_ms; }, 100, kBig,

@@ -67,6 +67,14 @@ struct Config {
   int64_t store_prune_step_rows = 2000;
   int64_t store_dead_letter_cap = 1000;
   int64_t store_lease_expiry_ms = 15000;
+  // Compaction (store/sqlite_store_compact.cc): acknowledged commit chunks
+  // older than this become per-series blocks. Ten minutes keeps the recent
+  // part (what a feed consumer following the head reads) in commit chunks.
+  int64_t store_compact_after_s = 600;
+  // Readings per compacted span: a reader by LSN of a span decodes it whole
+  // (32 bytes a reading: 4 MiB at this size), and a one-series query reads
+  // one block per span (tests/bench/storage_bench.cc measures both).
+  int64_t store_compact_span_readings = 131072;
 
   // [ingest]
   std::string ingest_broker_uri = "tcp://127.0.0.1:1883";

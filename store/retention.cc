@@ -9,6 +9,7 @@ namespace edgesync {
 
 Retention::Retention(Store* store, RetentionOptions options, Clock* clock)
     : step_([store](int64_t rows, PruneResult* r) { return store->PruneStep(rows, r); }),
+      compact_([store](CompactResult* r) { return store->CompactStep(r); }),
       options_(options),
       clock_(clock ? clock : SystemClock()) {}
 
@@ -53,8 +54,38 @@ bool Retention::Pause(int64_t ms) {
   return !stop_;
 }
 
-Status Retention::RunPass(PruneResult* pass) {
+bool Retention::Stopping() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stop_;
+}
+
+Status Retention::CompactPass(CompactResult* pass) {
+  *pass = CompactResult{};
+  if (!compact_) return Status::Ok();
+  for (;;) {
+    CompactResult step;
+    int64_t t0 = clock_->MonotonicNanos();
+    Status s = compact_(&step);
+    if (s.code() == Status::Code::kUnsupported) return Status::Ok();  // a store without compaction
+    int64_t took_ms = (clock_->MonotonicNanos() - t0) / 1000000;
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      ++stats_.compaction_steps;
+      if (!s.ok()) ++stats_.errors;
+      stats_.compacted.Add(step);
+      stats_.longest_step_ms = std::max(stats_.longest_step_ms, took_ms);
+    }
+    if (!s.ok()) return s.Annotate("compaction");
+    pass->Add(step);
+    if (step.spans == 0 || !step.more || Stopping()) break;
+    if (!Pause(options_.pause_ms)) break;
+  }
+  return Status::Ok();
+}
+
+Status Retention::RunPass(PruneResult* pass, CompactResult* compacted) {
   *pass = PruneResult{};
+  if (compacted) *compacted = CompactResult{};
   for (;;) {
     PruneResult step;
     int64_t t0 = clock_->MonotonicNanos();
@@ -72,28 +103,32 @@ Status Retention::RunPass(PruneResult* pass) {
     if (!s.ok()) return s;
     pass->Add(step);
     pass->space_low = pass->space_low || step.space_low;
-    if (!step.more) break;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stop_) break;
-    }
+    if (!step.more || Stopping()) break;
     // A yield between steps: commits waiting for the write lock go first.
     if (!Pause(options_.pause_ms)) break;
   }
+  CompactResult c;
+  Status cs = Stopping() ? Status::Ok() : CompactPass(&c);
+  if (compacted) *compacted = c;
   std::lock_guard<std::mutex> lock(stats_mu_);
   ++stats_.passes;
-  return Status::Ok();
+  return cs;
 }
 
 void Retention::Run() {
   do {
     PruneResult pass;
-    Status s = RunPass(&pass);
+    CompactResult compacted;
+    Status s = RunPass(&pass, &compacted);
     if (!s.ok()) {
       ES_LOG(kWarn, "retention: {}", s.ToString());
     } else if (pass.readings + pass.tombstones + pass.remote > 0) {
       ES_LOG(kInfo, "retention: pruned {} acknowledged readings ({} early for space), {} tombstones, {} remote entries",
              pass.readings, pass.early, pass.tombstones, pass.remote);
+    }
+    if (compacted.spans > 0) {
+      ES_LOG(kInfo, "retention: compacted {} readings in {} spans, {} bytes to {}", compacted.readings,
+             compacted.spans, compacted.bytes_before, compacted.bytes_after);
     }
   } while (Pause(options_.interval_ms));
 }

@@ -7,6 +7,9 @@
 // the write lock, and the pauses let queued commits through. What a pass
 // prunes: see Store::Prune (acknowledged readings past the retention age or,
 // when space is low, oldest first; tombstones; read view / region feed).
+// On a gateway's store a pass then compacts (Store::CompactStep) span by
+// span, with the same pause between steps, until no span is due: pruning
+// first, so nothing about to be pruned is compacted.
 //
 // Thread safety: Start/Stop from one thread; RunPass (tests, simulations)
 // must not overlap a running worker; stats() from any thread.
@@ -37,7 +40,9 @@ struct RetentionStats {
   int64_t steps = 0;
   int64_t errors = 0;
   PruneResult pruned;           // totals since start (more/space_low: last step's)
-  int64_t longest_step_ms = 0;  // the longest one step held the write lock
+  CompactResult compacted;      // totals since start (gateway stores)
+  int64_t compaction_steps = 0; // CompactStep calls (not in steps)
+  int64_t longest_step_ms = 0;  // the longest one step took (prune or compaction)
 };
 
 class Retention {
@@ -51,16 +56,21 @@ class Retention {
 
   Status Start();
   void Stop();
-  // One pass, on the caller's thread (the worker calls it every interval).
-  Status RunPass(PruneResult* pass);
+  // One pass, on the caller's thread (the worker calls it every interval);
+  // *compacted (may be null): what the pass compacted.
+  Status RunPass(PruneResult* pass, CompactResult* compacted = nullptr);
   RetentionStats stats() const;
 
  private:
   void Run();
   // Waits up to ms (real time) unless stopping; false = stop.
   bool Pause(int64_t ms);
+  bool Stopping();
+  // Compaction steps until none is due (gateway stores only).
+  Status CompactPass(CompactResult* pass);
 
   std::function<Status(int64_t, PruneResult*)> step_;  // the store's PruneStep
+  std::function<Status(CompactResult*)> compact_;      // its CompactStep; empty on a hub
   RetentionOptions options_;
   Clock* clock_;
   std::thread worker_;

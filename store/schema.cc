@@ -63,6 +63,20 @@ CREATE TABLE chunks(first_lsn INTEGER PRIMARY KEY, last_lsn INTEGER NOT NULL, wr
                     min_ts INTEGER NOT NULL, max_ts INTEGER NOT NULL, data BLOB NOT NULL);
 )sql";
 
+// Version 5: compacted spans (store/compaction.h). A span of older chunks
+// becomes one block per series; its row in `chunks` keeps LSNs, write time
+// and time span, with a marker naming its blocks' row ids (consecutive), so
+// every reader by LSN still finds it there. The query index leads with the
+// series: one series over a window touches its own blocks only.
+// meta 'compacted_upto' is the last LSN compacted: spans are exactly the
+// chunks at or below it (compaction goes oldest first, retention prunes
+// oldest first).
+const char* const kV4ToV5 = R"sql(
+CREATE TABLE series_chunks(id INTEGER PRIMARY KEY, span INTEGER NOT NULL, series INTEGER NOT NULL,
+                           min_ts INTEGER NOT NULL, max_ts INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE INDEX series_chunks_query ON series_chunks(series, max_ts);
+)sql";
+
 // A migrated chunk holds at most this many readings (what a commit group
 // holds at ingest.batch_max's default).
 constexpr size_t kMigrationChunk = 1000;
@@ -149,6 +163,9 @@ Status MigrateBetween(Db* db, int from, int to) {
       case 3:
         ES_RETURN_IF_ERROR(db->Exec(kV3ToV4).Annotate("migrating schema 3 to 4"));
         ES_RETURN_IF_ERROR(MoveReadingsToChunks(db).Annotate("migrating schema 3 to 4"));
+        break;
+      case 4:
+        ES_RETURN_IF_ERROR(db->Exec(kV4ToV5).Annotate("migrating schema 4 to 5"));
         break;
       default:
         return Status::Unsupported("no migration from schema " + std::to_string(v));

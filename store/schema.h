@@ -11,6 +11,9 @@
 //   and index entries per reading: one row per reading (version 3) cost ~51
 //   bytes on disk and ~300 written per reading (tests/bench/storage_bench.cc
 //   measures both layouts). Chunks are deleted whole by retention.
+// - Since version 5, compaction (store/compaction.h) rewrites older
+//   acknowledged chunks as spans: one block per series in `series_chunks`
+//   (indexed by series and time), the span's `chunks` row a marker.
 // - `log` holds device records only (kind 1 and 2; one entry per record, its
 //   latest version); their content is in `devices`. LSNs of the two tables
 //   interleave and never collide.
@@ -36,8 +39,8 @@ namespace edgesync {
 
 // The version this build writes. 1: base layout; 2: region hub tables;
 // 3: leases renewed on the monotonic clock of a named boot; 4: readings in
-// compressed chunks.
-constexpr int kSchemaVersion = 4;
+// compressed chunks; 5: compacted spans in per-series blocks.
+constexpr int kSchemaVersion = 5;
 // "ESYG": marks a SQLite file as an edgesync store.
 constexpr int kApplicationId = 0x45535947;
 // remote_query's leading column is rid >> kQuerySegmentShift (SQL text must match).

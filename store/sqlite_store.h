@@ -88,6 +88,7 @@ class SqliteStore : public Store {
 
   Status Prune(PruneResult* result) override;
   Status PruneStep(int64_t max_rows, PruneResult* result) override;
+  Status CompactStep(CompactResult* result) override;
   Status Stats(StoreStats* stats) override;
 
  private:
@@ -167,6 +168,15 @@ class SqliteStore : public Store {
   // it was (else another holder got there first). Caller holds write_mu_.
   Status SetLeaseOwner(uint32_t range_id, const std::string& owner, int64_t version, int64_t now_ms, bool* moved);
 
+  // Compaction (sqlite_store_compact.cc). The last LSN compacted: chunks at
+  // or below it are spans (any connection).
+  Status CompactedUpTo(Db* db, int64_t* upto);
+  // A span's readings by LSN into *readings (index lsn - first): its series
+  // blocks decoded and checked to fill [first, last] exactly once.
+  Status DecodeSpan(Db* db, std::string_view marker, int64_t first, int64_t last, std::vector<ChunkReading>* readings);
+  // Every reading of the chunk row (commit chunk or span) in LSN order.
+  Status DecodeChunkRow(Db* db, std::string_view data, int64_t first, int64_t last, std::vector<ChunkReading>* readings);
+
   // Read side (read_mu_ held).
   Status SeriesById(int64_t id, SeriesInfo* info);
   Status FillDeviceEntry(const std::string& device_id, ChangeEntry* e);
@@ -221,9 +231,11 @@ class SqliteStore : public Store {
   std::mutex read_mu_;
   Db read_db_;
   // The chunk decoded last (read side): feed and log pages resume inside
-  // it. Chunks never change once written (LSNs are never reused), so its
-  // first LSN names it. 0 = none.
+  // it. The readings of an LSN never change (LSNs are never reused), so its
+  // LSN bounds name it (a span keeps the first LSN of its first chunk).
+  // 0 = none.
   int64_t decoded_first_ = 0;
+  int64_t decoded_last_ = 0;
   std::vector<ChunkReading> decoded_;
 
   // by_device_ is touched only under write_mu_, so ingest's hot path takes

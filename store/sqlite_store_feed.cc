@@ -54,7 +54,7 @@ Status SqliteStore::NextChunk(uint64_t after, bool* found, int64_t* first_lsn, i
     *first_lsn = r_chunk_after_.Int(0);
     *last_lsn = r_chunk_after_.Int(1);
   }
-  if (*first_lsn != decoded_first_) {
+  if (*first_lsn != decoded_first_ || *last_lsn != decoded_last_) {
     decoded_first_ = 0;
     StmtScope scope(&r_chunk_data_);
     r_chunk_data_.Bind(1, *first_lsn);
@@ -63,14 +63,9 @@ Status SqliteStore::NextChunk(uint64_t after, bool* found, int64_t* first_lsn, i
       ES_RETURN_IF_ERROR(st);
       return Status::Corruption("chunk " + std::to_string(*first_lsn) + " vanished inside a snapshot");
     }
-    Status d = DecodeChunk(r_chunk_data_.Blob(0), kMaxChunkReadings, &decoded_);
-    if (!d.ok()) return Status::Corruption("chunk at LSN " + std::to_string(*first_lsn) + ": " + d.message());
-    if (static_cast<int64_t>(decoded_.size()) != *last_lsn - *first_lsn + 1) {
-      return Status::Corruption("chunk at LSN " + std::to_string(*first_lsn) + " holds " +
-                                std::to_string(decoded_.size()) + " readings, its LSNs say " +
-                                std::to_string(*last_lsn - *first_lsn + 1));
-    }
+    ES_RETURN_IF_ERROR(DecodeChunkRow(&read_db_, r_chunk_data_.Blob(0), *first_lsn, *last_lsn, &decoded_));
     decoded_first_ = *first_lsn;
+    decoded_last_ = *last_lsn;
   }
   *readings = &decoded_;
   *found = true;

@@ -1,7 +1,6 @@
 // Other gateways' data: the read view (ApplyRemote), the region hub's
 // per-origin high-water marks and region feed, and the union query.
 #include <algorithm>
-#include <set>
 #include <unordered_map>
 
 #include "store/chunk_codec.h"
@@ -510,15 +509,46 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
     }
     return Status::Ok();
   };
-  std::set<uint64_t> local_lsns;
+  std::vector<uint64_t> local_lsns;
   std::unordered_map<int64_t, const S*> wanted;
   for (const S& s : list) wanted.emplace(s.id, &s);
+  auto add_local = [&](const S& s, uint64_t lsn, int64_t ts, double value, uint32_t quality) {
+    QueryRow row;
+    row.origin = origin_;
+    row.local = true;
+    row.lsn = lsn;
+    row.reading = Reading{q.device_id, s.metric, ts, value, s.unit, quality};
+    local_lsns.push_back(lsn);
+    rows->push_back(std::move(row));
+  };
+  // Compacted spans: the series' own blocks that meet [from, to).
+  Stmt blocks;
+  ES_RETURN_IF_ERROR(blocks.Prepare(&read_db_,
+                                    "SELECT span, data FROM series_chunks WHERE series = ? AND max_ts >= ? AND "
+                                    "min_ts < ?"));
+  std::vector<SeriesPoint> points;
+  for (const S& s : list) {
+    StmtScope scope(&blocks);
+    blocks.Bind(1, s.id);
+    blocks.Bind(2, q.from_ms);
+    blocks.Bind(3, q.to_ms);
+    while (blocks.Step(&st)) {
+      Status d = DecodeSeriesBlock(blocks.Blob(1), kMaxChunkReadings, &points);
+      if (!d.ok()) return Status::Corruption("span at LSN " + std::to_string(blocks.Int(0)) + ": " + d.message());
+      for (const SeriesPoint& p : points) {
+        if (p.ts_ms >= q.from_ms && p.ts_ms < q.to_ms) add_local(s, static_cast<uint64_t>(p.lsn), p.ts_ms, p.value, p.quality);
+      }
+      trim();
+    }
+    ES_RETURN_IF_ERROR(st);
+  }
   if (!wanted.empty()) {
     local.Bind(1, q.from_ms);
     local.Bind(2, q.to_ms);
     std::vector<ChunkReading> chunk;
     while (local.Step(&st)) {
       const uint64_t first = static_cast<uint64_t>(local.Int(0));
+      if (IsSpanMarker(local.Blob(1))) continue;  // read above, by series
       Status d = DecodeChunk(local.Blob(1), kMaxChunkReadings, &chunk);
       if (!d.ok()) return Status::Corruption("chunk at LSN " + std::to_string(first) + ": " + d.message());
       for (size_t i = 0; i < chunk.size(); ++i) {
@@ -526,25 +556,22 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
         if (c.ts_ms < q.from_ms || c.ts_ms >= q.to_ms) continue;
         auto it = wanted.find(c.series);
         if (it == wanted.end()) continue;
-        QueryRow row;
-        row.origin = origin_;
-        row.local = true;
-        row.lsn = first + i;
-        row.reading = Reading{q.device_id, it->second->metric, c.ts_ms, c.value, it->second->unit, c.quality};
-        local_lsns.insert(row.lsn);
-        rows->push_back(std::move(row));
+        add_local(*it->second, first + i, c.ts_ms, c.value, c.quality);
       }
       trim();
     }
     ES_RETURN_IF_ERROR(st);
   }
+  std::sort(local_lsns.begin(), local_lsns.end());
   for (const S& s : list) {
     ES_RETURN_IF_ERROR(scan(&remote, min_rid, max_rid, s.id, [&](const Stmt& r) {
       QueryRow row;
       ES_RETURN_IF_ERROR(OriginById(r.Int(0), &row.origin));
       row.lsn = static_cast<uint64_t>(r.Int(1));
       // Our own entries may come back through a region feed: one row each.
-      if (row.origin == origin_ && local_lsns.count(row.lsn)) return Status::Ok();
+      if (row.origin == origin_ && std::binary_search(local_lsns.begin(), local_lsns.end(), row.lsn)) {
+        return Status::Ok();
+      }
       row.reading = Reading{q.device_id, s.metric, r.Int(2), r.Double(3), s.unit, static_cast<uint32_t>(r.Int(4))};
       rows->push_back(std::move(row));
       return Status::Ok();

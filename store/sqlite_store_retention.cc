@@ -43,8 +43,24 @@ struct Oldest {
 // Readings of [first, last] above split.
 int64_t Above(int64_t first, int64_t last, int64_t split) { return std::max<int64_t>(0, last - std::max(first - 1, split)); }
 
+constexpr char kCompactedUpToSql[] = "SELECT ifnull((SELECT value FROM meta WHERE key='compacted_upto'), 0)";
+
+// A compacted span (chunks at or below compacted_upto, store/compaction.h)
+// goes whole: cutting one would rewrite every series block in it. Its
+// readings are all acknowledged (only those are compacted), so taking more
+// of them than asked frees room and loses nothing the uplink needs.
+// *take_last: the last LSN to take from [first, last]; false = stop here.
+bool TakeWhole(int64_t first, int64_t last, int64_t compacted, int64_t limit, int64_t taken, int64_t* take_last) {
+  if (last > compacted || *take_last >= last) return *take_last >= first;
+  if (taken > 0 || last > limit) return false;
+  *take_last = last;
+  return true;
+}
+
 Status SelectOldest(Db* db, int64_t limit, int64_t n, int64_t split, Oldest* out) {
   *out = Oldest{};
+  int64_t compacted = 0;
+  ES_RETURN_IF_ERROR(db->QueryInt(kCompactedUpToSql, &compacted));
   Stmt s;
   // In first_lsn order with no WHERE: the scan stops at the first chunk
   // past what is wanted instead of filtering the whole table.
@@ -52,8 +68,8 @@ Status SelectOldest(Db* db, int64_t limit, int64_t n, int64_t split, Oldest* out
   Status st;
   while (out->count < n && s.Step(&st)) {
     const int64_t first = s.Int(0);
-    const int64_t take_last = std::min({s.Int(1), limit, first + (n - out->count) - 1});
-    if (take_last < first) break;
+    int64_t take_last = std::min({s.Int(1), limit, first + (n - out->count) - 1});
+    if (!TakeWhole(first, s.Int(1), compacted, limit, out->count, &take_last)) break;
     out->upto = take_last;
     out->count += take_last - first + 1;
     out->above += Above(first, take_last, split);
@@ -61,10 +77,33 @@ Status SelectOldest(Db* db, int64_t limit, int64_t n, int64_t split, Oldest* out
   return st;
 }
 
-// Deletes every reading with LSN <= upto: whole chunks, and the head of the
-// chunk holding upto, rewritten without it (its row moves to its new first
-// LSN; LSNs never change).
+// Deletes every reading with LSN <= upto: whole chunks and spans (with
+// their series blocks), and the head of the commit chunk holding upto,
+// rewritten without it (its row moves to its new first LSN; LSNs never
+// change). upto never falls inside a span (TakeWhole).
 Status DeleteReadingsUpTo(Db* db, int64_t upto) {
+  {
+    int64_t compacted = 0;
+    ES_RETURN_IF_ERROR(db->QueryInt(kCompactedUpToSql, &compacted));
+    Stmt spans, blocks;
+    ES_RETURN_IF_ERROR(spans.Prepare(db, "SELECT first_lsn, last_lsn, data FROM chunks WHERE first_lsn <= ? AND "
+                                         "last_lsn <= ? ORDER BY first_lsn"));
+    ES_RETURN_IF_ERROR(blocks.Prepare(db, "DELETE FROM series_chunks WHERE id >= ? AND id < ?"));
+    spans.Bind(1, upto);
+    spans.Bind(2, compacted);
+    Status st;
+    while (spans.Step(&st)) {
+      if (spans.Int(1) > upto) {
+        return Status::Corruption("retention would cut the compacted span at LSN " + std::to_string(spans.Int(0)));
+      }
+      SpanMarker m;
+      ES_RETURN_IF_ERROR(DecodeSpanMarker(spans.Blob(2), &m).Annotate("span at LSN " + std::to_string(spans.Int(0))));
+      blocks.Bind(1, m.first_block);
+      blocks.Bind(2, m.first_block + m.blocks);
+      ES_RETURN_IF_ERROR(blocks.Run());
+    }
+    ES_RETURN_IF_ERROR(st);
+  }
   Stmt straddle;
   ES_RETURN_IF_ERROR(straddle.Prepare(db,
                                       "SELECT first_lsn, last_lsn, written_at, data FROM chunks WHERE first_lsn = "
@@ -219,8 +258,9 @@ Status SqliteStore::PruneReadings(int64_t max_rows, int64_t now, bool space_low,
   ES_RETURN_IF_ERROR(write_db_.QueryInt("SELECT ifnull(max(lsn), 0) FROM acks", &acked));
   if (acked <= 0) return Status::Ok();
   const int64_t cutoff = now - options_.retention_age_ms;
-  int64_t upto = 0, count = 0, early = 0;
+  int64_t upto = 0, count = 0, early = 0, compacted = 0;
   bool more = false;
+  ES_RETURN_IF_ERROR(write_db_.QueryInt(kCompactedUpToSql, &compacted));
   {
     Stmt c;
     ES_RETURN_IF_ERROR(c.Prepare(&write_db_, "SELECT first_lsn, last_lsn, written_at FROM chunks ORDER BY first_lsn"));
@@ -233,8 +273,11 @@ Status SqliteStore::PruneReadings(int64_t max_rows, int64_t now, bool space_low,
         more = true;
         break;
       }
-      const int64_t take_last = std::min({last, acked, first + (max_rows - count) - 1});
-      if (take_last < first) break;
+      int64_t take_last = std::min({last, acked, first + (max_rows - count) - 1});
+      if (!TakeWhole(first, last, compacted, acked, count, &take_last)) {
+        more = count > 0 && last <= acked;  // stopped by max_rows before a whole span
+        break;
+      }
       upto = take_last;
       count += take_last - first + 1;
       if (!old) early += take_last - first + 1;

@@ -15,7 +15,7 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
   // Local readings: every chunk decoded (a scan for people, not a hot path).
   Stmt local, remote;
-  ES_RETURN_IF_ERROR(local.Prepare(&read_db_, "SELECT first_lsn, data FROM chunks"));
+  ES_RETURN_IF_ERROR(local.Prepare(&read_db_, "SELECT first_lsn, last_lsn, data FROM chunks"));
   struct Span {
     int64_t readings = 0, first_ts = INT64_MAX, last_ts = INT64_MIN;
   };
@@ -23,8 +23,7 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
   std::vector<ChunkReading> chunk;
   Status st;
   while (local.Step(&st)) {
-    Status d = DecodeChunk(local.Blob(1), kMaxChunkReadings, &chunk);
-    if (!d.ok()) return Status::Corruption("chunk at LSN " + std::to_string(local.Int(0)) + ": " + d.message());
+    ES_RETURN_IF_ERROR(DecodeChunkRow(&read_db_, local.Blob(2), local.Int(0), local.Int(1), &chunk));
     for (const ChunkReading& c : chunk) {
       SeriesInfo info;
       ES_RETURN_IF_ERROR(SeriesById(c.series, &info));

@@ -53,6 +53,12 @@ struct StoreOptions {
   int64_t min_free_bytes = int64_t{64} << 20;
   int64_t dead_letter_cap = 1000;
   int64_t lease_expiry_ms = 15000;
+  // Compaction (CompactStep): acknowledged chunks written longer ago than
+  // compact_after_ms become per-series blocks, in spans of up to
+  // compact_span_readings readings. See Config::store_compact_after_s and
+  // store_compact_span_readings for the defaults and why.
+  int64_t compact_after_ms = 600 * 1000;
+  int64_t compact_span_readings = 131072;
   bool create_if_missing = true;
   // Read only (`edgesync query`, `feed`): nothing is written, migrated or
   // checkpointed, and no -wal or -shm file is created beside the store
@@ -187,6 +193,20 @@ struct PruneResult {
     early += o.early;
     tombstones += o.tombstones;
     remote += o.remote;
+  }
+};
+
+struct CompactResult {
+  int64_t spans = 0;                  // spans written (0 or 1 per step)
+  int64_t readings = 0;               // readings they hold
+  int64_t bytes_before = 0;           // the commit chunks' blobs they replaced
+  int64_t bytes_after = 0;            // their series blocks' blobs and marker
+  bool more = false;                  // another span is due now
+  void Add(const CompactResult& o) {
+    spans += o.spans;
+    readings += o.readings;
+    bytes_before += o.bytes_before;
+    bytes_after += o.bytes_after;
   }
 };
 
@@ -360,6 +380,16 @@ class Store {
     (void)max_rows;
     *result = PruneResult{};
     return Status::Unsupported("PruneStep");
+  }
+  // Compaction: one bounded step rewriting the oldest span of acknowledged
+  // commit chunks older than compact_after_ms as one block per series (the
+  // decoding and encoding run outside the write lock; the rewrite is one
+  // short transaction, so a crash leaves either the chunks or the span).
+  // Readers by LSN, retention and queries see the same readings before and
+  // after. Nothing due: result->spans == 0.
+  virtual Status CompactStep(CompactResult* result) {
+    *result = CompactResult{};
+    return Status::Unsupported("CompactStep");
   }
   virtual Status Stats(StoreStats* stats) = 0;
 };

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "platform/files.h"
+#include "store/sqlite_util.h"
 
 namespace edgesync::bench {
 
@@ -47,6 +48,17 @@ double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return -1;
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+int64_t PagesInUse(const std::string& path) {
+  Db db;
+  if (!db.Open(path, SQLITE_OPEN_READONLY).ok()) return -1;
+  int64_t pages = 0, free_pages = 0, page_size = 0;
+  if (!db.QueryInt("PRAGMA page_count", &pages).ok() || !db.QueryInt("PRAGMA freelist_count", &free_pages).ok() ||
+      !db.QueryInt("PRAGMA page_size", &page_size).ok()) {
+    return -1;
+  }
+  return (pages - free_pages) * page_size;
 }
 
 }  // namespace edgesync::bench

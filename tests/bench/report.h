@@ -6,6 +6,7 @@
 #ifndef EDGESYNC_TESTS_BENCH_REPORT_H_
 #define EDGESYNC_TESTS_BENCH_REPORT_H_
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +46,11 @@ void PrintTable(const std::vector<Row>& rows);
 // v is empty.
 double Percentile(std::vector<double> v, double p);
 inline double Median(std::vector<double> v) { return Percentile(std::move(v), 0.5); }
+
+// Bytes of the SQLite file's pages in use ((page_count - freelist_count) *
+// page_size): what a store holds once its free pages are reused by new
+// rows, as they are before the file grows. -1 if the file cannot be read.
+int64_t PagesInUse(const std::string& path);
 
 }  // namespace edgesync::bench
 

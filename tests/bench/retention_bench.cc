@@ -10,6 +10,10 @@
 //      8,000 readings/s (above ingest.busy_rate: batch_max, 1,000 readings
 //      per commit) and at 100 readings/s (1 per 10 ms commit, or 100 per
 //      commit with ingest.batch_delay_ms = 1000);
+//   2b. the same store compacted (everything acknowledged, default span):
+//      pages in use per reading before and after (a store's free pages are
+//      reused before its file grows, so in use is what it holds at steady
+//      state) and bytes written per reading with compaction's own writes;
 //   3. from those: days of backlog per GB of free space and GB written per
 //      day, at 8,000 and at 100 readings/s;
 //   4. steady state under a size limit: a store at max_bytes with retention
@@ -57,6 +61,11 @@ int64_t FileSize(const std::string& path) {
 struct Cost {
   double disk_per_reading = 0;
   double written_per_reading = 0;
+  // The store only (StoreCost): pages in use per reading before and after
+  // compacting everything acknowledged, and what compaction wrote.
+  double in_use_per_reading = 0;
+  double compacted_in_use_per_reading = 0;
+  double compaction_written_per_reading = 0;
 };
 
 void Die(const std::string& what) {
@@ -88,6 +97,26 @@ Cost StoreCost(const std::string& dir, size_t n, size_t commit) {
   Cost c;
   c.written_per_reading = static_cast<double>(WriteBytes() - before) / n;
   c.disk_per_reading = static_cast<double>(FileSize(o.path) + FileSize(o.path + "-wal")) / n;
+  c.in_use_per_reading = static_cast<double>(bench::PagesInUse(o.path)) / n;
+  // Everything acknowledged and old enough: compaction as the retention
+  // worker runs it, span by span (default span size).
+  o.compact_after_ms = 0;
+  st = Store::Open(o, &store);
+  if (!st.ok()) Die(st.ToString());
+  st = store->AckUpstream("eu", store->LastLsn());
+  if (!st.ok()) Die(st.ToString());
+  ::sync();
+  before = WriteBytes();
+  for (;;) {
+    CompactResult step;
+    st = store->CompactStep(&step);
+    if (!st.ok()) Die("compaction: " + st.ToString());
+    if (step.spans == 0) break;
+  }
+  store.reset();
+  ::sync();
+  c.compaction_written_per_reading = static_cast<double>(WriteBytes() - before) / n;
+  c.compacted_in_use_per_reading = static_cast<double>(bench::PagesInUse(o.path)) / n;
   return c;
 }
 
@@ -189,9 +218,11 @@ int main() {
   // second), what a low-rate gateway on an SD card is configured with. The
   // 8,000 series (strings and their index, ~0.5 MB) are part of every
   // figure: 200,000 readings keep them to a few bytes a reading.
-  const Rate rates[] = {{"8000_per_s", 8000, 1000, 400000},
-                        {"100_per_s", 100, 1, 200000},
-                        {"100_per_s_batch_delay_1s", 100, 100, 200000}};
+  // Counts are whole spans of compaction (131,072 readings, its default):
+  // a span is cut only once full.
+  const Rate rates[] = {{"8000_per_s", 8000, 1000, 393216},
+                        {"100_per_s", 100, 1, 262144},
+                        {"100_per_s_batch_delay_1s", 100, 100, 262144}};
   for (const Rate& rate : rates) {
     test::TempDir a, b;
     Cost store = StoreCost(a.path(), rate.n, rate.commit);
@@ -201,6 +232,11 @@ int main() {
                "raw_sqlite_rows_disk_bytes_per_reading", raw.disk_per_reading);
     report.Add("storage_bytes_written_per_reading" + suffix, store.written_per_reading, "B/reading",
                "raw_sqlite_rows_written_per_reading", raw.written_per_reading);
+    report.Add("pages_in_use_bytes_per_reading_after_compaction" + suffix, store.compacted_in_use_per_reading,
+               "B/reading", "pages_in_use_bytes_per_reading_commit_chunks", store.in_use_per_reading);
+    report.Add("storage_bytes_written_per_reading_with_compaction" + suffix,
+               store.written_per_reading + store.compaction_written_per_reading, "B/reading",
+               "storage_bytes_written_per_reading_without", store.written_per_reading);
     const double day = 86400.0 * rate.per_s;
     report.Add("backlog_days_per_gb" + suffix, 1e9 / (store.disk_per_reading * day), "days",
                "raw_sqlite_rows_days_per_gb", 1e9 / (raw.disk_per_reading * day));
