@@ -174,6 +174,8 @@ nlohmann::json Gateway::StatusJson() {
                       {"compacted_readings", r.compacted.readings},
                       {"compacted_bytes_before", r.compacted.bytes_before},
                       {"compacted_bytes_after", r.compacted.bytes_after},
+                      {"compaction_kept_spans", r.compacted.kept},
+                      {"compaction_kept_readings", r.compacted.kept_readings},
                       {"errors", r.errors},
                       {"longest_step_ms", r.longest_step_ms}};
   }

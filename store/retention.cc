@@ -77,7 +77,7 @@ Status Retention::CompactPass(CompactResult* pass) {
     }
     if (!s.ok()) return s.Annotate("compaction");
     pass->Add(step);
-    if (step.spans == 0 || !step.more || Stopping()) break;
+    if (step.spans + step.kept == 0 || !step.more || Stopping()) break;
     if (!Pause(options_.pause_ms)) break;
   }
   return Status::Ok();
@@ -129,6 +129,10 @@ void Retention::Run() {
     if (compacted.spans > 0) {
       ES_LOG(kInfo, "retention: compacted {} readings in {} spans, {} bytes to {}", compacted.readings,
              compacted.spans, compacted.bytes_before, compacted.bytes_after);
+    }
+    if (compacted.kept > 0) {
+      ES_LOG(kInfo, "retention: kept {} readings in {} spans as commit chunks (not smaller as series blocks)",
+             compacted.kept_readings, compacted.kept);
     }
   } while (Pause(options_.interval_ms));
 }

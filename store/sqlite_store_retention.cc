@@ -93,6 +93,9 @@ Status DeleteReadingsUpTo(Db* db, int64_t upto) {
     spans.Bind(2, compacted);
     Status st;
     while (spans.Step(&st)) {
+      // Commit chunks that compaction kept as they were (not smaller as
+      // series blocks) are below compacted_upto too; they go as chunks.
+      if (!IsSpanMarker(spans.Blob(2))) continue;
       if (spans.Int(1) > upto) {
         return Status::Corruption("retention would cut the compacted span at LSN " + std::to_string(spans.Int(0)));
       }

@@ -59,6 +59,10 @@ struct StoreOptions {
   // store_compact_span_readings for the defaults and why.
   int64_t compact_after_ms = 600 * 1000;
   int64_t compact_span_readings = 131072;
+  // A span whose series average fewer readings than this stays as its
+  // commit chunks (store/sqlite_store_compact.cc: below it, blocks take
+  // more room than the chunks they replace).
+  int64_t compact_min_block_readings = 64;
   bool create_if_missing = true;
   // Read only (`edgesync query`, `feed`): nothing is written, migrated or
   // checkpointed, and no -wal or -shm file is created beside the store
@@ -201,9 +205,13 @@ struct CompactResult {
   int64_t readings = 0;               // readings they hold
   int64_t bytes_before = 0;           // the commit chunks' blobs they replaced
   int64_t bytes_after = 0;            // their series blocks' blobs and marker
+  int64_t kept = 0;                   // spans left as commit chunks: blocks would not be smaller
+  int64_t kept_readings = 0;          // readings they hold
   bool more = false;                  // another span is due now
   void Add(const CompactResult& o) {
     spans += o.spans;
+    kept += o.kept;
+    kept_readings += o.kept_readings;
     readings += o.readings;
     bytes_before += o.bytes_before;
     bytes_after += o.bytes_after;
