@@ -102,6 +102,7 @@ Status Ingest::Start() {
   // A redelivered message is checked against the store: the broker's
   // messages wait until the journal's are in it.
   if (!queued_msgs_.empty()) CloseIntake("committing the intake journal");
+  ShowIntakeState();
   committer_ = std::thread([this] { CommitLoop(); });
   if (replay > 0) {
     replay_until_ = enqueued_seq_;  // no group-commit delay for these
@@ -138,6 +139,7 @@ void Ingest::Stop() {
     if (!s.ok()) ES_LOG(kWarn, "ingest: {}", s.ToString());
   }
   journal_.reset();
+  ShowIntakeState();
   done_cv_.notify_all();
 }
 
@@ -295,6 +297,7 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
   if (journal_ && options_.ack == AckMode::kAfterJournal) {
     Status s = journal_->Append(seq, readings, committed_seq_);
     journaled = s.ok();
+    ShowIntakeState();
     if (!s.ok()) {
       std::lock_guard<std::mutex> c(counters_mu_);
       if (counters_.journal_failures++ % 1000 == 0) {
@@ -399,13 +402,17 @@ void Ingest::CommitHeldSlot(std::unique_lock<std::mutex>* lock, Heartbeat* beat)
 
 void Ingest::CloseIntake(const std::string& why) {
   pause_reason_ = why;
-  if (!intake_open_) return;
+  if (!intake_open_) {
+    ShowIntakeState();
+    return;
+  }
   intake_open_ = false;
   paused_since_ms_ = clock_->MonotonicMillis();
   {
     std::lock_guard<std::mutex> c(counters_mu_);
     counters_.pauses++;
   }
+  ShowIntakeState();
   ES_LOG(kWarn, "ingest: not taking messages from the local broker ({}); it keeps them until the store "
          "takes commits again", why);
   intake_cv_.notify_all();
@@ -422,7 +429,16 @@ void Ingest::MaybeOpenIntake() {
   ES_LOG(kInfo, "ingest: taking messages from the local broker again (not taken for {} ms: {})", closed_ms,
          pause_reason_);
   pause_reason_.clear();
+  ShowIntakeState();
   intake_cv_.notify_all();
+}
+
+void Ingest::ShowIntakeState() {
+  std::lock_guard<std::mutex> c(counters_mu_);
+  counters_.journal_bytes = journal_ ? journal_->bytes() : 0;
+  counters_.paused = !intake_open_;
+  counters_.pause_reason = intake_open_ ? std::string() : pause_reason_;
+  shown_paused_since_ms_ = paused_since_ms_;
 }
 
 bool Ingest::intake_open() const {
@@ -578,15 +594,7 @@ IngestCounters Ingest::counters() const {
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
     c = counters_;
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    c.journal_bytes = journal_ ? journal_->bytes() : 0;
-    c.paused = !intake_open_;
-    if (c.paused) {
-      c.pause_reason = pause_reason_;
-      c.paused_ms += clock_->MonotonicMillis() - paused_since_ms_;
-    }
+    if (c.paused) c.paused_ms += clock_->MonotonicMillis() - shown_paused_since_ms_;
   }
   std::lock_guard<std::mutex> lock(limiter_mu_);
   c.top_rate_limited = limiter_.TopRejected(20);

@@ -215,6 +215,10 @@ class Ingest {
   // between commit and PUBACK); readings carrying their own time that are
   // already stored are then skipped, so a redelivery is not stored twice.
   void OnMessage(const std::string& topic, const std::string& payload, bool duplicate = false);
+  // Takes only counters_mu_ (held for copies, never across I/O), not mu_:
+  // mu_ is held across a journal write, and by a committer that wedges, and
+  // the main loop that reports a stall and takes a stop request must not
+  // wait for either.
   IngestCounters counters() const;
 
   // False while ingest wants no more messages (see "Intake" above).
@@ -240,6 +244,9 @@ class Ingest {
   // the store takes commits and everything accepted is committed.
   void CloseIntake(const std::string& why);
   void MaybeOpenIntake();
+  // mu_ held: copies the journal's size and the intake state into
+  // counters_, for counters().
+  void ShowIntakeState();
   // mu_ held: wakes the committer if its wait can end now that queue_ grew
   // from `before` readings.
   void WakeCommitter(size_t before);
@@ -297,6 +304,7 @@ class Ingest {
 
   mutable std::mutex counters_mu_;
   IngestCounters counters_;
+  int64_t shown_paused_since_ms_ = 0;  // paused_since_ms_ as of the last ShowIntakeState
 };
 
 }  // namespace edgesync
