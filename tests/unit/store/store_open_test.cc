@@ -202,7 +202,7 @@ TEST_F(StoreOpenTest, MigratesVersion3ReadingsIntoChunks) {
   }
   auto s = OpenStore();
   ASSERT_TRUE(s);
-  EXPECT_EQ(s->schema_version(), 4);
+  EXPECT_EQ(s->schema_version(), kSchemaVersion);
   EXPECT_EQ(s->LastLsn(), 10u);
   std::vector<ChangeEntry> log;
   ASSERT_TRUE(s->ReadLog(0, 100, &log).ok());
