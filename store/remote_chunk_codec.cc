@@ -1,17 +1,14 @@
 #include "store/remote_chunk_codec.h"
 
-#include <zstd.h>
-
 #include <algorithm>
 
+#include "store/column_block.h"
 #include "store/column_coding.h"
 
 namespace edgesync {
 namespace {
 
 constexpr uint8_t kFormat = 1;
-// zstd's default level, as local chunks use (store/chunk_codec.cc).
-constexpr int kZstdLevel = 3;
 // Raw column bytes an entry may take at most: 5 varints of at most 10
 // bytes, a scale byte, 8 raw bytes, and a device record's three texts
 // (ValidateChangeEntry bounds each at 256 bytes, plus a 2-byte length).
@@ -65,50 +62,16 @@ void EncodeRemoteChunk(const std::vector<RemoteChunkEntry>& entries, std::string
   std::string raw;
   PutVarint(entries.size(), &raw);
   PutVarint(entries.empty() ? 0 : entries.front().olsn, &raw);
-  for (const std::string& c : cols) {
-    PutVarint(c.size(), &raw);
-    raw += c;
-  }
-  out->clear();
-  out->push_back(static_cast<char>(kFormat));
-  PutVarint(raw.size(), out);
-  const size_t head = out->size();
-  out->resize(head + ZSTD_compressBound(raw.size()));
-  // With the frame's checksum (4 bytes a block) any damage to a stored block
-  // is refused rather than decoded into other values.
-  // One context per thread, kept: creating one costs more than encoding a
-  // small batch.
-  struct Ctx {
-    ZSTD_CCtx* c = ZSTD_createCCtx();
-    Ctx() {
-      ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, kZstdLevel);
-      ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
-    }
-    ~Ctx() { ZSTD_freeCCtx(c); }
-  };
-  thread_local Ctx ctx;
-  size_t n = ZSTD_compress2(ctx.c, &(*out)[head], out->size() - head, raw.data(), raw.size());
-  // Compressing into a ZSTD_compressBound buffer cannot fail.
-  out->resize(head + (ZSTD_isError(n) ? 0 : n));
+  for (const std::string& c : cols) PutColumn(c, &raw);
+  SealBlock(kFormat, raw, true, out);
 }
 
 Status DecodeRemoteChunk(std::string_view block, size_t max_entries, std::vector<RemoteChunkEntry>* entries) {
   entries->clear();
   max_entries = std::min(max_entries, kMaxRemoteChunkEntries);
-  const auto* p = reinterpret_cast<const uint8_t*>(block.data());
-  VarintReader head(p, p + block.size());
-  const uint8_t* format = nullptr;
-  if (!head.Bytes(1, &format)) return Bad("empty block");
-  if (*format != kFormat) return Bad("unknown format " + std::to_string(*format));
-  uint64_t raw_size = 0;
-  if (!head.Next(&raw_size)) return Bad("truncated header");
-  if (raw_size > max_entries * kMaxRawPerEntry + 64) return Bad("raw size " + std::to_string(raw_size) + " too large");
-  const size_t frame_size = head.left();
-  const char* frame = block.data() + (block.size() - frame_size);
-  if (ZSTD_getFrameContentSize(frame, frame_size) != raw_size) return Bad("frame size does not match the header");
-  std::string raw(raw_size, '\0');
-  size_t got = ZSTD_decompress(raw.data(), raw.size(), frame, frame_size);
-  if (ZSTD_isError(got) || got != raw_size) return Bad("zstd frame damaged");
+  std::string raw;
+  std::string why = OpenBlock(block, kFormat, max_entries * kMaxRawPerEntry + 64, &raw);
+  if (!why.empty()) return Bad(why);
   const auto* r = reinterpret_cast<const uint8_t*>(raw.data());
   VarintReader in(r, r + raw.size());
   uint64_t n = 0, olsn = 0;
@@ -118,14 +81,8 @@ Status DecodeRemoteChunk(std::string_view block, size_t max_entries, std::vector
   VarintReader cols[kColumns] = {{nullptr, nullptr}, {nullptr, nullptr}, {nullptr, nullptr},
                                  {nullptr, nullptr}, {nullptr, nullptr}, {nullptr, nullptr},
                                  {nullptr, nullptr}, {nullptr, nullptr}, {nullptr, nullptr}};
-  for (int c = 0; c < kColumns; ++c) {
-    uint64_t len = 0;
-    const uint8_t* start = nullptr;
-    if (!in.Next(&len) || len > in.left() || !in.Bytes(static_cast<size_t>(len), &start)) {
-      return Bad(std::string("column ") + kColumnNames[c] + " truncated");
-    }
-    cols[c] = VarintReader(start, start + len);
-  }
+  why = GetColumns(&in, kColumns, kColumnNames, cols);
+  if (!why.empty()) return Bad(why);
   if (!in.AtEnd()) return Bad("trailing bytes");
   entries->resize(static_cast<size_t>(n));
   uint64_t series = 0, ts = 0;
