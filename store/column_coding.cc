@@ -44,4 +44,37 @@ int MinimalScale(double value) {
 
 double FromMantissa(int64_t m, int scale) { return static_cast<double>(m) / kPow10[scale]; }
 
+void PutValue(double value, std::string* scale, std::string* mantissa, std::string* raw) {
+  const int s = MinimalScale(value);
+  int64_t m = 0;
+  if (s >= 0 && MantissaAt(value, s, &m)) {
+    scale->push_back(static_cast<char>(s));
+    PutVarint(ZigZag(m), mantissa);
+    return;
+  }
+  scale->push_back(static_cast<char>(kRawValueScale));
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  for (int i = 0; i < 8; ++i) raw->push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
+}
+
+const char* GetValue(VarintReader* scale, VarintReader* mantissa, VarintReader* raw, double* value) {
+  const uint8_t* s = nullptr;
+  if (!scale->Bytes(1, &s) || *s > kRawValueScale) return "column scale bad";
+  if (*s == kRawValueScale) {
+    const uint8_t* b = nullptr;
+    if (!raw->Bytes(8, &b)) return "column raw truncated";
+    uint64_t bits = 0;
+    for (int i = 0; i < 8; ++i) bits |= static_cast<uint64_t>(b[i]) << (8 * i);
+    std::memcpy(value, &bits, sizeof bits);
+    return nullptr;
+  }
+  uint64_t zm = 0;
+  if (!mantissa->Next(&zm)) return "column mantissa truncated";
+  const int64_t m = UnZigZag(zm);
+  if (m >= kMaxMantissa || m <= -kMaxMantissa) return "mantissa out of range";
+  *value = FromMantissa(m, *s);
+  return nullptr;
+}
+
 }  // namespace edgesync

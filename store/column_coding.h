@@ -69,6 +69,13 @@ class VarintReader {
   const uint8_t* end_;
 };
 
+// A value as three columns: its scale byte (kRawValueScale = raw bits),
+// then a zig-zag mantissa varint or 8 little-endian IEEE bytes.
+constexpr uint8_t kRawValueScale = kMaxDecimalScale + 1;
+void PutValue(double value, std::string* scale, std::string* mantissa, std::string* raw);
+// nullptr on success, else what was wrong (a column's name and fault).
+const char* GetValue(VarintReader* scale, VarintReader* mantissa, VarintReader* raw, double* value);
+
 }  // namespace edgesync
 
 #endif  // EDGESYNC_STORE_COLUMN_CODING_H_

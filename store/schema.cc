@@ -1,11 +1,13 @@
 #include "store/schema.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "platform/log.h"
 #include "store/chunk_codec.h"
+#include "store/remote_chunk_codec.h"
 
 namespace edgesync {
 namespace {
@@ -77,6 +79,27 @@ CREATE TABLE series_chunks(id INTEGER PRIMARY KEY, span INTEGER NOT NULL, series
 CREATE INDEX series_chunks_query ON series_chunks(series, max_ts);
 )sql";
 
+// Version 6: other gateways' entries in compressed chunks
+// (store/remote_chunk_codec.h), one row per applied batch instead of a row
+// per entry with UNIQUE(origin, olsn) and a query index (~89 bytes per
+// reading on a hub). region_chunks: what a hub applied, keyed by the first
+// region sequence of its n entries (one origin's, seq..seq+n-1).
+// view_chunks: a gateway's read view, one row per origin per feed page;
+// its origin index finds the chunks a new page may overlap, so dedupe by
+// (origin, LSN) stays exact without an index entry per entry.
+// MigrateSchema moves the rows of `remote`, `region_feed` and
+// `remote_devices` into them.
+const char* const kV5ToV6 = R"sql(
+CREATE TABLE region_chunks(seq INTEGER PRIMARY KEY, n INTEGER NOT NULL, origin INTEGER NOT NULL,
+                           first_olsn INTEGER NOT NULL, last_olsn INTEGER NOT NULL, min_ts INTEGER NOT NULL,
+                           max_ts INTEGER NOT NULL, at INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE TABLE view_chunks(id INTEGER PRIMARY KEY, n INTEGER NOT NULL, origin INTEGER NOT NULL,
+                         first_olsn INTEGER NOT NULL, last_olsn INTEGER NOT NULL, min_ts INTEGER NOT NULL,
+                         max_ts INTEGER NOT NULL, at INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE INDEX view_chunks_origin ON view_chunks(origin, last_olsn, first_olsn);
+CREATE INDEX view_chunks_time ON view_chunks(max_ts, min_ts);
+)sql";
+
 // A migrated chunk holds at most this many readings (what a commit group
 // holds at ingest.batch_max's default).
 constexpr size_t kMigrationChunk = 1000;
@@ -119,7 +142,143 @@ Status MoveReadingsToChunks(Db* db) {
   return Status::Ok();
 }
 
+// Read-view rows are taken this many at a time, in apply order, and each
+// origin's among them becomes one chunk (its entries sorted by LSN), so
+// retention's apply order survives at that granularity.
+constexpr size_t kMigrationWindow = 50000;
+
+// A version 5 entry (the row-per-entry read view): RemoteRow reads its columns from olsn on.
+constexpr char kRemoteColumnsSql[] =
+    "r.olsn, r.kind, r.series, r.ts, r.value, r.quality, r.at, ifnull(d.name, ''), ifnull(d.location, ''), "
+    "ifnull(d.default_unit, '') FROM remote r LEFT JOIN remote_devices d ON d.rid = r.rid ";
+
+RemoteChunkEntry RemoteRow(const Stmt& s, int first) {
+  RemoteChunkEntry e;
+  e.olsn = static_cast<uint64_t>(s.Int(first));
+  e.kind = static_cast<uint8_t>(s.Int(first + 1));
+  e.series = s.Int(first + 2);
+  e.ts_ms = s.Int(first + 3);
+  e.value = s.Double(first + 4);
+  e.quality = static_cast<uint32_t>(s.Int(first + 5));
+  e.name = s.Text(first + 7);
+  e.location = s.Text(first + 8);
+  e.default_unit = s.Text(first + 9);
+  return e;
+}
+
+// The region feed in sequence order: a run of consecutive sequences of one
+// origin (a batch the hub applied) becomes a region chunk.
+Status MoveRegionFeed(Db* db, std::string* block) {
+  Stmt rows, ins;
+  ES_RETURN_IF_ERROR(rows.Prepare(db, (std::string("SELECT f.seq, r.origin, ") + kRemoteColumnsSql +
+                                       "JOIN region_feed f ON f.rid = r.rid ORDER BY f.seq")
+                                          .c_str()));
+  ES_RETURN_IF_ERROR(ins.Prepare(db, kInsertRegionChunkSql));
+  std::vector<RemoteChunkEntry> run;
+  int64_t first_seq = 0, origin = 0, at = 0;
+  auto flush = [&]() -> Status {
+    if (run.empty()) return Status::Ok();
+    Status st = InsertRemoteChunkRow(&ins, first_seq, origin, run, at, block);
+    run.clear();
+    at = 0;
+    return st;
+  };
+  Status st;
+  while (rows.Step(&st)) {
+    const int64_t seq = rows.Int(0), o = rows.Int(1);
+    RemoteChunkEntry e = RemoteRow(rows, 2);
+    if (!run.empty() && (o != origin || seq != first_seq + static_cast<int64_t>(run.size()) ||
+                         e.olsn <= run.back().olsn || run.size() >= kMigrationChunk)) {
+      ES_RETURN_IF_ERROR(flush());
+    }
+    if (run.empty()) {
+      first_seq = seq;
+      origin = o;
+    }
+    at = std::max(at, rows.Int(8));
+    run.push_back(std::move(e));
+  }
+  ES_RETURN_IF_ERROR(st);
+  ES_RETURN_IF_ERROR(flush());
+  // Sequence numbers are never reused: with every row pruned, the head
+  // AUTOINCREMENT kept lives on as the pruned mark.
+  return db->Exec(
+      "INSERT OR REPLACE INTO meta(key, value) SELECT 'region_pruned_seq', max(ifnull((SELECT value FROM meta "
+      "WHERE key='region_pruned_seq'), 0), ifnull((SELECT seq FROM sqlite_sequence WHERE name='region_feed'), 0)) "
+      "WHERE NOT EXISTS (SELECT 1 FROM region_feed)");
+}
+
+// The read view's rows that are not in the region feed.
+Status MoveReadView(Db* db, std::string* block) {
+  Stmt rows, ins;
+  ES_RETURN_IF_ERROR(rows.Prepare(db, (std::string("SELECT r.origin, ") + kRemoteColumnsSql +
+                                       "WHERE r.rid NOT IN (SELECT rid FROM region_feed) ORDER BY r.rid")
+                                          .c_str()));
+  ES_RETURN_IF_ERROR(ins.Prepare(db, kInsertViewChunkSql));
+  std::map<int64_t, std::pair<int64_t, std::vector<RemoteChunkEntry>>> window;  // origin -> (at, entries)
+  size_t held = 0;
+  auto flush = [&]() -> Status {
+    for (auto& [origin, group] : window) {
+      std::vector<RemoteChunkEntry>& v = group.second;
+      std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.olsn < b.olsn; });
+      for (size_t i = 0; i < v.size(); i += kMigrationChunk) {
+        std::vector<RemoteChunkEntry> part(v.begin() + static_cast<ptrdiff_t>(i),
+                                           v.begin() + static_cast<ptrdiff_t>(std::min(v.size(), i + kMigrationChunk)));
+        ES_RETURN_IF_ERROR(InsertRemoteChunkRow(&ins, 0, origin, part, group.first, block));
+      }
+    }
+    window.clear();
+    held = 0;
+    return Status::Ok();
+  };
+  Status st;
+  while (rows.Step(&st)) {
+    auto& group = window[rows.Int(0)];
+    group.first = std::max(group.first, rows.Int(7));
+    group.second.push_back(RemoteRow(rows, 1));
+    if (++held >= kMigrationWindow) ES_RETURN_IF_ERROR(flush());
+  }
+  ES_RETURN_IF_ERROR(st);
+  return flush();
+}
+
+Status MoveRemoteIntoChunks(Db* db) {
+  std::string block;
+  int64_t rows = 0;
+  ES_RETURN_IF_ERROR(db->QueryInt("SELECT count(*) FROM remote", &rows));
+  ES_RETURN_IF_ERROR(MoveRegionFeed(db, &block));
+  ES_RETURN_IF_ERROR(MoveReadView(db, &block));
+  ES_RETURN_IF_ERROR(db->Exec("DROP TABLE region_feed; DROP TABLE remote_devices; DROP TABLE remote;"));
+  if (rows > 0) ES_LOG(kInfo, "store: moved {} read view and region feed entries into compressed chunks", rows);
+  return Status::Ok();
+}
+
 }  // namespace
+
+Status InsertRemoteChunkRow(Stmt* ins, int64_t key, int64_t origin, const std::vector<RemoteChunkEntry>& entries,
+                            int64_t at, std::string* block) {
+  int64_t min_ts = INT64_MAX, max_ts = INT64_MIN;
+  for (const RemoteChunkEntry& e : entries) {
+    if (e.kind != 0) continue;  // a device record has no time: a query never needs its chunk for it
+    min_ts = std::min(min_ts, e.ts_ms);
+    max_ts = std::max(max_ts, e.ts_ms);
+  }
+  EncodeRemoteChunk(entries, block);
+  if (key > 0) {
+    ins->Bind(1, key);
+  } else {
+    sqlite3_bind_null(ins->get(), 1);
+  }
+  ins->Bind(2, static_cast<int64_t>(entries.size()));
+  ins->Bind(3, origin);
+  ins->Bind(4, static_cast<int64_t>(entries.front().olsn));
+  ins->Bind(5, static_cast<int64_t>(entries.back().olsn));
+  ins->Bind(6, min_ts);
+  ins->Bind(7, max_ts);
+  ins->Bind(8, at);
+  ins->BindBlob(9, *block);
+  return ins->Run();
+}
 
 Status InsertChunkRow(Stmt* ins, const std::vector<ChunkReading>& readings, int64_t first_lsn, int64_t written_at,
                       std::string* block) {
@@ -166,6 +325,10 @@ Status MigrateBetween(Db* db, int from, int to) {
         break;
       case 4:
         ES_RETURN_IF_ERROR(db->Exec(kV4ToV5).Annotate("migrating schema 4 to 5"));
+        break;
+      case 5:
+        ES_RETURN_IF_ERROR(db->Exec(kV5ToV6).Annotate("migrating schema 5 to 6"));
+        ES_RETURN_IF_ERROR(MoveRemoteIntoChunks(db).Annotate("migrating schema 5 to 6"));
         break;
       default:
         return Status::Unsupported("no migration from schema " + std::to_string(v));

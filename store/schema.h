@@ -20,10 +20,14 @@
 // - Write time: a chunk carries its own; `batches` indexes it coarsely (a
 //   row per second of appends, one per device record) for "feed from a wall
 //   time" and the backlog's age.
-// - The read view (`remote`) keeps a row per entry with a query index
-//   (rid >> 11, series, ts): readings arrive interleaved across thousands of
-//   series, and leading with the row-id segment keeps each commit's index
-//   writes in the newest few pages.
+// - Other gateways' entries (since version 5) are compressed chunks too
+//   (store/remote_chunk_codec.h), one origin's entries each: a hub's
+//   `region_chunks` holds a row per applied batch keyed by its first region
+//   sequence (the feed is read by that key); a gateway's `view_chunks` a row
+//   per origin per feed page, with an index by (origin, last LSN) that finds
+//   the chunks an incoming page may overlap, so the read view's dedupe by
+//   (origin, LSN) stays exact. A row per entry with UNIQUE(origin, olsn) and
+//   a query index (version 4) cost ~89 bytes per reading on a hub.
 //
 // Thread safety: functions act on the connection given, under its mutex.
 #ifndef EDGESYNC_STORE_SCHEMA_H_
@@ -33,18 +37,18 @@
 #include <vector>
 
 #include "store/chunk_codec.h"
+#include "store/remote_chunk_codec.h"
 #include "store/sqlite_util.h"
 
 namespace edgesync {
 
 // The version this build writes. 1: base layout; 2: region hub tables;
 // 3: leases renewed on the monotonic clock of a named boot; 4: readings in
-// compressed chunks; 5: compacted spans in per-series blocks.
-constexpr int kSchemaVersion = 5;
+// compressed chunks; 5: compacted spans in per-series blocks; 6: the read
+// view and the region feed in compressed chunks.
+constexpr int kSchemaVersion = 6;
 // "ESYG": marks a SQLite file as an edgesync store.
 constexpr int kApplicationId = 0x45535947;
-// remote_query's leading column is rid >> kQuerySegmentShift (SQL text must match).
-constexpr int kQuerySegmentShift = 11;
 // The highest LSN given out so far: the log's, or meta's high_lsn once
 // pruning or drop-oldest took that row away (LSNs are never reused).
 constexpr char kHighLsnSql[] =
@@ -58,6 +62,16 @@ constexpr char kInsertChunkSql[] = "INSERT INTO chunks VALUES(?, ?, ?, ?, ?, ?)"
 // from kInsertChunkSql).
 Status InsertChunkRow(Stmt* ins, const std::vector<ChunkReading>& readings, int64_t first_lsn, int64_t written_at,
                       std::string* block);
+
+// The statements that insert a region chunk and a read view chunk
+// (InsertRemoteChunkRow binds them).
+constexpr char kInsertRegionChunkSql[] = "INSERT INTO region_chunks VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)";
+constexpr char kInsertViewChunkSql[] = "INSERT INTO view_chunks VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)";
+// Encodes entries (one origin's, increasing LSNs, at least one) as one
+// chunk into *block and inserts its row through ins: key is the region
+// chunk's first sequence, or 0 for a new read view row id.
+Status InsertRemoteChunkRow(Stmt* ins, int64_t key, int64_t origin, const std::vector<RemoteChunkEntry>& entries,
+                            int64_t at, std::string* block);
 
 // Creates the layout of `version` (1..kSchemaVersion) on an empty database
 // inside the caller's transaction. Older versions exist for migration tests.

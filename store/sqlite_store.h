@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "store/chunk_codec.h"
+#include "store/remote_chunk_codec.h"
 #include "store/sqlite_util.h"
 #include "store/store.h"
 #include "store/store_lock.h"
@@ -142,8 +143,12 @@ class SqliteStore : public Store {
   Status CountIntoRanges(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add, bool persist);
   // After a commit: counts not persisted wait in pending_counts_.
   void KeepPendingCounts(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add, bool persisted);
-  Status BindRemoteRow(int64_t origin_id, const ChangeEntry& e, int64_t now, Stmt* stmt, int first);
-  Status InsertRemoteDevice(int64_t rid, const ChangeEntry& e);
+  // Remote chunks (sqlite_store_remote.cc): an entry as a chunk holds it
+  // (interning its series), and back; DecodeRemote counts a damaged block
+  // in corrupt_chunks_ and names it (what, key) in its Corruption.
+  Status ToChunkEntry(const ChangeEntry& e, RemoteChunkEntry* c);
+  Status FromChunkEntry(const RemoteChunkEntry& c, ChangeEntry* e);
+  Status DecodeRemote(std::string_view block, const char* what, int64_t key, std::vector<RemoteChunkEntry>* entries);
   Status EndRemoteWrite(Txn* txn, const Status& status);
   Status WriteRangeCounts(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& counts);
   Status FlushRangeCounts();
@@ -155,12 +160,9 @@ class SqliteStore : public Store {
   // The read view's statements, prepared on first use and kept for the
   // connection's life (a store that never applies remote entries pays nothing).
   Status PrepareApply();
-  Status InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_t now, bool* inserted, int64_t* rid);
-  // Up to kRemoteChunk entries of one origin: rids[i] is entry i's row in the
-  // read view (new or already there); *added counts the new ones.
-  static constexpr size_t kRemoteChunk = 64;
-  Status InsertRemoteChunk(int64_t origin_id, const ChangeEntry* const* chunk, size_t n, int64_t now, int64_t* rids,
-                           int64_t* added);
+  // One origin's entries of a read view page (sorted here), those the read
+  // view does not hold yet written as chunks; *added counts them.
+  Status ApplyViewOrigin(int64_t origin_id, std::vector<const ChangeEntry*>* group, int64_t now, int64_t* added);
   // *since_renewal_ms (may be null): see SinceRenewal in sqlite_store_coord.cc.
   Status LoadLease(uint32_t range_id, bool* found, Lease* lease, int64_t* since_renewal_ms);
   // Gives the lease on range_id to owner if its version is still `version`,
@@ -227,6 +229,7 @@ class SqliteStore : public Store {
   std::vector<std::pair<std::string, int64_t>> pending_series_;  // (device, id) created in the open txn
   std::vector<ChunkReading> chunk_buffer_;  // AppendOnce's group, reused
   std::string block_buffer_;                // its encoded chunk, reused
+  std::vector<RemoteChunkEntry> remote_buffer_;  // an applied batch's or page's chunk, reused
 
   std::mutex read_mu_;
   Db read_db_;
@@ -237,6 +240,7 @@ class SqliteStore : public Store {
   int64_t decoded_first_ = 0;
   int64_t decoded_last_ = 0;
   std::vector<ChunkReading> decoded_;
+  std::vector<RemoteChunkEntry> region_decoded_;  // ReadRegionFeed's, reused
 
   // by_device_ is touched only under write_mu_, so ingest's hot path takes
   // no other lock; series_ (id -> info) is shared with readers under
@@ -264,13 +268,14 @@ class SqliteStore : public Store {
 
   std::atomic<uint64_t> last_lsn_{0};
   std::atomic<int64_t> rejected_full_{0};
+  std::atomic<int64_t> corrupt_chunks_{0};  // remote chunks refused as damaged, since open
 
   // Cached statements.
   Stmt w_insert_log_, w_insert_chunk_, w_insert_series_, w_insert_batch_, w_set_checkpoint_, w_high_, w_update_range_, w_data_version_;
   Stmt r_log_after_, r_chunk_after_, r_chunk_data_, r_series_by_id_, r_device_;
   // Apply path (write side): see PrepareApply.
   bool apply_prepared_ = false;
-  Stmt w_insert_remote_, w_insert_remote_chunk_, w_find_remote_, w_insert_remote_device_, w_insert_feed_, w_get_high_water_,
+  Stmt w_insert_region_chunk_, w_insert_view_chunk_, w_view_overlap_, w_region_head_, w_get_high_water_,
       w_put_high_water_;
 };
 

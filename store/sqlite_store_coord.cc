@@ -315,7 +315,10 @@ Status SqliteStore::Stats(StoreStats* stats) {
   ES_RETURN_IF_ERROR(read_db_.QueryInt(
       "SELECT (SELECT count(*) FROM log) + (SELECT ifnull(sum(last_lsn - first_lsn + 1), 0) FROM chunks)",
       &stats->entries));
-  ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT count(*) FROM remote", &stats->remote_entries));
+  ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT (SELECT ifnull(sum(n), 0) FROM view_chunks) + "
+                                       "(SELECT ifnull(sum(n), 0) FROM region_chunks)",
+                                       &stats->remote_entries));
+  stats->corrupt_chunks = corrupt_chunks_.load();
   ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "dropped_oldest", &stats->dropped_oldest));
   ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "dead_letters", &stats->dead_letters));
   int64_t high = 0;

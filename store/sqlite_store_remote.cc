@@ -1,6 +1,9 @@
 // Other gateways' data: the read view (ApplyRemote), the region hub's
-// per-origin high-water marks and region feed, and the union query.
+// per-origin high-water marks and region feed, and the union query. Both
+// keep compressed chunks of one origin's entries (store/schema.h): a hub
+// writes one row per applied batch, a read view one per origin per page.
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 
 #include "store/chunk_codec.h"
@@ -11,9 +14,12 @@
 namespace edgesync {
 namespace {
 
-// The region feed's head: the last sequence number given out, kept by
-// AUTOINCREMENT even when the rows holding it have been pruned.
-constexpr char kRegionHeadSql[] = "SELECT ifnull((SELECT seq FROM sqlite_sequence WHERE name='region_feed'), 0)";
+// The region feed's head: the last sequence number given out. Retention
+// prunes the oldest chunks first, so the newest chunk holds it, or, with
+// every chunk pruned, the pruned mark does (sequences are never reused).
+constexpr char kRegionHeadSql[] =
+    "SELECT max(ifnull((SELECT seq + n - 1 FROM region_chunks ORDER BY seq DESC LIMIT 1), 0), "
+    "ifnull((SELECT value FROM meta WHERE key = 'region_pruned_seq'), 0))";
 
 }  // namespace
 
@@ -83,136 +89,43 @@ void SqliteStore::ForgetOrigins() {
 
 Status SqliteStore::PrepareApply() {
   if (apply_prepared_) return Status::Ok();
-  // Without RETURNING: SQLite materialises a RETURNING row set per
-  // execution; changes() and last_insert_rowid() give the same answer free.
-  ES_RETURN_IF_ERROR(w_insert_remote_.Prepare(&write_db_,
-                                              "INSERT INTO remote(origin, olsn, kind, series, ts, value, quality, at) "
-                                              "VALUES(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"));
-  // kRemoteChunk rows per execution: a statement's fixed cost (opening
-  // cursors on the table and both indexes, halting, resetting) is then paid
-  // once per chunk instead of once per entry.
-  std::string chunk = "INSERT INTO remote(origin, olsn, kind, series, ts, value, quality, at) VALUES";
-  for (size_t i = 0; i < kRemoteChunk; ++i) chunk += i ? ",(?, ?, ?, ?, ?, ?, ?, ?)" : "(?, ?, ?, ?, ?, ?, ?, ?)";
-  chunk += " ON CONFLICT DO NOTHING";
-  ES_RETURN_IF_ERROR(w_insert_remote_chunk_.Prepare(&write_db_, chunk.c_str()));
-  ES_RETURN_IF_ERROR(w_find_remote_.Prepare(&write_db_, "SELECT rid FROM remote WHERE origin=? AND olsn=?"));
-  ES_RETURN_IF_ERROR(
-      w_insert_remote_device_.Prepare(&write_db_, "INSERT OR IGNORE INTO remote_devices VALUES(?, ?, ?, ?, ?)"));
-  // A run of consecutive rids joins the feed in one statement: region_feed
-  // is AUTOINCREMENT, and each execution reads and rewrites its
-  // sqlite_sequence row, which per entry cost as much as the entry itself.
-  ES_RETURN_IF_ERROR(w_insert_feed_.Prepare(&write_db_,
-                                            "WITH RECURSIVE run(rid) AS (VALUES(?1) UNION ALL "
-                                            "SELECT rid + 1 FROM run WHERE rid < ?2) "
-                                            "INSERT INTO region_feed(rid) SELECT rid FROM run"));
+  ES_RETURN_IF_ERROR(w_insert_region_chunk_.Prepare(&write_db_, kInsertRegionChunkSql));
+  ES_RETURN_IF_ERROR(w_insert_view_chunk_.Prepare(&write_db_, kInsertViewChunkSql));
+  ES_RETURN_IF_ERROR(w_view_overlap_.Prepare(&write_db_,
+                                             "SELECT id, data FROM view_chunks WHERE origin = ? AND last_olsn >= ? "
+                                             "AND first_olsn <= ?"));
+  ES_RETURN_IF_ERROR(w_region_head_.Prepare(&write_db_, kRegionHeadSql));
   ES_RETURN_IF_ERROR(w_get_high_water_.Prepare(&write_db_, "SELECT lsn FROM high_water WHERE origin=?"));
   ES_RETURN_IF_ERROR(w_put_high_water_.Prepare(&write_db_, "INSERT OR REPLACE INTO high_water VALUES(?, ?)"));
   apply_prepared_ = true;
   return Status::Ok();
 }
 
-// Interns the entry's series and binds its 8 columns of the remote table to
-// stmt's parameters first..first+7 (one row of a single or chunked INSERT).
-Status SqliteStore::BindRemoteRow(int64_t origin_id, const ChangeEntry& e, int64_t now, Stmt* stmt, int first) {
-  int64_t series = 0;
+// Interns the entry's series: (deviceId, metric, unit) for a reading,
+// (deviceId, "", "") for a device record.
+Status SqliteStore::ToChunkEntry(const ChangeEntry& e, RemoteChunkEntry* c) {
   uint64_t hash = 0;
-  const bool reading = e.kind == ChangeEntry::Kind::kReading;
-  if (reading) {
-    ES_RETURN_IF_ERROR(InternSeries(e.reading.device_id, e.reading.metric, e.reading.unit, &series, &hash));
-  } else {
-    static const std::string kNone;
-    ES_RETURN_IF_ERROR(InternSeries(e.device.device_id, kNone, kNone, &series, &hash));
+  c->olsn = e.lsn;
+  c->kind = static_cast<uint8_t>(e.kind);
+  if (e.kind == ChangeEntry::Kind::kReading) {
+    c->ts_ms = e.reading.ts_ms;
+    c->value = e.reading.value;
+    c->quality = e.reading.quality;
+    return InternSeries(e.reading.device_id, e.reading.metric, e.reading.unit, &c->series, &hash);
   }
-  stmt->Bind(first, origin_id);
-  stmt->Bind(first + 1, static_cast<int64_t>(e.lsn));
-  stmt->Bind(first + 2, static_cast<int64_t>(e.kind));
-  stmt->Bind(first + 3, series);
-  stmt->Bind(first + 4, reading ? e.reading.ts_ms : int64_t{0});
-  stmt->Bind(first + 5, reading ? e.reading.value : 0.0);
-  stmt->Bind(first + 6, static_cast<int64_t>(reading ? e.reading.quality : 0));
-  stmt->Bind(first + 7, now);
-  return Status::Ok();
+  static const std::string kNone;
+  c->name = e.device.name;
+  c->location = e.device.location;
+  c->default_unit = e.device.default_unit;
+  return InternSeries(e.device.device_id, kNone, kNone, &c->series, &hash);
 }
 
-// The device record part of a new device entry of the read view.
-Status SqliteStore::InsertRemoteDevice(int64_t rid, const ChangeEntry& e) {
-  Stmt& dev = w_insert_remote_device_;
-  dev.Bind(1, rid);
-  dev.Bind(2, std::string_view(e.device.name));
-  dev.Bind(3, std::string_view(e.device.location));
-  dev.Bind(4, std::string_view(e.device.default_unit));
-  dev.Bind(5, int64_t{e.kind == ChangeEntry::Kind::kDeviceDelete ? 1 : 0});
-  return dev.Run();
-}
-
-// Inside the caller's write transaction (PrepareApply done). *rid is the
-// entry's row in the read view, new or already there.
-Status SqliteStore::InsertRemote(int64_t origin_id, const ChangeEntry& e, int64_t now, bool* inserted,
-                                 int64_t* rid) {
-  // Every parameter is bound on every use, so a plain reset (no
-  // clear_bindings) is enough between entries.
-  Stmt& ins = w_insert_remote_;
-  ES_RETURN_IF_ERROR(BindRemoteRow(origin_id, e, now, &ins, 1));
-  Status st;
-  ins.Step(&st);
-  sqlite3_reset(ins.get());
-  ES_RETURN_IF_ERROR(st);
-  *inserted = write_db_.changes() > 0;
-  if (!*inserted) {
-    StmtScope scope(&w_find_remote_);
-    w_find_remote_.Bind(1, origin_id);
-    w_find_remote_.Bind(2, static_cast<int64_t>(e.lsn));
-    *rid = w_find_remote_.Step(&st) ? w_find_remote_.Int(0) : 0;
-    return st;
-  }
-  *rid = sqlite3_last_insert_rowid(write_db_.get());
-  if (e.kind != ChangeEntry::Kind::kReading) return InsertRemoteDevice(*rid, e);
-  return Status::Ok();
-}
-
-Status SqliteStore::InsertRemoteChunk(int64_t origin_id, const ChangeEntry* const* chunk, size_t n, int64_t now,
-                                      int64_t* rids, int64_t* added) {
-  *added = 0;
-  if (n < kRemoteChunk) {
-    for (size_t i = 0; i < n; ++i) {
-      bool inserted = false;
-      ES_RETURN_IF_ERROR(InsertRemote(origin_id, *chunk[i], now, &inserted, &rids[i]));
-      *added += inserted;
-    }
-    return Status::Ok();
-  }
-  Stmt& ins = w_insert_remote_chunk_;
-  for (size_t i = 0; i < n; ++i) {
-    ES_RETURN_IF_ERROR(BindRemoteRow(origin_id, *chunk[i], now, &ins, static_cast<int>(i) * 8 + 1));
-  }
-  Status st;
-  ins.Step(&st);
-  sqlite3_reset(ins.get());
-  ES_RETURN_IF_ERROR(st);
-  const int64_t count = write_db_.changes();
-  const int64_t last = sqlite3_last_insert_rowid(write_db_.get());
-  // New rows of one statement get consecutive rids ending at `last` (the
-  // writer holds the lock, and a rid is the table's highest plus one).
-  const int64_t first_new = count > 0 ? last - count + 1 : INT64_MAX;
-  if (count == static_cast<int64_t>(n)) {
-    for (size_t i = 0; i < n; ++i) rids[i] = first_new + static_cast<int64_t>(i);
-  } else {
-    for (size_t i = 0; i < n; ++i) {  // some were already held: look each up
-      StmtScope scope(&w_find_remote_);
-      w_find_remote_.Bind(1, origin_id);
-      w_find_remote_.Bind(2, static_cast<int64_t>(chunk[i]->lsn));
-      rids[i] = w_find_remote_.Step(&st) ? w_find_remote_.Int(0) : 0;
-      ES_RETURN_IF_ERROR(st);
-      if (rids[i] == 0) return Status::Corruption("read view entry missing right after its insert");
-    }
-  }
-  for (size_t i = 0; i < n; ++i) {
-    const ChangeEntry& e = *chunk[i];
-    if (e.kind == ChangeEntry::Kind::kReading || rids[i] < first_new) continue;
-    ES_RETURN_IF_ERROR(InsertRemoteDevice(rids[i], e));
-  }
-  *added = count;
-  return Status::Ok();
+Status SqliteStore::DecodeRemote(std::string_view block, const char* what, int64_t key,
+                                 std::vector<RemoteChunkEntry>* entries) {
+  Status d = DecodeRemoteChunk(block, kMaxRemoteChunkEntries, entries);
+  if (d.ok()) return d;
+  corrupt_chunks_.fetch_add(1);
+  return Status::Corruption(std::string(what) + " " + std::to_string(key) + ": " + d.message());
 }
 
 // The end of a read-view or hub write: on failure the transaction is rolled
@@ -227,6 +140,49 @@ Status SqliteStore::EndRemoteWrite(Txn* txn, const Status& status) {
   }
   pending_series_.clear();
   return Status::Ok();
+}
+
+// Inside the write transaction: one origin's entries new to the read view,
+// as chunks of at most kMaxRemoteChunkEntries. *added counts them.
+Status SqliteStore::ApplyViewOrigin(int64_t origin_id, std::vector<const ChangeEntry*>* group, int64_t now,
+                                    int64_t* added) {
+  std::stable_sort(group->begin(), group->end(),
+                   [](const ChangeEntry* a, const ChangeEntry* b) { return a->lsn < b->lsn; });
+  // What the read view already holds of [lo, hi]: the chunks whose span
+  // meets it (mostly none: a page continues where the last one ended).
+  std::set<uint64_t> held;
+  {
+    Stmt& o = w_view_overlap_;
+    StmtScope scope(&o);
+    o.Bind(1, origin_id);
+    o.Bind(2, static_cast<int64_t>(group->front()->lsn));
+    o.Bind(3, static_cast<int64_t>(group->back()->lsn));
+    Status st;
+    std::vector<RemoteChunkEntry> old;
+    while (o.Step(&st)) {
+      ES_RETURN_IF_ERROR(DecodeRemote(o.Blob(1), "read view chunk", o.Int(0), &old));
+      for (const RemoteChunkEntry& e : old) held.insert(e.olsn);
+    }
+    ES_RETURN_IF_ERROR(st);
+  }
+  std::vector<RemoteChunkEntry>& chunk = remote_buffer_;
+  chunk.clear();
+  auto flush = [&]() -> Status {
+    if (chunk.empty()) return Status::Ok();
+    *added += static_cast<int64_t>(chunk.size());
+    Status st = InsertRemoteChunkRow(&w_insert_view_chunk_, 0, origin_id, chunk, now, &block_buffer_);
+    chunk.clear();
+    return st;
+  };
+  uint64_t last = 0;
+  for (const ChangeEntry* e : *group) {
+    if (e->lsn == last || held.count(e->lsn)) continue;  // a repeat within the call, or already held
+    last = e->lsn;
+    chunk.emplace_back();
+    ES_RETURN_IF_ERROR(ToChunkEntry(*e, &chunk.back()));
+    if (chunk.size() >= kMaxRemoteChunkEntries) ES_RETURN_IF_ERROR(flush());
+  }
+  return flush();
 }
 
 Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t* applied) {
@@ -244,6 +200,19 @@ Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t
     if (!v.ok()) return v.Annotate("remote entry " + std::to_string(i));
   }
   if (entries.empty()) return Status::Ok();
+  // One chunk per origin of the page, in the order the origins first appear.
+  std::vector<std::pair<const Origin*, std::vector<const ChangeEntry*>>> groups;
+  for (const RemoteEntry& r : entries) {
+    if (groups.empty() || !(*groups.back().first == r.origin)) {
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return *g.first == r.origin; });
+      if (it == groups.end()) {
+        groups.emplace_back(&r.origin, std::vector<const ChangeEntry*>{});
+      } else {
+        std::rotate(it, it + 1, groups.end());  // keep the current group last
+      }
+    }
+    groups.back().second.push_back(&r.entry);
+  }
   std::lock_guard<std::mutex> lock(write_mu_);
   ES_RETURN_IF_ERROR(PrepareApply());
   Txn txn(&write_db_);
@@ -251,24 +220,11 @@ Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t
   int64_t count = 0;
   Status s = [&]() -> Status {
     ES_RETURN_IF_ERROR(txn.Begin());
-    int64_t now = clock_->WallMillis();
-    const ChangeEntry* chunk[kRemoteChunk];
-    int64_t rids[kRemoteChunk];
-    size_t i = 0;
-    while (i < entries.size()) {
-      // A chunk holds entries of one origin.
-      const Origin& origin = entries[i].origin;
+    const int64_t now = clock_->WallMillis();
+    for (auto& [origin, group] : groups) {
       int64_t origin_id = 0;
-      ES_RETURN_IF_ERROR(OriginId(origin, true, &origin_id));
-      size_t n = 0;
-      while (n < kRemoteChunk && i + n < entries.size() && entries[i + n].origin == origin) {
-        chunk[n] = &entries[i + n].entry;
-        ++n;
-      }
-      int64_t added = 0;
-      ES_RETURN_IF_ERROR(InsertRemoteChunk(origin_id, chunk, n, now, rids, &added));
-      count += added;
-      i += n;
+      ES_RETURN_IF_ERROR(OriginId(*origin, true, &origin_id));
+      ES_RETURN_IF_ERROR(ApplyViewOrigin(origin_id, &group, now, &count));
     }
     return txn.Commit();
   }();
@@ -305,8 +261,10 @@ Status SqliteStore::ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, co
       hw = w_get_high_water_.Step(&st) ? static_cast<uint64_t>(w_get_high_water_.Int(0)) : 0;
       ES_RETURN_IF_ERROR(st);
     }
+    // The high-water mark alone decides what is new: everything at or below
+    // it is held (whatever a resend overlaps), everything above it is not.
     size_t first = 0;
-    while (first < entries.size() && entries[first].lsn <= hw) ++first;  // already held
+    while (first < entries.size() && entries[first].lsn <= hw) ++first;
     uint64_t start = hw;
     if (base_lsn > hw) start = base_lsn;  // the sender declares everything up to base_lsn held elsewhere
     if (first < entries.size() && entries[first].lsn != start + 1) {
@@ -314,37 +272,26 @@ Status SqliteStore::ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, co
                                      (base_lsn > hw ? ", base " + std::to_string(base_lsn) : std::string()) +
                                      ", batch starts at " + std::to_string(entries[first].lsn));
     }
-    int64_t now = clock_->WallMillis();
-    // Applied entries join the feed in entry order, as runs of consecutive
-    // rids (new rows get consecutive rids; an entry already in the read view
-    // keeps its old rid and starts a new run).
-    int64_t run_first = 0, run_last = -1;
-    auto flush_run = [&]() -> Status {
-      if (run_last < run_first) return Status::Ok();
-      w_insert_feed_.Bind(1, run_first);
-      w_insert_feed_.Bind(2, run_last);
-      Status fs;
-      w_insert_feed_.Step(&fs);
-      sqlite3_reset(w_insert_feed_.get());
-      return fs;
-    };
-    const ChangeEntry* chunk[kRemoteChunk];
-    int64_t rids[kRemoteChunk];
-    for (size_t i = first; i < entries.size();) {
-      size_t n = std::min(kRemoteChunk, entries.size() - i);
-      for (size_t k = 0; k < n; ++k) chunk[k] = &entries[i + k];
-      int64_t added = 0;
-      ES_RETURN_IF_ERROR(InsertRemoteChunk(origin_id, chunk, n, now, rids, &added));
-      for (size_t k = 0; k < n; ++k) {
-        if (rids[k] != run_last + 1 || run_last < run_first) {
-          ES_RETURN_IF_ERROR(flush_run());
-          run_first = rids[k];
-        }
-        run_last = rids[k];
-      }
-      i += n;
+    // The new entries join the feed as chunks with the next sequences.
+    int64_t head = 0;
+    {
+      StmtScope scope(&w_region_head_);
+      head = w_region_head_.Step(&st) ? w_region_head_.Int(0) : 0;
+      ES_RETURN_IF_ERROR(st);
     }
-    ES_RETURN_IF_ERROR(flush_run());
+    const int64_t now = clock_->WallMillis();
+    std::vector<RemoteChunkEntry>& chunk = remote_buffer_;
+    chunk.clear();
+    for (size_t i = first; i < entries.size(); ++i) {
+      chunk.emplace_back();
+      ES_RETURN_IF_ERROR(ToChunkEntry(entries[i], &chunk.back()));
+      if (chunk.size() >= kMaxRemoteChunkEntries || i + 1 == entries.size()) {
+        ES_RETURN_IF_ERROR(InsertRemoteChunkRow(&w_insert_region_chunk_, head + 1, origin_id, chunk, now,
+                                                &block_buffer_));
+        head += static_cast<int64_t>(chunk.size());
+        chunk.clear();
+      }
+    }
     uint64_t new_hw = first < entries.size() ? entries.back().lsn : start;
     if (new_hw > hw) {
       w_put_high_water_.Bind(1, origin_id);
@@ -379,7 +326,8 @@ Status SqliteStore::RegionFeedBounds(uint64_t* oldest_seq, uint64_t* head_seq) {
   Txn snapshot(&read_db_);
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
   int64_t oldest = 0, head = 0;
-  ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT ifnull(min(seq), 0) FROM region_feed", &oldest));
+  ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT ifnull((SELECT seq FROM region_chunks ORDER BY seq LIMIT 1), 0)",
+                                       &oldest));
   ES_RETURN_IF_ERROR(read_db_.QueryInt(kRegionHeadSql, &head));
   *oldest_seq = static_cast<uint64_t>(oldest);
   *head_seq = static_cast<uint64_t>(head);
@@ -401,35 +349,49 @@ Status SqliteStore::ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::
     *reset = true;  // never a silent rewind or skip
     return Status::Ok();
   }
-  if (after_seq > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("sequence out of range");
+  if (after_seq >= static_cast<uint64_t>(head)) return Status::Ok();
+  const size_t max = std::min<size_t>(max_entries, 100000);
+  // From the chunk holding after_seq + 1 (the last one starting at or
+  // before it), chunk by chunk in sequence order.
   Stmt s;
   ES_RETURN_IF_ERROR(s.Prepare(&read_db_,
-                               "SELECT f.seq, r.origin, r.olsn, r.kind, r.series, r.ts, r.value, r.quality, "
-                               "d.name, d.location, d.default_unit FROM region_feed f "
-                               "JOIN remote r ON r.rid = f.rid LEFT JOIN remote_devices d ON d.rid = f.rid "
-                               "WHERE f.seq > ? ORDER BY f.seq LIMIT ?"));
-  s.Bind(1, static_cast<int64_t>(after_seq));
-  s.Bind(2, static_cast<int64_t>(std::min<size_t>(max_entries, 100000)));
+                               "SELECT seq, origin, data FROM region_chunks WHERE seq >= ifnull((SELECT max(seq) "
+                               "FROM region_chunks WHERE seq <= ?1), 0) ORDER BY seq"));
+  s.Bind(1, static_cast<int64_t>(after_seq + 1));
   Status st;
-  while (s.Step(&st)) {
-    RegionFeedEntry e;
-    e.seq = static_cast<uint64_t>(s.Int(0));
-    ES_RETURN_IF_ERROR(OriginById(s.Int(1), &e.remote.origin));
-    e.remote.origin_lsn = static_cast<uint64_t>(s.Int(2));
-    ChangeEntry& c = e.remote.entry;
-    c.lsn = e.remote.origin_lsn;
-    c.kind = static_cast<ChangeEntry::Kind>(s.Int(3));
-    SeriesInfo info;
-    ES_RETURN_IF_ERROR(SeriesById(s.Int(4), &info));
-    if (c.kind == ChangeEntry::Kind::kReading) {
-      c.reading = Reading{info.device_id, info.metric, s.Int(5), s.Double(6), info.unit, static_cast<uint32_t>(s.Int(7))};
-    } else {
-      c.device = DeviceRecord{info.device_id, s.Text(8), s.Text(9), s.Text(10),
-                              c.kind == ChangeEntry::Kind::kDeviceDelete};
+  std::vector<RemoteChunkEntry>& chunk = region_decoded_;
+  while (entries->size() < max && s.Step(&st)) {
+    const int64_t seq = s.Int(0);
+    Origin origin;
+    ES_RETURN_IF_ERROR(OriginById(s.Int(1), &origin));
+    ES_RETURN_IF_ERROR(DecodeRemote(s.Blob(2), "region chunk at sequence", seq, &chunk));
+    for (size_t i = 0; i < chunk.size() && entries->size() < max; ++i) {
+      const uint64_t e_seq = static_cast<uint64_t>(seq) + i;
+      if (e_seq <= after_seq) continue;
+      const RemoteChunkEntry& c = chunk[i];
+      RegionFeedEntry e;
+      e.seq = e_seq;
+      e.remote.origin = origin;
+      e.remote.origin_lsn = c.olsn;
+      ES_RETURN_IF_ERROR(FromChunkEntry(c, &e.remote.entry));
+      entries->push_back(std::move(e));
     }
-    entries->push_back(std::move(e));
   }
   return st;
+}
+
+Status SqliteStore::FromChunkEntry(const RemoteChunkEntry& c, ChangeEntry* e) {
+  SeriesInfo info;
+  ES_RETURN_IF_ERROR(SeriesById(c.series, &info));
+  e->lsn = c.olsn;
+  e->kind = static_cast<ChangeEntry::Kind>(c.kind);
+  if (e->kind == ChangeEntry::Kind::kReading) {
+    e->reading = Reading{info.device_id, info.metric, c.ts_ms, c.value, info.unit, c.quality};
+  } else {
+    e->device = DeviceRecord{info.device_id, c.name, c.location, c.default_unit,
+                             e->kind == ChangeEntry::Kind::kDeviceDelete};
+  }
+  return Status::Ok();
 }
 
 Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
@@ -461,21 +423,10 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   while (series.Step(&st)) list.push_back(S{series.Int(0), series.Text(1), series.Text(2)});
   ES_RETURN_IF_ERROR(st);
   // Local rows: the chunks whose time span meets [from, to), decoded.
-  Stmt local, remote, bounds;
+  Stmt local;
   ES_RETURN_IF_ERROR(local.Prepare(&read_db_,
                                    "SELECT first_lsn, data FROM chunks WHERE max_ts >= ? AND min_ts < ? "
                                    "ORDER BY first_lsn"));
-  ES_RETURN_IF_ERROR(remote.Prepare(&read_db_,
-                                    "SELECT origin, olsn, ts, value, quality FROM remote WHERE (rid >> 11) = ? "
-                                    "AND series = ? AND ts >= ? AND ts < ? AND kind = 0"));
-  ES_RETURN_IF_ERROR(bounds.Prepare(&read_db_,
-                                    "SELECT ifnull((SELECT min(rid) FROM remote), 1), ifnull((SELECT max(rid) FROM remote), 0)"));
-  int64_t min_rid = 1, max_rid = 0;
-  if (bounds.Step(&st)) {
-    min_rid = bounds.Int(0);
-    max_rid = bounds.Int(1);
-  }
-  ES_RETURN_IF_ERROR(st);
   auto oldest_first = [](const QueryRow& a, const QueryRow& b) {
     if (a.reading.ts_ms != b.reading.ts_ms) return a.reading.ts_ms < b.reading.ts_ms;
     if (a.origin.gateway_id != b.origin.gateway_id) return a.origin.gateway_id < b.origin.gateway_id;
@@ -492,22 +443,6 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
       std::sort(rows->begin(), rows->end(), by_time);
       rows->resize(static_cast<size_t>(limit));
     }
-  };
-  // One seek per segment of a table's query index (local LSNs or remote
-  // rids), rows of one series in [from, to).
-  auto scan = [&](Stmt* stmt, int64_t min_id, int64_t max_id, int64_t series_id, const auto& add) -> Status {
-    for (int64_t seg = min_id >> kQuerySegmentShift; max_id > 0 && seg <= (max_id >> kQuerySegmentShift); ++seg) {
-      StmtScope scope(stmt);
-      stmt->Bind(1, seg);
-      stmt->Bind(2, series_id);
-      stmt->Bind(3, q.from_ms);
-      stmt->Bind(4, q.to_ms);
-      Status step;
-      while (stmt->Step(&step)) ES_RETURN_IF_ERROR(add(*stmt));
-      ES_RETURN_IF_ERROR(step);
-      trim();
-    }
-    return Status::Ok();
   };
   std::vector<uint64_t> local_lsns;
   std::unordered_map<int64_t, const S*> wanted;
@@ -563,19 +498,55 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
     ES_RETURN_IF_ERROR(st);
   }
   std::sort(local_lsns.begin(), local_lsns.end());
-  for (const S& s : list) {
-    ES_RETURN_IF_ERROR(scan(&remote, min_rid, max_rid, s.id, [&](const Stmt& r) {
-      QueryRow row;
-      ES_RETURN_IF_ERROR(OriginById(r.Int(0), &row.origin));
-      row.lsn = static_cast<uint64_t>(r.Int(1));
-      // Our own entries may come back through a region feed: one row each.
-      if (row.origin == origin_ && std::binary_search(local_lsns.begin(), local_lsns.end(), row.lsn)) {
-        return Status::Ok();
+  // Other origins' rows: the read view's and the hub's chunks whose time
+  // span meets [from, to), decoded. A hub's chunks are not indexed by time
+  // (an index entry per applied batch for a query a hub rarely answers):
+  // their scan reads each row's head, not its block.
+  if (!wanted.empty()) {
+    std::set<std::pair<int64_t, uint64_t>> view_seen;
+    int64_t both = 0;
+    ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT EXISTS (SELECT 1 FROM view_chunks) AND EXISTS (SELECT 1 FROM "
+                                         "region_chunks)",
+                                         &both));
+    const std::pair<const char*, const char*> tables[] = {
+        {"SELECT id, origin, data FROM view_chunks WHERE max_ts >= ? AND min_ts < ?", "read view chunk"},
+        {"SELECT seq, origin, data FROM region_chunks WHERE max_ts >= ? AND min_ts < ?", "region chunk at sequence"}};
+    for (const auto& [sql, what] : tables) {
+      Stmt remote;
+      ES_RETURN_IF_ERROR(remote.Prepare(&read_db_, sql));
+      remote.Bind(1, q.from_ms);
+      remote.Bind(2, q.to_ms);
+      const bool region = what == tables[1].second;
+      std::vector<RemoteChunkEntry> chunk;
+      while (remote.Step(&st)) {
+        ES_RETURN_IF_ERROR(DecodeRemote(remote.Blob(2), what, remote.Int(0), &chunk));
+        const int64_t origin_id = remote.Int(1);
+        Origin origin;
+        ES_RETURN_IF_ERROR(OriginById(origin_id, &origin));
+        const bool own = origin == origin_;
+        for (const RemoteChunkEntry& c : chunk) {
+          if (c.kind != 0 || c.ts_ms < q.from_ms || c.ts_ms >= q.to_ms) continue;
+          auto it = wanted.find(c.series);
+          if (it == wanted.end()) continue;
+          // Our own entries may come back through a region feed: one row each.
+          if (own && std::binary_search(local_lsns.begin(), local_lsns.end(), c.olsn)) continue;
+          // A store in both roles (tests; in the field only a gateway pulls
+          // feeds and only a hub applies batches) may hold an entry in both
+          // tables: one row each.
+          if (both && (region ? view_seen.count({origin_id, c.olsn}) > 0
+                              : !view_seen.emplace(origin_id, c.olsn).second)) {
+            continue;
+          }
+          QueryRow row;
+          row.origin = origin;
+          row.lsn = c.olsn;
+          row.reading = Reading{q.device_id, it->second->metric, c.ts_ms, c.value, it->second->unit, c.quality};
+          rows->push_back(std::move(row));
+        }
+        trim();
       }
-      row.reading = Reading{q.device_id, s.metric, r.Int(2), r.Double(3), s.unit, static_cast<uint32_t>(r.Int(4))};
-      rows->push_back(std::move(row));
-      return Status::Ok();
-    }));
+      ES_RETURN_IF_ERROR(st);
+    }
   }
   std::sort(rows->begin(), rows->end(), by_time);
   if (static_cast<int64_t>(rows->size()) > limit) rows->resize(static_cast<size_t>(limit));

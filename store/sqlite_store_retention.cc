@@ -334,54 +334,46 @@ Status SqliteStore::PruneTombstones(int64_t max_rows, int64_t now, PruneResult* 
   return Status::Ok();
 }
 
-// Read view (gateway) and region feed (hub): the oldest entries applied
-// before the cutoff, or the oldest ones when space is low. The read view is
-// in apply order, like the log, so "old" is a prefix of rids.
+// Read view (gateway) and region feed (hub): the oldest chunks applied
+// before the cutoff, or the oldest ones when space is low, whole chunks of
+// at most about max_rows entries in all (at least one). Both tables are in
+// apply order (row ids and sequences grow together with it), so "old" is a
+// prefix of each.
 Status SqliteStore::PruneRemote(int64_t max_rows, int64_t now, bool space_low, PruneResult* result) {
   const int64_t cutoff = now - options_.remote_retention_ms;
-  Stmt s;
-  ES_RETURN_IF_ERROR(s.Prepare(&write_db_, "SELECT rid, at FROM remote ORDER BY rid LIMIT ?"));
-  s.Bind(1, max_rows);
-  Status st;
-  int64_t upto = 0, count = 0;
-  while (s.Step(&st)) {
-    if (!space_low && s.Int(1) >= cutoff) break;
-    upto = s.Int(0);
-    ++count;
-  }
-  ES_RETURN_IF_ERROR(st);
-  s.Reset();
-  if (count == 0) return Status::Ok();
-  // The region feed follows the read view's order (seq and rid grow
-  // together): what it served from pruned rows goes with them, in this
-  // transaction, and a reader behind it gets an explicit reset
-  // (region_pruned_seq), never a page that silently skips entries.
-  Stmt f;
-  ES_RETURN_IF_ERROR(f.Prepare(&write_db_, "SELECT seq, rid FROM region_feed ORDER BY seq"));
-  int64_t pruned_seq = 0;
-  while (f.Step(&st)) {
-    if (f.Int(1) > upto) break;
-    pruned_seq = f.Int(0);
-  }
-  ES_RETURN_IF_ERROR(st);
-  f.Reset();
-  if (pruned_seq > 0) {
-    Stmt df;
-    ES_RETURN_IF_ERROR(df.Prepare(&write_db_, "DELETE FROM region_feed WHERE seq <= ?"));
-    df.Bind(1, pruned_seq);
-    ES_RETURN_IF_ERROR(df.Run());
-    int64_t old = 0;
-    ES_RETURN_IF_ERROR(GetMetaInt(&write_db_, "region_pruned_seq", &old));
-    ES_RETURN_IF_ERROR(SetMetaInt("region_pruned_seq", std::max(old, pruned_seq)));
-  }
-  for (const char* sql : {"DELETE FROM remote WHERE rid <= ?", "DELETE FROM remote_devices WHERE rid <= ?"}) {
+  int64_t budget = max_rows;
+  for (const char* table : {"view_chunks", "region_chunks"}) {
+    const std::string key = std::string(table) == "view_chunks" ? "id" : "seq";
+    Stmt s;
+    ES_RETURN_IF_ERROR(s.Prepare(&write_db_, ("SELECT " + key + ", n, at FROM " + table + " ORDER BY " + key +
+                                              " LIMIT ?").c_str()));
+    s.Bind(1, max_rows);
+    Status st;
+    int64_t upto = -1, last_n = 0, count = 0;
+    while (s.Step(&st)) {
+      if (budget <= 0 || (!space_low && s.Int(2) >= cutoff)) break;
+      upto = s.Int(0);
+      last_n = s.Int(1);
+      count += last_n;
+      budget -= last_n;
+    }
+    ES_RETURN_IF_ERROR(st);
+    s.Reset();
+    if (upto < 0) continue;
     Stmt d;
-    ES_RETURN_IF_ERROR(d.Prepare(&write_db_, sql));
+    ES_RETURN_IF_ERROR(d.Prepare(&write_db_, ("DELETE FROM " + std::string(table) + " WHERE " + key + " <= ?").c_str()));
     d.Bind(1, upto);
     ES_RETURN_IF_ERROR(d.Run());
+    if (key == "seq") {
+      // A reader behind what went gets an explicit reset
+      // (region_pruned_seq), never a page that silently skips entries.
+      int64_t old = 0;
+      ES_RETURN_IF_ERROR(GetMetaInt(&write_db_, "region_pruned_seq", &old));
+      ES_RETURN_IF_ERROR(SetMetaInt("region_pruned_seq", std::max(old, upto + last_n - 1)));
+    }
+    result->remote += count;
   }
-  result->remote += count;
-  if (count >= max_rows) result->more = true;
+  if (budget <= 0) result->more = true;
   return Status::Ok();
 }
 

@@ -37,16 +37,32 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
   for (const auto& [device, span] : by_device) {
     devices->push_back({device, origin_, true, span.readings, span.first_ts, span.last_ts});
   }
-  ES_RETURN_IF_ERROR(remote.Prepare(&read_db_,
-                                    "SELECT s.device_id, r.origin, count(*), min(r.ts), max(r.ts) FROM remote r "
-                                    "JOIN series s ON s.id = r.series WHERE r.kind = 0 "
-                                    "GROUP BY s.device_id, r.origin"));
-  std::vector<std::pair<int64_t, DeviceSummary>> rows;
-  while (remote.Step(&st)) {
-    DeviceSummary d{remote.Text(0), Origin{}, false, remote.Int(2), remote.Int(3), remote.Int(4)};
-    rows.emplace_back(remote.Int(1), std::move(d));
+  // Other origins' readings: every remote chunk decoded, by (device, origin).
+  std::map<std::pair<std::string, int64_t>, Span> by_origin;
+  std::vector<RemoteChunkEntry> entries;
+  const std::pair<const char*, const char*> tables[] = {{"SELECT id, origin, data FROM view_chunks", "read view chunk"},
+                                                        {"SELECT seq, origin, data FROM region_chunks",
+                                                         "region chunk at sequence"}};
+  for (const auto& [sql, what] : tables) {
+    ES_RETURN_IF_ERROR(remote.Prepare(&read_db_, sql));
+    while (remote.Step(&st)) {
+      ES_RETURN_IF_ERROR(DecodeRemote(remote.Blob(2), what, remote.Int(0), &entries));
+      for (const RemoteChunkEntry& e : entries) {
+        if (e.kind != 0) continue;
+        SeriesInfo info;
+        ES_RETURN_IF_ERROR(SeriesById(e.series, &info));
+        Span& span = by_origin[{info.device_id, remote.Int(1)}];
+        ++span.readings;
+        span.first_ts = std::min(span.first_ts, e.ts_ms);
+        span.last_ts = std::max(span.last_ts, e.ts_ms);
+      }
+    }
+    ES_RETURN_IF_ERROR(st);
   }
-  ES_RETURN_IF_ERROR(st);
+  std::vector<std::pair<int64_t, DeviceSummary>> rows;
+  for (const auto& [key, span] : by_origin) {
+    rows.emplace_back(key.second, DeviceSummary{key.first, Origin{}, false, span.readings, span.first_ts, span.last_ts});
+  }
   for (auto& [origin_id, d] : rows) {
     ES_RETURN_IF_ERROR(OriginById(origin_id, &d.origin));
     // Our own entries that came back through a region feed are local rows.

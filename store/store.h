@@ -227,6 +227,7 @@ struct StoreStats {
   int64_t dropped_oldest = 0;         // total, since creation
   int64_t rejected_full = 0;          // appends refused because the store was full
   int64_t dead_letters = 0;          // total added since creation (the held ones are capped)
+  int64_t corrupt_chunks = 0;        // read view / region chunks refused as damaged, since open
 };
 
 // A reader's position in a region hub's feed: the hub store's epoch and the

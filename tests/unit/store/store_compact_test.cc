@@ -476,7 +476,7 @@ TEST_F(StoreCompactTest, MigratesVersion4AndCompactsItsChunks) {
   }
   auto s = OpenStore(CompactOptions());
   ASSERT_TRUE(s);
-  EXPECT_EQ(s->schema_version(), 5);
+  EXPECT_EQ(s->schema_version(), kSchemaVersion);
   const std::vector<ChangeEntry> before = Log(s.get());
   ASSERT_EQ(before.size(), 1500u);
   ASSERT_TRUE(s->AckUpstream("eu", 1500).ok());

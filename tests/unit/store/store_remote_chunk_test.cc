@@ -75,9 +75,20 @@ TEST_F(StoreRemoteChunkTest, LongOriginBatchesJoinTheFeedInOrderOnce) {
       EXPECT_EQ(r.entry.device.deleted, want.device.deleted);
     }
   }
+  // A store in both roles keeps both: the read view's 5 and the feed's 300
+  // (only a gateway pulls feeds, only a hub applies batches); a query still
+  // answers each (origin, LSN) once.
   StoreStats stats;
   ASSERT_TRUE(s->Stats(&stats).ok());
-  EXPECT_EQ(stats.remote_entries, 300);
+  EXPECT_EQ(stats.remote_entries, 305);
+  QueryRequest q;
+  q.device_id = "d0";  // LSNs divisible by 7
+  q.limit = 100000;
+  std::vector<QueryRow> rows;
+  ASSERT_TRUE(s->Query(q, &rows).ok());
+  size_t want = 0;
+  for (uint64_t lsn = 1; lsn <= 300; ++lsn) want += (lsn % 50 != 0 && lsn % 7 == 0);
+  EXPECT_EQ(rows.size(), want);
 }
 
 TEST_F(StoreRemoteChunkTest, LongApplyRemoteCountsOnlyNewEntriesAcrossOrigins) {

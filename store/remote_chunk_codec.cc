@@ -1,0 +1,117 @@
+#include "store/remote_chunk_codec.h"
+
+#include <algorithm>
+
+#include "store/column_block.h"
+#include "store/column_coding.h"
+
+namespace edgesync {
+namespace {
+
+constexpr uint8_t kFormat = 1;
+// Raw column bytes an entry may take at most: 5 varints of at most 10
+// bytes, a scale byte, 8 raw bytes, and a device record's three texts
+// (ValidateChangeEntry bounds each at 256 bytes, plus a 2-byte length).
+constexpr uint64_t kMaxRawPerEntry = 5 * 10 + 1 + 8 + 3 * (256 + 2);
+constexpr size_t kMaxText = 256;
+constexpr int kColumns = 9;
+enum Column { kOlsn, kKind, kSeries, kTs, kQuality, kScale, kMantissa, kRaw, kText };
+const char* const kColumnNames[kColumns] = {"olsn",  "kind",     "series", "ts",  "quality",
+                                            "scale", "mantissa", "raw",    "text"};
+
+Status Bad(const std::string& what) { return Status::Corruption("remote chunk: " + what); }
+
+void PutText(const std::string& text, std::string* out) {
+  PutVarint(text.size(), out);
+  *out += text;
+}
+
+bool GetText(VarintReader* in, std::string* text) {
+  uint64_t len = 0;
+  const uint8_t* p = nullptr;
+  if (!in->Next(&len) || len > kMaxText || !in->Bytes(static_cast<size_t>(len), &p)) return false;
+  text->assign(reinterpret_cast<const char*>(p), static_cast<size_t>(len));
+  return true;
+}
+
+}  // namespace
+
+void EncodeRemoteChunk(const std::vector<RemoteChunkEntry>& entries, std::string* out) {
+  std::string cols[kColumns];
+  uint64_t prev_olsn = entries.empty() ? 0 : entries.front().olsn - 1;
+  int64_t prev_series = 0, prev_ts = 0;
+  for (const RemoteChunkEntry& e : entries) {
+    PutVarint(e.olsn - prev_olsn - 1, &cols[kOlsn]);
+    PutVarint(e.kind, &cols[kKind]);
+    PutVarint(ZigZag(static_cast<int64_t>(static_cast<uint64_t>(e.series) - static_cast<uint64_t>(prev_series))),
+              &cols[kSeries]);
+    // Wrapping arithmetic: any two int64 timestamps have a delta mod 2^64.
+    PutVarint(ZigZag(static_cast<int64_t>(static_cast<uint64_t>(e.ts_ms) - static_cast<uint64_t>(prev_ts))),
+              &cols[kTs]);
+    PutVarint(e.quality, &cols[kQuality]);
+    PutValue(e.value, &cols[kScale], &cols[kMantissa], &cols[kRaw]);
+    if (e.kind != 0) {
+      PutText(e.name, &cols[kText]);
+      PutText(e.location, &cols[kText]);
+      PutText(e.default_unit, &cols[kText]);
+    }
+    prev_olsn = e.olsn;
+    prev_series = e.series;
+    prev_ts = e.ts_ms;
+  }
+  std::string raw;
+  PutVarint(entries.size(), &raw);
+  PutVarint(entries.empty() ? 0 : entries.front().olsn, &raw);
+  for (const std::string& c : cols) PutColumn(c, &raw);
+  SealBlock(kFormat, raw, true, out);
+}
+
+Status DecodeRemoteChunk(std::string_view block, size_t max_entries, std::vector<RemoteChunkEntry>* entries) {
+  entries->clear();
+  max_entries = std::min(max_entries, kMaxRemoteChunkEntries);
+  std::string raw;
+  std::string why = OpenBlock(block, kFormat, max_entries * kMaxRawPerEntry + 64, &raw);
+  if (!why.empty()) return Bad(why);
+  const auto* r = reinterpret_cast<const uint8_t*>(raw.data());
+  VarintReader in(r, r + raw.size());
+  uint64_t n = 0, olsn = 0;
+  if (!in.Next(&n)) return Bad("truncated count");
+  if (n == 0 || n > max_entries) return Bad("count " + std::to_string(n) + " outside 1.." + std::to_string(max_entries));
+  if (!in.Next(&olsn) || olsn == 0 || olsn > static_cast<uint64_t>(INT64_MAX)) return Bad("first origin LSN bad");
+  VarintReader cols[kColumns] = {{nullptr, nullptr}, {nullptr, nullptr}, {nullptr, nullptr},
+                                 {nullptr, nullptr}, {nullptr, nullptr}, {nullptr, nullptr},
+                                 {nullptr, nullptr}, {nullptr, nullptr}, {nullptr, nullptr}};
+  why = GetColumns(&in, kColumns, kColumnNames, cols);
+  if (!why.empty()) return Bad(why);
+  if (!in.AtEnd()) return Bad("trailing bytes");
+  entries->resize(static_cast<size_t>(n));
+  uint64_t series = 0, ts = 0;
+  olsn -= 1;
+  for (RemoteChunkEntry& out : *entries) {
+    uint64_t dl = 0, kind = 0, ds = 0, dt = 0, q = 0;
+    if (!cols[kOlsn].Next(&dl) || dl >= static_cast<uint64_t>(INT64_MAX) - olsn) return Bad("column olsn bad");
+    if (!cols[kKind].Next(&kind) || kind > 2) return Bad("column kind bad");
+    if (!cols[kSeries].Next(&ds)) return Bad("column series truncated");
+    if (!cols[kTs].Next(&dt)) return Bad("column ts truncated");
+    if (!cols[kQuality].Next(&q) || q > UINT32_MAX) return Bad("column quality bad");
+    olsn += dl + 1;
+    series += static_cast<uint64_t>(UnZigZag(ds));
+    ts += static_cast<uint64_t>(UnZigZag(dt));
+    out.olsn = olsn;
+    out.kind = static_cast<uint8_t>(kind);
+    out.series = static_cast<int64_t>(series);
+    out.ts_ms = static_cast<int64_t>(ts);
+    out.quality = static_cast<uint32_t>(q);
+    if (const char* why = GetValue(&cols[kScale], &cols[kMantissa], &cols[kRaw], &out.value)) return Bad(why);
+    if (kind != 0 && !(GetText(&cols[kText], &out.name) && GetText(&cols[kText], &out.location) &&
+                       GetText(&cols[kText], &out.default_unit))) {
+      return Bad("column text bad");
+    }
+  }
+  for (int c = 0; c < kColumns; ++c) {
+    if (!cols[c].AtEnd()) return Bad(std::string("column ") + kColumnNames[c] + " has trailing bytes");
+  }
+  return Status::Ok();
+}
+
+}  // namespace edgesync

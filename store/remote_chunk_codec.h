@@ -1,0 +1,65 @@
+// store/remote_chunk_codec.h: other gateways' entries as one compressed
+// column block: a row of `region_chunks` (a batch a region hub applied) or
+// of `view_chunks` (what a gateway's read view took from one feed page for
+// one origin), store/schema.h.
+//
+// Unlike a local chunk (store/chunk_codec.h) the entries are one origin's,
+// in increasing but not consecutive origin LSNs (an origin's log has holes
+// where device record versions were compacted or readings pruned), and
+// device records travel among the readings. Each field is its own column of
+// small varints before zstd squeezes the block: origin LSNs as (delta - 1)
+// from the previous entry's (mostly 0), kinds, series ids and timestamps as
+// deltas from the previous entry's, quality flags, values as decimal-scaled
+// mantissas with their scale or raw IEEE bits (store/column_coding.h: every
+// value round-trips bit for bit), and a device record's name, location and
+// default unit as length-prefixed text. A block decodes on its own, so
+// blocks can be pruned in any order.
+//
+// Block: u8 format (1) | varint raw length | zstd frame, with its content
+// checksum (damage is refused, not decoded into other values), of the raw
+// columns:
+//   varint n | varint first origin LSN | for each of olsn, kind, series, ts,
+//   quality, scale, mantissa, raw bits, text: varint byte length + column.
+// Measured by tests/bench/remote_storage_bench.cc.
+//
+// Thread safety: stateless functions.
+#ifndef EDGESYNC_STORE_REMOTE_CHUNK_CODEC_H_
+#define EDGESYNC_STORE_REMOTE_CHUNK_CODEC_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "platform/status.h"
+
+namespace edgesync {
+
+// One entry as a remote chunk holds it: the series is the store's interned
+// (deviceId, metric, unit), (deviceId, "", "") for a device record.
+struct RemoteChunkEntry {
+  uint64_t olsn = 0;
+  uint8_t kind = 0;  // ChangeEntry::Kind
+  int64_t series = 0;
+  int64_t ts_ms = 0;  // readings
+  double value = 0;
+  uint32_t quality = 0;
+  std::string name, location, default_unit;  // device records
+};
+
+// Entries per remote chunk at most: writers split longer runs (an uplink
+// batch and a feed page hold at most 5,000 by default), and the decoder
+// refuses more, so a damaged header can make it reserve at most
+// kMaxRemoteChunkEntries * (per-entry bound) bytes.
+constexpr size_t kMaxRemoteChunkEntries = 8192;
+
+// entries: increasing olsn, at least one.
+void EncodeRemoteChunk(const std::vector<RemoteChunkEntry>& entries, std::string* out);
+// Corruption (naming the column) on anything that is not one well-formed
+// block of at most max_entries entries in increasing origin LSN order.
+Status DecodeRemoteChunk(std::string_view block, size_t max_entries, std::vector<RemoteChunkEntry>* entries);
+
+}  // namespace edgesync
+
+#endif  // EDGESYNC_STORE_REMOTE_CHUNK_CODEC_H_
