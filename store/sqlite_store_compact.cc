@@ -188,14 +188,18 @@ Status SqliteStore::CompactStep(CompactResult* result) {
   }
   by_series.clear();
   const int64_t first = run.front().first, last = run.back().last;
-  // Compact only spans whose series blocks hold enough readings each. With
-  // many series per span (the reference workload's 8,000 in a
-  // 131,072-reading span: ~16 readings a block) each block's row, index
-  // entry and frame outweigh what per-series coding saves: bench_storage
-  // measured 3.57 -> 8.94 bytes per reading on disk and ~20 more bytes
-  // written per reading. Such a span stays as its commit chunks (queries
-  // decode them as before) and compaction moves past it.
-  const bool keep = result->readings < options_.compact_min_block_readings * static_cast<int64_t>(blocks.size());
+  // Compact only what gets smaller. With many series per span (the
+  // reference workload's 8,000 in a 131,072-reading span: ~16 readings a
+  // block) each block's row, index entry and frame outweigh what
+  // per-series coding saves: bench_retention measured 3.57 -> 8.94 bytes per
+  // reading in use and ~20 more bytes written per reading; with one-reading
+  // commits at 100 readings/s, 70.7 -> 9.7. A span that would grow stays as
+  // its commit chunks (queries decode them as before) and compaction moves
+  // past it.
+  constexpr int64_t kRowBytes = 40;  // a row and its index entry, roughly
+  const int64_t cost_before = result->bytes_before + kRowBytes * static_cast<int64_t>(run.size());
+  const int64_t cost_after = result->bytes_after + kRowBytes * static_cast<int64_t>(blocks.size() + 1);
+  const bool keep = options_.compact_only_smaller && cost_after >= cost_before;
 
   // 3. One short transaction: still the same chunks? Then swap them.
   std::lock_guard<std::mutex> lock(write_mu_);

@@ -59,10 +59,10 @@ struct StoreOptions {
   // store_compact_span_readings for the defaults and why.
   int64_t compact_after_ms = 600 * 1000;
   int64_t compact_span_readings = 131072;
-  // A span whose series average fewer readings than this stays as its
-  // commit chunks (store/sqlite_store_compact.cc: below it, blocks take
-  // more room than the chunks they replace).
-  int64_t compact_min_block_readings = 64;
+  // A span whose series blocks would take more room than its commit chunks
+  // stays as they are (store/sqlite_store_compact.cc); tests turn this off
+  // to compact small spans.
+  bool compact_only_smaller = true;
   bool create_if_missing = true;
   // Read only (`edgesync query`, `feed`): nothing is written, migrated or
   // checkpointed, and no -wal or -shm file is created beside the store

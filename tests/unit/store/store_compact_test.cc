@@ -126,7 +126,7 @@ class StoreCompactTest : public StoreTest {
     StoreOptions o = Options();
     o.compact_span_readings = 1000;
     o.compact_after_ms = 60000;
-    o.compact_min_block_readings = 1;  // small spans over few series
+    o.compact_only_smaller = false;  // small spans, whatever their size
     return o;
   }
   // Steps until none is due; the spans written.
@@ -389,10 +389,10 @@ TEST_F(StoreCompactTest, AppendsAtTheSizeLimitPruneAWholeAcknowledgedSpan) {
 
 TEST_F(StoreCompactTest, ASpanOfManySeriesStaysInCommitChunksAndStaysReadable) {
   StoreOptions o = CompactOptions();
-  o.compact_min_block_readings = 2;
+  o.compact_only_smaller = true;
   auto s = OpenStore(o);
-  // 2 commits of 500 readings, each reading its own series: blocks of one
-  // reading each, fewer than the 2 asked for.
+  // 2 commits of 500 readings, each reading its own series: as blocks of
+  // one reading each the span would take more room, not less.
   AppendResult r;
   for (int c = 0; c < 2; ++c) {
     std::vector<Reading> batch;
