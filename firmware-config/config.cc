@@ -75,6 +75,9 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              "series (fast queries of one series, fewer bytes on the card)"),
       Int<C>("store", "compact_span_readings", [](C& c) -> int64_t& { return c.store_compact_span_readings; }, 1000,
              1 << 20, "readings per compacted span (a reader by LSN decodes a span whole: 32 bytes a reading)"),
+      Bool<C>("store", "compact_always", [](C& c) -> bool& { return c.store_compact_always; },
+              "compact every span, also one whose per-series blocks take more room than its commit chunks "
+              "(many series per span): faster one-series queries for more bytes on the card"),
       Int<C>("store", "dead_letter_cap", [](C& c) -> int64_t& { return c.store_dead_letter_cap; }, 0, 1000000,
              "rejected payloads kept for inspection; the oldest are dropped past this"),
       Int<C>("store", "lease_expiry_ms", [](C& c) -> int64_t& { return c.store_lease_expiry_ms; }, 100, kBig,

@@ -82,7 +82,7 @@ TEST(GatewayCompactionTest, CompactsAcknowledgedReadingsAndReadersSeeTheSame) {
   RegionSite::MakeDir(gw);
   const std::string config = gw + "/gateway.toml";
   std::ofstream(config) << "[gateway]\nid = \"gw-cmp\"\ndata_dir = " << Q(gw) << "\n\n"
-                        << "[store]\ncompact_after_s = 0\ncompact_span_readings = 1000\nretention_interval_s = 1\n\n"
+                        << "[store]\ncompact_after_s = 0\ncompact_span_readings = 1000\ncompact_always = true\nretention_interval_s = 1\n\n"
                         << "[ingest]\nbroker_uri = " << Q(local.uri())
                         << "\ndevice_rate = 100000.0\ndevice_burst = 100000\n\n"
                         << "[uplink]\nack_timeout_ms = 2000\nbackoff_base_ms = 50\nbackoff_max_ms = 500\n"

@@ -27,6 +27,7 @@ StoreOptions Opts(const std::string& path) {
   o.gateway_id = "compact-gw";
   o.compact_after_ms = 0;
   o.compact_span_readings = 1500;
+  o.compact_only_smaller = false;  // small spans: compacted whatever their size
   return o;
 }
 
