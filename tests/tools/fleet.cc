@@ -150,18 +150,24 @@ void Fleet::Stop() {
 }
 
 FleetStats Fleet::stats() const {
+  // Marks first, counters second: Answer() counts a mark's readings before
+  // it lets go of the mark's lock, so every mark seen here is already in the
+  // counters copied below (the other order could report a gateway done while
+  // its last batch's readings were still uncounted).
+  const uint64_t target = options_.batches_per_gateway * static_cast<uint64_t>(readings_per_batch());
+  uint64_t done = 0;
+  if (target != 0) {
+    for (const auto& c : connections_) {
+      std::lock_guard<std::mutex> lock(c->mu);
+      for (const Gateway* g : c->gateways) done += g->high_water >= target;
+    }
+  }
   FleetStats s;
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
     s = stats_;
   }
-  const uint64_t target = options_.batches_per_gateway * static_cast<uint64_t>(readings_per_batch());
-  s.gateways_done = 0;
-  if (target == 0) return s;
-  for (const auto& c : connections_) {
-    std::lock_guard<std::mutex> lock(c->mu);
-    for (const Gateway* g : c->gateways) s.gateways_done += g->high_water >= target;
-  }
+  s.gateways_done = done;
   return s;
 }
 
@@ -375,16 +381,18 @@ void Fleet::Answer(Gateway* g, uint64_t correlation_id, uint64_t high_water, boo
       }
       c->cv.notify_one();
     }
+    // Counted while the mark is still held (lock order: connection, then
+    // stats), so stats() never sees a mark whose readings are uncounted.
+    std::lock_guard<std::mutex> s(stats_mu_);
+    if (ignored) ++stats_.acks_ignored;
+    if (refused) {
+      ++stats_.refusals;
+      ++stats_.resends;
+    }
+    stats_.batches_acked += batches;
+    stats_.readings_acked += readings;
+    latencies_.insert(latencies_.end(), lat.begin(), lat.end());
   }
-  std::lock_guard<std::mutex> s(stats_mu_);
-  if (ignored) ++stats_.acks_ignored;
-  if (refused) {
-    ++stats_.refusals;
-    ++stats_.resends;
-  }
-  stats_.batches_acked += batches;
-  stats_.readings_acked += readings;
-  latencies_.insert(latencies_.end(), lat.begin(), lat.end());
 }
 
 FleetSink::FleetSink(std::string uri, const std::string& region, const std::string& topic_prefix, Fleet* fleet,
