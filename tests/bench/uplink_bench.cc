@@ -111,6 +111,14 @@ double BytesPerReading(bench::Report* report) {
   return json_per;
 }
 
+// A fixture that does not start ends the bench with its logs, not a bare
+// abort, so a failed run says why.
+void MustStart(bool started, const char* what, const std::string& log) {
+  if (started) return;
+  std::fprintf(stderr, "bench_uplink: %s did not start\n%s\n", what, log.c_str());
+  std::exit(1);
+}
+
 // The pid of the process whose command line contains `needle` ("" if none).
 int PidOf(const std::string& needle) {
   DIR* proc = opendir("/proc");
@@ -133,7 +141,7 @@ int PidOf(const std::string& needle) {
 void Drain(bench::Report* report, size_t n) {
   TempDir tmp;
   RegionSite eu(tmp.path(), "eu");
-  if (!eu.Start()) std::abort();
+  MustStart(eu.Start(), "region eu", eu.broker().log() + eu.hub_log());
   TcpProxy link(eu.broker().port());
   auto store = test::OpenGatewayStore(tmp.File("gw.db"), "gw-0001");
   SensorWorkload workload(1000, 1780000000000);
@@ -182,7 +190,7 @@ void Drain(bench::Report* report, size_t n) {
   BrokerOptions ro;
   ro.extra_config = tuning;
   Broker remote(btmp.path() + "/remote", ro);
-  if (!remote.Start()) std::abort();
+  MustStart(remote.Start(), "broker remote", remote.log());
   TcpProxy bridge_link(remote.port());
   bridge_link.Cut();
   BrokerOptions lo;
@@ -190,7 +198,7 @@ void Drain(bench::Report* report, size_t n) {
                     "\ntopic sensors/# out 1\ncleansession false\nrestart_timeout 1 1\n"
                     "bridge_protocol_version mqttv311\nclientid bridge-gw-0001\n";
   Broker local(btmp.path() + "/local", lo);
-  if (!local.Start()) std::abort();
+  MustStart(local.Start(), "broker local", local.log());
 
   // The region side: counts each reading (its sequence number) once.
   std::vector<uint8_t> seen(n, 0);
@@ -293,9 +301,9 @@ GatewayRun RunGateway(size_t n, size_t warmup, double rate, const std::string& u
   TempDir tmp;
   RegionSite::MakeDir(tmp.path() + "/local");
   Broker local(tmp.path() + "/local");
-  if (!local.Start()) std::abort();
+  MustStart(local.Start(), "broker local", local.log());
   RegionSite eu(tmp.path(), "eu");
-  if (!eu.Start()) std::abort();
+  MustStart(eu.Start(), "region eu", eu.broker().log() + eu.hub_log());
   // The counting proxy is a hop of its own: only where bytes are counted.
   std::unique_ptr<TcpProxy> proxy;
   if (count_link_bytes) proxy = std::make_unique<TcpProxy>(eu.broker().port());
@@ -376,13 +384,13 @@ void Latency(bench::Report* report) {
   RegionSite::MakeDir(btmp.path() + "/remote");
   RegionSite::MakeDir(btmp.path() + "/local");
   Broker remote(btmp.path() + "/remote");
-  if (!remote.Start()) std::abort();
+  MustStart(remote.Start(), "broker remote", remote.log());
   BrokerOptions lo;
   lo.extra_config = "connection uplink\naddress 127.0.0.1:" + std::to_string(remote.port()) +
                     "\ntopic sensors/# out 1\ncleansession false\nrestart_timeout 1 1\n"
                     "bridge_protocol_version mqttv311\nclientid bridge-lat\n";
   Broker blocal(btmp.path() + "/local", lo);
-  if (!blocal.Start()) std::abort();
+  MustStart(blocal.Start(), "broker blocal", blocal.log());
   std::vector<double> arrived;
   arrived.reserve(n);
   mqtt::async_client sub(remote.uri(), "latency-region");

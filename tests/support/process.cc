@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
+#include <random>
 #include <sstream>
 
 namespace edgesync::test {
@@ -112,19 +114,34 @@ TempDir::~TempDir() {
 }
 
 int FreePort() {
-  // Bind to port 0 and let the kernel pick; the tiny race with another
-  // process taking it before the broker binds is acceptable in tests.
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
+  // Not a kernel-chosen port: those come from the ephemeral range, which
+  // every outgoing connection of the parallel tests also draws from, so a
+  // client socket could take the port between this pick and the broker's
+  // bind (seen as a fixture that "did not start" at load average ~20). A
+  // random port below that range is only ever taken by another fixture's
+  // pick, one chance in ~12,000 per pair.
+  static std::mt19937 rng(std::random_device{}() ^ static_cast<unsigned>(getpid()));
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  int picked = 0;
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = attempt < 199 ? 20000 + static_cast<int>(rng() % 12000) : 0;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) continue;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    socklen_t len = sizeof addr;
+    if (ok) ok = getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+    close(fd);
+    if (ok) {
+      picked = ntohs(addr.sin_port);
+      break;
+    }
+  }
+  return picked;
 }
 
 bool WaitForPort(int port, int64_t timeout_ms) {
