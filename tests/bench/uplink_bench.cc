@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <fstream>
 #include <iterator>
 #include <mutex>
@@ -52,6 +53,19 @@
 
 namespace edgesync {
 namespace {
+
+// A bench that cannot go on ends saying why (a fixture that did not start
+// comes with its log), never with a bare abort; by an exception, so the
+// fixtures' destructors stop their brokers and hubs (an abort left them
+// running, one at 20% CPU, under the next run).
+struct BenchFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+[[noreturn]] void Die(const std::string& why) { throw BenchFailure(why); }
+void MustStart(bool started, const char* what, const std::string& log) {
+  if (!started) Die(std::string(what) + " did not start\n" + log);
+}
+
 
 using test::Broker;
 using test::BrokerOptions;
@@ -102,21 +116,13 @@ double BytesPerReading(bench::Report* report) {
       b.last_lsn = b.entries.back().lsn;
       b.base_lsn = at;
       std::string payload;
-      if (!EncodeBatch(ReplyTopic("edgesync", "gw-0001", "up"), at, b, {}, &payload).ok()) std::abort();
+      if (!EncodeBatch(ReplyTopic("edgesync", "gw-0001", "up"), at, b, {}, &payload).ok()) Die("encoding a batch failed");
       total += PacketBytes(topic.size(), payload.size());
     }
     double per = static_cast<double>(total) / readings.size();
     report->Add(name, per, "B/reading", "json_message_per_reading", json_per);
   }
   return json_per;
-}
-
-// A fixture that does not start ends the bench with its logs, not a bare
-// abort, so a failed run says why.
-void MustStart(bool started, const char* what, const std::string& log) {
-  if (started) return;
-  std::fprintf(stderr, "bench_uplink: %s did not start\n%s\n", what, log.c_str());
-  std::exit(1);
 }
 
 // The pid of the process whose command line contains `needle` ("" if none).
@@ -148,7 +154,7 @@ void Drain(bench::Report* report, size_t n) {
   for (size_t left = n; left > 0;) {
     size_t k = std::min<size_t>(left, 5000);
     AppendResult r;
-    if (!store->AppendReadings(workload.Take(k), &r).ok()) std::abort();
+    if (Status st = store->AppendReadings(workload.Take(k), &r); !st.ok()) Die("append: " + st.ToString());
     left -= k;
   }
   uint64_t last = store->LastLsn();
@@ -162,7 +168,7 @@ void Drain(bench::Report* report, size_t n) {
   auto start = std::chrono::steady_clock::now();
   uint64_t rss_before = ReadProcessStats().rss_bytes, rss_max = rss_before;
   Uplink uplink(store.get(), o);
-  if (!uplink.Start().ok()) std::abort();
+  if (Status st = uplink.Start(); !st.ok()) Die("uplink start: " + st.ToString());
   test::WaitFor(
       [&] {
         rss_max = std::max(rss_max, ReadProcessStats().rss_bytes);
@@ -218,13 +224,13 @@ void Drain(bench::Report* report, size_t n) {
   // Sensors publish the same readings to the local broker while the link is down.
   {
     test::TestMqttClient pub(local.uri(), "sensors", true);
-    if (!pub.Connect()) std::abort();
+    if (!pub.Connect()) Die("the sensors' client did not connect");
     SensorWorkload again(1000, 1780000000000);
     for (size_t i = 0; i < n; ++i) {
       Reading r = again.Next();
       std::string json = test::ReadingAsJson(r);
       json.insert(json.size() - 1, ",\"seq\":" + std::to_string(i));
-      if (!pub.PublishAsync("sensors/" + r.device_id + "/" + r.metric, json, 1)) std::abort();
+      if (!pub.PublishAsync("sensors/" + r.device_id + "/" + r.metric, json, 1)) Die("the local broker took no message for 120 s");
     }
     pub.Flush(600000);
     pub.Disconnect();
@@ -268,7 +274,7 @@ void Drain(bench::Report* report, size_t n) {
 std::vector<double> PublishPaced(const std::string& uri, size_t n, double rate) {
   std::vector<double> at(n);
   test::TestMqttClient pub(uri, "latency-sensors", true);
-  if (!pub.Connect()) std::abort();
+  if (!pub.Connect()) Die("the sensors' client did not connect");
   SensorWorkload w(1000, 1780000000000);
   auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < n; ++i) {
@@ -278,7 +284,7 @@ std::vector<double> PublishPaced(const std::string& uri, size_t n, double rate) 
     at[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
     char v[32];
     std::snprintf(v, sizeof v, "%.6g", r.value);
-    if (!pub.PublishAsync("sensors/" + r.device_id + "/" + r.metric, v, 1)) std::abort();
+    if (!pub.PublishAsync("sensors/" + r.device_id + "/" + r.metric, v, 1)) Die("the local broker took no message for 120 s");
   }
   pub.Flush(30000);
   pub.Disconnect();
@@ -325,7 +331,7 @@ GatewayRun RunGateway(size_t n, size_t warmup, double rate, const std::string& u
   watch.connect()->wait();
   watch.subscribe(ReplyTopic("edgesync", "gw-lat", "up"), 0)->wait();
   test::Process gateway;
-  if (!gateway.Start({EDGESYNC_BINARY, "gateway", "--config", tmp.File("gw.toml")}, tmp.File("gw.log"))) std::abort();
+  if (!gateway.Start({EDGESYNC_BINARY, "gateway", "--config", tmp.File("gw.toml")}, tmp.File("gw.log"))) Die("the gateway did not start");
   test::SleepMs(3000);  // connected to both brokers, region chosen
   int64_t bytes_before = proxy ? proxy->bytes_upstream() : 0;
   std::vector<double> sent = PublishPaced(local.uri(), n, rate);
@@ -448,13 +454,19 @@ void OnlineBytes(bench::Report* report, double json_per, size_t seconds) {
 int main() {
   edgesync::InitLogging(edgesync::LogLevel::kWarn, "bench_uplink");
   edgesync::bench::Report report("uplink");
-  double json_per = edgesync::BytesPerReading(&report);
-  size_t n = 1000000;
-  if (const char* v = std::getenv("EDGESYNC_BENCH_DRAIN_READINGS")) n = std::strtoull(v, nullptr, 10);
-  if (n > 0) edgesync::Drain(&report, n);
-  edgesync::Latency(&report);
-  size_t seconds = 60;
-  if (const char* v = std::getenv("EDGESYNC_BENCH_ONLINE_SECONDS")) seconds = std::strtoull(v, nullptr, 10);
-  if (seconds > 0) edgesync::OnlineBytes(&report, json_per, seconds);
+  try {
+    double json_per = edgesync::BytesPerReading(&report);
+    size_t n = 1000000;
+    if (const char* v = std::getenv("EDGESYNC_BENCH_DRAIN_READINGS")) n = std::strtoull(v, nullptr, 10);
+    if (n > 0) edgesync::Drain(&report, n);
+    edgesync::Latency(&report);
+    size_t seconds = 60;
+    if (const char* v = std::getenv("EDGESYNC_BENCH_ONLINE_SECONDS")) seconds = std::strtoull(v, nullptr, 10);
+    if (seconds > 0) edgesync::OnlineBytes(&report, json_per, seconds);
+  } catch (const edgesync::BenchFailure& e) {
+    std::fprintf(stderr, "bench_uplink: %s\n", e.what());
+    report.Write();  // the figures measured before the failure
+    return 1;
+  }
   return report.Write() ? 0 : 1;
 }

@@ -68,7 +68,11 @@ bool TestMqttClient::Publish(const std::string& topic, const std::string& payloa
 }
 
 bool TestMqttClient::PublishAsync(const std::string& topic, const std::string& payload, int qos) {
-  for (int attempt = 0; attempt < 2000; ++attempt) {
+  // Waits for the broker to take messages while 1,000 are unacknowledged,
+  // by the clock rather than a count of tries: a broker on a loaded machine
+  // (load average ~20) can stall for seconds and still be making progress.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline) {
     try {
       if (client_->get_pending_delivery_tokens().size() < 1000) {
         client_->publish(topic, payload.data(), payload.size(), qos, false);
