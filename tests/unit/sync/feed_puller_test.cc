@@ -337,6 +337,35 @@ TEST_F(ManualHubTest, EveryKindOfBadPageIsCountedAndChangesNothing) {
   EXPECT_EQ(store_.remote.size(), 3u);
 }
 
+TEST_F(ManualHubTest, APositionOfTheSingleSequenceFeedStartsOverCountedAsAReset) {
+  FeedPosition old;
+  old.single_seq = 40;  // what a store of the single-sequence feed hands out
+  store_.positions["eu"] = old;
+  Start();
+  WireMessage req = LastRequest();
+  EXPECT_EQ(req.feed_after, ShardPositions{});
+  EXPECT_EQ(req.feed_epoch, "");
+  EXPECT_EQ(RegionStats().resets, 1u);
+}
+
+TEST_F(ManualHubTest, APageMergingTwoShardsMovesEachShardsPosition) {
+  Start();
+  WireMessage req = LastRequest();
+  const Origin gw1{"gw-1", "00000000000000000000000000000003"};  // shard 1
+  WireFeedPage page = GoodPage(req, 2, 2);
+  page.entries.insert(page.entries.begin() + 1, Entry(7, gw1, 1));  // shard 1's numbers are its own
+  page.head[1] = 9;
+  page.next[1] = 7;
+  Deliver(req.correlation_id, page);
+  ASSERT_TRUE(test::WaitFor([&] { return puller_->stats().pages == 1; }, 5000));
+  ShardPositions want = At(2);
+  want[1] = 7;
+  EXPECT_EQ(store_.Position("eu").shards, want);
+  EXPECT_EQ(RegionStats().applied, 3u);
+  EXPECT_EQ(RegionStats().lag, 2u);  // shard 1: 7 of 9
+  EXPECT_EQ(RegionStats().bad_pages, 0u);
+}
+
 TEST_F(ManualHubTest, ARefusedPageIsCountedShownAndAskedAgainLater) {
   store_.refuse_apply = true;
   Start();
