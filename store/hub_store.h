@@ -24,6 +24,11 @@
 // A store failure (I/O, lost connection) is a non-ok Status, never an
 // outcome: the caller answers "store error" and the sender retries.
 //
+// The feed is numbered per shard (store/feed_cursor.h): an applied entry
+// gets its origin's shard and that shard's next number, visible in order
+// within the shard whoever appends; a reader's position is one number per
+// shard, and retention keeps a pruned mark per shard.
+//
 // Thread safety: every method may be called from any thread; backends
 // serialise inside.
 #ifndef EDGESYNC_STORE_HUB_STORE_H_
