@@ -206,7 +206,8 @@ void GatewayMetrics(Writer* w, const json& s) {
     Counter(w, "edgesync_feed_timeouts_total", "Feed requests not answered in time.", f, "timeouts");
     for (const json& r : f.value("regions", json::array())) {
       Labels l = {{"region", r.value("name", "")}};
-      w->Sample("edgesync_feed_lag_entries", "gauge", "Region feed entries not yet pulled (head - position).",
+      w->Sample("edgesync_feed_lag_entries", "gauge",
+                "Region feed entries not yet pulled (the most behind shard: head - position).",
                 Num(r, "lag"), l);
       Counter(w, "edgesync_feed_applied_total", "Feed entries new to the read view.", r, "applied", l);
       Counter(w, "edgesync_feed_resets_total", "Explicit feed resets.", r, "resets", l);

@@ -103,18 +103,78 @@ class SqliteHubStore : public HubStore {
   Status HighWater(const Origin& origin, uint64_t* high_water) override {
     return store_->GetHighWater(origin, high_water);
   }
-  Status ReadFeed(uint64_t after_seq, size_t max_entries, std::vector<RegionFeedEntry>* entries, uint64_t* head_seq,
-                  bool* reset) override {
-    return store_->ReadRegionFeed(after_seq, max_entries, entries, head_seq, reset);
+  // One writer commits the feed in its sequence order, so every shard can
+  // use the region's one sequence as its own: a shard's numbers are visible
+  // in order, and every shard's position moves over what a page scanned.
+  Status ReadFeed(const ShardPositions& after, size_t max_entries, FeedRead* page) override {
+    *page = FeedRead{};
+    FeedBoundsInfo bounds;
+    ES_RETURN_IF_ERROR(FeedBounds(&bounds));
+    page->head = bounds.head;
+    page->next = after;
+    bool reset = false;
+    for (int s = 0; s < kRegionShards; ++s) {
+      if (after[s] < bounds.pruned[s]) {
+        reset = true;
+        page->next[s] = bounds.pruned[s];
+      }
+    }
+    if (reset) {
+      page->reset = true;
+      return Status::Ok();
+    }
+    // Each read below is a snapshot of its own, maybe newer than the
+    // bounds': the head moves with them, so no entry lies past it.
+    uint64_t head = bounds.head[0];
+    uint64_t scanned = *std::min_element(after.begin(), after.end());
+    // Positions that differ (a reader's own, or skewed by a hostile one)
+    // are scanned from the lowest; the scan is bounded so a page costs at
+    // most kScanFactor pages' reading.
+    const size_t max = std::max<size_t>(1, std::min<size_t>(max_entries, 100000));
+    size_t budget = max * kScanFactor;
+    std::vector<RegionFeedEntry> chunk;
+    while (page->entries.size() < max && scanned < head && budget > 0) {
+      uint64_t chunk_head = 0;
+      bool chunk_reset = false;
+      ES_RETURN_IF_ERROR(store_->ReadRegionFeed(scanned, std::min(budget, max), &chunk, &chunk_head, &chunk_reset));
+      if (chunk_reset) {  // pruned meanwhile: the next read resets the reader
+        page->entries.clear();
+        page->next = after;
+        return Status::Ok();
+      }
+      head = std::max(head, chunk_head);
+      if (chunk.empty()) break;
+      budget -= std::min(budget, chunk.size());
+      for (RegionFeedEntry& e : chunk) {
+        if (page->entries.size() == max) break;
+        scanned = e.seq;
+        e.shard = RegionShardOf(e.remote.origin.gateway_id);
+        if (e.seq > after[e.shard]) page->entries.push_back(std::move(e));
+      }
+    }
+    // Everything up to `scanned` was either on this page or at or below the
+    // reader's position in its shard.
+    page->head.fill(head);
+    for (uint64_t& n : page->next) n = std::min(std::max(n, scanned), head);
+    return Status::Ok();
   }
-  Status FeedBounds(uint64_t* oldest_seq, uint64_t* head_seq) override {
-    return store_->RegionFeedBounds(oldest_seq, head_seq);
+  Status FeedBounds(FeedBoundsInfo* bounds) override {
+    *bounds = FeedBoundsInfo{};
+    uint64_t oldest = 0, head = 0;
+    ES_RETURN_IF_ERROR(store_->RegionFeedBounds(&oldest, &head));
+    bounds->oldest = oldest;
+    bounds->numbered = head;
+    bounds->head.fill(head);
+    bounds->pruned.fill(oldest > 0 ? oldest - 1 : head);
+    return Status::Ok();
   }
   Status PruneStep(int64_t max_rows, PruneResult* result) override { return store_->PruneStep(max_rows, result); }
   Status Stats(HubStoreStats* stats) override {
     stats->backend = backend();
     return store_->RegionFeedBounds(&stats->feed_oldest, &stats->feed_head);
   }
+
+  static constexpr size_t kScanFactor = 4;
 
  private:
   // Only the batch's shape is checked here: Store::ApplyOriginBatch checks

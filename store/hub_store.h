@@ -24,6 +24,11 @@
 // A store failure (I/O, lost connection) is a non-ok Status, never an
 // outcome: the caller answers "store error" and the sender retries.
 //
+// The feed is numbered per shard (store/feed_cursor.h): an applied entry
+// gets its origin's shard and that shard's next number, visible in order
+// within the shard whoever appends; a reader's position is one number per
+// shard, and retention keeps a pruned mark per shard.
+//
 // Thread safety: every method may be called from any thread; backends
 // serialise inside.
 #ifndef EDGESYNC_STORE_HUB_STORE_H_
@@ -36,6 +41,7 @@
 
 #include "platform/clock.h"
 #include "platform/status.h"
+#include "store/feed_cursor.h"
 #include "store/store.h"
 #include "store/types.h"
 
@@ -69,8 +75,30 @@ struct ApplyResult {
 
 struct HubStoreStats {
   std::string backend;        // "sqlite" or "postgresql"
-  uint64_t feed_oldest = 0;   // oldest sequence still served (0 = empty)
-  uint64_t feed_head = 0;
+  uint64_t feed_oldest = 0;   // FeedBounds' oldest
+  uint64_t feed_head = 0;     // FeedBounds' numbered
+};
+
+// One page of the region feed for a reader at `after` (ReadFeed).
+struct FeedRead {
+  // Each shard's next entries in its sequence order, the shards merged in
+  // the order the entries were applied, at most max_entries in all.
+  std::vector<RegionFeedEntry> entries;
+  // The continuation: after, each shard moved to its last entry here (a
+  // backend may move a shard further when nothing of it lies in between,
+  // as the one-writer SQLite store does). Never past head.
+  ShardPositions next{};
+  ShardPositions head{};  // each shard's newest sequence number
+  // Some shard's position was pruned: no entries, and next is where the
+  // reader restarts explicitly (every pruned shard moved to its pruned mark).
+  bool reset = false;
+};
+
+struct FeedBoundsInfo {
+  ShardPositions pruned{};  // per shard: the numbers at or below are gone
+  ShardPositions head{};
+  uint64_t oldest = 0;      // oldest entry still served, in the backend's apply order (0 = empty)
+  uint64_t numbered = 0;    // entries the feed has numbered so far, pruned ones included
 };
 
 class HubStore {
@@ -92,12 +120,13 @@ class HubStore {
   // The origin's durable high-water mark; 0 for an origin never seen.
   virtual Status HighWater(const Origin& origin, uint64_t* high_water) = 0;
 
-  // Region feed: entries with seq > after_seq, at most max_entries, in seq
-  // order. *reset: after_seq can no longer be served (pruned).
-  virtual Status ReadFeed(uint64_t after_seq, size_t max_entries, std::vector<RegionFeedEntry>* entries,
-                          uint64_t* head_seq, bool* reset) = 0;
-  // The oldest sequence still served and the head; (0, head) when empty.
-  virtual Status FeedBounds(uint64_t* oldest_seq, uint64_t* head_seq) = 0;
+  // Region feed: every shard's entries after its position in `after`, at
+  // most max_entries in all (store/feed_cursor.h). The numbers of one shard
+  // become visible in their order, whichever hubs append to it: a reader
+  // that resumes from page->next never steps over a late commit. A reader
+  // whose position in some shard was pruned gets page->reset.
+  virtual Status ReadFeed(const ShardPositions& after, size_t max_entries, FeedRead* page) = 0;
+  virtual Status FeedBounds(FeedBoundsInfo* bounds) = 0;
 
   // One bounded retention step over the region feed (entries applied longer
   // ago than the retention age), oldest first; result->remote counts them,

@@ -1,7 +1,18 @@
-// The read view's positions in the region hubs' feeds: (hub epoch, seq) per
-// region. The seq stays the checkpoint "feed:<region>" (what status and
-// older tools read); the epoch lives in meta under "feed_epoch:<region>",
-// so no schema change was needed. Both move in one transaction.
+// The read view's positions in the region hubs' feeds: (hub epoch, one
+// sequence per shard) per region, in meta: "feed_epoch:<region>" and
+// "feed_shards:<region>" (store/feed_cursor.h's encoding, in hex). The
+// checkpoint "feed:<region>" keeps the highest position of any shard (what
+// status and older tools read; on a one-writer hub every shard moves with
+// the region's one sequence, so it is that sequence). All move in one
+// transaction, so no schema change was needed.
+//
+// A store from before shards holds only "feed:<region>" (one region-wide
+// sequence): that number cannot be split into shards, so GetFeedPosition
+// hands out a fresh position (epoch "", every shard 0) with single_seq set,
+// and the puller logs and counts it as a reset. Nothing is lost: the read
+// view stays and applies are idempotent by (origin, LSN).
+#include <algorithm>
+
 #include "store/sqlite_store.h"
 #include "store/token.h"
 
@@ -13,6 +24,70 @@ Status ValidateRegion(const std::string& region) {
   return Status::Ok();
 }
 
+constexpr char kHex[] = "0123456789abcdef";
+
+std::string Hex(const std::string& bytes) {
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+Status Unhex(const std::string& text, std::string* bytes) {
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  if (text.size() % 2 != 0) return Status::Corruption("feed position: odd hex length");
+  bytes->clear();
+  for (size_t i = 0; i < text.size(); i += 2) {
+    int hi = nibble(text[i]), lo = nibble(text[i + 1]);
+    if (hi < 0 || lo < 0) return Status::Corruption("feed position: not hex");
+    bytes->push_back(static_cast<char>(hi << 4 | lo));
+  }
+  return Status::Ok();
+}
+
+// Reads the position inside the caller's transaction on db.
+Status ReadPosition(Db* db, const std::string& region, FeedPosition* position) {
+  *position = FeedPosition{};
+  Stmt m;
+  ES_RETURN_IF_ERROR(m.Prepare(db, "SELECT key, value FROM meta WHERE key IN (?, ?)"));
+  std::string epoch_key = "feed_epoch:" + region, shards_key = "feed_shards:" + region;
+  m.Bind(1, std::string_view(epoch_key));
+  m.Bind(2, std::string_view(shards_key));
+  Status st;
+  bool have_shards = false;
+  std::string epoch, shards;
+  while (m.Step(&st)) {
+    if (m.Text(0) == epoch_key) {
+      epoch = m.Text(1);
+    } else {
+      shards = m.Text(1);
+      have_shards = true;
+    }
+  }
+  ES_RETURN_IF_ERROR(st);
+  if (have_shards) {
+    std::string bytes;
+    ES_RETURN_IF_ERROR(Unhex(shards, &bytes).Annotate("region " + region));
+    ES_RETURN_IF_ERROR(DecodeShardPositions(bytes, &position->shards).Annotate("feed position of region " + region));
+    position->epoch = epoch;
+    return Status::Ok();
+  }
+  // Only the single-sequence position of an older store (or nothing).
+  Stmt c;
+  ES_RETURN_IF_ERROR(c.Prepare(db, "SELECT value FROM checkpoints WHERE name=?"));
+  std::string name = "feed:" + region;
+  c.Bind(1, std::string_view(name));
+  position->single_seq = c.Step(&st) ? static_cast<uint64_t>(c.Int(0)) : 0;
+  return st;
+}
+
 }  // namespace
 
 Status SqliteStore::GetFeedPosition(const std::string& region, FeedPosition* position) {
@@ -20,57 +95,41 @@ Status SqliteStore::GetFeedPosition(const std::string& region, FeedPosition* pos
   std::lock_guard<std::mutex> lock(read_mu_);
   Txn snapshot(&read_db_);
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
-  Stmt e;
-  ES_RETURN_IF_ERROR(e.Prepare(&read_db_, "SELECT value FROM meta WHERE key=?"));
-  std::string key = "feed_epoch:" + region;
-  e.Bind(1, std::string_view(key));
-  Status st;
-  position->epoch = e.Step(&st) ? e.Text(0) : "";
-  ES_RETURN_IF_ERROR(st);
-  Stmt c;
-  ES_RETURN_IF_ERROR(c.Prepare(&read_db_, "SELECT value FROM checkpoints WHERE name=?"));
-  std::string name = "feed:" + region;
-  c.Bind(1, std::string_view(name));
-  position->seq = c.Step(&st) ? static_cast<uint64_t>(c.Int(0)) : 0;
-  ES_RETURN_IF_ERROR(st);
+  ES_RETURN_IF_ERROR(ReadPosition(&read_db_, region, position));
   return snapshot.Commit();
 }
 
 Status SqliteStore::SetFeedPosition(const std::string& region, const FeedPosition& position, bool reset) {
   ES_RETURN_IF_ERROR(ValidateRegion(region));
   if (!IsEpoch(position.epoch)) return Status::InvalidArgument("feed position: epoch is not 32 lower-case hex");
-  if (position.seq > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("feed position: seq too large");
+  for (uint64_t p : position.shards) {
+    if (p > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("feed position: seq too large");
+  }
   std::lock_guard<std::mutex> lock(write_mu_);
   Txn txn(&write_db_);
   ES_RETURN_IF_ERROR(txn.Begin());
-  std::string key = "feed_epoch:" + region;
-  std::string name = "feed:" + region;
-  Stmt e;
-  ES_RETURN_IF_ERROR(e.Prepare(&write_db_, "SELECT value FROM meta WHERE key=?"));
-  e.Bind(1, std::string_view(key));
-  Status st;
-  std::string epoch = e.Step(&st) ? e.Text(0) : "";
-  ES_RETURN_IF_ERROR(st);
-  Stmt c;
-  ES_RETURN_IF_ERROR(c.Prepare(&write_db_, "SELECT value FROM checkpoints WHERE name=?"));
-  c.Bind(1, std::string_view(name));
-  uint64_t seq = c.Step(&st) ? static_cast<uint64_t>(c.Int(0)) : 0;
-  ES_RETURN_IF_ERROR(st);
-  // A position without an epoch predates epochs: the first epoch heard
-  // adopts it (the hub vouched for it by not resetting it).
-  if (!reset && (epoch == position.epoch || epoch.empty()) && position.seq < seq) {
-    return Status::InvalidArgument("feed position of " + region + " would move back from " + std::to_string(seq) +
-                                   " to " + std::to_string(position.seq) + " within one epoch");
+  FeedPosition held;
+  ES_RETURN_IF_ERROR(ReadPosition(&write_db_, region, &held));
+  // Within one epoch no shard moves back, unless the hub said reset.
+  if (!reset && held.epoch == position.epoch && !AllAtOrBelow(held.shards, position.shards)) {
+    return Status::InvalidArgument("feed position of " + region + " would move back from " +
+                                   ShardPositionsText(held.shards) + " to " + ShardPositionsText(position.shards) +
+                                   " within one epoch");
   }
-  Stmt put_epoch;
-  ES_RETURN_IF_ERROR(put_epoch.Prepare(&write_db_, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)"));
-  put_epoch.Bind(1, std::string_view(key));
-  put_epoch.Bind(2, std::string_view(position.epoch));
-  ES_RETURN_IF_ERROR(put_epoch.Run());
+  Stmt put;
+  ES_RETURN_IF_ERROR(put.Prepare(&write_db_, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?), (?, ?)"));
+  std::string epoch_key = "feed_epoch:" + region, shards_key = "feed_shards:" + region;
+  std::string shards = Hex(EncodeShardPositions(position.shards));
+  put.Bind(1, std::string_view(epoch_key));
+  put.Bind(2, std::string_view(position.epoch));
+  put.Bind(3, std::string_view(shards_key));
+  put.Bind(4, std::string_view(shards));
+  ES_RETURN_IF_ERROR(put.Run());
   Stmt put_seq;
   ES_RETURN_IF_ERROR(put_seq.Prepare(&write_db_, "INSERT OR REPLACE INTO checkpoints(name, value) VALUES(?, ?)"));
+  std::string name = "feed:" + region;
   put_seq.Bind(1, std::string_view(name));
-  put_seq.Bind(2, static_cast<int64_t>(position.seq));
+  put_seq.Bind(2, static_cast<int64_t>(*std::max_element(position.shards.begin(), position.shards.end())));
   ES_RETURN_IF_ERROR(put_seq.Run());
   return txn.Commit();
 }

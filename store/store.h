@@ -22,6 +22,7 @@
 
 #include "platform/clock.h"
 #include "platform/status.h"
+#include "store/feed_cursor.h"
 #include "store/types.h"
 
 namespace edgesync {
@@ -135,7 +136,10 @@ struct RemoteEntry {
 };
 
 struct RegionFeedEntry {
-  uint64_t seq = 0;                   // the region's own sequence number
+  // The entry's place in the region feed: its shard (RegionShardOf of the
+  // origin's gateway id) and that shard's sequence number.
+  int shard = 0;
+  uint64_t seq = 0;
   RemoteEntry remote;
 };
 
@@ -231,11 +235,16 @@ struct StoreStats {
 };
 
 // A reader's position in a region hub's feed: the hub store's epoch and the
-// last sequence number read. Sequences of different epochs are unrelated
-// (a re-created hub store starts again at 1).
+// last sequence number read in each shard (store/feed_cursor.h). Sequences
+// of different epochs are unrelated (a re-created hub store starts again).
 struct FeedPosition {
   std::string epoch;  // "" = no epoch heard yet
-  uint64_t seq = 0;
+  ShardPositions shards{};
+  // Set by GetFeedPosition when the store held only a position of the
+  // single-sequence feed (before shards): that number means nothing in a
+  // composite feed, so the position starts over (epoch "", every shard 0)
+  // and the reader says so; the read view stays (applies are idempotent).
+  uint64_t single_seq = 0;
 };
 
 class Store {

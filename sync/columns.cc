@@ -5,6 +5,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "store/feed_cursor.h"
 #include "sync/batch_generated.h"
 
 namespace edgesync {
@@ -138,10 +139,13 @@ std::string EncodeEntries(const std::vector<ChangeEntry>& entries, uint64_t lsn_
       origins.push_back(wire::CreateWireOrigin(fbb, fbb.CreateString(o.gateway_id), fbb.CreateString(o.epoch)));
     }
     for (uint32_t i : feed->origin_index) PutVarint(i, &origin_index);
-    uint64_t prev_seq = 0;
-    for (uint64_t s : feed->seqs) {
-      PutVarint(ZigZag(static_cast<int64_t>(s - prev_seq - 1)), &seqs);
-      prev_seq = s;
+    std::vector<int> shard_of;
+    for (const Origin& o : feed->origins) shard_of.push_back(RegionShardOf(o.gateway_id));
+    ShardPositions prev{};
+    for (size_t i = 0; i < feed->seqs.size(); ++i) {
+      uint64_t& p = prev[shard_of[feed->origin_index[i]]];
+      PutVarint(ZigZag(static_cast<int64_t>(feed->seqs[i] - p - 1)), &seqs);
+      p = feed->seqs[i];
     }
   }
 
@@ -320,14 +324,17 @@ Status DecodeEntries(std::string_view bytes, uint64_t lsn_base, size_t max_entri
       }
     }
     Reader oi(in->origin_index(), "origin_index"), sq(in->seqs(), "seqs");
-    uint64_t prev_seq = 0;
+    std::vector<int> shard_of;
+    for (const Origin& o : feed->origins) shard_of.push_back(RegionShardOf(o.gateway_id));
+    ShardPositions prev{};
     for (size_t i = 0; i < count; ++i) {
       ES_READ(oi, o);
       if (o >= feed->origins.size()) return oi.Error("index out of range");
       feed->origin_index.push_back(static_cast<uint32_t>(o));
       ES_READ(sq, ds);
+      uint64_t& prev_seq = prev[shard_of[o]];
       uint64_t seq = prev_seq + static_cast<uint64_t>(UnZigZag(ds)) + 1;
-      if (seq <= prev_seq) return sq.Error("not increasing");
+      if (seq <= prev_seq) return sq.Error("not increasing in its shard");
       feed->seqs.push_back(seq);
       prev_seq = seq;
     }

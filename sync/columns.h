@@ -28,7 +28,10 @@ namespace edgesync {
 struct FeedColumns {
   std::vector<Origin> origins;         // dictionary
   std::vector<uint32_t> origin_index;  // one per entry
-  std::vector<uint64_t> seqs;          // one per entry, strictly increasing
+  // One per entry: its shard's sequence (the shard is its origin's,
+  // RegionShardOf), strictly increasing inside each shard; the column holds
+  // zz(seq - the previous seq of the same shard - 1).
+  std::vector<uint64_t> seqs;
 };
 
 // Builds an `Entries` FlatBuffer. lsn_base is the LSN "before" the first

@@ -1,5 +1,6 @@
 #include "sync/feed_puller.h"
 
+#include <algorithm>
 #include <random>
 
 #include "platform/liveness.h"
@@ -35,8 +36,15 @@ Status FeedPuller::Start() {
     region.progress = std::make_unique<ProgressLog>("feed catch-up from " + r.name, "entries");
     ES_RETURN_IF_ERROR(store_->GetFeedPosition(r.name, &region.position));
     stats_.regions[i].name = r.name;
-    stats_.regions[i].position = region.position.seq;
-    stats_.regions[i].epoch = region.position.epoch;
+    if (region.position.single_seq > 0) {
+      // A position of the single-sequence feed cannot be split into shards:
+      // start over, said out loud; the read view stays (applies are
+      // idempotent by origin and LSN), and the hub resets us if it pruned.
+      ES_LOG(kWarn, "feed {}: position {} is of the single-sequence feed; reading the region's feed again from its "
+             "oldest entry", r.name, region.position.single_seq);
+      ++stats_.regions[i].resets;
+    }
+    Publish(&stats_.regions[i], region);
     MqttLinkOptions lo = r.link;
     lo.client_id = "es-feed-" + options_.gateway_id;
     ES_RETURN_IF_ERROR(factory_(lo, &region.link).Annotate("feed region " + r.name));
@@ -112,7 +120,7 @@ void FeedPuller::Run() {
           (r.want || now - r.sent_ms >= options_.poll_interval_ms)) {
         Pull(i, now);
       }
-      r.progress->Update(r.position.seq, r.head > r.position.seq ? r.head - r.position.seq : 0, now);
+      r.progress->Update(MaxPosition(r.position.shards), ShardLag(r.position.shards, r.head), now);
     }
   }
 }
@@ -122,7 +130,7 @@ void FeedPuller::Pull(size_t index, int64_t now_ms) {
   if (++correlation_ == 0) ++correlation_;
   uint64_t id = correlation_;
   std::string request =
-      EncodeFeedRequest(reply_topic_, id, r.position.seq, options_.page_max_entries, r.position.epoch);
+      EncodeFeedRequest(reply_topic_, id, r.position.shards, options_.page_max_entries, r.position.epoch);
   if (!r.link->Publish(HubInboxTopic(options_.topic_prefix, r.name, options_.gateway_id), request, 1, false, 0)
            .ok()) {
     r.next_pull_ms = now_ms + r.backoff->Next();
@@ -154,8 +162,11 @@ void FeedPuller::HandleHead(size_t index, const WireMessage& m) {
   // to go on, so a notice (forged, or a stale retained one) cannot make the
   // puller spin. Another epoch: the hub's store was re-created, and the pull
   // learns the explicit reset.
+  if (!m.head_per_shard) return;  // a hub of the single-sequence feed
   bool other_epoch = !m.head_epoch.empty() && !r.position.epoch.empty() && m.head_epoch != r.position.epoch;
-  if (other_epoch || m.head_seq > std::max(r.head, r.position.seq)) r.want = true;
+  bool ahead = false;
+  for (int s = 0; s < kRegionShards; ++s) ahead |= m.head_shards[s] > std::max(r.head[s], r.position.shards[s]);
+  if (other_epoch || ahead) r.want = true;
 }
 
 const char* FeedPuller::CheckPage(const Region& r, const WireMessage& m) const {
@@ -163,23 +174,42 @@ const char* FeedPuller::CheckPage(const Region& r, const WireMessage& m) const {
   if (m.correlation_id == 0) return "it has no correlation id";
   if (m.correlation_id != r.outstanding) return "it answers no outstanding request";
   if (page.region != r.name) return "it names another region";
-  if (page.after_seq != r.position.seq) return "it answers another position";
+  if (!page.per_shard) return "it has no per-shard continuation (a hub of the single-sequence feed)";
+  if (page.after != r.position.shards) return "it answers another position";
   if (!IsEpoch(page.epoch)) return "it carries no hub epoch";
-  if (page.next_seq > page.head_seq) return "its continuation lies past its head";
+  if (!AllAtOrBelow(page.next, page.head)) return "its continuation lies past its head";
   if (page.reset) return page.entries.empty() ? nullptr : "a reset carries entries";
   if (!r.position.epoch.empty() && page.epoch != r.position.epoch) return "it is of another hub epoch, with no reset";
-  uint64_t previous = r.position.seq;
+  // Per shard: sequences strictly increasing inside (position, head], and
+  // the continuation between the shard's last entry and its head.
+  ShardPositions previous = r.position.shards;
   for (const RegionFeedEntry& e : page.entries) {
-    if (e.seq <= previous || e.seq > page.head_seq) return "a sequence lies outside (position, head] or repeats";
-    previous = e.seq;
+    if (e.shard < 0 || e.shard >= kRegionShards) return "an entry lies outside every shard";
+    if (e.seq <= previous[e.shard] || e.seq > page.head[e.shard]) {
+      return "a sequence lies outside its shard's (position, head] or repeats";
+    }
+    previous[e.shard] = e.seq;
   }
-  if (page.next_seq < previous) return "its continuation lies before its last entry";
+  if (!AllAtOrBelow(previous, page.next)) return "its continuation lies before a shard's last entry";
   return nullptr;
+}
+
+uint64_t FeedPuller::MaxPosition(const ShardPositions& positions) {
+  return *std::max_element(positions.begin(), positions.end());
+}
+
+void FeedPuller::Publish(FeedRegionStats* s, const Region& r) {
+  s->position = MaxPosition(r.position.shards);
+  s->head = MaxPosition(r.head);
+  s->lag = ShardLag(r.position.shards, r.head);
+  s->positions = ShardPositionsText(r.position.shards);
+  s->epoch = r.position.epoch;
 }
 
 void FeedPuller::BadPage(size_t index, const WireMessage& m, const char* why) {
   ES_LOG(kWarn, "feed {}: ignored a page (correlation {}, after {}, next {}, head {}): {}", regions_[index].name,
-         m.correlation_id, m.feed_page.after_seq, m.feed_page.next_seq, m.feed_page.head_seq, why);
+         m.correlation_id, ShardPositionsText(m.feed_page.after), ShardPositionsText(m.feed_page.next),
+         ShardPositionsText(m.feed_page.head), why);
   std::lock_guard<std::mutex> lock(stats_mu_);
   ++stats_.regions[index].bad_pages;
 }
@@ -191,11 +221,12 @@ void FeedPuller::HandlePage(size_t index, WireMessage& m) {
   if (const char* why = CheckPage(r, m)) return BadPage(index, m, why);
   r.outstanding = 0;
   WireFeedPage& page = m.feed_page;
-  FeedPosition next{page.epoch, page.next_seq};
+  FeedPosition next{page.epoch, page.next};
   FeedRegionStats delta;
   if (page.reset) {
     ES_LOG(kWarn, "feed {}: position {} (epoch {}) no longer served by the region; restarting at {} of epoch {}",
-           r.name, r.position.seq, r.position.epoch.empty() ? "-" : r.position.epoch, next.seq, next.epoch);
+           r.name, ShardPositionsText(r.position.shards), r.position.epoch.empty() ? "-" : r.position.epoch,
+           ShardPositionsText(next.shards), next.epoch);
     ++delta.resets;
   }
   std::vector<RemoteEntry> entries;
@@ -216,7 +247,7 @@ void FeedPuller::HandlePage(size_t index, WireMessage& m) {
     // delay, counted and shown in status until a page goes in.
     int64_t delay = r.backoff->Next();
     ES_LOG(kError, "feed {}: the store refused a page (after {}): {}; asking again in {} ms", r.name,
-           page.after_seq, st.ToString(), delay);
+           ShardPositionsText(page.after), st.ToString(), delay);
     r.next_pull_ms = clock_->MonotonicMillis() + delay;
     r.want = true;
     std::lock_guard<std::mutex> lock(stats_mu_);
@@ -225,16 +256,14 @@ void FeedPuller::HandlePage(size_t index, WireMessage& m) {
     return;
   }
   r.position = next;
-  r.head = page.head_seq;
+  r.head = page.head;
   r.backoff->Reset();
   // More to read: ask again at once. A reset page is empty: follow it.
-  r.want = page.reset || (!page.entries.empty() && r.position.seq < r.head);
+  r.want = page.reset || (!page.entries.empty() && r.position.shards != r.head);
   std::lock_guard<std::mutex> lock(stats_mu_);
   ++stats_.pages;
   FeedRegionStats& s = stats_.regions[index];
-  s.position = r.position.seq;
-  s.epoch = r.position.epoch;
-  s.head = r.head;
+  Publish(&s, r);
   s.applied += static_cast<uint64_t>(applied);
   s.skipped_own += delta.skipped_own;
   s.resets += delta.resets;

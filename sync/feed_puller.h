@@ -1,8 +1,8 @@
 // sync/feed_puller.h: the gateway's read view: pulls every region's feed.
 //
 // For each configured region: asks its hub for "changes after S, at most N"
-// (S and the hub's epoch = Store::GetFeedPosition, checkpoint
-// "feed:<region>"), applies the page with Store::ApplyRemote (idempotent by
+// (S = one position per shard, store/feed_cursor.h, and the hub's epoch =
+// Store::GetFeedPosition), applies the page with Store::ApplyRemote (idempotent by
 // origin and origin LSN) skipping this gateway's own origin, then moves the
 // position to the page's continuation; pulls again at once while the page
 // said the head is ahead, once more when a head notice names a newer head or
@@ -11,8 +11,9 @@
 //
 // A page counts only as the answer to the region's outstanding request
 // (non-zero correlation id, the same region, the position asked for, the
-// hub epoch asked for), with every sequence inside (position, head] and a
-// continuation between the last entry and the head; anything else is counted
+// hub epoch asked for), with, in every shard, each sequence inside the
+// shard's (position, head] and increasing, and a continuation between the
+// shard's last entry and its head; anything else is counted
 // (bad_pages) and ignored: the read view and the position stay as they were.
 // An explicit reset from the hub (the position was pruned, or belongs to
 // another epoch because the hub's store was re-created) is logged, counted
@@ -60,8 +61,14 @@ struct FeedPullerOptions {
 struct FeedRegionStats {
   std::string name;
   bool connected = false;
-  uint64_t position = 0;   // checkpoint "feed:<region>"
-  uint64_t head = 0;       // the region's head as last heard
+  // The position and head are one sequence per shard (store/feed_cursor.h):
+  // position and head show the highest shard's (the checkpoint
+  // "feed:<region>"; on a one-writer hub every shard's), lag the most any
+  // shard is behind, positions every shard's.
+  uint64_t position = 0;
+  uint64_t head = 0;
+  uint64_t lag = 0;
+  std::string positions;
   uint64_t applied = 0;    // entries new to the read view
   uint64_t skipped_own = 0;
   uint64_t resets = 0;
@@ -94,7 +101,7 @@ class FeedPuller {
     std::unique_ptr<MqttLink> link;
     std::string name;
     FeedPosition position;
-    uint64_t head = 0;           // the head as the last page said
+    ShardPositions head{};       // the head as the last page said
     bool want = true;            // pull as soon as possible
     uint64_t outstanding = 0;    // correlation id of the open request, 0 = none
     int64_t sent_ms = 0;
@@ -116,6 +123,9 @@ class FeedPuller {
   const char* CheckPage(const Region& r, const WireMessage& m) const;
   void BadPage(size_t index, const WireMessage& m, const char* why);
   void Pull(size_t index, int64_t now_ms);
+  static uint64_t MaxPosition(const ShardPositions& positions);
+  // Copies r's position and head into s. Requires stats_mu_ (or Start).
+  static void Publish(FeedRegionStats* s, const Region& r);
 
   Store* store_;
   FeedPullerOptions options_;

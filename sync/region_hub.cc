@@ -302,41 +302,55 @@ void RegionHub::HandleAll(std::vector<MqttMessage>* messages) {
 void RegionHub::HandleFeedRequest(const WireMessage& m) {
   WireFeedPage page;
   page.region = options_.region;
-  page.after_seq = m.feed_after_seq;
+  page.after = m.feed_after;
   page.epoch = epoch_;
-  uint64_t oldest = 0, head = 0;
-  Status st = store_->FeedBounds(&oldest, &head);
-  // A position of another epoch, or past our head, was given out by a
-  // store that is gone (re-created): its numbers mean nothing here. An
-  // empty epoch is a reader that has not heard one yet; its position is
-  // taken at its word while it lies within the head.
+  FeedBoundsInfo bounds;
+  Status st = store_->FeedBounds(&bounds);
+  // A position of another epoch, or past our head in some shard, was given
+  // out by a store that is gone (re-created): its numbers mean nothing
+  // here. An empty epoch is a reader that has not heard one yet; its
+  // position is taken at its word while it lies within the head. A reader
+  // of the single-sequence feed has no per-shard position to resume from.
   const char* why = nullptr;
-  if (!m.feed_epoch.empty() && m.feed_epoch != epoch_) {
+  if (!m.feed_per_shard && m.feed_after_seq > 0) {
+    why = "is one region-wide sequence (a reader of the single-sequence feed)";
+  } else if (!m.feed_epoch.empty() && m.feed_epoch != epoch_) {
     why = "is of another hub epoch (the region's store was re-created)";
-  } else if (m.feed_after_seq > head) {
+  } else if (st.ok() && !AllAtOrBelow(m.feed_after, bounds.head)) {
     why = "lies past the head (the region's store was re-created)";
   }
   if (st.ok() && why == nullptr) {
     size_t max = std::clamp<size_t>(m.feed_max_entries, 1, options_.feed_max_entries);
-    st = store_->ReadFeed(m.feed_after_seq, max, &page.entries, &page.head_seq, &page.reset);
-    if (page.reset) why = "was pruned";
+    FeedRead read;
+    st = store_->ReadFeed(m.feed_after, max, &read);
+    page.entries = std::move(read.entries);
+    page.next = read.next;
+    page.head = read.head;
+    page.reset = read.reset;
+    if (read.reset) {
+      // The shards whose positions were pruned move to their pruned marks;
+      // the others keep theirs.
+      ES_LOG(kWarn, "hub {}: feed position {} was pruned; reader restarts at {}", options_.region,
+             ShardPositionsText(m.feed_after), ShardPositionsText(page.next));
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      ++stats_.feed_resets;
+    }
   }
   if (!st.ok()) {
     ES_LOG(kError, "hub {}: reading the region feed: {}", options_.region, st.ToString());
     return;  // the reader times out and asks again
   }
   if (why != nullptr) {
-    // The reader restarts explicitly just before the oldest entry still served.
+    // The reader restarts explicitly just past what was pruned, every shard.
     page.reset = true;
     page.entries.clear();
-    page.head_seq = head;
-    page.next_seq = oldest > 0 ? oldest - 1 : head;
+    page.head = bounds.head;
+    page.next = bounds.pruned;
     ES_LOG(kWarn, "hub {}: feed position {} (epoch {}) {}; reader restarts at {} of epoch {}", options_.region,
-           m.feed_after_seq, m.feed_epoch.empty() ? "-" : m.feed_epoch, why, page.next_seq, epoch_);
+           m.feed_per_shard ? ShardPositionsText(m.feed_after) : std::to_string(m.feed_after_seq),
+           m.feed_epoch.empty() ? "-" : m.feed_epoch, why, ShardPositionsText(page.next), epoch_);
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.feed_resets;
-  } else {
-    page.next_seq = page.entries.empty() ? m.feed_after_seq : page.entries.back().seq;
   }
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
@@ -439,17 +453,18 @@ void RegionHub::PublishHead(bool force) {
   int64_t now = clock_->MonotonicMillis();
   if (!force && now - last_head_ms_ < options_.head_interval_ms) return;
   if (!link_->connected()) return;
-  uint64_t oldest = 0, head = 0;
-  if (!store_->FeedBounds(&oldest, &head).ok()) return;
+  FeedBoundsInfo bounds;
+  if (!store_->FeedBounds(&bounds).ok()) return;
   last_head_ms_ = now;
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
-    stats_.head_seq = head;
+    stats_.head_seq = bounds.numbered;
   }
-  if (head == head_published_ && !force) return;
-  if (link_->Publish(HeadTopic(options_.topic_prefix, options_.region), EncodeFeedHead(options_.region, head, epoch_), 0,
-                     true, 0).ok()) {
-    head_published_ = head;
+  if (bounds.head == head_published_ && !force) return;
+  if (link_->Publish(HeadTopic(options_.topic_prefix, options_.region),
+                     EncodeFeedHead(options_.region, bounds.head, epoch_), 0, true, 0)
+          .ok()) {
+    head_published_ = bounds.head;
   }
 }
 

@@ -21,7 +21,8 @@
 // origins, go to the store together: a backend that pays per transaction
 // (PostgreSQL: a network round trip and a WAL flush per commit) applies them
 // in one. Pings are echoed at once (round-trip probes). Feed requests
-// ("changes after S, at most N") are answered with a page, its continuation
+// ("changes after S, at most N", S one position per shard) are answered
+// with a page, its per-shard continuation
 // and the head; a position that can no longer be served (pruned, past the
 // head, or of another epoch: the store was re-created) gets an explicit
 // reset. Pages and head notices carry the store's epoch. After applying, a small retained FeedHead notice goes to
@@ -101,7 +102,7 @@ struct RegionHubStats {
   uint64_t pings = 0;
   uint64_t feed_requests = 0;
   uint64_t feed_resets = 0;
-  uint64_t head_seq = 0;
+  uint64_t head_seq = 0;            // entries the region feed numbered (every shard; FeedBoundsInfo::numbered)
   uint64_t not_owned = 0;           // messages of a shard this hub does not hold: dropped, resent by the gateway
   std::vector<int> shards;          // the shards this hub holds, ascending
   int live_hubs = 0;                // the region's hubs, as the last lease round counted them
@@ -171,7 +172,7 @@ class RegionHub {
 
   WireCounters counters_;
   std::string epoch_;  // the store's epoch: feed pages and head notices carry it
-  uint64_t head_published_ = 0;
+  ShardPositions head_published_{};
   int64_t last_head_ms_ = 0;
   mutable std::mutex stats_mu_;
   RegionHubStats stats_;

@@ -32,6 +32,14 @@ Origin ReadOrigin(const wire::WireOrigin* o) {
 }
 
 std::string Str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+std::string_view Bytes(const flatbuffers::Vector<uint8_t>* v) {
+  return v ? std::string_view(reinterpret_cast<const char*>(v->data()), v->size()) : std::string_view();
+}
+flatbuffers::Offset<flatbuffers::Vector<uint8_t>> PositionsVector(flatbuffers::FlatBufferBuilder& fbb,
+                                                                  const ShardPositions& positions) {
+  std::string bytes = EncodeShardPositions(positions);
+  return fbb.CreateVector(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+}
 
 Status Compress(const std::string& raw, int level, std::string* out) {
   out->resize(ZSTD_compressBound(raw.size()));
@@ -167,12 +175,19 @@ Status DecodeBatch(const wire::Batch* b, const DecodeLimits& limits, WireBatch* 
 Status DecodeFeedPage(const wire::FeedPage* p, const DecodeLimits& limits, WireFeedPage* out,
                       WireCounters* counters) {
   out->region = Str(p->region());
-  out->after_seq = p->after_seq();
-  out->next_seq = p->next_seq();
-  out->head_seq = p->head_seq();
   out->reset = p->reset();
   out->epoch = Str(p->epoch());
   out->entries.clear();
+  out->per_shard = p->after() != nullptr && p->next() != nullptr && p->head() != nullptr;
+  if (out->per_shard) {
+    Status st = DecodeShardPositions(Bytes(p->after()), &out->after);
+    if (st.ok()) st = DecodeShardPositions(Bytes(p->next()), &out->next);
+    if (st.ok()) st = DecodeShardPositions(Bytes(p->head()), &out->head);
+    if (!st.ok()) {
+      if (counters) ++counters->bad_entries;
+      return st.Annotate("feed page");
+    }
+  }
   if (p->count() == 0) return Status::Ok();
   if (p->count() > limits.max_entries) {
     if (counters) ++counters->too_large;
@@ -194,6 +209,7 @@ Status DecodeFeedPage(const wire::FeedPage* p, const DecodeLimits& limits, WireF
     RegionFeedEntry f;
     f.seq = feed.seqs[i];
     f.remote.origin = feed.origins[feed.origin_index[i]];
+    f.shard = RegionShardOf(f.remote.origin.gateway_id);
     f.remote.origin_lsn = entries[i].lsn;
     f.remote.entry = std::move(entries[i]);
     out->entries.push_back(std::move(f));
@@ -241,11 +257,12 @@ std::string EncodePong(uint64_t correlation_id, const std::string& region, int64
   return Finish(fbb, "", correlation_id, wire::Body::Pong, p.Union());
 }
 
-std::string EncodeFeedRequest(const std::string& reply_to, uint64_t correlation_id, uint64_t after_seq,
+std::string EncodeFeedRequest(const std::string& reply_to, uint64_t correlation_id, const ShardPositions& after,
                               uint32_t max_entries, const std::string& epoch) {
   FlatBufferBuilder fbb(128);
   auto e = fbb.CreateString(epoch);
-  auto r = wire::CreateFeedRequest(fbb, after_seq, max_entries, e);
+  auto positions = PositionsVector(fbb, after);
+  auto r = wire::CreateFeedRequest(fbb, 0, max_entries, e, positions);
   return Finish(fbb, reply_to, correlation_id, wire::Body::FeedRequest, r.Union());
 }
 
@@ -274,18 +291,27 @@ Status EncodeFeedPage(uint64_t correlation_id, const WireFeedPage& page, const E
   auto region = fbb.CreateString(page.region);
   auto body = fbb.CreateVector(reinterpret_cast<const uint8_t*>(compressed.data()), compressed.size());
   auto epoch = fbb.CreateString(page.epoch);
-  auto p = wire::CreateFeedPage(fbb, region, page.after_seq, page.next_seq, page.head_seq, page.reset,
-                                static_cast<uint32_t>(page.entries.size()), wire::Codec::Zstd,
-                                wire::Encoding::ColumnsV1, raw_size, body, epoch);
+  // per_shard = false writes a page as a hub of the single-sequence feed
+  // did (tests of the readers' refusal).
+  flatbuffers::Offset<flatbuffers::Vector<uint8_t>> after, next, head;
+  if (page.per_shard) {
+    after = PositionsVector(fbb, page.after);
+    next = PositionsVector(fbb, page.next);
+    head = PositionsVector(fbb, page.head);
+  }
+  auto p = wire::CreateFeedPage(fbb, region, 0, 0, 0, page.reset, static_cast<uint32_t>(page.entries.size()),
+                                wire::Codec::Zstd, wire::Encoding::ColumnsV1, raw_size, body, epoch, after, next,
+                                head);
   *out = Finish(fbb, "", correlation_id, wire::Body::FeedPage, p.Union());
   return Status::Ok();
 }
 
-std::string EncodeFeedHead(const std::string& region, uint64_t head_seq, const std::string& epoch) {
+std::string EncodeFeedHead(const std::string& region, const ShardPositions& head, const std::string& epoch) {
   FlatBufferBuilder fbb(128);
   auto r = fbb.CreateString(region);
   auto e = fbb.CreateString(epoch);
-  auto h = wire::CreateFeedHead(fbb, r, head_seq, e);
+  auto heads = PositionsVector(fbb, head);
+  auto h = wire::CreateFeedHead(fbb, r, 0, e, heads);
   return Finish(fbb, "", 0, wire::Body::FeedHead, h.Union());
 }
 
@@ -374,12 +400,21 @@ Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireM
       message->ping_sent_ns = m->body_as_Pong()->sent_ns();
       message->pong_region = Str(m->body_as_Pong()->region());
       break;
-    case wire::Body::FeedRequest:
+    case wire::Body::FeedRequest: {
+      const wire::FeedRequest* r = m->body_as_FeedRequest();
       message->kind = WireKind::kFeedRequest;
-      message->feed_after_seq = m->body_as_FeedRequest()->after_seq();
-      message->feed_max_entries = m->body_as_FeedRequest()->max_entries();
-      message->feed_epoch = Str(m->body_as_FeedRequest()->epoch());
+      message->feed_after_seq = r->after_seq();
+      message->feed_max_entries = r->max_entries();
+      message->feed_epoch = Str(r->epoch());
+      message->feed_per_shard = r->positions() != nullptr;
+      message->feed_after.fill(0);
+      if (message->feed_per_shard) st = DecodeShardPositions(Bytes(r->positions()), &message->feed_after);
+      if (!st.ok()) {
+        if (counters) ++counters->bad_entries;
+        return st.Annotate("feed request");
+      }
       break;
+    }
     case wire::Body::FeedPage:
       message->kind = WireKind::kFeedPage;
       st = DecodeFeedPage(m->body_as_FeedPage(), limits, &message->feed_page, counters);
@@ -387,8 +422,16 @@ Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireM
     case wire::Body::FeedHead:
       message->kind = WireKind::kFeedHead;
       message->head_region = Str(m->body_as_FeedHead()->region());
-      message->head_seq = m->body_as_FeedHead()->head_seq();
       message->head_epoch = Str(m->body_as_FeedHead()->epoch());
+      message->head_per_shard = m->body_as_FeedHead()->heads() != nullptr;
+      message->head_shards.fill(0);
+      if (message->head_per_shard) {
+        st = DecodeShardPositions(Bytes(m->body_as_FeedHead()->heads()), &message->head_shards);
+      }
+      if (!st.ok()) {
+        if (counters) ++counters->bad_entries;
+        return st.Annotate("feed head");
+      }
       break;
     default:
       if (counters) ++counters->unsupported;
@@ -408,14 +451,6 @@ std::string HubInboxAllFilter(const std::string& prefix, const std::string& regi
   return prefix + "/region/" + region + "/in/+/+";
 }
 
-int RegionShardOf(const std::string& gateway_id) {
-  uint32_t h = 2166136261u;
-  for (unsigned char c : gateway_id) {
-    h ^= c;
-    h *= 16777619u;
-  }
-  return static_cast<int>(h % kRegionShards);
-}
 std::string HeadTopic(const std::string& prefix, const std::string& region) {
   return prefix + "/region/" + region + "/head";
 }

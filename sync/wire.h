@@ -19,12 +19,15 @@
 #include <vector>
 
 #include "platform/status.h"
+#include "store/feed_cursor.h"
 #include "store/store.h"
 #include "store/types.h"
 
 namespace edgesync {
 
-constexpr uint16_t kWireVersion = 1;
+// 2: the region feed's continuation is per shard (FeedRequest.positions,
+// FeedPage.after/next/head, FeedHead.heads).
+constexpr uint16_t kWireVersion = 2;
 
 struct DecodeLimits {
   size_t max_payload_bytes = size_t{16} << 20;  // compressed MQTT payload
@@ -71,11 +74,16 @@ struct WireAck {
 
 struct WireFeedPage {
   std::string region;
-  uint64_t after_seq = 0;
-  uint64_t next_seq = 0;
-  uint64_t head_seq = 0;
+  // The request's position, the continuation and the head, per shard.
+  ShardPositions after{};
+  ShardPositions next{};
+  ShardPositions head{};
+  // Decoded: the page carried them (a hub of the single-sequence feed
+  // sends none; such a page is not to be applied).
+  bool per_shard = true;
   bool reset = false;
   std::string epoch;  // the hub store's epoch the sequences belong to
+  // Each entry's seq is its shard's sequence; its shard is its origin's.
   std::vector<RegionFeedEntry> entries;
 };
 
@@ -89,12 +97,17 @@ struct WireMessage {
   WireAck ack;
   int64_t ping_sent_ns = 0;     // kPing, kPong
   std::string pong_region;      // kPong
-  uint64_t feed_after_seq = 0;  // kFeedRequest
+  ShardPositions feed_after{};  // kFeedRequest
+  // A request without per-shard positions (a reader of the single-sequence
+  // feed) and its position there.
+  bool feed_per_shard = true;
+  uint64_t feed_after_seq = 0;
   uint32_t feed_max_entries = 0;
-  std::string feed_epoch;       // kFeedRequest: the epoch of feed_after_seq
+  std::string feed_epoch;       // kFeedRequest: the epoch of feed_after
   WireFeedPage feed_page;       // kFeedPage
   std::string head_region;      // kFeedHead
-  uint64_t head_seq = 0;
+  ShardPositions head_shards{};
+  bool head_per_shard = true;   // false: a notice without per-shard heads
   std::string head_epoch;
 };
 
@@ -107,11 +120,11 @@ Status EncodeBatch(const std::string& reply_to, uint64_t correlation_id, const W
 std::string EncodeAck(uint64_t correlation_id, const WireAck& ack);
 std::string EncodePing(const std::string& reply_to, uint64_t correlation_id, int64_t sent_ns);
 std::string EncodePong(uint64_t correlation_id, const std::string& region, int64_t sent_ns);
-std::string EncodeFeedRequest(const std::string& reply_to, uint64_t correlation_id, uint64_t after_seq,
+std::string EncodeFeedRequest(const std::string& reply_to, uint64_t correlation_id, const ShardPositions& after,
                               uint32_t max_entries, const std::string& epoch);
 Status EncodeFeedPage(uint64_t correlation_id, const WireFeedPage& page, const EncodeOptions& options,
                       std::string* out);
-std::string EncodeFeedHead(const std::string& region, uint64_t head_seq, const std::string& epoch);
+std::string EncodeFeedHead(const std::string& region, const ShardPositions& head, const std::string& epoch);
 
 // Verifies the buffer and tells its kind without decoding the body (cheap:
 // no decompression). False if it is not a valid message.
@@ -139,15 +152,8 @@ std::string ReplyTopic(const std::string& prefix, const std::string& gateway_id,
 // A topic level edgesync builds from an id: 1..64 of [A-Za-z0-9_-].
 bool IsTopicLevel(const std::string& id);
 
-// The fixed number of shards a region's origins fall into. Part of the
-// protocol: every gateway and hub must agree on it, so it is not a setting.
-// It bounds how many hubs can share a region's load (32: more than a region
-// on this hardware needs, see docs/REGION.md; few enough that a hub's
-// subscriptions and lease rows stay a handful).
-inline constexpr int kRegionShards = 32;
-// FNV-1a (32 bits) of the gateway id, modulo kRegionShards: stable across
-// builds, machines and languages (PROTOCOL.md gives it).
-int RegionShardOf(const std::string& gateway_id);
+// kRegionShards and RegionShardOf live in store/feed_cursor.h: the feed's
+// continuation is one position per shard.
 
 // The sender level of a hub inbox topic of this region and its shard; false
 // if the topic is not <prefix>/region/<region>/in/<shard>/<level> with

@@ -12,9 +12,18 @@
 // high_water = the value read). Another writer that applied the same span
 // first makes the COPY hit the unique index or the UPDATE match no row: the
 // transaction rolls back and the group is decided again on the new marks.
-// Schema 2 adds the shard leases of several hubs (pg_shard_leases.cc); the
-// feed's sequence numbers are drawn under a transaction lock (kFeedOrderLock)
-// so that they become visible in order when several hubs write.
+// Schema 2 adds the shard leases of several hubs (pg_shard_leases.cc).
+// Schema 3 numbers the feed per shard (store/feed_cursor.h): every origin
+// has its shard, every feed row (shard, shard_seq), and es_feed_shards one
+// row per shard with its counter and pruned mark. An apply locks the counter
+// rows of the shards it appends to (in shard order, so two appliers never
+// wait on each other in a circle), numbers its rows from them, and moves
+// them; the row lock holds until commit, so a shard's numbers become visible
+// in their order while appends to other shards run in parallel (several
+// hubs, or two hubs that both act for a shard around a lease handover). The
+// rows' seq (from es_feed_seq) is drawn after those locks too, so inside a
+// shard seq follows shard_seq: pages merge shards by seq, and retention
+// deletes a prefix by seq that is a prefix of every shard.
 #include <charconv>
 #include <map>
 #include <mutex>
@@ -26,13 +35,7 @@
 namespace edgesync {
 namespace {
 
-constexpr int kSchemaVersion = 2;
-// Taken by a transaction that appends to the region feed, from just before
-// its rows get their sequence numbers until it commits: several hubs write
-// one feed, and a reader's position is one sequence number, so numbers must
-// become visible in their order (without it, a transaction that drew 10 but
-// committed after one that drew 11 would be skipped by a reader that saw 11).
-constexpr const char* kFeedOrderLock = "SELECT pg_advisory_xact_lock(4451997360211772)";
+constexpr int kSchemaVersion = 3;
 // Retries of a group whose compare-and-set lost to another writer: each
 // retry decides the group on the marks that writer committed, so the second
 // attempt normally finds the span already held.
@@ -75,6 +78,18 @@ const char* const kMigrations[] = {
     "  owner text NOT NULL DEFAULT '',"
     "  expires_at timestamptz NOT NULL DEFAULT '-infinity',"
     "  version bigint NOT NULL DEFAULT 0);",
+    // 3: the feed numbered per shard. The origins' shards are filled in by
+    // MigrateShards (FNV-1a is computed in C++, one home for the rule); the
+    // rows of the single-sequence feed keep their seq as shard_seq (it grew
+    // in commit order under that feed's lock, so it is in order per shard),
+    // and every shard's counter and pruned mark start at the old ones.
+    "ALTER TABLE es_origins ADD COLUMN IF NOT EXISTS shard smallint NOT NULL DEFAULT 0;"
+    "ALTER TABLE es_region_feed ADD COLUMN IF NOT EXISTS shard smallint NOT NULL DEFAULT 0;"
+    "ALTER TABLE es_region_feed ADD COLUMN IF NOT EXISTS shard_seq bigint;"
+    "CREATE TABLE IF NOT EXISTS es_feed_shards ("
+    "  shard integer PRIMARY KEY,"
+    "  seq bigint NOT NULL,"
+    "  pruned bigint NOT NULL);",
 };
 
 void AppendInt(std::string* out, int64_t v) {
@@ -129,60 +144,81 @@ class PgHubStore : public HubStore {
     return Status::Ok();
   }
 
-  Status ReadFeed(uint64_t after_seq, size_t max_entries, std::vector<RegionFeedEntry>* entries, uint64_t* head_seq,
-                  bool* reset) override {
-    entries->clear();
-    *reset = false;
-    if (after_seq > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("sequence out of range");
+  Status ReadFeed(const ShardPositions& after, size_t max_entries, FeedRead* page) override {
+    *page = FeedRead{};
+    for (uint64_t p : after) {
+      if (p > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("sequence out of range");
+    }
     std::lock_guard<std::mutex> lock(mu_);
     ES_RETURN_IF_ERROR(conn_->EnsureConnected());
     // One snapshot for the bounds and the page.
     ES_RETURN_IF_ERROR(conn_->Exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
     Status st = [&]() -> Status {
-      uint64_t oldest = 0, pruned = 0;
-      ES_RETURN_IF_ERROR(Bounds(&oldest, head_seq, &pruned));
-      if (after_seq < pruned) {
-        *reset = true;  // never a silent rewind or skip
-        return Status::Ok();
+      FeedBoundsInfo bounds;
+      ES_RETURN_IF_ERROR(Bounds(&bounds));
+      page->head = bounds.head;
+      page->next = after;
+      for (int s = 0; s < kRegionShards; ++s) {
+        if (after[s] < bounds.pruned[s]) {
+          page->reset = true;  // never a silent rewind or skip
+          page->next[s] = bounds.pruned[s];
+        }
       }
+      if (page->reset) return Status::Ok();
+      // Only the shards with something new; each one's next rows by the
+      // (shard, shard_seq) index, merged in apply order (seq, which follows
+      // shard_seq inside a shard).
+      std::string shards = "{", afters = "{";
+      for (int s = 0; s < kRegionShards; ++s) {
+        if (after[s] >= bounds.head[s]) continue;
+        if (shards.size() > 1) shards += ',', afters += ',';
+        shards += std::to_string(s);
+        afters += std::to_string(after[s]);
+      }
+      if (shards.size() == 1) return Status::Ok();
       PgResult r;
       ES_RETURN_IF_ERROR(conn_->Query(
-          "SELECT f.seq, o.gateway_id, o.epoch, f.olsn, f.kind, f.device_id, f.metric, f.unit, f.ts, f.value, "
-          "f.quality, f.name, f.location, f.default_unit FROM es_region_feed f JOIN es_origins o ON o.id = f.origin "
-          "WHERE f.seq > $1 ORDER BY f.seq LIMIT $2",
-          {std::to_string(after_seq), std::to_string(std::min<size_t>(max_entries, 100000))}, &r));
-      entries->reserve(r.rows());
+          "SELECT f.shard, f.shard_seq, o.gateway_id, o.epoch, f.olsn, f.kind, f.device_id, f.metric, f.unit, f.ts, "
+          "f.value, f.quality, f.name, f.location, f.default_unit FROM unnest($1::int[], $2::bigint[]) AS p(shard, "
+          "after) CROSS JOIN LATERAL (SELECT * FROM es_region_feed x WHERE x.shard = p.shard AND x.shard_seq > "
+          "p.after ORDER BY x.shard_seq LIMIT $3) f JOIN es_origins o ON o.id = f.origin ORDER BY f.seq LIMIT $3",
+          {shards + "}", afters + "}", std::to_string(std::max<size_t>(1, std::min<size_t>(max_entries, 100000)))},
+          &r));
+      page->entries.reserve(r.rows());
       for (int i = 0; i < r.rows(); ++i) {
         RegionFeedEntry e;
-        e.seq = static_cast<uint64_t>(r.Int(i, 0));
-        e.remote.origin = Origin{r.Text(i, 1), r.Text(i, 2)};
-        e.remote.origin_lsn = static_cast<uint64_t>(r.Int(i, 3));
+        e.shard = static_cast<int>(r.Int(i, 0));
+        e.seq = static_cast<uint64_t>(r.Int(i, 1));
+        if (e.shard < 0 || e.shard >= kRegionShards) return Status::Corruption("region feed row of shard out of range");
+        page->next[e.shard] = e.seq;
+        e.remote.origin = Origin{r.Text(i, 2), r.Text(i, 3)};
+        e.remote.origin_lsn = static_cast<uint64_t>(r.Int(i, 4));
         ChangeEntry& c = e.remote.entry;
         c.lsn = e.remote.origin_lsn;
-        c.kind = static_cast<ChangeEntry::Kind>(r.Int(i, 4));
+        c.kind = static_cast<ChangeEntry::Kind>(r.Int(i, 5));
         if (c.kind == ChangeEntry::Kind::kReading) {
-          c.reading = Reading{r.Text(i, 5), r.Text(i, 6), r.Int(i, 8), r.Double(i, 9), r.Text(i, 7),
-                              static_cast<uint32_t>(r.Int(i, 10))};
+          c.reading = Reading{r.Text(i, 6), r.Text(i, 7), r.Int(i, 9), r.Double(i, 10), r.Text(i, 8),
+                              static_cast<uint32_t>(r.Int(i, 11))};
         } else {
-          c.device = DeviceRecord{r.Text(i, 5), r.Text(i, 11), r.Text(i, 12), r.Text(i, 13),
+          c.device = DeviceRecord{r.Text(i, 6), r.Text(i, 12), r.Text(i, 13), r.Text(i, 14),
                                   c.kind == ChangeEntry::Kind::kDeviceDelete};
         }
-        entries->push_back(std::move(e));
+        page->entries.push_back(std::move(e));
       }
       return Status::Ok();
     }();
     if (!st.ok()) {
       conn_->Rollback();
+      *page = FeedRead{};
       return st;
     }
     return conn_->Exec("COMMIT");
   }
 
-  Status FeedBounds(uint64_t* oldest_seq, uint64_t* head_seq) override {
+  Status FeedBounds(FeedBoundsInfo* bounds) override {
     std::lock_guard<std::mutex> lock(mu_);
     ES_RETURN_IF_ERROR(conn_->EnsureConnected());
-    uint64_t pruned = 0;
-    return Bounds(oldest_seq, head_seq, &pruned);
+    return Bounds(bounds);
   }
 
   Status PruneStep(int64_t max_rows, PruneResult* result) override {
@@ -201,12 +237,16 @@ class PgHubStore : public HubStore {
       int64_t last = 0, n = 0;
       for (int i = 0; i < r.rows() && n < max_rows && r.Int(i, 1) < cutoff; ++i, ++n) last = r.Int(i, 0);
       if (n == 0) return Status::Ok();
+      // A prefix by seq is a prefix of every shard (seq follows shard_seq
+      // inside a shard); each shard's pruned mark moves to its last row gone.
       PgResult d;
-      ES_RETURN_IF_ERROR(conn_->Query("DELETE FROM es_region_feed WHERE seq <= $1", {std::to_string(last)}, &d));
       ES_RETURN_IF_ERROR(conn_->Query(
-          "UPDATE es_meta SET value = GREATEST(value::bigint, $1::bigint)::text WHERE key = 'pruned_seq'",
-          {std::to_string(last)}));
-      result->remote = d.affected();
+          "WITH d AS (DELETE FROM es_region_feed WHERE seq <= $1 RETURNING shard, shard_seq), "
+          "m AS (SELECT shard, max(shard_seq) AS mx, count(*) AS n FROM d GROUP BY shard), "
+          "u AS (UPDATE es_feed_shards f SET pruned = GREATEST(f.pruned, m.mx) FROM m WHERE f.shard = m.shard) "
+          "SELECT coalesce(sum(n), 0) FROM m",
+          {std::to_string(last)}, &d));
+      result->remote = d.Int(0, 0);
       result->more = n == max_rows && r.rows() > max_rows && r.Int(static_cast<int>(max_rows), 1) < cutoff;
       return Status::Ok();
     }();
@@ -220,7 +260,11 @@ class PgHubStore : public HubStore {
 
   Status Stats(HubStoreStats* stats) override {
     stats->backend = backend();
-    return FeedBounds(&stats->feed_oldest, &stats->feed_head);
+    FeedBoundsInfo bounds;
+    ES_RETURN_IF_ERROR(FeedBounds(&bounds));
+    stats->feed_oldest = bounds.oldest;
+    stats->feed_head = bounds.numbered;
+    return Status::Ok();
   }
 
  private:
@@ -240,6 +284,7 @@ class PgHubStore : public HubStore {
       }
       for (int v = version + 1; v <= kSchemaVersion; ++v) {
         ES_RETURN_IF_ERROR(conn_->Exec(kMigrations[v - 1]).Annotate("migrating to schema " + std::to_string(v)));
+        if (v == 3) ES_RETURN_IF_ERROR(MigrateShards().Annotate("migrating to schema 3"));
       }
       return conn_->Query(
           "INSERT INTO es_meta VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
@@ -252,15 +297,48 @@ class PgHubStore : public HubStore {
     return conn_->Exec("COMMIT");
   }
 
-  Status Bounds(uint64_t* oldest, uint64_t* head, uint64_t* pruned) {
+  Status Bounds(FeedBoundsInfo* bounds) {
+    *bounds = FeedBoundsInfo{};
     PgResult r;
     ES_RETURN_IF_ERROR(conn_->Query(
-        "SELECT (SELECT value::bigint FROM es_meta WHERE key='pruned_seq'), "
-        "(SELECT coalesce(min(seq), 0) FROM es_region_feed), (SELECT coalesce(max(seq), 0) FROM es_region_feed)",
+        "SELECT shard, seq, pruned, (SELECT coalesce(min(seq), 0) FROM es_region_feed) FROM es_feed_shards "
+        "ORDER BY shard",
         {}, &r));
-    *pruned = static_cast<uint64_t>(r.Int(0, 0));
-    *oldest = static_cast<uint64_t>(r.Int(0, 1));
-    *head = std::max(*pruned, static_cast<uint64_t>(r.Int(0, 2)));
+    if (r.rows() != kRegionShards) return Status::Corruption("es_feed_shards does not hold every shard");
+    for (int i = 0; i < r.rows(); ++i) {
+      const int s = static_cast<int>(r.Int(i, 0));
+      if (s != i) return Status::Corruption("es_feed_shards does not hold every shard");
+      bounds->head[s] = static_cast<uint64_t>(r.Int(i, 1));
+      bounds->pruned[s] = static_cast<uint64_t>(r.Int(i, 2));
+      bounds->numbered += bounds->head[s];
+      bounds->oldest = static_cast<uint64_t>(r.Int(i, 3));
+    }
+    return Status::Ok();
+  }
+
+  // Schema 3's data step (see kMigrations): the origins' shards, the old
+  // rows' shard numbers, every shard's counter row.
+  Status MigrateShards() {
+    PgResult o;
+    ES_RETURN_IF_ERROR(conn_->Query("SELECT id, gateway_id FROM es_origins", {}, &o));
+    std::string ids = "{", shards = "{";
+    for (int i = 0; i < o.rows(); ++i) {
+      if (i > 0) ids += ',', shards += ',';
+      ids += std::to_string(o.Int(i, 0));
+      shards += std::to_string(RegionShardOf(o.Text(i, 1)));
+    }
+    ES_RETURN_IF_ERROR(conn_->Query(
+        "UPDATE es_origins o SET shard = v.s FROM unnest($1::bigint[], $2::smallint[]) AS v(id, s) WHERE o.id = v.id",
+        {ids + "}", shards + "}"}));
+    ES_RETURN_IF_ERROR(conn_->Exec(
+        "UPDATE es_region_feed f SET shard = o.shard, shard_seq = f.seq FROM es_origins o WHERE o.id = f.origin;"
+        "ALTER TABLE es_region_feed ALTER COLUMN shard_seq SET NOT NULL;"
+        "CREATE UNIQUE INDEX IF NOT EXISTS es_region_feed_shard_seq ON es_region_feed (shard, shard_seq);"
+        "INSERT INTO es_feed_shards (shard, seq, pruned) SELECT g.s, GREATEST(p.v, coalesce((SELECT "
+        "max(shard_seq) FROM es_region_feed f WHERE f.shard = g.s), 0)), p.v FROM generate_series(0, " +
+        std::to_string(kRegionShards - 1) +
+        ") AS g(s), (SELECT coalesce((SELECT value::bigint FROM es_meta WHERE key = 'pruned_seq'), 0) AS v) AS p "
+        "ON CONFLICT DO NOTHING"));
     return Status::Ok();
   }
 
@@ -275,6 +353,7 @@ class PgHubStore : public HubStore {
     std::vector<bool> valid(batches.size());
     std::map<std::string, OriginRow> origins;  // by origin name
     std::vector<std::string> gateways, epochs;
+    std::string shards = "{";
     for (size_t i = 0; i < batches.size(); ++i) {
       Status v = ValidateOriginBatch(batches[i]);
       valid[i] = v.ok();
@@ -286,6 +365,8 @@ class PgHubStore : public HubStore {
       if (origins.emplace(batches[i].origin.ToString(), OriginRow{}).second) {
         gateways.push_back(batches[i].origin.gateway_id);
         epochs.push_back(batches[i].origin.epoch);
+        if (shards.size() > 1) shards += ',';
+        shards += std::to_string(RegionShardOf(batches[i].origin.gateway_id));
       }
     }
     if (origins.empty()) return Status::Ok();
@@ -295,13 +376,13 @@ class PgHubStore : public HubStore {
     // the answer: the group is retried (Conflict).
     PgResult r;
     ES_RETURN_IF_ERROR(conn_->Query(
-        "WITH want(g, e) AS (SELECT * FROM unnest($1::text[], $2::text[])), "
-        "ins AS (INSERT INTO es_origins(gateway_id, epoch) SELECT g, e FROM want ON CONFLICT DO NOTHING "
+        "WITH want(g, e, s) AS (SELECT * FROM unnest($1::text[], $2::text[], $3::smallint[])), "
+        "ins AS (INSERT INTO es_origins(gateway_id, epoch, shard) SELECT g, e, s FROM want ON CONFLICT DO NOTHING "
         "RETURNING id, gateway_id, epoch, high_water) "
         "SELECT id, gateway_id, epoch, high_water FROM ins UNION ALL "
         "SELECT o.id, o.gateway_id, o.epoch, o.high_water FROM es_origins o JOIN want ON o.gateway_id = want.g "
         "AND o.epoch = want.e",
-        {PgTextArray(gateways), PgTextArray(epochs)}, &r));
+        {PgTextArray(gateways), PgTextArray(epochs), shards + "}"}, &r));
     for (int i = 0; i < r.rows(); ++i) {
       OriginRow& o = origins[Origin{r.Text(i, 1), r.Text(i, 2)}.ToString()];
       o.id = r.Int(i, 0);
@@ -310,8 +391,15 @@ class PgHubStore : public HubStore {
     for (const auto& [name, o] : origins) {
       if (o.id == 0) return Status::Conflict("origin " + name + " was created by another writer meanwhile");
     }
-    const std::string now = std::to_string(clock_->WallMillis());
-    std::string copy;
+    // Decide every batch first; the rows are numbered once the shards they
+    // go to are locked.
+    struct Append {
+      int64_t origin_id;
+      int shard;
+      const std::vector<ChangeEntry>* entries;
+      size_t first;
+    };
+    std::vector<Append> appends;
     for (size_t i = 0; i < batches.size(); ++i) {
       const OriginBatch& b = batches[i];
       ApplyResult& res = (*results)[i];
@@ -325,18 +413,11 @@ class PgHubStore : public HubStore {
       res.detail = plan.detail;
       res.base_lsn = plan.base;
       if (plan.outcome != ApplyOutcome::kApplied) continue;
-      const std::vector<ChangeEntry>& entries = *b.entries;
-      for (size_t k = plan.first_new; k < entries.size(); ++k) AppendRow(o.id, entries[k], now, &copy);
-      res.applied = entries.size() - plan.first_new;
+      appends.push_back(Append{o.id, RegionShardOf(b.origin.gateway_id), b.entries, plan.first_new});
+      res.applied = b.entries->size() - plan.first_new;
       res.high_water = o.current = plan.new_high_water;
     }
-    if (!copy.empty()) {
-      ES_RETURN_IF_ERROR(conn_->Exec(kFeedOrderLock));
-      ES_RETURN_IF_ERROR(conn_->CopyIn(
-          "COPY es_region_feed (origin, olsn, kind, device_id, metric, unit, ts, value, quality, name, location, "
-          "default_unit, applied_ms) FROM STDIN",
-          copy));
-    }
+    if (!appends.empty()) ES_RETURN_IF_ERROR(AppendToFeed(appends));
     std::string ids = "{", olds = "{", news = "{";
     int changed = 0;
     for (const auto& [name, o] : origins) {
@@ -360,9 +441,52 @@ class PgHubStore : public HubStore {
     return conn_->Exec("COMMIT");
   }
 
-  static void AppendRow(int64_t origin_id, const ChangeEntry& e, const std::string& now, std::string* out) {
+  template <typename Append>
+  Status AppendToFeed(const std::vector<Append>& appends) {
+    std::map<int, int64_t> count;  // shard -> rows it gets
+    for (const Append& a : appends) count[a.shard] += static_cast<int64_t>(a.entries->size() - a.first);
+    std::string shards = "{", adds = "{";
+    for (const auto& [shard, n] : count) {
+      if (shards.size() > 1) shards += ',', adds += ',';
+      shards += std::to_string(shard);
+      adds += std::to_string(n);
+    }
+    // The per-shard order: these row locks hold until commit (see the top
+    // of this file). Locked in shard order, then moved.
+    PgResult locked;
+    ES_RETURN_IF_ERROR(conn_->Query(
+        "SELECT shard, seq FROM es_feed_shards WHERE shard = ANY($1::int[]) ORDER BY shard FOR UPDATE",
+        {shards + "}"}, &locked));
+    if (locked.rows() != static_cast<int>(count.size())) return Status::Corruption("es_feed_shards lacks a shard");
+    std::map<int, uint64_t> next;  // shard -> the last number given so far
+    for (int i = 0; i < locked.rows(); ++i) {
+      next[static_cast<int>(locked.Int(i, 0))] = static_cast<uint64_t>(locked.Int(i, 1));
+    }
+    ES_RETURN_IF_ERROR(conn_->Query(
+        "UPDATE es_feed_shards f SET seq = f.seq + v.n FROM unnest($1::int[], $2::bigint[]) AS v(shard, n) "
+        "WHERE f.shard = v.shard",
+        {shards + "}", adds + "}"}));
+    const std::string now = std::to_string(clock_->WallMillis());
+    std::string copy;
+    for (const Append& a : appends) {
+      for (size_t k = a.first; k < a.entries->size(); ++k) {
+        AppendRow(a.origin_id, a.shard, ++next[a.shard], (*a.entries)[k], now, &copy);
+      }
+    }
+    return conn_->CopyIn(
+        "COPY es_region_feed (origin, shard, shard_seq, olsn, kind, device_id, metric, unit, ts, value, quality, "
+        "name, location, default_unit, applied_ms) FROM STDIN",
+        copy);
+  }
+
+  static void AppendRow(int64_t origin_id, int shard, uint64_t shard_seq, const ChangeEntry& e,
+                        const std::string& now, std::string* out) {
     const bool reading = e.kind == ChangeEntry::Kind::kReading;
     AppendInt(out, origin_id);
+    *out += '\t';
+    AppendInt(out, shard);
+    *out += '\t';
+    AppendInt(out, static_cast<int64_t>(shard_seq));
     *out += '\t';
     AppendInt(out, static_cast<int64_t>(e.lsn));
     *out += '\t';

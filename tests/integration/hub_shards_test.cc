@@ -220,15 +220,15 @@ TEST(HubShardsTest, ThreeHubsOneKilledAndAFourthAddedLoseAndDuplicateNothing) {
   std::unique_ptr<HubStore> region;
   ASSERT_TRUE(OpenPostgresHubStore(HubStoreOptionsFor(pg, "hub"), &region).ok());
   std::map<std::pair<std::string, uint64_t>, int> held;
-  uint64_t after = 0, head = 0;
-  bool reset = false;
-  std::vector<RegionFeedEntry> page;
+  ShardPositions after{};
+  FeedRead read;
+  std::vector<RegionFeedEntry>& page = read.entries;
   do {
-    ASSERT_TRUE(region->ReadFeed(after, 10000, &page, &head, &reset).ok());
-    ASSERT_FALSE(reset);
+    ASSERT_TRUE(region->ReadFeed(after, 10000, &read).ok());
+    ASSERT_FALSE(read.reset);
+    after = read.next;
     for (const auto& e : page) {
       ++held[{e.remote.origin.gateway_id, e.remote.origin_lsn}];
-      after = e.seq;
     }
   } while (!page.empty());
   int twice = 0;

@@ -144,13 +144,13 @@ Audit AuditRegion(const std::string& ack_log, RegionSite* region) {
   std::unique_ptr<Store> sqlite;
   std::unique_ptr<HubStore> hub = region->OpenHubStore(&sqlite);
   if (hub) {
-    uint64_t after = 0, head = 0;
-    bool reset = false;
-    std::vector<RegionFeedEntry> page;
+    ShardPositions after{};
+    FeedRead read;
+    std::vector<RegionFeedEntry>& page = read.entries;
     do {
-      if (!hub->ReadFeed(after, 10000, &page, &head, &reset).ok() || reset) break;
+      if (!hub->ReadFeed(after, 10000, &read).ok() || read.reset) break;
+      after = read.next;
       for (const RegionFeedEntry& e : page) {
-        after = e.seq;
         if (e.remote.origin.gateway_id != kGateway) continue;
         ++lsns[{e.remote.origin.ToString(), e.remote.origin_lsn}];
         if (e.remote.entry.kind != ChangeEntry::Kind::kReading) continue;

@@ -119,13 +119,13 @@ class RegionSite {
     return hub;
   }
 
-  // (oldest, head) of the hub's feed.
+  // (oldest, numbered) of the hub's feed (FeedBoundsInfo).
   std::pair<uint64_t, uint64_t> FeedBounds() {
     std::unique_ptr<Store> store;
     std::unique_ptr<HubStore> hub = OpenHubStore(&store);
-    uint64_t oldest = 0, head = 0;
-    if (hub) hub->FeedBounds(&oldest, &head);
-    return {oldest, head};
+    FeedBoundsInfo bounds;
+    if (hub) hub->FeedBounds(&bounds);
+    return {bounds.oldest, bounds.numbered};
   }
 
   // The hub (stopped) loses its store: the next start makes a new one.
@@ -142,14 +142,14 @@ class RegionSite {
     std::unique_ptr<Store> sqlite;
     std::unique_ptr<HubStore> store = OpenHubStore(&sqlite);
     if (!store) return out;
-    uint64_t after = 0, head = 0;
-    bool reset = false;
-    std::vector<RegionFeedEntry> page;
+    ShardPositions after{};
+    FeedRead read;
+    std::vector<RegionFeedEntry>& page = read.entries;
     do {
-      if (!store->ReadFeed(after, 10000, &page, &head, &reset).ok() || reset) break;
+      if (!store->ReadFeed(after, 10000, &read).ok() || read.reset) break;
+      after = read.next;
       for (const auto& e : page) {
         ++out[{e.remote.origin.ToString(), e.remote.origin_lsn}];
-        after = e.seq;
       }
     } while (!page.empty());
     return out;

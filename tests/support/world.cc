@@ -377,14 +377,14 @@ std::set<std::pair<std::string, uint64_t>> World::WipeHubStore(int r) {
     std::unique_ptr<HubStore> hub;
     if (on_postgres(r) && !database(r)->running()) StartDatabase(r);
     if (OpenHubStore(r, &file, &hub).ok()) {
-      uint64_t after = 0, head = 0;
-      bool reset = false;
-      std::vector<RegionFeedEntry> page;
+      ShardPositions after{};
+      FeedRead read;
+      std::vector<RegionFeedEntry>& page = read.entries;
       do {
-        if (!hub->ReadFeed(after, 10000, &page, &head, &reset).ok() || reset) break;
+        if (!hub->ReadFeed(after, 10000, &read).ok() || read.reset) break;
+        after = read.next;
         for (const auto& e : page) {
           held.insert({e.remote.origin.ToString(), e.remote.origin_lsn});
-          after = e.seq;
         }
       } while (!page.empty());
     }

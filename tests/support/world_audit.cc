@@ -211,13 +211,13 @@ AuditResult Audit(const World& world, const std::set<OriginLsn>& wiped) {
     std::map<OriginLsn, int> held;
     std::map<Key, int> readings;
     SetSummary summary;
-    uint64_t after = 0, head = 0;
-    bool reset = false;
-    std::vector<RegionFeedEntry> page;
+    ShardPositions after{};
+    FeedRead read;
+    std::vector<RegionFeedEntry>& page = read.entries;
     do {
-      if (!store->ReadFeed(after, 10000, &page, &head, &reset).ok() || reset) break;
+      if (!store->ReadFeed(after, 10000, &read).ok() || read.reset) break;
+      after = read.next;
       for (const RegionFeedEntry& e : page) {
-        after = e.seq;
         OriginLsn ol{e.remote.origin.ToString(), e.remote.origin_lsn};
         if (++held[ol] == 1) {
           summary.Add(ol.first, ol.second, e.remote.entry.device_id());

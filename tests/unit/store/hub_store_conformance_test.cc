@@ -113,21 +113,70 @@ class HubStoreTest : public ::testing::TestWithParam<std::string> {
 
   // Every entry of the feed from the start, with its (origin, LSN) counted.
   std::vector<RegionFeedEntry> Feed(HubStore* s) {
-    std::vector<RegionFeedEntry> all, page;
-    uint64_t after = 0, head = 0;
-    bool reset = false;
+    std::vector<RegionFeedEntry> all;
+    ShardPositions after{};
+    FeedRead page;
     do {
-      Status st = s->ReadFeed(after, 7, &page, &head, &reset);
+      Status st = s->ReadFeed(after, 7, &page);
       EXPECT_TRUE(st.ok()) << st.ToString();
-      EXPECT_FALSE(reset);
-      if (!st.ok() || reset) break;
-      for (const auto& e : page) {
-        EXPECT_GT(e.seq, after);
-        after = e.seq;
+      EXPECT_FALSE(page.reset);
+      if (!st.ok() || page.reset) break;
+      EXPECT_LE(page.entries.size(), 7u);
+      for (const auto& e : page.entries) {
+        EXPECT_EQ(e.shard, RegionShardOf(e.remote.origin.gateway_id));
+        EXPECT_GT(e.seq, after[e.shard]);  // in order inside its shard
+        after[e.shard] = e.seq;
         all.push_back(e);
       }
-    } while (!page.empty());
+      EXPECT_TRUE(AllAtOrBelow(after, page.next));
+      EXPECT_TRUE(AllAtOrBelow(page.next, page.head));
+      after = page.next;
+    } while (!page.entries.empty());
     return all;
+  }
+
+  // Two writers append two origins at once while a reader follows the feed
+  // by its continuation; the reader must see every entry, also what
+  // committed late.
+  void FollowTwoWriters(const Origin& o1, const Origin& o2) {
+    HubStore* a = Open();
+    ASSERT_NE(a, nullptr);
+    HubStore* b = GetParam() == "postgresql" ? Open() : a;  // SQLite: one writer per file
+    ASSERT_NE(b, nullptr);
+    HubStore* reader = GetParam() == "postgresql" ? Open() : a;
+    ASSERT_NE(reader, nullptr);
+    constexpr uint64_t kBatches = 60, kPer = 20;
+    std::atomic<int> writing{2};
+    std::atomic<int> errors{0};
+    auto run = [&](HubStore* s, const Origin& origin) {
+      for (uint64_t i = 0; i < kBatches; ++i) {
+        std::vector<ChangeEntry> span = Entries(i * kPer + 1, (i + 1) * kPer);
+        ApplyResult r;
+        if (!s->Apply(Batch(origin, span), &r).ok() || r.outcome != ApplyOutcome::kApplied) ++errors;
+      }
+      --writing;
+    };
+    std::thread t1(run, a, o1), t2(run, b, o2);
+    std::set<std::pair<std::string, uint64_t>> seen;
+    ShardPositions after{};
+    FeedRead page;
+    int duplicates = 0;
+    for (bool last = false; !last;) {
+      last = writing.load() == 0;  // one more full pass after both committed their last
+      do {
+        ASSERT_TRUE(reader->ReadFeed(after, 50, &page).ok());
+        ASSERT_FALSE(page.reset);
+        for (const auto& e : page.entries) {
+          duplicates += !seen.insert({e.remote.origin.ToString(), e.remote.origin_lsn}).second;
+        }
+        after = page.next;
+      } while (!page.entries.empty());
+    }
+    t1.join();
+    t2.join();
+    EXPECT_EQ(errors.load(), 0);
+    EXPECT_EQ(duplicates, 0);
+    EXPECT_EQ(seen.size(), 2 * kBatches * kPer) << "the reader stepped over entries committed late";
   }
 
   static std::unique_ptr<TempDir> pg_dir_;
@@ -167,10 +216,12 @@ TEST_P(HubStoreTest, AppliesABatchMovesTheMarkAndFeedsTheEntriesInOrder) {
     EXPECT_EQ(feed[i].remote.entry.reading.value, (i + 1) * 0.25);
     EXPECT_EQ(feed[i].remote.entry.reading.ts_ms, 1001 + static_cast<int64_t>(i));
   }
-  uint64_t oldest = 0, head = 0;
-  ASSERT_TRUE(s->FeedBounds(&oldest, &head).ok());
-  EXPECT_EQ(oldest, feed.front().seq);
-  EXPECT_EQ(head, feed.back().seq);
+  FeedBoundsInfo bounds;
+  ASSERT_TRUE(s->FeedBounds(&bounds).ok());
+  EXPECT_EQ(bounds.numbered, 10u);
+  EXPECT_EQ(bounds.head[RegionShardOf(kGw1.gateway_id)], feed.back().seq);
+  EXPECT_EQ(bounds.pruned, ShardPositions{});
+  EXPECT_GT(bounds.oldest, 0u);
 }
 
 TEST_P(HubStoreTest, AResendIsAlreadyHeldAndAnOverlapAppliesOnlyItsNewEntries) {
@@ -313,37 +364,61 @@ TEST_P(HubStoreTest, PruningRemovesOldEntriesAndAReaderBehindGetsAReset) {
   clock_.Advance(kRetentionMs + 1000);
   auto fresh = Entries(11, 15);
   Apply(s, Batch(kGw1, fresh));
-  uint64_t oldest0 = 0, head0 = 0;
-  ASSERT_TRUE(s->FeedBounds(&oldest0, &head0).ok());
+  auto other = Entries(1, 3, "dev-2");
+  Apply(s, Batch(kGw2, other));  // another shard, not old
+  FeedBoundsInfo before;
+  ASSERT_TRUE(s->FeedBounds(&before).ok());
   PruneResult pruned, step;
   do {
     ASSERT_TRUE(s->PruneStep(4, &step).ok());
     pruned.Add(step);
   } while (step.more);
   EXPECT_EQ(pruned.remote, 10);
-  std::vector<RegionFeedEntry> page;
-  uint64_t head = 0;
-  bool reset = false;
-  ASSERT_TRUE(s->ReadFeed(0, 100, &page, &head, &reset).ok());
-  EXPECT_TRUE(reset);
-  EXPECT_TRUE(page.empty());
-  uint64_t oldest = 0;
-  ASSERT_TRUE(s->FeedBounds(&oldest, &head).ok());
-  EXPECT_EQ(head, head0);
-  ASSERT_TRUE(s->ReadFeed(oldest - 1, 100, &page, &head, &reset).ok());
-  EXPECT_FALSE(reset);
-  ASSERT_EQ(page.size(), 5u);
-  EXPECT_EQ(page.front().remote.origin_lsn, 11u);
-  // Everything old: the feed is empty, the head stays, readers at it are fine.
+  // A reader from the beginning lost gw-1's shard: an explicit reset, no
+  // entries, and a restart position no later than any entry still served.
+  FeedRead page;
+  ASSERT_TRUE(s->ReadFeed(ShardPositions{}, 100, &page).ok());
+  EXPECT_TRUE(page.reset);
+  EXPECT_TRUE(page.entries.empty());
+  const int shard1 = RegionShardOf(kGw1.gateway_id);
+  EXPECT_GT(page.next[shard1], 0u);
+  EXPECT_TRUE(AllAtOrBelow(page.next, page.head));
+  FeedBoundsInfo bounds;
+  ASSERT_TRUE(s->FeedBounds(&bounds).ok());
+  EXPECT_EQ(bounds.head, before.head);
+  EXPECT_EQ(bounds.numbered, before.numbered);
+  EXPECT_GT(bounds.pruned[shard1], 0u);
+  // From the restart position: everything still served, nothing else.
+  std::multiset<std::pair<std::string, uint64_t>> rest;
+  ShardPositions after = page.next;
+  do {
+    ASSERT_TRUE(s->ReadFeed(after, 3, &page).ok());
+    ASSERT_FALSE(page.reset);
+    for (const auto& e : page.entries) rest.insert({e.remote.origin.gateway_id, e.remote.origin_lsn});
+    after = page.next;
+  } while (!page.entries.empty());
+  std::multiset<std::pair<std::string, uint64_t>> want{{"gw-1", 11}, {"gw-1", 12}, {"gw-1", 13}, {"gw-1", 14},
+                                                        {"gw-1", 15}, {"gw-2", 1},  {"gw-2", 2},  {"gw-2", 3}};
+  EXPECT_EQ(rest, want);
+  // A reader at the pruned marks is not reset. On PostgreSQL the marks are
+  // per shard: gw-2's shard lost nothing (SQLite's one sequence moves every
+  // shard's mark together).
+  ASSERT_TRUE(s->ReadFeed(bounds.pruned, 100, &page).ok());
+  EXPECT_FALSE(page.reset);
+  if (GetParam() == "postgresql") {
+    EXPECT_EQ(bounds.pruned[RegionShardOf(kGw2.gateway_id)], 0u);
+  }
+  // Everything old: the feed is empty, the heads stay, readers at them are fine.
   clock_.Advance(kRetentionMs + 1000);
   do {
     ASSERT_TRUE(s->PruneStep(100, &step).ok());
   } while (step.more);
-  ASSERT_TRUE(s->FeedBounds(&oldest, &head).ok());
-  EXPECT_EQ(oldest, 0u);
-  EXPECT_EQ(head, head0);
-  ASSERT_TRUE(s->ReadFeed(head, 100, &page, &head, &reset).ok());
-  EXPECT_FALSE(reset);
+  ASSERT_TRUE(s->FeedBounds(&bounds).ok());
+  EXPECT_EQ(bounds.oldest, 0u);
+  EXPECT_EQ(bounds.head, before.head);
+  ASSERT_TRUE(s->ReadFeed(bounds.head, 100, &page).ok());
+  EXPECT_FALSE(page.reset);
+  EXPECT_TRUE(page.entries.empty());
   // The marks outlive the entries: a resend is still already held.
   EXPECT_EQ(Apply(s, Batch(kGw1, fresh)).outcome, ApplyOutcome::kAlreadyHeld);
 }
@@ -398,48 +473,28 @@ TEST_P(HubStoreTest, TwoWritersNeverBothApplyTheSameSpan) {
   EXPECT_EQ(lsns.size(), kBatches * kPer);
 }
 
-// Two writers (two hubs of a region on PostgreSQL) append different origins
-// at once while a reader follows the feed by its single position: it must
-// see every entry. Sequence numbers drawn by two transactions become
-// visible in their order, or the reader would step over a late commit.
-TEST_P(HubStoreTest, AReaderFollowingTwoWritersMissesNoLateCommit) {
-  HubStore* a = Open();
-  ASSERT_NE(a, nullptr);
-  HubStore* b = GetParam() == "postgresql" ? Open() : a;
-  ASSERT_NE(b, nullptr);
-  HubStore* reader = GetParam() == "postgresql" ? Open() : a;
-  ASSERT_NE(reader, nullptr);
-  constexpr uint64_t kBatches = 60, kPer = 20;
-  std::atomic<int> writing{2};
-  std::atomic<int> errors{0};
-  auto run = [&](HubStore* s, const Origin& origin) {
-    for (uint64_t i = 0; i < kBatches; ++i) {
-      std::vector<ChangeEntry> span = Entries(i * kPer + 1, (i + 1) * kPer);
-      ApplyResult r;
-      if (!s->Apply(Batch(origin, span), &r).ok() || r.outcome != ApplyOutcome::kApplied) ++errors;
-    }
-    --writing;
-  };
-  std::thread t1(run, a, kGw1), t2(run, b, kGw2);
-  std::set<std::pair<std::string, uint64_t>> seen;
-  uint64_t after = 0, head = 0;
-  bool reset = false;
-  std::vector<RegionFeedEntry> page;
-  for (bool last = false; !last;) {
-    last = writing.load() == 0;  // one more full pass after both committed their last
-    do {
-      ASSERT_TRUE(reader->ReadFeed(after, 50, &page, &head, &reset).ok());
-      ASSERT_FALSE(reset);
-      for (const auto& e : page) {
-        after = e.seq;
-        seen.insert({e.remote.origin.ToString(), e.remote.origin_lsn});
-      }
-    } while (!page.empty());
+// A gateway id of the given shard other than `not_this`.
+std::string GatewayOfShard(int shard, const std::string& not_this) {
+  for (int i = 0;; ++i) {
+    std::string id = "gw-x" + std::to_string(i);
+    if (RegionShardOf(id) == shard && id != not_this) return id;
   }
-  t1.join();
-  t2.join();
-  EXPECT_EQ(errors.load(), 0);
-  EXPECT_EQ(seen.size(), 2 * kBatches * kPer) << "the reader stepped over entries committed late";
+}
+
+// Two writers (two hubs of a region on PostgreSQL) append origins of two
+// shards at once while a reader follows the feed: it must see every entry.
+// A shard's numbers become visible in their order, or the reader would step
+// over a late commit.
+TEST_P(HubStoreTest, AReaderFollowingTwoWritersMissesNoLateCommit) {
+  ASSERT_NE(RegionShardOf(kGw1.gateway_id), RegionShardOf(kGw2.gateway_id));
+  FollowTwoWriters(kGw1, kGw2);
+}
+
+// The same on one shard: two hubs that both act for a shard around a lease
+// handover (one still applying what it took before its lease went).
+TEST_P(HubStoreTest, AReaderFollowingTwoWritersOfOneShardMissesNoLateCommit) {
+  Origin same{GatewayOfShard(RegionShardOf(kGw1.gateway_id), kGw1.gateway_id), kGw2.epoch};
+  FollowTwoWriters(kGw1, same);
 }
 
 #ifdef EDGESYNC_HAVE_POSTGRESQL

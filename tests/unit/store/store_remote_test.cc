@@ -171,35 +171,63 @@ TEST_F(StoreRemoteTest, RegionFeedCarriesDeviceRecords) {
 
 TEST_F(StoreRemoteTest, AFeedPositionMovesForwardWithinAnEpochAndIsReplacedByAReset) {
   const std::string e1(32, 'a'), e2(32, 'b');
+  // One sequence per shard: the position of shard s is the last of that
+  // shard read.
+  auto at = [](std::initializer_list<std::pair<int, uint64_t>> shards) {
+    ShardPositions p{};
+    for (auto [s, n] : shards) p[s] = n;
+    return p;
+  };
   {
     auto s = OpenStore();
     FeedPosition p;
     ASSERT_TRUE(s->GetFeedPosition("eu", &p).ok());
     EXPECT_EQ(p.epoch, "");
-    EXPECT_EQ(p.seq, 0u);
-    ASSERT_TRUE(s->SetCheckpoint("feed:eu", 40).ok());  // a position from before epochs
-    ASSERT_TRUE(s->SetFeedPosition("eu", {e1, 50}, false).ok());
-    EXPECT_EQ(s->SetFeedPosition("eu", {e1, 49}, false).code(), Status::Code::kInvalidArgument);
-    EXPECT_EQ(s->SetFeedPosition("eu", {"not an epoch", 60}, false).code(), Status::Code::kInvalidArgument);
+    EXPECT_EQ(p.shards, ShardPositions{});
+    EXPECT_EQ(p.single_seq, 0u);
+    ASSERT_TRUE(s->SetFeedPosition("eu", {e1, at({{1, 50}, {8, 3}})}, false).ok());
+    // No shard moves back within an epoch, whatever the others do.
+    EXPECT_EQ(s->SetFeedPosition("eu", {e1, at({{1, 49}, {8, 90}})}, false).code(), Status::Code::kInvalidArgument);
+    EXPECT_EQ(s->SetFeedPosition("eu", {e1, at({{1, 50}})}, false).code(), Status::Code::kInvalidArgument);
+    EXPECT_EQ(s->SetFeedPosition("eu", {"not an epoch", at({{1, 60}})}, false).code(), Status::Code::kInvalidArgument);
+    ASSERT_TRUE(s->SetFeedPosition("eu", {e1, at({{1, 50}, {8, 4}, {31, 1}})}, false).ok());
     // The hub's store was re-created: its sequences start again.
-    ASSERT_TRUE(s->SetFeedPosition("eu", {e2, 3}, false).ok());
-    ASSERT_TRUE(s->SetFeedPosition("us", {e1, 7}, false).ok());
+    ASSERT_TRUE(s->SetFeedPosition("eu", {e2, at({{2, 3}})}, false).ok());
+    ASSERT_TRUE(s->SetFeedPosition("us", {e1, at({{0, 7}})}, false).ok());
   }
   auto s = OpenStore();
   FeedPosition p;
   ASSERT_TRUE(s->GetFeedPosition("eu", &p).ok());
   EXPECT_EQ(p.epoch, e2);
-  EXPECT_EQ(p.seq, 3u);
+  EXPECT_EQ(p.shards, at({{2, 3}}));
   uint64_t v = 0;
   ASSERT_TRUE(s->GetCheckpoint("feed:eu", &v).ok());
-  EXPECT_EQ(v, 3u);
+  EXPECT_EQ(v, 3u);  // the highest shard's, for status
   // An explicit reset may move back within the epoch (a restored hub store).
-  ASSERT_TRUE(s->SetFeedPosition("eu", {e2, 1}, true).ok());
+  ASSERT_TRUE(s->SetFeedPosition("eu", {e2, at({{2, 1}})}, true).ok());
   ASSERT_TRUE(s->GetFeedPosition("eu", &p).ok());
-  EXPECT_EQ(p.seq, 1u);
+  EXPECT_EQ(p.shards, at({{2, 1}}));
   ASSERT_TRUE(s->GetFeedPosition("us", &p).ok());
   EXPECT_EQ(p.epoch, e1);
-  EXPECT_EQ(p.seq, 7u);
+  EXPECT_EQ(p.shards, at({{0, 7}}));
+}
+
+TEST_F(StoreRemoteTest, APositionOfTheSingleSequenceFeedStartsOverExplicitly) {
+  auto s = OpenStore();
+  // What a store of the single-sequence feed holds: the checkpoint and an epoch.
+  ASSERT_TRUE(s->SetCheckpoint("feed:eu", 40).ok());
+  FeedPosition p;
+  ASSERT_TRUE(s->GetFeedPosition("eu", &p).ok());
+  EXPECT_EQ(p.single_seq, 40u);  // the puller says so and counts a reset
+  EXPECT_EQ(p.epoch, "");
+  EXPECT_EQ(p.shards, ShardPositions{});
+  // The first per-shard position replaces it.
+  ShardPositions next{};
+  next[4] = 12;
+  ASSERT_TRUE(s->SetFeedPosition("eu", {std::string(32, 'c'), next}, false).ok());
+  ASSERT_TRUE(s->GetFeedPosition("eu", &p).ok());
+  EXPECT_EQ(p.single_seq, 0u);
+  EXPECT_EQ(p.shards, next);
 }
 
 }  // namespace

@@ -52,15 +52,16 @@ class ViewStore : public Store {
   }
   Status GetFeedPosition(const std::string& region, FeedPosition* position) override {
     std::lock_guard<std::mutex> lock(mu);
-    *position = {epochs[region], checkpoints["feed:" + region]};
+    *position = positions[region];
     return Status::Ok();
   }
   Status SetFeedPosition(const std::string& region, const FeedPosition& position, bool reset) override {
     std::lock_guard<std::mutex> lock(mu);
-    uint64_t& seq = checkpoints["feed:" + region];
-    if (!reset && epochs[region] == position.epoch && position.seq < seq) return Status::InvalidArgument("moves back");
-    epochs[region] = position.epoch;
-    seq = position.seq;
+    FeedPosition& held = positions[region];
+    if (!reset && held.epoch == position.epoch && !AllAtOrBelow(held.shards, position.shards)) {
+      return Status::InvalidArgument("moves back");
+    }
+    held = position;
     return Status::Ok();
   }
   FeedPosition Position(const std::string& region) {
@@ -91,17 +92,29 @@ class ViewStore : public Store {
 
   std::mutex mu;
   std::map<std::string, uint64_t> checkpoints;
-  std::map<std::string, std::string> epochs;
+  std::map<std::string, FeedPosition> positions;
   std::vector<RemoteEntry> remote;
   bool refuse_apply = false;
 };
 
 const char* const kEpoch = "000000000000000000000000000000e1";
+// The scripted hubs number one shard: this gateway's (gw-me's, shard 0),
+// which the other origin here (gw-x6) shares.
+constexpr int kShard = 0;
+
+ShardPositions At(uint64_t n) {
+  ShardPositions p{};
+  p[kShard] = n;
+  return p;
+}
+
+FeedPosition Pos(const std::string& epoch, uint64_t n) { return FeedPosition{epoch, At(n)}; }
 const char* const kOtherEpoch = "000000000000000000000000000000e2";
 
 RegionFeedEntry Entry(uint64_t seq, const Origin& origin, uint64_t lsn) {
   RegionFeedEntry f;
   f.seq = seq;
+  f.shard = RegionShardOf(origin.gateway_id);
   f.remote.origin = origin;
   f.remote.origin_lsn = lsn;
   f.remote.entry.lsn = lsn;
@@ -111,8 +124,10 @@ RegionFeedEntry Entry(uint64_t seq, const Origin& origin, uint64_t lsn) {
 
 TEST(FeedPullerTest, FollowsContinuationSkipsOwnOriginAndHonoursReset) {
   ViewStore store;
-  store.checkpoints["feed:eu"] = 10;  // this gateway read up to 10 long ago
-  const Origin other{"gw-x", "00000000000000000000000000000002"};
+  store.positions["eu"] = Pos("", 10);  // this gateway read up to 10 long ago
+  const Origin other{"gw-x6", "00000000000000000000000000000002"};
+  ASSERT_EQ(RegionShardOf(other.gateway_id), kShard);
+  ASSERT_EQ(RegionShardOf(store.origin().gateway_id), kShard);
   std::mutex mu;
   std::vector<uint64_t> asked;
   // The region pruned everything up to 100; it holds 101..104 (103 is ours).
@@ -122,21 +137,22 @@ TEST(FeedPullerTest, FollowsContinuationSkipsOwnOriginAndHonoursReset) {
     ASSERT_EQ(m.kind, WireKind::kFeedRequest);
     {
       std::lock_guard<std::mutex> lock(mu);
-      asked.push_back(m.feed_after_seq);
+      asked.push_back(m.feed_after[kShard]);
     }
+    const uint64_t after = m.feed_after[kShard];
     WireFeedPage page;
     page.region = "eu";
-    page.after_seq = m.feed_after_seq;
-    page.head_seq = 104;
+    page.after = m.feed_after;
+    page.head = At(104);
     page.epoch = kEpoch;
-    if (m.feed_after_seq < 100) {
+    if (after < 100) {
       page.reset = true;
-      page.next_seq = 100;
+      page.next = At(100);
     } else {
-      for (uint64_t s = m.feed_after_seq + 1; s <= 104 && page.entries.size() < 2; ++s) {
+      for (uint64_t s = after + 1; s <= 104 && page.entries.size() < 2; ++s) {
         page.entries.push_back(Entry(s, s == 103 ? store.origin() : other, s));
       }
-      page.next_seq = page.entries.empty() ? m.feed_after_seq : page.entries.back().seq;
+      page.next = At(page.entries.empty() ? after : page.entries.back().seq);
     }
     std::string out;
     ASSERT_TRUE(EncodeFeedPage(m.correlation_id, page, {}, &out).ok());
@@ -155,9 +171,7 @@ TEST(FeedPullerTest, FollowsContinuationSkipsOwnOriginAndHonoursReset) {
   ASSERT_TRUE(puller.Start().ok());
   ASSERT_TRUE(test::WaitFor(
       [&] {
-        uint64_t v;
-        store.GetCheckpoint("feed:eu", &v);
-        return v == 104;
+        return store.Position("eu").shards == At(104);
       },
       5000));
   FeedPullerStats s = puller.stats();
@@ -217,13 +231,12 @@ class ManualHubTest : public ::testing::Test {
   WireFeedPage GoodPage(const WireMessage& request, uint64_t n, uint64_t head) {
     WireFeedPage page;
     page.region = "eu";
-    page.after_seq = request.feed_after_seq;
-    page.head_seq = head;
+    page.after = request.feed_after;
+    page.head = At(head);
     page.epoch = kEpoch;
-    for (uint64_t s = request.feed_after_seq + 1; s <= request.feed_after_seq + n; ++s) {
-      page.entries.push_back(Entry(s, other_, s));
-    }
-    page.next_seq = request.feed_after_seq + n;
+    const uint64_t after = request.feed_after[kShard];
+    for (uint64_t s = after + 1; s <= after + n; ++s) page.entries.push_back(Entry(s, other_, s));
+    page.next = At(after + n);
     return page;
   }
   void Deliver(uint64_t correlation_id, const WireFeedPage& page) {
@@ -242,7 +255,7 @@ class ManualHubTest : public ::testing::Test {
   }
   FeedRegionStats RegionStats() { return puller_->stats().regions[0]; }
 
-  const Origin other_{"gw-x", "00000000000000000000000000000002"};
+  const Origin other_{"gw-x6", "00000000000000000000000000000002"};  // shard kShard
   ViewStore store_;
   FeedPullerOptions options_;
   std::unique_ptr<FeedPuller> puller_;
@@ -252,11 +265,10 @@ class ManualHubTest : public ::testing::Test {
 };
 
 TEST_F(ManualHubTest, EveryKindOfBadPageIsCountedAndChangesNothing) {
-  store_.checkpoints["feed:eu"] = 20;
-  store_.epochs["eu"] = kEpoch;
+  store_.positions["eu"] = Pos(kEpoch, 20);
   Start();
   WireMessage req = LastRequest();
-  ASSERT_EQ(req.feed_after_seq, 20u);
+  ASSERT_EQ(req.feed_after, At(20));
   ASSERT_EQ(req.feed_epoch, kEpoch);
   ASSERT_NE(req.correlation_id, 0u);
   const uint64_t id = req.correlation_id;
@@ -269,19 +281,32 @@ TEST_F(ManualHubTest, EveryKindOfBadPageIsCountedAndChangesNothing) {
       {"no correlation id", 0, [](WireFeedPage*) {}},
       {"another correlation id", id + 1, [](WireFeedPage*) {}},
       {"another region", id, [](WireFeedPage* p) { p->region = "us"; }},
-      {"another position", id, [](WireFeedPage* p) { p->after_seq = 5; }},
+      {"another position", id, [](WireFeedPage* p) { p->after = At(5); }},
+      {"another shard's position", id, [](WireFeedPage* p) { p->after[kShard + 1] = 20; }},
+      {"no per-shard continuation", id, [](WireFeedPage* p) { p->per_shard = false; }},
       {"no epoch", id, [](WireFeedPage* p) { p->epoch.clear(); }},
       {"another epoch without a reset", id, [](WireFeedPage* p) { p->epoch = kOtherEpoch; }},
       {"a sequence at or before the position", id, [](WireFeedPage* p) { p->entries[0].seq = 20; }},
       {"a sequence past the head", id, [](WireFeedPage* p) { p->entries[2].seq = 31; }},
-      {"a continuation before the last entry", id, [](WireFeedPage* p) { p->next_seq = 21; }},
-      {"a continuation past the head", id, [](WireFeedPage* p) { p->next_seq = 31; }},
+      {"a sequence past its own shard's head", id,
+       [](WireFeedPage* p) {
+         // gw-1 is of shard 1, whose head is 0: the page's head is shard 0's.
+         p->entries[2].remote.origin.gateway_id = "gw-1";
+       }},
+      {"a continuation before the last entry", id, [](WireFeedPage* p) { p->next = At(21); }},
+      {"a continuation past the head", id, [](WireFeedPage* p) { p->next = At(31); }},
+      {"a continuation past another shard's head", id, [](WireFeedPage* p) { p->next[kShard + 1] = 1; }},
+      {"a continuation before the position", id,
+       [](WireFeedPage* p) {
+         p->entries.clear();
+         p->next = At(19);
+       }},
       {"a reset with entries", id, [](WireFeedPage* p) { p->reset = true; }},
       {"a reset past the head", id,
        [](WireFeedPage* p) {
          p->reset = true;
          p->entries.clear();
-         p->next_seq = 1000;
+         p->next = At(1000);
        }},
   };
   for (const Bad& b : bad) {
@@ -296,13 +321,13 @@ TEST_F(ManualHubTest, EveryKindOfBadPageIsCountedAndChangesNothing) {
     EXPECT_TRUE(store_.remote.empty()) << "a bad page reached the read view";
   }
   FeedPosition pos = store_.Position("eu");
-  EXPECT_EQ(pos.seq, 20u);
+  EXPECT_EQ(pos.shards, At(20));
   EXPECT_EQ(pos.epoch, kEpoch);
   EXPECT_EQ(Requests(), 1u) << "a bad page made the puller ask again";
   EXPECT_EQ(puller_->stats().pages, 0u);
   // The real answer is still taken.
   Deliver(id, GoodPage(req, 3, 23));
-  ASSERT_TRUE(test::WaitFor([&] { return store_.Position("eu").seq == 23; }, 5000));
+  ASSERT_TRUE(test::WaitFor([&] { return store_.Position("eu").shards[kShard] == 23; }, 5000));
   EXPECT_EQ(RegionStats().applied, 3u);
   // ...and only once: a replay of it answers no outstanding request.
   Deliver(id, GoodPage(req, 3, 23));
@@ -312,6 +337,35 @@ TEST_F(ManualHubTest, EveryKindOfBadPageIsCountedAndChangesNothing) {
   EXPECT_EQ(store_.remote.size(), 3u);
 }
 
+TEST_F(ManualHubTest, APositionOfTheSingleSequenceFeedStartsOverCountedAsAReset) {
+  FeedPosition old;
+  old.single_seq = 40;  // what a store of the single-sequence feed hands out
+  store_.positions["eu"] = old;
+  Start();
+  WireMessage req = LastRequest();
+  EXPECT_EQ(req.feed_after, ShardPositions{});
+  EXPECT_EQ(req.feed_epoch, "");
+  EXPECT_EQ(RegionStats().resets, 1u);
+}
+
+TEST_F(ManualHubTest, APageMergingTwoShardsMovesEachShardsPosition) {
+  Start();
+  WireMessage req = LastRequest();
+  const Origin gw1{"gw-1", "00000000000000000000000000000003"};  // shard 1
+  WireFeedPage page = GoodPage(req, 2, 2);
+  page.entries.insert(page.entries.begin() + 1, Entry(7, gw1, 1));  // shard 1's numbers are its own
+  page.head[1] = 9;
+  page.next[1] = 7;
+  Deliver(req.correlation_id, page);
+  ASSERT_TRUE(test::WaitFor([&] { return puller_->stats().pages == 1; }, 5000));
+  ShardPositions want = At(2);
+  want[1] = 7;
+  EXPECT_EQ(store_.Position("eu").shards, want);
+  EXPECT_EQ(RegionStats().applied, 3u);
+  EXPECT_EQ(RegionStats().lag, 2u);  // shard 1: 7 of 9
+  EXPECT_EQ(RegionStats().bad_pages, 0u);
+}
+
 TEST_F(ManualHubTest, ARefusedPageIsCountedShownAndAskedAgainLater) {
   store_.refuse_apply = true;
   Start();
@@ -319,17 +373,17 @@ TEST_F(ManualHubTest, ARefusedPageIsCountedShownAndAskedAgainLater) {
   Deliver(req.correlation_id, GoodPage(req, 5, 5));
   ASSERT_TRUE(test::WaitFor([&] { return RegionStats().store_errors >= 1; }, 5000));
   EXPECT_NE(RegionStats().last_error.find("disk full"), std::string::npos) << RegionStats().last_error;
-  EXPECT_EQ(store_.Position("eu").seq, 0u);
+  EXPECT_EQ(store_.Position("eu").shards, At(0));
   // Asked again after a delay, still from the old position.
   ASSERT_TRUE(test::WaitFor([&] { return Requests() >= 2; }, 5000));
   req = LastRequest();
-  EXPECT_EQ(req.feed_after_seq, 0u);
+  EXPECT_EQ(req.feed_after, At(0));
   {
     std::lock_guard<std::mutex> lock(store_.mu);
     store_.refuse_apply = false;
   }
   Deliver(req.correlation_id, GoodPage(req, 5, 5));
-  ASSERT_TRUE(test::WaitFor([&] { return store_.Position("eu").seq == 5; }, 5000));
+  ASSERT_TRUE(test::WaitFor([&] { return store_.Position("eu").shards[kShard] == 5; }, 5000));
   EXPECT_EQ(RegionStats().last_error, "");
   EXPECT_EQ(RegionStats().store_errors, 1u);
   EXPECT_EQ(store_.Position("eu").epoch, kEpoch);
@@ -339,10 +393,10 @@ TEST_F(ManualHubTest, AHeadNoticeTriggersOnePullNotASpin) {
   Start();
   WireMessage req = LastRequest();
   Deliver(req.correlation_id, GoodPage(req, 2, 2));
-  ASSERT_TRUE(test::WaitFor([&] { return store_.Position("eu").seq == 2; }, 5000));
+  ASSERT_TRUE(test::WaitFor([&] { return store_.Position("eu").shards[kShard] == 2; }, 5000));
   ASSERT_EQ(Requests(), 1u);
   // A forged notice of a far head: one pull, whose answer says the truth.
-  Deliver(EncodeFeedHead("eu", 1u << 30, kEpoch));
+  Deliver(EncodeFeedHead("eu", At(1u << 30), kEpoch));
   ASSERT_TRUE(test::WaitFor([&] { return Requests() == 2; }, 5000));
   req = LastRequest();
   Deliver(req.correlation_id, GoodPage(req, 0, 2));
@@ -350,35 +404,34 @@ TEST_F(ManualHubTest, AHeadNoticeTriggersOnePullNotASpin) {
   test::SleepMs(500);
   EXPECT_EQ(Requests(), 2u) << "the notice kept the puller pulling";
   // Notices of a head already read ask nothing.
-  Deliver(EncodeFeedHead("eu", 2, kEpoch));
-  Deliver(EncodeFeedHead("us", 1u << 30, kEpoch));
+  Deliver(EncodeFeedHead("eu", At(2), kEpoch));
+  Deliver(EncodeFeedHead("us", At(1u << 30), kEpoch));
   test::SleepMs(300);
   EXPECT_EQ(Requests(), 2u);
 }
 
 TEST_F(ManualHubTest, AResetToAnotherEpochRestartsThereExplicitly) {
-  store_.checkpoints["feed:eu"] = 500;
-  store_.epochs["eu"] = kEpoch;
+  store_.positions["eu"] = Pos(kEpoch, 500);
   Start();
   // The hub's store was re-created: a notice of the new epoch, then the
   // answer to our request is an explicit reset to 0 of that epoch.
   WireMessage req = LastRequest();
   WireFeedPage reset;
   reset.region = "eu";
-  reset.after_seq = 500;
-  reset.head_seq = 3;
+  reset.after = At(500);
+  reset.head = At(3);
   reset.reset = true;
   reset.epoch = kOtherEpoch;
-  reset.next_seq = 0;
+  reset.next = At(0);
   Deliver(req.correlation_id, reset);
   ASSERT_TRUE(test::WaitFor([&] { return Requests() == 2; }, 5000));
   req = LastRequest();
-  EXPECT_EQ(req.feed_after_seq, 0u);
+  EXPECT_EQ(req.feed_after, At(0));
   EXPECT_EQ(req.feed_epoch, kOtherEpoch);
   WireFeedPage page = GoodPage(req, 3, 3);
   page.epoch = kOtherEpoch;
   Deliver(req.correlation_id, page);
-  ASSERT_TRUE(test::WaitFor([&] { return store_.Position("eu").seq == 3; }, 5000));
+  ASSERT_TRUE(test::WaitFor([&] { return store_.Position("eu").shards[kShard] == 3; }, 5000));
   EXPECT_EQ(store_.Position("eu").epoch, kOtherEpoch);
   EXPECT_EQ(RegionStats().resets, 1u);
   EXPECT_EQ(RegionStats().applied, 3u);

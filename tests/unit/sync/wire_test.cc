@@ -178,29 +178,37 @@ TEST(WireTest, SmallMessagesRoundTrip) {
   EXPECT_EQ(m.ack.code, AckCode::kGap);
   EXPECT_EQ(m.ack.message, "gap after 991");
   const std::string epoch = "0123456789abcdef0123456789abcdef";
-  ASSERT_TRUE(DecodeMessage(EncodeFeedRequest("r/y", 3, 1000, 500, epoch), {}, &m, nullptr).ok());
+  ShardPositions after{};
+  after[1] = 1000;
+  after[31] = 7;
+  ASSERT_TRUE(DecodeMessage(EncodeFeedRequest("r/y", 3, after, 500, epoch), {}, &m, nullptr).ok());
   EXPECT_EQ(m.kind, WireKind::kFeedRequest);
-  EXPECT_EQ(m.feed_after_seq, 1000u);
+  EXPECT_TRUE(m.feed_per_shard);
+  EXPECT_EQ(m.feed_after, after);
   EXPECT_EQ(m.feed_max_entries, 500u);
   EXPECT_EQ(m.feed_epoch, epoch);
-  ASSERT_TRUE(DecodeMessage(EncodeFeedHead("us", 12345, epoch), {}, &m, nullptr).ok());
+  ShardPositions heads{};
+  heads.fill(12345);
+  ASSERT_TRUE(DecodeMessage(EncodeFeedHead("us", heads, epoch), {}, &m, nullptr).ok());
   EXPECT_EQ(m.kind, WireKind::kFeedHead);
   EXPECT_EQ(m.head_region, "us");
-  EXPECT_EQ(m.head_seq, 12345u);
+  EXPECT_TRUE(m.head_per_shard);
+  EXPECT_EQ(m.head_shards, heads);
   EXPECT_EQ(m.head_epoch, epoch);
 }
 
 TEST(WireTest, FeedPageRoundTripsOriginsAndSequences) {
   WireFeedPage page;
   page.region = "eu";
-  page.after_seq = 10;
-  page.next_seq = 14;
-  page.head_seq = 100;
+  page.after[RegionShardOf("gw-1")] = 10;
+  page.next[RegionShardOf("gw-1")] = 16;
+  page.next[RegionShardOf("gw-2")] = 12;
+  page.head.fill(100);
   page.epoch = "00112233445566778899aabbccddeeff";
   Origin other{"gw-2", "fedcba9876543210fedcba9876543210"};
   for (int i = 0; i < 4; ++i) {
     RegionFeedEntry f;
-    f.seq = 11 + i + (i == 3 ? 5 : 0);
+    f.seq = i % 2 ? 3 + i * 3 : 11 + i;  // gw-1 (shard 1): 11, 13; gw-2 (shard 8): 6, 12
     f.remote.origin = i % 2 ? other : kOrigin;
     f.remote.origin_lsn = 500 - i * 7;
     f.remote.entry.lsn = f.remote.origin_lsn;
@@ -214,25 +222,34 @@ TEST(WireTest, FeedPageRoundTripsOriginsAndSequences) {
   ASSERT_TRUE(st.ok()) << st.ToString();
   ASSERT_EQ(m.kind, WireKind::kFeedPage);
   EXPECT_EQ(m.feed_page.region, "eu");
-  EXPECT_EQ(m.feed_page.next_seq, 14u);
-  EXPECT_EQ(m.feed_page.head_seq, 100u);
+  EXPECT_TRUE(m.feed_page.per_shard);
+  EXPECT_EQ(m.feed_page.after, page.after);
+  EXPECT_EQ(m.feed_page.next, page.next);
+  EXPECT_EQ(m.feed_page.head, page.head);
   EXPECT_FALSE(m.feed_page.reset);
   EXPECT_EQ(m.feed_page.epoch, page.epoch);
   ASSERT_EQ(m.feed_page.entries.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(m.feed_page.entries[i].seq, page.entries[i].seq);
+    EXPECT_EQ(m.feed_page.entries[i].shard, RegionShardOf(page.entries[i].remote.origin.gateway_id));
     EXPECT_EQ(m.feed_page.entries[i].remote.origin, page.entries[i].remote.origin);
     EXPECT_EQ(m.feed_page.entries[i].remote.origin_lsn, page.entries[i].remote.origin_lsn);
     EXPECT_EQ(m.feed_page.entries[i].remote.entry.reading.value, page.entries[i].remote.entry.reading.value);
   }
+  // Out of order inside a shard: refused by the decoder.
+  std::swap(page.entries[0].seq, page.entries[2].seq);
+  ASSERT_TRUE(EncodeFeedPage(8, page, {}, &bytes).ok());
+  WireCounters counters;
+  EXPECT_FALSE(DecodeMessage(bytes, {}, &m, &counters).ok());
+  EXPECT_EQ(counters.bad_entries.load(), 1u);
   WireFeedPage reset;
   reset.region = "eu";
   reset.reset = true;
-  reset.next_seq = 900;
+  reset.next[5] = 900;
   ASSERT_TRUE(EncodeFeedPage(9, reset, {}, &bytes).ok());
   ASSERT_TRUE(DecodeMessage(bytes, {}, &m, nullptr).ok());
   EXPECT_TRUE(m.feed_page.reset);
-  EXPECT_EQ(m.feed_page.next_seq, 900u);
+  EXPECT_EQ(m.feed_page.next, reset.next);
   EXPECT_TRUE(m.feed_page.entries.empty());
 }
 
@@ -429,6 +446,83 @@ TEST(WireTest, ShardsArePinnedByTheProtocolAndSpreadAFleetEvenly) {
     EXPECT_GT(n, 297);
     EXPECT_LT(n, 328);
   }
+}
+
+}  // namespace
+}  // namespace edgesync
+
+namespace edgesync {
+namespace {
+
+TEST(ShardPositionsTest, RoundTripSparselyAndCompactly) {
+  ShardPositions p{};
+  EXPECT_EQ(EncodeShardPositions(p), "");  // the beginning costs nothing
+  p[0] = 1;
+  p[7] = 300;
+  p[31] = static_cast<uint64_t>(INT64_MAX);
+  std::string bytes = EncodeShardPositions(p);
+  EXPECT_EQ(bytes.size(), 2u + 3u + 10u);  // (0,1) (6,300) (23,2^63-1)
+  ShardPositions back;
+  ASSERT_TRUE(DecodeShardPositions(bytes, &back).ok());
+  EXPECT_EQ(back, p);
+  ShardPositions all{};
+  all.fill(static_cast<uint64_t>(INT64_MAX));
+  bytes = EncodeShardPositions(all);
+  EXPECT_LE(bytes.size(), kMaxShardPositionsBytes);
+  ASSERT_TRUE(DecodeShardPositions(bytes, &back).ok());
+  EXPECT_EQ(back, all);
+  EXPECT_EQ(ShardPositionsText(p), "0:1 7:300 31:9223372036854775807");
+  EXPECT_EQ(ShardPositionsText(ShardPositions{}), "0");
+}
+
+TEST(ShardPositionsTest, HostileBytesAreRefusedNeverMisread) {
+  ShardPositions out;
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"truncated pair", std::string("\x00", 1)},
+      {"truncated varint", std::string("\x00\x80", 2)},
+      {"shard past the last", std::string("\x20\x01", 2)},
+      {"second shard past the last", std::string("\x1f\x01\x00\x01", 4)},
+      {"a zero position listed", std::string("\x00\x00", 2)},
+      {"position over INT64_MAX", std::string("\x00\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01", 11)},
+      {"varint past 64 bits", std::string("\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 11)},
+      {"too long", std::string(kMaxShardPositionsBytes + 1, '\x01')},
+  };
+  for (const auto& [what, bytes] : bad) {
+    out.fill(9);
+    EXPECT_FALSE(DecodeShardPositions(bytes, &out).ok()) << what;
+  }
+}
+
+TEST(ShardPositionsTest, ComparisonsAndLag) {
+  ShardPositions a{}, b{};
+  a[3] = 5;
+  b[3] = 5;
+  b[4] = 1;
+  EXPECT_TRUE(AllAtOrBelow(a, b));
+  EXPECT_FALSE(AllAtOrBelow(b, a));
+  ShardPositions head{};
+  head[3] = 9;
+  head[4] = 2;
+  EXPECT_EQ(ShardLag(a, head), 4u);  // the most behind shard
+  EXPECT_EQ(ShardLag(head, head), 0u);
+  EXPECT_EQ(ShardPositionsSum(head), 11u);
+}
+
+TEST(ShardPositionsTest, ARequestOrPageWithBadPositionsIsRefusedAndCounted) {
+  // A request naming shard 32, built by hand as a hostile reader would.
+  flatbuffers::FlatBufferBuilder fbb;
+  const uint8_t hostile[] = {0x20, 0x01};  // shard 32
+  auto positions = fbb.CreateVector(hostile, sizeof hostile);
+  auto epoch = fbb.CreateString("");
+  auto r = wire::CreateFeedRequest(fbb, 0, 10, epoch, positions);
+  auto reply = fbb.CreateString("edgesync/reply/gw-1/feed");
+  wire::FinishMessageBuffer(fbb, wire::CreateMessage(fbb, 2, reply, 5, wire::Body::FeedRequest, r.Union()));
+  WireCounters counters;
+  WireMessage m;
+  Status st = DecodeMessage(
+      std::string_view(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize()), {}, &m, &counters);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(counters.bad_entries.load(), 1u);
 }
 
 }  // namespace
