@@ -230,6 +230,26 @@ void HubMetrics(Writer* w, const json& s) {
   Counter(w, "edgesync_hub_feed_resets_total", "Explicit resets sent to feed readers.", h, "feed_resets");
   Counter(w, "edgesync_hub_hole_jumps_total", "Batches applied from a base above the high-water mark (failover).", h,
           "hole_jumps");
+  // Shards and their leases (store/hub_store_leases.h; one hub on SQLite
+  // holds every shard for good).
+  w->Sample("edgesync_hub_shards_held", "gauge", "Region shards this hub holds (listens to and applies).",
+            h.contains("shards") && h["shards"].is_array() ? static_cast<double>(h["shards"].size()) : 0);
+  Gauge(w, "edgesync_hub_live_hubs", "The region's live hubs, as this hub's last lease round counted them.", h,
+        "live_hubs");
+  Counter(w, "edgesync_hub_shard_takeovers_total", "Free or expired shards this hub took.", h, "shards_taken");
+  Counter(w, "edgesync_hub_shard_steals_total", "Shards this hub took from a busier hub.", h, "shards_stolen");
+  Counter(w, "edgesync_hub_shard_handovers_total",
+          "Shards this hub gave up: taken by another hub, expired, or released at shutdown.", h,
+          "shards_handed_over");
+  Counter(w, "edgesync_hub_lease_renew_failures_total",
+          "Lease rounds that failed to renew this hub's leases (database unreachable).", h, "lease_errors");
+  if (Num(h, "lease_renewed_ago_ms") >= 0 && h.contains("lease_renewed_ago_ms")) {
+    w->Sample("edgesync_hub_lease_renewal_age_seconds", "gauge",
+              "Time since this hub last renewed its shard leases.", Num(h, "lease_renewed_ago_ms") / 1000.0);
+  }
+  Counter(w, "edgesync_hub_messages_not_owned_total",
+          "Messages of a shard this hub does not hold: dropped, resent by their gateway to the holder.", h,
+          "not_owned");
   const json refusals = h.value("refusals", json::object());
   for (const auto& [reason, n] : refusals.items()) {
     w->Sample("edgesync_hub_refusals_total", "counter", "Messages refused, by reason.",

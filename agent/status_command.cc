@@ -18,6 +18,7 @@
 #include "platform/clock.h"
 #include "platform/files.h"
 #include "store/store.h"
+#include "sync/wire.h"
 
 namespace edgesync {
 namespace {
@@ -183,6 +184,19 @@ void PrintText(const json& j) {
     std::printf("hub       %.0f batches and %.0f readings applied (%.1f/s), feed head %.0f\n",
                 Num(j, "hub", "batches_applied"), Num(j, "hub", "entries_applied"), Num(j, "rates", "readings_per_s"),
                 Num(j, "hub", "feed_head"));
+    if (h.contains("shards") && h["shards"].is_array()) {
+      std::string renewed = "never";
+      if (Num(j, "hub", "lease_renewed_ago_ms") >= 0 && h.contains("lease_renewed_ago_ms")) {
+        char ago[32];
+        std::snprintf(ago, sizeof ago, "%.1f s ago", Num(j, "hub", "lease_renewed_ago_ms") / 1000.0);
+        renewed = ago;
+      }
+      std::printf("shards    hub %s holds %zu of %d (%.0f live hubs); taken %.0f, stolen %.0f, handed over %.0f; "
+                  "leases renewed %s, %.0f renew failures\n",
+                  h.value("hub_id", "").c_str(), h["shards"].size(), kRegionShards, Num(j, "hub", "live_hubs"),
+                  Num(j, "hub", "shards_taken"), Num(j, "hub", "shards_stolen"), Num(j, "hub", "shards_handed_over"),
+                  renewed.c_str(), Num(j, "hub", "lease_errors"));
+    }
     const json refusals = h.value("refusals", json::object());
     for (const auto& [reason, n] : refusals.items()) {
       std::printf("          refused %s: %.0f\n", reason.c_str(), n.get<double>());

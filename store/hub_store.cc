@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 
 namespace edgesync {
 
@@ -94,8 +96,13 @@ class SqliteHubStore : public HubStore {
 
   Status ApplyBatches(const std::vector<OriginBatch>& batches, std::vector<ApplyResult>* results) override {
     results->assign(batches.size(), ApplyResult{});
-    // One transaction per batch, as the Store commits them: SQLite's commit
-    // is cheap (WAL, sync=normal), and a batch's failure stays its own.
+    if (batches.size() > 1) {
+      if (ApplyGroup(batches, results)) return Status::Ok();
+      results->assign(batches.size(), ApplyResult{});
+    }
+    // One batch, or a group the Store refused as a whole (an entry it
+    // refused; rare): one transaction per batch, so a batch's refusal or
+    // failure stays its own.
     for (size_t i = 0; i < batches.size(); ++i) ES_RETURN_IF_ERROR(ApplyOne(batches[i], &(*results)[i]));
     return Status::Ok();
   }
@@ -203,6 +210,54 @@ class SqliteHubStore : public HubStore {
     ES_RETURN_IF_ERROR(st);
     r->applied = b.entries->size() - plan.first_new;
     return Status::Ok();
+  }
+
+  // A busy hub's group in one transaction (Store::ApplyOriginBatches): its
+  // commit, not the batches, was the cost (WAL pages of the feed, the marks
+  // and the origins written once per group instead of once per batch).
+  // Each batch is decided here first, in order, against the mark the ones
+  // before it leave; only those that apply go to the Store, which decides
+  // them again against the same marks (this adapter is the file's one
+  // writer, under mu_). False: nothing was written (a batch the Store
+  // refused, or a failed write); the caller applies them one by one.
+  bool ApplyGroup(const std::vector<OriginBatch>& batches, std::vector<ApplyResult>* results) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::unordered_map<std::string, uint64_t> marks;  // origin -> its mark after the batches decided so far
+    std::vector<Store::OriginBatchWrite> writes;
+    std::vector<size_t> written;  // writes[k] is batches[written[k]]
+    std::vector<size_t> first_new(batches.size(), 0);
+    for (size_t i = 0; i < batches.size(); ++i) {
+      const OriginBatch& b = batches[i];
+      ApplyResult& r = (*results)[i];
+      if (!ValidateBatchShape(b).ok()) return false;  // decided, with its reason, one by one
+      std::string key = b.origin.ToString();
+      auto found = marks.find(key);
+      uint64_t held = 0;
+      if (found != marks.end()) {
+        held = found->second;
+      } else if (!store_->GetHighWater(b.origin, &held).ok()) {
+        return false;
+      }
+      ApplyPlan plan = PlanApply(b, held);
+      r.before = held;
+      r.high_water = plan.new_high_water;
+      r.base_lsn = plan.base;
+      r.outcome = plan.outcome;
+      r.detail = plan.detail;
+      marks[key] = plan.new_high_water;
+      if (plan.outcome != ApplyOutcome::kApplied) continue;
+      first_new[i] = plan.first_new;
+      writes.push_back(Store::OriginBatchWrite{&b.origin, plan.base, b.entries});
+      written.push_back(i);
+    }
+    std::vector<uint64_t> high_waters;
+    if (!writes.empty() && !store_->ApplyOriginBatches(writes, &high_waters).ok()) return false;
+    for (size_t k = 0; k < written.size(); ++k) {
+      const size_t i = written[k];
+      (*results)[i].high_water = high_waters[k];
+      (*results)[i].applied = batches[i].entries->size() - first_new[i];
+    }
+    return true;
   }
 
   Status Invalid(const OriginBatch& b, const Status& why, ApplyResult* r) {

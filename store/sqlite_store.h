@@ -75,6 +75,7 @@ class SqliteStore : public Store {
   Status ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t* applied) override;
   Status ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, const std::vector<ChangeEntry>& entries,
                           uint64_t* high_water) override;
+  Status ApplyOriginBatches(const std::vector<OriginBatchWrite>& batches, std::vector<uint64_t>* high_waters) override;
   Status GetHighWater(const Origin& origin, uint64_t* high_water) override;
   Status ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::vector<RegionFeedEntry>* entries,
                         uint64_t* head_seq, bool* reset) override;
@@ -155,7 +156,13 @@ class SqliteStore : public Store {
   Status WriteDeviceEntry(const DeviceRecord& device, bool deleted, uint64_t* lsn);
   Status SetMetaInt(const std::string& key, int64_t value);
   Status GetMetaInt(Db* db, const std::string& key, int64_t* value);
+  // create: on the write connection (write_mu_ held, after PrepareApply),
+  // inserting an origin not seen yet; else on the read connection
+  // (read_mu_ held; *id = 0 for an origin never seen).
   Status OriginId(const Origin& origin, bool create, int64_t* id);
+  // Inside ApplyOriginBatches' transaction: one batch; *head is the feed's
+  // head, advanced by what it appends.
+  Status ApplyOneOriginBatch(const OriginBatchWrite& batch, int64_t now, int64_t* head, uint64_t* high_water);
   void ForgetOrigins();
   // The read view's statements, prepared on first use and kept for the
   // connection's life (a store that never applies remote entries pays nothing).
@@ -271,12 +278,15 @@ class SqliteStore : public Store {
   std::atomic<int64_t> corrupt_chunks_{0};  // remote chunks refused as damaged, since open
 
   // Cached statements.
-  Stmt w_insert_log_, w_insert_chunk_, w_insert_series_, w_insert_batch_, w_set_checkpoint_, w_high_, w_update_range_, w_data_version_;
+  Stmt w_insert_log_, w_insert_chunk_, w_insert_series_, w_find_series_, w_insert_batch_, w_set_checkpoint_, w_high_,
+      w_update_range_, w_data_version_;
   Stmt r_log_after_, r_chunk_after_, r_chunk_data_, r_series_by_id_, r_device_;
   // Apply path (write side): see PrepareApply.
   bool apply_prepared_ = false;
   Stmt w_insert_region_chunk_, w_insert_view_chunk_, w_view_overlap_, w_region_head_, w_get_high_water_,
-      w_put_high_water_;
+      w_put_high_water_, w_find_origin_, w_insert_origin_;
+  // GetHighWater's (read side, read_mu_ held), prepared on its first call.
+  Stmt r_find_origin_, r_get_high_water_;
 };
 
 }  // namespace edgesync

@@ -315,6 +315,8 @@ Status SqliteStore::Init() {
   ES_RETURN_IF_ERROR(w_insert_chunk_.Prepare(&write_db_, kInsertChunkSql));
   ES_RETURN_IF_ERROR(w_insert_series_.Prepare(
       &write_db_, "INSERT INTO series(device_id, metric, unit, hkey) VALUES(?, ?, ?, ?) RETURNING id"));
+  ES_RETURN_IF_ERROR(
+      w_find_series_.Prepare(&write_db_, "SELECT id FROM series WHERE device_id=? AND metric=? AND unit=?"));
   ES_RETURN_IF_ERROR(w_insert_batch_.Prepare(&write_db_, "INSERT OR REPLACE INTO batches VALUES(?, ?)"));
   // Replies and marks may come out of order: a checkpoint only moves forward.
   ES_RETURN_IF_ERROR(w_set_checkpoint_.Prepare(&write_db_,

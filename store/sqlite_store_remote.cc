@@ -21,6 +21,8 @@ constexpr char kRegionHeadSql[] =
     "SELECT max(ifnull((SELECT seq + n - 1 FROM region_chunks ORDER BY seq DESC LIMIT 1), 0), "
     "ifnull((SELECT value FROM meta WHERE key = 'region_pruned_seq'), 0))";
 
+constexpr char kFindOriginSql[] = "SELECT id FROM origins WHERE gateway_id=? AND epoch=?";
+
 }  // namespace
 
 Status SqliteStore::OriginId(const Origin& origin, bool create, int64_t* id) {
@@ -33,9 +35,10 @@ Status SqliteStore::OriginId(const Origin& origin, bool create, int64_t* id) {
       return Status::Ok();
     }
   }
-  Db* db = create ? &write_db_ : &read_db_;
-  Stmt s;
-  ES_RETURN_IF_ERROR(s.Prepare(db, "SELECT id FROM origins WHERE gateway_id=? AND epoch=?"));
+  // Prepared once (a hub sees every new gateway here, and its marks on
+  // every batch): see PrepareApply and GetHighWater.
+  Stmt& s = create ? w_find_origin_ : r_find_origin_;
+  StmtScope scope(&s);
   s.Bind(1, std::string_view(origin.gateway_id));
   s.Bind(2, std::string_view(origin.epoch));
   Status st;
@@ -45,8 +48,8 @@ Status SqliteStore::OriginId(const Origin& origin, bool create, int64_t* id) {
     ES_RETURN_IF_ERROR(st);
     *id = 0;
     if (!create) return Status::Ok();
-    Stmt ins;
-    ES_RETURN_IF_ERROR(ins.Prepare(db, "INSERT INTO origins(gateway_id, epoch) VALUES(?, ?) RETURNING id"));
+    Stmt& ins = w_insert_origin_;
+    StmtScope ins_scope(&ins);
     ins.Bind(1, std::string_view(origin.gateway_id));
     ins.Bind(2, std::string_view(origin.epoch));
     if (!ins.Step(&st)) return st.ok() ? Status::IoError("origin insert returned no id") : st;
@@ -97,6 +100,9 @@ Status SqliteStore::PrepareApply() {
   ES_RETURN_IF_ERROR(w_region_head_.Prepare(&write_db_, kRegionHeadSql));
   ES_RETURN_IF_ERROR(w_get_high_water_.Prepare(&write_db_, "SELECT lsn FROM high_water WHERE origin=?"));
   ES_RETURN_IF_ERROR(w_put_high_water_.Prepare(&write_db_, "INSERT OR REPLACE INTO high_water VALUES(?, ?)"));
+  ES_RETURN_IF_ERROR(w_find_origin_.Prepare(&write_db_, kFindOriginSql));
+  ES_RETURN_IF_ERROR(
+      w_insert_origin_.Prepare(&write_db_, "INSERT INTO origins(gateway_id, epoch) VALUES(?, ?) RETURNING id"));
   apply_prepared_ = true;
   return Status::Ok();
 }
@@ -235,73 +241,97 @@ Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t
 
 Status SqliteStore::ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, const std::vector<ChangeEntry>& entries,
                                      uint64_t* high_water) {
-  ES_RETURN_IF_ERROR(ValidateOrigin(origin));
-  for (size_t i = 0; i < entries.size(); ++i) {
-    Status v = ValidateChangeEntry(entries[i]);
-    if (!v.ok()) return v.Annotate("entry " + std::to_string(i));
-    if (i > 0 && entries[i].lsn <= entries[i - 1].lsn) {
-      return Status::InvalidArgument("entries of origin " + origin.ToString() + " are not in LSN order at entry " +
-                                     std::to_string(i));
+  std::vector<uint64_t> marks;
+  ES_RETURN_IF_ERROR(ApplyOriginBatches({OriginBatchWrite{&origin, base_lsn, &entries}}, &marks));
+  *high_water = marks.front();
+  return Status::Ok();
+}
+
+Status SqliteStore::ApplyOriginBatches(const std::vector<OriginBatchWrite>& batches, std::vector<uint64_t>* high_waters) {
+  high_waters->assign(batches.size(), 0);
+  for (const OriginBatchWrite& b : batches) {
+    ES_RETURN_IF_ERROR(ValidateOrigin(*b.origin));
+    const std::vector<ChangeEntry>& entries = *b.entries;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      Status v = ValidateChangeEntry(entries[i]);
+      if (!v.ok()) return v.Annotate("entry " + std::to_string(i));
+      if (i > 0 && entries[i].lsn <= entries[i - 1].lsn) {
+        return Status::InvalidArgument("entries of origin " + b.origin->ToString() +
+                                       " are not in LSN order at entry " + std::to_string(i));
+      }
     }
+    if (b.base_lsn > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("base LSN out of range");
   }
-  if (base_lsn > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("base LSN out of range");
+  if (batches.empty()) return Status::Ok();
   std::lock_guard<std::mutex> lock(write_mu_);
   ES_RETURN_IF_ERROR(PrepareApply());
   Txn txn(&write_db_);
   pending_series_.clear();
-  uint64_t hw = 0;
   Status s = [&]() -> Status {
     ES_RETURN_IF_ERROR(txn.Begin());
-    int64_t origin_id = 0;
-    ES_RETURN_IF_ERROR(OriginId(origin, true, &origin_id));
-    Status st;
-    {
-      StmtScope scope(&w_get_high_water_);
-      w_get_high_water_.Bind(1, origin_id);
-      hw = w_get_high_water_.Step(&st) ? static_cast<uint64_t>(w_get_high_water_.Int(0)) : 0;
-      ES_RETURN_IF_ERROR(st);
-    }
-    // The high-water mark alone decides what is new: everything at or below
-    // it is held (whatever a resend overlaps), everything above it is not.
-    size_t first = 0;
-    while (first < entries.size() && entries[first].lsn <= hw) ++first;
-    uint64_t start = hw;
-    if (base_lsn > hw) start = base_lsn;  // the sender declares everything up to base_lsn held elsewhere
-    if (first < entries.size() && entries[first].lsn != start + 1) {
-      return Status::InvalidArgument("gap in origin " + origin.ToString() + ": high-water " + std::to_string(hw) +
-                                     (base_lsn > hw ? ", base " + std::to_string(base_lsn) : std::string()) +
-                                     ", batch starts at " + std::to_string(entries[first].lsn));
-    }
     // The new entries join the feed as chunks with the next sequences.
     int64_t head = 0;
     {
+      Status st;
       StmtScope scope(&w_region_head_);
       head = w_region_head_.Step(&st) ? w_region_head_.Int(0) : 0;
       ES_RETURN_IF_ERROR(st);
     }
     const int64_t now = clock_->WallMillis();
-    std::vector<RemoteChunkEntry>& chunk = remote_buffer_;
-    chunk.clear();
-    for (size_t i = first; i < entries.size(); ++i) {
-      chunk.emplace_back();
-      ES_RETURN_IF_ERROR(ToChunkEntry(entries[i], &chunk.back()));
-      if (chunk.size() >= kMaxRemoteChunkEntries || i + 1 == entries.size()) {
-        ES_RETURN_IF_ERROR(InsertRemoteChunkRow(&w_insert_region_chunk_, head + 1, origin_id, chunk, now,
-                                                &block_buffer_));
-        head += static_cast<int64_t>(chunk.size());
-        chunk.clear();
-      }
-    }
-    uint64_t new_hw = first < entries.size() ? entries.back().lsn : start;
-    if (new_hw > hw) {
-      w_put_high_water_.Bind(1, origin_id);
-      w_put_high_water_.Bind(2, static_cast<int64_t>(new_hw));
-      ES_RETURN_IF_ERROR(w_put_high_water_.Run());
-      hw = new_hw;
+    for (size_t i = 0; i < batches.size(); ++i) {
+      ES_RETURN_IF_ERROR(ApplyOneOriginBatch(batches[i], now, &head, &(*high_waters)[i]));
     }
     return txn.Commit();
   }();
-  ES_RETURN_IF_ERROR(EndRemoteWrite(&txn, s));
+  if (!s.ok()) high_waters->assign(batches.size(), 0);
+  return EndRemoteWrite(&txn, s);
+}
+
+Status SqliteStore::ApplyOneOriginBatch(const OriginBatchWrite& batch, int64_t now, int64_t* head,
+                                        uint64_t* high_water) {
+  const Origin& origin = *batch.origin;
+  const std::vector<ChangeEntry>& entries = *batch.entries;
+  const uint64_t base_lsn = batch.base_lsn;
+  int64_t origin_id = 0;
+  ES_RETURN_IF_ERROR(OriginId(origin, true, &origin_id));
+  uint64_t hw = 0;
+  Status st;
+  {
+    StmtScope scope(&w_get_high_water_);
+    w_get_high_water_.Bind(1, origin_id);
+    hw = w_get_high_water_.Step(&st) ? static_cast<uint64_t>(w_get_high_water_.Int(0)) : 0;
+    ES_RETURN_IF_ERROR(st);
+  }
+  // The high-water mark alone decides what is new: everything at or below
+  // it is held (whatever a resend overlaps), everything above it is not.
+  size_t first = 0;
+  while (first < entries.size() && entries[first].lsn <= hw) ++first;
+  uint64_t start = hw;
+  if (base_lsn > hw) start = base_lsn;  // the sender declares everything up to base_lsn held elsewhere
+  if (first < entries.size() && entries[first].lsn != start + 1) {
+    return Status::InvalidArgument("gap in origin " + origin.ToString() + ": high-water " + std::to_string(hw) +
+                                   (base_lsn > hw ? ", base " + std::to_string(base_lsn) : std::string()) +
+                                   ", batch starts at " + std::to_string(entries[first].lsn));
+  }
+  std::vector<RemoteChunkEntry>& chunk = remote_buffer_;
+  chunk.clear();
+  for (size_t i = first; i < entries.size(); ++i) {
+    chunk.emplace_back();
+    ES_RETURN_IF_ERROR(ToChunkEntry(entries[i], &chunk.back()));
+    if (chunk.size() >= kMaxRemoteChunkEntries || i + 1 == entries.size()) {
+      ES_RETURN_IF_ERROR(
+          InsertRemoteChunkRow(&w_insert_region_chunk_, *head + 1, origin_id, chunk, now, &block_buffer_));
+      *head += static_cast<int64_t>(chunk.size());
+      chunk.clear();
+    }
+  }
+  uint64_t new_hw = first < entries.size() ? entries.back().lsn : start;
+  if (new_hw > hw) {
+    w_put_high_water_.Bind(1, origin_id);
+    w_put_high_water_.Bind(2, static_cast<int64_t>(new_hw));
+    ES_RETURN_IF_ERROR(w_put_high_water_.Run());
+    hw = new_hw;
+  }
   *high_water = hw;
   return Status::Ok();
 }
@@ -309,12 +339,16 @@ Status SqliteStore::ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, co
 Status SqliteStore::GetHighWater(const Origin& origin, uint64_t* high_water) {
   ES_RETURN_IF_ERROR(ValidateOrigin(origin));
   std::lock_guard<std::mutex> lock(read_mu_);
+  if (r_get_high_water_.get() == nullptr) {
+    ES_RETURN_IF_ERROR(r_find_origin_.Prepare(&read_db_, kFindOriginSql));
+    ES_RETURN_IF_ERROR(r_get_high_water_.Prepare(&read_db_, "SELECT lsn FROM high_water WHERE origin=?"));
+  }
   int64_t id = 0;
   ES_RETURN_IF_ERROR(OriginId(origin, false, &id));
   *high_water = 0;
   if (id == 0) return Status::Ok();
-  Stmt s;
-  ES_RETURN_IF_ERROR(s.Prepare(&read_db_, "SELECT lsn FROM high_water WHERE origin=?"));
+  Stmt& s = r_get_high_water_;
+  StmtScope scope(&s);
   s.Bind(1, id);
   Status st;
   if (s.Step(&st)) *high_water = static_cast<uint64_t>(s.Int(0));

@@ -347,6 +347,28 @@ class Store {
   // entries, raises it to base_lsn). Applied entries join the region feed.
   virtual Status ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, const std::vector<ChangeEntry>& entries,
                                   uint64_t* high_water) = 0;
+  // Region hub, busy: several batches, of one or several origins, each
+  // decided as ApplyOriginBatch decides it, in order (a later batch of an
+  // origin against the mark an earlier one left), written in one
+  // transaction: one commit for the group instead of one per batch.
+  // All or nothing: when any batch is refused (InvalidArgument: an entry,
+  // or a gap) or the write fails, nothing is written and that is returned;
+  // the caller decides the batches one by one then. On success
+  // (*high_waters)[i] is batch i's mark after it.
+  struct OriginBatchWrite {
+    const Origin* origin = nullptr;
+    uint64_t base_lsn = 0;
+    const std::vector<ChangeEntry>* entries = nullptr;
+  };
+  virtual Status ApplyOriginBatches(const std::vector<OriginBatchWrite>& batches, std::vector<uint64_t>* high_waters) {
+    // Without a transaction of its own (test stores): one at a time.
+    high_waters->assign(batches.size(), 0);
+    for (size_t i = 0; i < batches.size(); ++i) {
+      ES_RETURN_IF_ERROR(
+          ApplyOriginBatch(*batches[i].origin, batches[i].base_lsn, *batches[i].entries, &(*high_waters)[i]));
+    }
+    return Status::Ok();
+  }
   virtual Status GetHighWater(const Origin& origin, uint64_t* high_water) = 0;
   // Region feed: entries with seq > after_seq. *reset is set when after_seq
   // can no longer be served (pruned): the reader must start over explicitly.

@@ -120,6 +120,7 @@ void RegionHub::LeaseRound() {
   const int64_t now = clock_->MonotonicMillis();
   if (st.ok()) {
     last_renewal_ms_ = now;
+    renewed_at_ms_ = now;
   } else {
     {
       std::lock_guard<std::mutex> lock(stats_mu_);
@@ -156,6 +157,10 @@ void RegionHub::Hold(const std::vector<int>& shards) {
   std::vector<int> gone, fresh;
   std::set_difference(subscribed_.begin(), subscribed_.end(), shards.begin(), shards.end(), std::back_inserter(gone));
   std::set_difference(shards.begin(), shards.end(), subscribed_.begin(), subscribed_.end(), std::back_inserter(fresh));
+  if (!gone.empty()) {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.shards_handed_over += gone.size();
+  }
   for (int s : gone) link_->Unsubscribe(HubInboxFilter(options_.topic_prefix, options_.region, s));
   for (int s : fresh) {
     Status st = link_->Subscribe(HubInboxFilter(options_.topic_prefix, options_.region, s), 1);
@@ -194,10 +199,16 @@ void RegionHub::Stop() {
 }
 
 RegionHubStats RegionHub::stats() const {
-  std::lock_guard<std::mutex> lock(stats_mu_);
+  std::unique_lock<std::mutex> lock(stats_mu_);
   RegionHubStats s = stats_;
   s.bad_messages += counters_.rejected();
+  const int64_t renewed = renewed_at_ms_.load();
+  if (renewed >= 0) s.lease_renewed_ago_ms = clock_->MonotonicMillis() - renewed;
+  s.origins.reserve(origins_.size());
   for (const auto& [name, o] : origins_) s.origins.push_back(o);
+  lock.unlock();  // the applier waits on this lock for its next answer: sort outside it
+  std::sort(s.origins.begin(), s.origins.end(),
+            [](const HubOriginStats& a, const HubOriginStats& b) { return a.origin < b.origin; });
   return s;
 }
 

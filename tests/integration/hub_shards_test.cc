@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "sync/feed_puller.h"
 #include "sync/wire.h"
 #include "tests/integration/sync_sites.h"
+#include "tests/support/http_get.h"
 
 namespace edgesync::test {
 namespace {
@@ -61,16 +63,20 @@ constexpr int kRounds = 4;
 
 class HubProcess {
  public:
-  HubProcess(const std::string& root, const std::string& id, Broker* broker, Postgres* pg) : id_(id) {
+  // metrics_port: its /metrics and status page (0 = none).
+  HubProcess(const std::string& root, const std::string& id, Broker* broker, Postgres* pg, int metrics_port = 0)
+      : id_(id) {
     dir_ = root + "/" + id;
     RegionSite::MakeDir(dir_);
+    const std::string listen = metrics_port > 0 ? "127.0.0.1:" + std::to_string(metrics_port) : "";
     std::ofstream(dir_ + "/hub.toml") << "[gateway]\ndata_dir = " << Q(dir_ + "/data") << "\nlog_level = \"info\"\n\n"
-                                      << "[metrics]\nlisten = \"\"\n\n"
+                                      << "[metrics]\nlisten = " << Q(listen) << "\n\n"
                                       << "[hub]\nregion = \"eu\"\nid = " << Q(id) << "\nlease_ttl_s = 3\n"
                                       << "broker_uri = " << Q(broker->uri()) << "\nstore = " << Q(pg->Uri("hub"))
                                       << "\npassword_file = " << Q(pg->password_file()) << "\n";
   }
-  bool Start() { return process_.Start({EDGESYNC_BINARY, "region", "--config", dir_ + "/hub.toml"}, log_path()); }
+  bool Start() { return process_.Start({EDGESYNC_BINARY, "region", "--config", config()}, log_path()); }
+  std::string config() const { return dir_ + "/hub.toml"; }
   std::string log_path() const { return dir_ + "/hub.log"; }
   std::string log() const { return ReadAll(log_path()); }
   Process& process() { return process_; }
@@ -115,6 +121,73 @@ std::string Owners(Postgres* pg) {
   std::string out;
   pg->Query("hub", "SELECT owner || '=' || count(*) FROM es_shard_leases GROUP BY owner ORDER BY owner", &out);
   return out;
+}
+
+// A sample's value in Prometheus text (-1 when absent).
+double Sample(const std::string& metrics, const std::string& name) {
+  size_t at = metrics.find("\n" + name + " ");
+  if (at == std::string::npos) return -1;
+  return std::atof(metrics.c_str() + at + name.size() + 2);
+}
+
+// Each hub's lease figures in /metrics (checked by promtool) and in
+// `edgesync status`: two hubs on one PostgreSQL share the 32 shards, the
+// second steals its share from the first (which counts them handed over),
+// and when the second stops the first takes them back.
+TEST(HubShardsTest, HubsShowTheirShardsAndLeasesInMetricsAndStatus) {
+  TempDir tmp;
+  RegionSite::MakeDir(tmp.File("broker"));
+  Broker broker(tmp.File("broker"));
+  ASSERT_TRUE(broker.Start());
+  Postgres pg(tmp.File("pg"));
+  ASSERT_TRUE(pg.Start()) << pg.log();
+  ASSERT_TRUE(pg.CreateDatabase("hub"));
+  const int port1 = FreePort();
+  HubProcess h1(tmp.path(), "h1", &broker, &pg, port1);
+  ASSERT_TRUE(h1.Start());
+  ASSERT_TRUE(WaitForPort(port1, 60000)) << h1.log();
+  ASSERT_TRUE(WaitFor([&] { return Sample(HttpGet(port1, "/metrics"), "edgesync_hub_shards_held") == 32; }, 60000))
+      << HttpGet(port1, "/metrics") << h1.log();
+  const int port2 = FreePort();
+  HubProcess h2(tmp.path(), "h2", &broker, &pg, port2);
+  ASSERT_TRUE(h2.Start());
+  ASSERT_TRUE(WaitForPort(port2, 60000)) << h2.log();
+  std::string m1, m2;
+  // The first learns what it lost at its next lease round (ttl 3 s: one a second).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        m1 = HttpGet(port1, "/metrics");
+        m2 = HttpGet(port2, "/metrics");
+        const double a = Sample(m1, "edgesync_hub_shards_held"), b = Sample(m2, "edgesync_hub_shards_held");
+        return a > 0 && b > 0 && a + b == 32 && Sample(m1, "edgesync_hub_live_hubs") == 2;
+      },
+      60000))
+      << m1 << m2 << Owners(&pg);
+  std::string out;
+  EXPECT_EQ(PromtoolCheck(m1, tmp.File("h1.prom"), &out), 0) << out;
+  EXPECT_EQ(PromtoolCheck(m2, tmp.File("h2.prom"), &out), 0) << out;
+  EXPECT_EQ(Sample(m1, "edgesync_hub_shard_takeovers_total"), 32) << m1;  // every shard was free
+  EXPECT_GT(Sample(m2, "edgesync_hub_shard_steals_total"), 0) << m2;
+  EXPECT_EQ(Sample(m1, "edgesync_hub_shard_handovers_total"), 32 - Sample(m1, "edgesync_hub_shards_held")) << m1;
+  EXPECT_EQ(Sample(m1, "edgesync_hub_lease_renew_failures_total"), 0) << m1;
+  const double age = Sample(m1, "edgesync_hub_lease_renewal_age_seconds");
+  EXPECT_GE(age, 0) << m1;
+  EXPECT_LT(age, 30) << "renewed every second (a third of lease_ttl_s), not tens of seconds ago\n" << m1;
+  // The same figures in `edgesync status`.
+  Process status;
+  ASSERT_TRUE(status.Start({EDGESYNC_BINARY, "status", "--config", h2.config()}, tmp.File("status.txt")));
+  ASSERT_EQ(status.Wait(60000), 0) << ReadAll(tmp.File("status.txt"));
+  const std::string text = ReadAll(tmp.File("status.txt"));
+  EXPECT_NE(text.find("hub h2 holds " + std::to_string(static_cast<int>(Sample(m2, "edgesync_hub_shards_held"))) +
+                      " of 32 (2 live hubs)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("0 renew failures"), std::string::npos) << text;
+  // SIGTERM hands h2's shards over; h1 takes them at its next round.
+  EXPECT_EQ(h2.process().Stop(10000), 0) << h2.log();
+  EXPECT_TRUE(WaitFor([&] { return Sample(HttpGet(port1, "/metrics"), "edgesync_hub_shards_held") == 32; }, 60000))
+      << HttpGet(port1, "/metrics") << Owners(&pg);
+  EXPECT_EQ(h1.process().Stop(10000), 0) << h1.log();
 }
 
 TEST(HubShardsTest, ThreeHubsOneKilledAndAFourthAddedLoseAndDuplicateNothing) {

@@ -19,6 +19,7 @@
 #include "platform/files.h"
 #include "tests/integration/sync_sites.h"
 #include "tests/support/broker.h"
+#include "tests/support/http_get.h"
 #include "tests/support/process.h"
 
 namespace edgesync::test {
@@ -41,31 +42,7 @@ int Shell(const std::string& command, const std::string& log, std::string* out) 
   return rc;
 }
 
-// A plain HTTP/1.0 GET on loopback: the body, and the status code in *status.
-std::string Get(int port, const std::string& path, int* status = nullptr) {
-  if (status) *status = -1;
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval tv{10, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string reply;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    if (::write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
-      char buf[65536];
-      ssize_t n;
-      while ((n = ::read(fd, buf, sizeof buf)) > 0) reply.append(buf, static_cast<size_t>(n));
-    }
-  }
-  ::close(fd);
-  size_t body = reply.find("\r\n\r\n");
-  if (body == std::string::npos) return "";
-  if (status && reply.rfind("HTTP/1.", 0) == 0 && reply.size() > 12) *status = std::atoi(reply.c_str() + 9);
-  return reply.substr(body + 4);
-}
+std::string Get(int port, const std::string& path, int* status = nullptr) { return HttpGet(port, path, status); }
 
 class GatewayUnderTest {
  public:
@@ -131,9 +108,8 @@ std::string Chromium(const std::string& flags, const std::string& url, const std
 }
 
 bool PromtoolAccepts(const std::string& metrics, const std::string& file) {
-  WriteAll(file, metrics);
   std::string out;
-  int rc = Shell("promtool check metrics < " + file, file + ".promtool", &out);
+  int rc = PromtoolCheck(metrics, file, &out);
   EXPECT_EQ(rc, 0) << out;
   return rc == 0;
 }
@@ -239,6 +215,9 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
   std::string hub_metrics = Get(hub_port, "/metrics");
   EXPECT_TRUE(PromtoolAccepts(hub_metrics, dir.File("hub.prom")));
   EXPECT_NE(hub_metrics.find("edgesync_hub_entries_applied_total 3000\n"), std::string::npos) << hub_metrics;
+  // One hub on SQLite holds every shard for good.
+  EXPECT_NE(hub_metrics.find("edgesync_hub_shards_held 32\n"), std::string::npos) << hub_metrics;
+  EXPECT_NE(hub_metrics.find("edgesync_hub_lease_renewal_age_seconds "), std::string::npos) << hub_metrics;
   std::string hub_status;
   ASSERT_EQ(Shell(std::string(EDGESYNC_BINARY) + " status --config " + eu.config(), dir.File("hub-status.txt"),
                   &hub_status),

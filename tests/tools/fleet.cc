@@ -155,11 +155,12 @@ FleetStats Fleet::stats() const {
   // counters copied below (the other order could report a gateway done while
   // its last batch's readings were still uncounted).
   const uint64_t target = options_.batches_per_gateway * static_cast<uint64_t>(readings_per_batch());
-  uint64_t done = 0;
-  if (target != 0) {
-    for (const auto& c : connections_) {
-      std::lock_guard<std::mutex> lock(c->mu);
-      for (const Gateway* g : c->gateways) done += g->high_water >= target;
+  uint64_t done = 0, answered = 0;
+  for (const auto& c : connections_) {
+    std::lock_guard<std::mutex> lock(c->mu);
+    for (const Gateway* g : c->gateways) {
+      done += target != 0 && g->high_water >= target;
+      answered += g->high_water > 0;
     }
   }
   FleetStats s;
@@ -167,7 +168,8 @@ FleetStats Fleet::stats() const {
     std::lock_guard<std::mutex> lock(stats_mu_);
     s = stats_;
   }
-  s.gateways_done = done;
+  s.gateways_done = static_cast<int>(done);
+  s.gateways_answered = static_cast<int>(answered);
   return s;
 }
 

@@ -86,6 +86,7 @@ struct FleetStats {
   uint64_t acks_ignored = 0;       // answers matching no batch in flight
   uint64_t publish_errors = 0;
   int gateways_done = 0;           // reached batches_per_gateway, all answered
+  int gateways_answered = 0;       // have had at least one batch acknowledged
 };
 
 class Fleet {

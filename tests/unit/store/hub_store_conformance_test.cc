@@ -334,6 +334,41 @@ TEST_P(HubStoreTest, AGroupOfManyOriginsAnswersEachBatchOnItsOwn) {
   EXPECT_EQ(by_origin["gw-3"], (std::vector<uint64_t>{1, 2, 3}));
 }
 
+// A busy hub's group with nothing to refuse (one transaction on SQLite):
+// a resend and an overlap of one origin inside the group are decided
+// against the marks the group's own earlier batches left.
+TEST_P(HubStoreTest, AGroupDecidesResendsAndOverlapsAgainstItsOwnEarlierBatches) {
+  HubStore* s = Open();
+  ASSERT_NE(s, nullptr);
+  auto a1 = Entries(1, 5, "a"), a_overlap = Entries(3, 8, "a"), b1 = Entries(1, 4, "b"), b2 = Entries(5, 6, "b");
+  std::vector<OriginBatch> group = {Batch(kGw1, a1), Batch(kGw2, b1), Batch(kGw1, a1), Batch(kGw1, a_overlap),
+                                    Batch(kGw2, b2)};
+  std::vector<ApplyResult> r;
+  ASSERT_TRUE(s->ApplyBatches(group, &r).ok());
+  ASSERT_EQ(r.size(), group.size());
+  EXPECT_EQ(r[0].outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r[0].applied, 5u);
+  EXPECT_EQ(r[2].outcome, ApplyOutcome::kAlreadyHeld);  // a resend of the group's first batch
+  EXPECT_EQ(r[2].high_water, 5u);
+  EXPECT_EQ(r[3].outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r[3].before, 5u);
+  EXPECT_EQ(r[3].applied, 3u);  // 6..8
+  EXPECT_EQ(r[3].high_water, 8u);
+  EXPECT_EQ(r[4].outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r[4].high_water, 6u);
+  uint64_t hw = 0;
+  ASSERT_TRUE(s->HighWater(kGw1, &hw).ok());
+  EXPECT_EQ(hw, 8u);
+  ASSERT_TRUE(s->HighWater(kGw2, &hw).ok());
+  EXPECT_EQ(hw, 6u);
+  auto feed = Feed(s);
+  EXPECT_EQ(feed.size(), 8u + 6u);
+  std::map<std::string, std::vector<uint64_t>> by_origin;
+  for (const auto& e : feed) by_origin[e.remote.origin.gateway_id].push_back(e.remote.origin_lsn);
+  EXPECT_EQ(by_origin["gw-1"], (std::vector<uint64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(by_origin["gw-2"], (std::vector<uint64_t>{1, 2, 3, 4, 5, 6}));
+}
+
 TEST_P(HubStoreTest, DeviceRecordsTravelThroughTheFeed) {
   HubStore* s = Open();
   ASSERT_NE(s, nullptr);
