@@ -23,11 +23,10 @@
 
 #include "store/chunk_codec.h"
 #include "store/remote_chunk_codec.h"
+#include "tests/unit/store/codec_test_util.h"
 
-namespace edgesync {
+namespace edgesync::test {
 namespace {
-
-bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 double FromBits(uint64_t bits) {
   double d;
@@ -140,28 +139,6 @@ std::vector<SeriesPoint> GoldenSeriesRun() {
   return in;
 }
 
-RemoteChunkEntry RemoteReading(uint64_t olsn, int64_t series, int64_t ts, double value, uint32_t quality) {
-  RemoteChunkEntry e;
-  e.olsn = olsn;
-  e.series = series;
-  e.ts_ms = ts;
-  e.value = value;
-  e.quality = quality;
-  return e;
-}
-
-RemoteChunkEntry RemoteDevice(uint64_t olsn, int64_t series, uint8_t kind, std::string name, std::string location,
-                              std::string unit) {
-  RemoteChunkEntry e;
-  e.olsn = olsn;
-  e.kind = kind;
-  e.series = series;
-  e.name = std::move(name);
-  e.location = std::move(location);
-  e.default_unit = std::move(unit);
-  return e;
-}
-
 std::vector<RemoteChunkEntry> GoldenRemoteEntries() {
   const std::vector<double> values = EdgeValues();
   std::vector<RemoteChunkEntry> in;
@@ -226,43 +203,32 @@ const char kGoldenRemoteEntries[] =
     "054a";
 const char kGoldenRemoteEmpty[] = "010b28b52ffd240b450000100000010005c002aa2ac848";
 
-void ExpectSameChunk(const std::vector<ChunkReading>& got, const std::vector<ChunkReading>& want) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_EQ(got[i].series, want[i].series) << i;
-    EXPECT_EQ(got[i].ts_ms, want[i].ts_ms) << i;
-    EXPECT_TRUE(SameBits(got[i].value, want[i].value)) << i << ": " << want[i].value << " came back " << got[i].value;
-    EXPECT_EQ(got[i].quality, want[i].quality) << i;
-  }
-}
-
-void ExpectChunkGolden(const std::vector<ChunkReading>& in, const char* golden) {
+// Encodes in and compares with the pinned hex, whose first byte must be
+// format; decodes the pinned bytes and compares with in.
+template <typename Entry, typename Encode, typename Decode>
+void ExpectGolden(const std::vector<Entry>& in, const char* golden, uint8_t format, Encode encode, Decode decode) {
   std::string block;
-  EncodeChunk(in, &block);
-  EXPECT_EQ(Hex(block), golden);
-  std::vector<ChunkReading> out;
-  Status st = DecodeChunk(Unhex(golden), kMaxChunkReadings, &out);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  ExpectSameChunk(out, in);
-}
-
-void ExpectSeriesGolden(const std::vector<SeriesPoint>& in, const char* golden, uint8_t format) {
-  std::string block;
-  EncodeSeriesBlock(in, &block);
+  encode(in, &block);
   EXPECT_EQ(Hex(block), golden);
   const std::string pinned = Unhex(golden);
   ASSERT_FALSE(pinned.empty());
   EXPECT_EQ(static_cast<uint8_t>(pinned[0]), format);
-  std::vector<SeriesPoint> out;
-  Status st = DecodeSeriesBlock(pinned, kMaxChunkReadings, &out);
+  std::vector<Entry> out;
+  Status st = decode(pinned, &out);
   ASSERT_TRUE(st.ok()) << st.ToString();
-  ASSERT_EQ(out.size(), in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    EXPECT_EQ(out[i].lsn, in[i].lsn) << i;
-    EXPECT_EQ(out[i].ts_ms, in[i].ts_ms) << i;
-    EXPECT_TRUE(SameBits(out[i].value, in[i].value)) << i << ": " << in[i].value << " came back " << out[i].value;
-    EXPECT_EQ(out[i].quality, in[i].quality) << i;
-  }
+  ExpectSameEntries(out, in);
+}
+
+void ExpectChunkGolden(const std::vector<ChunkReading>& in, const char* golden) {
+  ExpectGolden(in, golden, 1, EncodeChunk, [](const std::string& b, std::vector<ChunkReading>* out) {
+    return DecodeChunk(b, kMaxChunkReadings, out);
+  });
+}
+
+void ExpectSeriesGolden(const std::vector<SeriesPoint>& in, const char* golden, uint8_t format) {
+  ExpectGolden(in, golden, format, EncodeSeriesBlock, [](const std::string& b, std::vector<SeriesPoint>* out) {
+    return DecodeSeriesBlock(b, kMaxChunkReadings, out);
+  });
 }
 
 TEST(CodecGoldenTest, LocalCommitChunksKeepTheirBytes) {
@@ -290,31 +256,18 @@ TEST(CodecGoldenTest, SpanMarkersKeepTheirBytes) {
 }
 
 TEST(CodecGoldenTest, RemoteChunksKeepTheirBytes) {
-  const std::vector<RemoteChunkEntry> in = GoldenRemoteEntries();
-  std::string block;
-  EncodeRemoteChunk(in, &block);
-  EXPECT_EQ(Hex(block), kGoldenRemoteEntries);
-  std::vector<RemoteChunkEntry> out;
-  Status st = DecodeRemoteChunk(Unhex(kGoldenRemoteEntries), kMaxRemoteChunkEntries, &out);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  ASSERT_EQ(out.size(), in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    EXPECT_EQ(out[i].olsn, in[i].olsn) << i;
-    EXPECT_EQ(out[i].kind, in[i].kind) << i;
-    EXPECT_EQ(out[i].series, in[i].series) << i;
-    EXPECT_EQ(out[i].ts_ms, in[i].ts_ms) << i;
-    EXPECT_TRUE(SameBits(out[i].value, in[i].value)) << i << ": " << in[i].value << " came back " << out[i].value;
-    EXPECT_EQ(out[i].quality, in[i].quality) << i;
-    EXPECT_EQ(out[i].name, in[i].name) << i;
-    EXPECT_EQ(out[i].location, in[i].location) << i;
-    EXPECT_EQ(out[i].default_unit, in[i].default_unit) << i;
-  }
+  ExpectGolden(GoldenRemoteEntries(), kGoldenRemoteEntries, 1, EncodeRemoteChunk,
+               [](const std::string& b, std::vector<RemoteChunkEntry>* out) {
+                 return DecodeRemoteChunk(b, kMaxRemoteChunkEntries, out);
+               });
   // An empty remote chunk is never stored (the decoder refuses a count of
   // 0), but its bytes are what the fuzz target takes the format byte from.
+  std::string block;
   EncodeRemoteChunk({}, &block);
-  EXPECT_EQ(Hex(block), kGoldenRemoteEmpty) << "empty";
+  EXPECT_EQ(Hex(block), kGoldenRemoteEmpty);
+  std::vector<RemoteChunkEntry> out;
   EXPECT_FALSE(DecodeRemoteChunk(Unhex(kGoldenRemoteEmpty), kMaxRemoteChunkEntries, &out).ok());
 }
 
 }  // namespace
-}  // namespace edgesync
+}  // namespace edgesync::test
