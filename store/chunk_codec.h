@@ -10,9 +10,13 @@
 // round-trips bit for bit. A block decodes on its own: no state is carried
 // from one chunk to the next, so chunks can be pruned in any order.
 //
-// Block: u8 format (1) | varint raw length | zstd frame of the raw columns:
+// Block: u8 format (1) | varint raw length | zstd frame (no checksum) of
+// the raw columns:
 //   varint n | for each of series, ts, quality, scale, mantissa, raw bits:
 //   varint byte length + the column.
+// The value coding (store/column_coding.h) and the frame
+// (store/column_block.h) are those of the remote chunks too; this file
+// keeps only what its columns mean.
 // Measured on the reference workload (tests/bench/storage_bench.cc): about
 // 2 bytes per reading at 1,000 readings per chunk.
 //

@@ -4,9 +4,9 @@
 
 namespace edgesync {
 
-void SealBlock(uint8_t format, const std::string& raw, bool checksum, std::string* out) {
+void SealBlock(const BlockFormat& format, const std::string& raw, std::string* out) {
   out->clear();
-  out->push_back(static_cast<char>(format));
+  out->push_back(static_cast<char>(format.format));
   PutVarint(raw.size(), out);
   const size_t head = out->size();
   out->resize(head + ZSTD_compressBound(raw.size()));
@@ -19,18 +19,27 @@ void SealBlock(uint8_t format, const std::string& raw, bool checksum, std::strin
   thread_local Ctx ctx;
   ZSTD_CCtx_reset(ctx.c, ZSTD_reset_session_and_parameters);
   ZSTD_CCtx_setParameter(ctx.c, ZSTD_c_compressionLevel, kBlockZstdLevel);
-  ZSTD_CCtx_setParameter(ctx.c, ZSTD_c_checksumFlag, checksum ? 1 : 0);
+  ZSTD_CCtx_setParameter(ctx.c, ZSTD_c_checksumFlag, format.checksum ? 1 : 0);
   size_t n = ZSTD_compress2(ctx.c, &(*out)[head], out->size() - head, raw.data(), raw.size());
   // Compressing into a ZSTD_compressBound buffer cannot fail.
   out->resize(head + (ZSTD_isError(n) ? 0 : n));
+  if (format.plain_format != 0 && out->size() >= raw.size() + 1) {
+    out->assign(1, static_cast<char>(format.plain_format));
+    *out += raw;
+  }
 }
 
-std::string OpenBlock(std::string_view block, uint8_t format, uint64_t max_raw, std::string* raw) {
+std::string OpenBlock(std::string_view block, const BlockFormat& format, uint64_t max_raw, std::string* raw) {
   const auto* p = reinterpret_cast<const uint8_t*>(block.data());
   VarintReader head(p, p + block.size());
   const uint8_t* found = nullptr;
   if (!head.Bytes(1, &found)) return "empty block";
-  if (*found != format) return "unknown format " + std::to_string(*found);
+  if (format.plain_format != 0 && *found == format.plain_format) {
+    if (head.left() > max_raw) return "raw size " + std::to_string(head.left()) + " too large";
+    raw->assign(block.substr(1));
+    return "";
+  }
+  if (*found != format.format) return "unknown format " + std::to_string(*found);
   uint64_t raw_size = 0;
   if (!head.Next(&raw_size)) return "truncated header";
   if (raw_size > max_raw) return "raw size " + std::to_string(raw_size) + " too large";
@@ -56,6 +65,13 @@ std::string GetColumns(VarintReader* in, int n, const char* const* names, Varint
       return std::string("column ") + names[c] + " truncated";
     }
     cols[c] = VarintReader(start, start + len);
+  }
+  return "";
+}
+
+std::string ColumnsAllRead(const VarintReader* cols, int n, const char* const* names) {
+  for (int c = 0; c < n; ++c) {
+    if (!cols[c].AtEnd()) return std::string("column ") + names[c] + " has trailing bytes";
   }
   return "";
 }

@@ -1,8 +1,24 @@
-// store/column_block.h: the frame shared by the store's compressed column
-// blocks (store/chunk_codec.h, store/remote_chunk_codec.h):
+// store/column_block.h: the one frame of the store's compressed column
+// blocks (commit chunks and series blocks, store/chunk_codec.h; remote
+// chunks, store/remote_chunk_codec.h):
 //   u8 format | varint raw length | zstd frame of the raw bytes,
+// or, for a format that has a plain twin, u8 plain format | the raw bytes,
 // where the raw bytes hold a codec's header varints and then its columns,
 // each as varint byte length + bytes.
+//
+// The formats differ on the wire in two ways, both in stores in the field,
+// so a BlockFormat names them rather than each codec keeping a frame:
+//   - checksum: remote chunks carry zstd's content checksum (4 bytes): a
+//     block that came over a feed and was stored is refused when damaged
+//     rather than decoded into other values. Local chunks and series blocks
+//     were written without one (their damage shows as a column error or
+//     goes unseen; adding it would change every block they write).
+//   - plain_format: a series block of a few readings is smaller as its raw
+//     columns than as a zstd frame (whose header outweighs what it squeezes),
+//     so it is written plain under its own format byte (4, beside 3).
+// Both variants compress with the same zstd parameters (level 3, content
+// size in the frame header), so one encoder writes the bytes either wrote
+// (tests/unit/store/codec_golden_test.cc pins them).
 //
 // A block is hostile input to its reader (a damaged file): OpenBlock
 // reserves memory only up to the raw size its caller allows and the header
@@ -25,17 +41,28 @@ namespace edgesync {
 // workload for no measurable commit time at 1,000 readings per chunk.
 constexpr int kBlockZstdLevel = 3;
 
-// checksum: the zstd frame carries a content checksum (4 bytes), so damage
-// is refused rather than decoded into other values.
-void SealBlock(uint8_t format, const std::string& raw, bool checksum, std::string* out);
+// How one kind of block is framed (see the top of this file for why they
+// differ).
+struct BlockFormat {
+  uint8_t format = 0;        // first byte of a zstd-framed block
+  bool checksum = false;     // the zstd frame carries a content checksum
+  uint8_t plain_format = 0;  // != 0: first byte of the same raw bytes unframed,
+                             // written when zstd would not make them smaller
+};
+
+void SealBlock(const BlockFormat& format, const std::string& raw, std::string* out);
 // The raw bytes of a block of `format` at most max_raw long; "" on success,
 // else what was wrong ("unknown format 7", "zstd frame damaged", ...).
-std::string OpenBlock(std::string_view block, uint8_t format, uint64_t max_raw, std::string* raw);
+std::string OpenBlock(std::string_view block, const BlockFormat& format, uint64_t max_raw, std::string* raw);
+
 // Appends a column (length-prefixed) to raw.
 void PutColumn(const std::string& column, std::string* raw);
 // Reads n length-prefixed columns from *in into cols; "" on success, else
 // "column <name> truncated".
 std::string GetColumns(VarintReader* in, int n, const char* const* names, VarintReader* cols);
+// "" when each of the n columns was read to its end, else "column <name>
+// has trailing bytes".
+std::string ColumnsAllRead(const VarintReader* cols, int n, const char* const* names);
 
 }  // namespace edgesync
 

@@ -44,12 +44,16 @@ int MinimalScale(double value) {
 
 double FromMantissa(int64_t m, int scale) { return static_cast<double>(m) / kPow10[scale]; }
 
-void PutValue(double value, std::string* scale, std::string* mantissa, std::string* raw) {
+void PutValue(double value, std::string* scale, std::string* mantissa, std::string* raw, int64_t* prev_mantissa) {
   const int s = MinimalScale(value);
   int64_t m = 0;
   if (s >= 0 && MantissaAt(value, s, &m)) {
     scale->push_back(static_cast<char>(s));
-    PutVarint(ZigZag(m), mantissa);
+    // Wrapping arithmetic: both mantissas are below 2^53, the change fits.
+    const int64_t coded =
+        prev_mantissa ? static_cast<int64_t>(static_cast<uint64_t>(m) - static_cast<uint64_t>(*prev_mantissa)) : m;
+    PutVarint(ZigZag(coded), mantissa);
+    if (prev_mantissa) *prev_mantissa = m;
     return;
   }
   scale->push_back(static_cast<char>(kRawValueScale));
@@ -58,7 +62,8 @@ void PutValue(double value, std::string* scale, std::string* mantissa, std::stri
   for (int i = 0; i < 8; ++i) raw->push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
 }
 
-const char* GetValue(VarintReader* scale, VarintReader* mantissa, VarintReader* raw, double* value) {
+const char* GetValue(VarintReader* scale, VarintReader* mantissa, VarintReader* raw, double* value,
+                     int64_t* prev_mantissa) {
   const uint8_t* s = nullptr;
   if (!scale->Bytes(1, &s) || *s > kRawValueScale) return "column scale bad";
   if (*s == kRawValueScale) {
@@ -71,8 +76,10 @@ const char* GetValue(VarintReader* scale, VarintReader* mantissa, VarintReader* 
   }
   uint64_t zm = 0;
   if (!mantissa->Next(&zm)) return "column mantissa truncated";
-  const int64_t m = UnZigZag(zm);
+  int64_t m = UnZigZag(zm);
+  if (prev_mantissa) m = static_cast<int64_t>(static_cast<uint64_t>(*prev_mantissa) + static_cast<uint64_t>(m));
   if (m >= kMaxMantissa || m <= -kMaxMantissa) return "mantissa out of range";
+  if (prev_mantissa) *prev_mantissa = m;
   *value = FromMantissa(m, *s);
   return nullptr;
 }

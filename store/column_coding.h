@@ -70,11 +70,25 @@ class VarintReader {
 };
 
 // A value as three columns: its scale byte (kRawValueScale = raw bits),
-// then a zig-zag mantissa varint or 8 little-endian IEEE bytes.
+// then a zig-zag mantissa varint or 8 little-endian IEEE bytes. The one
+// value coding of every stored block (commit chunks, series blocks, remote
+// chunks).
+//
+// prev_mantissa selects how a mantissa is written, and both ways are on
+// disk: nullptr, the mantissa itself (commit chunks and remote chunks hold
+// many series side by side, so a value's neighbour tells nothing about
+// it); else the change from *prev_mantissa, the previous decimal value's
+// mantissa, which the call then updates (series blocks hold one series,
+// which moves by a few steps of its resolution: the change takes a byte
+// where the mantissa takes all its digits). A raw value leaves
+// *prev_mantissa as it was.
 constexpr uint8_t kRawValueScale = kMaxDecimalScale + 1;
-void PutValue(double value, std::string* scale, std::string* mantissa, std::string* raw);
-// nullptr on success, else what was wrong (a column's name and fault).
-const char* GetValue(VarintReader* scale, VarintReader* mantissa, VarintReader* raw, double* value);
+void PutValue(double value, std::string* scale, std::string* mantissa, std::string* raw,
+              int64_t* prev_mantissa = nullptr);
+// PutValue's inverse, with the same prev_mantissa. nullptr on success, else
+// what was wrong (a column's name and fault).
+const char* GetValue(VarintReader* scale, VarintReader* mantissa, VarintReader* raw, double* value,
+                     int64_t* prev_mantissa = nullptr);
 
 }  // namespace edgesync
 

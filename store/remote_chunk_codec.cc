@@ -8,7 +8,9 @@
 namespace edgesync {
 namespace {
 
-constexpr uint8_t kFormat = 1;
+// Remote chunks: zstd with its content checksum (store/column_block.h says
+// why the block kinds differ on the wire).
+constexpr BlockFormat kRemoteFormat{1, true, 0};
 // Raw column bytes an entry may take at most: 5 varints of at most 10
 // bytes, a scale byte, 8 raw bytes, and a device record's three texts
 // (ValidateChangeEntry bounds each at 256 bytes, plus a 2-byte length).
@@ -63,14 +65,14 @@ void EncodeRemoteChunk(const std::vector<RemoteChunkEntry>& entries, std::string
   PutVarint(entries.size(), &raw);
   PutVarint(entries.empty() ? 0 : entries.front().olsn, &raw);
   for (const std::string& c : cols) PutColumn(c, &raw);
-  SealBlock(kFormat, raw, true, out);
+  SealBlock(kRemoteFormat, raw, out);
 }
 
 Status DecodeRemoteChunk(std::string_view block, size_t max_entries, std::vector<RemoteChunkEntry>* entries) {
   entries->clear();
   max_entries = std::min(max_entries, kMaxRemoteChunkEntries);
   std::string raw;
-  std::string why = OpenBlock(block, kFormat, max_entries * kMaxRawPerEntry + 64, &raw);
+  std::string why = OpenBlock(block, kRemoteFormat, max_entries * kMaxRawPerEntry + 64, &raw);
   if (!why.empty()) return Bad(why);
   const auto* r = reinterpret_cast<const uint8_t*>(raw.data());
   VarintReader in(r, r + raw.size());
@@ -108,10 +110,8 @@ Status DecodeRemoteChunk(std::string_view block, size_t max_entries, std::vector
       return Bad("column text bad");
     }
   }
-  for (int c = 0; c < kColumns; ++c) {
-    if (!cols[c].AtEnd()) return Bad(std::string("column ") + kColumnNames[c] + " has trailing bytes");
-  }
-  return Status::Ok();
+  why = ColumnsAllRead(cols, kColumns, kColumnNames);
+  return why.empty() ? Status::Ok() : Bad(why);
 }
 
 }  // namespace edgesync

@@ -20,6 +20,9 @@
 // columns:
 //   varint n | varint first origin LSN | for each of olsn, kind, series, ts,
 //   quality, scale, mantissa, raw bits, text: varint byte length + column.
+// The value coding (store/column_coding.h) and the frame
+// (store/column_block.h, which says why only these blocks carry a
+// checksum) are those of the local chunks too.
 // Measured by tests/bench/remote_storage_bench.cc.
 //
 // Thread safety: stateless functions.

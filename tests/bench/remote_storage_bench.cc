@@ -21,7 +21,6 @@
 // Store-level (no broker): the bytes a layout keeps do not depend on how the
 // batches arrived. bench_region measures the hub process over MQTT.
 // EDGESYNC_BENCH_QUICK=1 shortens it (a smoke run, not a figure).
-#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdio>
@@ -47,13 +46,6 @@ using Steady = std::chrono::steady_clock;
 constexpr size_t kBatch = 1600;
 constexpr size_t kPage = 5000;
 const Origin kOrigin{"gw-ref", "0123456789abcdef0123456789abcdef"};
-
-bool Quick() { return std::getenv("EDGESYNC_BENCH_QUICK") != nullptr; }
-
-int64_t FileSize(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
-}
 
 std::vector<ChangeEntry> Entries(int64_t n) {
   test::SensorWorkload w(1000, 1780000000000);
@@ -99,7 +91,7 @@ std::vector<ChangeEntry> FleetBatch(const std::vector<ChangeEntry>& all, int i, 
   return b;
 }
 
-int FleetRounds() { return Quick() ? 1 : 3; }
+int FleetRounds() { return bench::Quick() ? 1 : 3; }
 
 // The current layout: through the Store and the hub store.
 Figures Chunked(const std::string& dir, const std::vector<ChangeEntry>& all) {
@@ -143,8 +135,8 @@ Figures Chunked(const std::string& dir, const std::vector<ChangeEntry>& all) {
   hub.reset();
   view.reset();
   if (held != static_cast<int64_t>(all.size())) return f;
-  f.hub_bytes = static_cast<double>(FileSize(o.path) + FileSize(o.path + "-wal")) / static_cast<double>(all.size());
-  f.view_bytes = static_cast<double>(FileSize(g.path) + FileSize(g.path + "-wal")) / static_cast<double>(all.size());
+  f.hub_bytes = static_cast<double>(bench::StoreFileBytes(o.path)) / static_cast<double>(all.size());
+  f.view_bytes = static_cast<double>(bench::StoreFileBytes(g.path)) / static_cast<double>(all.size());
   // The fleet's shape.
   StoreOptions fo = o;
   fo.path = dir + "/fleet.db";
@@ -166,7 +158,7 @@ Figures Chunked(const std::string& dir, const std::vector<ChangeEntry>& all) {
   f.fleet_batches_s = fleet_batches / std::chrono::duration<double>(Steady::now() - t0).count();
   fs.reset();
   fleet.reset();
-  f.fleet_bytes = static_cast<double>(FileSize(fo.path) + FileSize(fo.path + "-wal")) / (fleet_batches * kFleetBatch);
+  f.fleet_bytes = static_cast<double>(bench::StoreFileBytes(fo.path)) / (fleet_batches * kFleetBatch);
   return f;
 }
 
@@ -254,8 +246,8 @@ Figures RowPerEntry(const std::string& dir, const std::vector<ChangeEntry>& all)
     }
   }
   const double n = static_cast<double>(all.size());
-  f.hub_bytes = static_cast<double>(FileSize(hub_path) + FileSize(hub_path + "-wal")) / n;
-  f.view_bytes = static_cast<double>(FileSize(view_path) + FileSize(view_path + "-wal")) / n;
+  f.hub_bytes = static_cast<double>(bench::StoreFileBytes(hub_path)) / n;
+  f.view_bytes = static_cast<double>(bench::StoreFileBytes(view_path)) / n;
   const std::string fleet_path = dir + "/fleet-v4.db";
   {
     Db fleet;
@@ -271,8 +263,7 @@ Figures RowPerEntry(const std::string& dir, const std::vector<ChangeEntry>& all)
     const double fleet_batches = static_cast<double>(kFleetOrigins) * FleetRounds();
     f.fleet_batches_s = fleet_batches / std::chrono::duration<double>(Steady::now() - t0).count();
     if (!fleet.Exec("PRAGMA wal_checkpoint(TRUNCATE)").ok()) return f;
-    f.fleet_bytes =
-        static_cast<double>(FileSize(fleet_path) + FileSize(fleet_path + "-wal")) / (fleet_batches * kFleetBatch);
+    f.fleet_bytes = static_cast<double>(bench::StoreFileBytes(fleet_path)) / (fleet_batches * kFleetBatch);
   }
   return f;
 }
@@ -283,7 +274,7 @@ Figures RowPerEntry(const std::string& dir, const std::vector<ChangeEntry>& all)
 int main() {
   using namespace edgesync;
   test::TempDir dir;
-  const int64_t n = int64_t{8000} * (Quick() ? 5 : 60);
+  const int64_t n = int64_t{8000} * (bench::Quick() ? 5 : 60);
   const std::vector<ChangeEntry> all = Entries(n);
   const Figures now = Chunked(dir.path(), all);
   const Figures v4 = RowPerEntry(dir.path(), all);

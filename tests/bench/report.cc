@@ -1,5 +1,7 @@
 #include "tests/bench/report.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -59,6 +61,13 @@ int64_t PagesInUse(const std::string& path) {
     return -1;
   }
   return (pages - free_pages) * page_size;
+}
+
+bool Quick() { return std::getenv("EDGESYNC_BENCH_QUICK") != nullptr; }
+
+int64_t FileBytes(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
 }
 
 }  // namespace edgesync::bench

@@ -1,4 +1,5 @@
-// tests/bench/report.h: how every benchmark reports a figure.
+// tests/bench/report.h: how every benchmark reports a figure, and the
+// measurements of a store's size several of them take.
 //
 // Each figure is measured together with a baseline run in the same process
 // invocation (same machine, same load), so the ratio means something even on
@@ -51,6 +52,15 @@ inline double Median(std::vector<double> v) { return Percentile(std::move(v), 0.
 // page_size): what a store holds once its free pages are reused by new
 // rows, as they are before the file grows. -1 if the file cannot be read.
 int64_t PagesInUse(const std::string& path);
+
+// EDGESYNC_BENCH_QUICK is set: a smoke run that shortens the workload (its
+// figures are no measurement).
+bool Quick();
+
+// Bytes of a file (0 when it is missing).
+int64_t FileBytes(const std::string& path);
+// Bytes a SQLite store takes on disk: its file and its WAL.
+inline int64_t StoreFileBytes(const std::string& path) { return FileBytes(path) + FileBytes(path + "-wal"); }
 
 }  // namespace edgesync::bench
 

@@ -21,7 +21,6 @@
 //      its file size against max_bytes (free pages reused), and the longest
 //      prune step (the write lock held) against one ingest commit.
 #include <sqlite3.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,11 +50,6 @@ int64_t WriteBytes() {
     if (key == "write_bytes:") return v;
   }
   return 0;
-}
-
-int64_t FileSize(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
 }
 
 struct Cost {
@@ -96,7 +90,7 @@ Cost StoreCost(const std::string& dir, size_t n, size_t commit) {
   ::sync();
   Cost c;
   c.written_per_reading = static_cast<double>(WriteBytes() - before) / n;
-  c.disk_per_reading = static_cast<double>(FileSize(o.path) + FileSize(o.path + "-wal")) / n;
+  c.disk_per_reading = static_cast<double>(bench::StoreFileBytes(o.path)) / n;
   c.in_use_per_reading = static_cast<double>(bench::PagesInUse(o.path)) / n;
   // Everything acknowledged and old enough: compaction as the retention
   // worker runs it, span by span (default span size).
@@ -159,7 +153,7 @@ Cost RawCost(const std::string& dir, size_t n, size_t commit) {
   ::sync();
   Cost c;
   c.written_per_reading = static_cast<double>(WriteBytes() - before) / n;
-  c.disk_per_reading = static_cast<double>(FileSize(path) + FileSize(path + "-wal")) / n;
+  c.disk_per_reading = static_cast<double>(bench::StoreFileBytes(path)) / n;
   return c;
 }
 
@@ -194,7 +188,7 @@ void SteadyState(const std::string& dir, int64_t max_bytes, size_t n, int64_t* f
       st = retention.RunPass(&p);
       if (!st.ok()) Die("retention: " + st.ToString());
     }
-    *file_max = std::max(*file_max, FileSize(o.path));
+    *file_max = std::max(*file_max, bench::FileBytes(o.path));
   }
   *step_ms = retention.stats().longest_step_ms;
 }

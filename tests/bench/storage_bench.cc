@@ -22,7 +22,6 @@
 //      bytes compaction writes to storage per reading (/proc/self/io: WAL
 //      and checkpoints) and its longest step against the longest append.
 // EDGESYNC_BENCH_QUICK=1 shortens both (a smoke run, not a figure).
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,13 +46,6 @@ using Steady = std::chrono::steady_clock;
 
 constexpr int kDevices = 1000;
 constexpr double kRate = 8000;  // messages/s, one reading each
-
-bool Quick() { return std::getenv("EDGESYNC_BENCH_QUICK") != nullptr; }
-
-int64_t FileSize(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
-}
 
 bool StartPublisher(test::Process* p, const test::Broker& broker, const std::string& dir, const std::string& id,
                     int rounds) {
@@ -116,7 +108,7 @@ PacedRun GatewayPaced(const test::Broker& broker, const std::string& dir, int ro
   run.peak_rss_mib = static_cast<double>(ps.peak_rss_bytes) / 1048576.0;
   // After a clean stop the WAL is checkpointed into the file.
   run.disk_per_reading =
-      static_cast<double>(FileSize(so.path) + FileSize(so.path + "-wal")) / static_cast<double>(total);
+      static_cast<double>(bench::StoreFileBytes(so.path)) / static_cast<double>(total);
   return run;
 }
 
@@ -160,14 +152,14 @@ double MedianQueryMs(Store* store, test::SensorWorkload* w, int devices, int64_t
 // default span), with compaction's own cost.
 QueryFigures QueryMs(const std::string& dir) {
   QueryFigures f;
-  const int devices = Quick() ? 4 : 73;
-  const int64_t seconds = Quick() ? 3600 : 86400;
+  const int devices = bench::Quick() ? 4 : 73;
+  const int64_t seconds = bench::Quick() ? 3600 : 86400;
   StoreOptions o;
   o.path = dir + "/query.db";
   o.gateway_id = "gw-query";
   o.open_check = StoreOptions::OpenCheck::kNone;
   o.compact_after_ms = 0;  // nothing is acknowledged while the store is built: nothing compacts before
-  if (Quick()) o.compact_span_readings = 16384;  // a smoke run's small store still compacts
+  if (bench::Quick()) o.compact_span_readings = 16384;  // a smoke run's small store still compacts
   std::unique_ptr<Store> store;
   Status st = Store::Open(o, &store);
   if (!st.ok()) return f;
@@ -188,7 +180,7 @@ QueryFigures QueryMs(const std::string& dir) {
   }
   std::printf("query store: %lld readings appended in %.1f s, %.1f bytes/reading on disk\n",
               static_cast<long long>(total), std::chrono::duration<double>(Steady::now() - t0).count(),
-              static_cast<double>(FileSize(o.path) + FileSize(o.path + "-wal")) / static_cast<double>(total));
+              static_cast<double>(bench::StoreFileBytes(o.path)) / static_cast<double>(total));
   f.readings = total;
   f.chunks_ms = MedianQueryMs(store.get(), &w, devices, start, seconds);
   f.in_use_before = static_cast<double>(bench::PagesInUse(o.path)) / static_cast<double>(total);
@@ -239,7 +231,7 @@ int main() {
     return 1;
   }
   bench::Report report("storage");
-  const int rounds = Quick() ? 5 : 60;  // seconds of the reference workload
+  const int rounds = bench::Quick() ? 5 : 60;  // seconds of the reference workload
   const double plain = PlainSubscriberRate(broker, dir.path(), rounds);
   const PacedRun run = GatewayPaced(broker, dir.path(), rounds);
   std::printf("paced: plain %.0f/s, gateway %.0f/s, %.1f bytes written/reading, %.2f on disk, peak RSS %.1f MiB\n",

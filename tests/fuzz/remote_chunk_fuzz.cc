@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   edgesync::DecodeRemoteChunk(bytes, 4096, &entries);
   std::string format, sealed;
   edgesync::EncodeRemoteChunk({}, &format);
-  edgesync::SealBlock(static_cast<uint8_t>(format[0]), std::string(bytes), true, &sealed);
+  edgesync::SealBlock({static_cast<uint8_t>(format[0]), /*checksum=*/true, 0}, std::string(bytes), &sealed);
   edgesync::DecodeRemoteChunk(sealed, 4096, &entries);
   return 0;
 }

@@ -6,51 +6,22 @@
 // runs and after it stopped) and `edgesync feed` from the beginning.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
 
+#include "tests/integration/gateway_program.h"
 #include "tests/integration/sync_sites.h"
 #include "tests/support/broker.h"
+#include "tests/support/cli_run.h"
 #include "tests/support/process.h"
 #include "tests/support/reading_tally.h"
 
 namespace edgesync::test {
 namespace {
 
-nlohmann::json StatusOf(const std::string& dir) {
-  nlohmann::json j = nlohmann::json::parse(ReadAll(dir + "/status.json"), nullptr, false);
-  return j.is_object() ? j : nlohmann::json::object();
-}
-
-int64_t Field(const std::string& dir, const char* section, const char* key) {
-  nlohmann::json j = StatusOf(dir);
-  if (!j.contains(section) || !j[section].is_object() || !j[section].contains(key)) return 0;
-  return j[section][key].is_number() ? j[section][key].get<int64_t>() : 0;
-}
-
-std::vector<nlohmann::json> JsonLines(const std::string& text) {
-  std::vector<nlohmann::json> v;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.is_object()) v.push_back(j);
-  }
-  return v;
-}
-
 // Runs `edgesync ARGS...`; its output in *out.
 int Cli(const TempDir& dir, std::vector<std::string> args, std::string* out) {
   static int runs = 0;
-  const std::string log = dir.File("cli-" + std::to_string(runs++) + ".txt");
-  args.insert(args.begin(), EDGESYNC_BINARY);
-  Process p;
-  if (!p.Start(args, log)) return -1;
-  int rc = p.Wait(60000);
-  *out = ReadAll(log);
-  return rc;
+  return RunEdgesync(std::move(args), dir.File("cli-" + std::to_string(runs++) + ".txt"), out);
 }
 
 size_t CountLines(const std::string& text, const std::string& needle) {
@@ -78,42 +49,24 @@ TEST(GatewayCompactionTest, CompactsAcknowledgedReadingsAndReadersSeeTheSame) {
   ASSERT_TRUE(local.Start()) << local.log();
   RegionSite eu(dir.path(), "eu");
   ASSERT_TRUE(eu.Start());
-  const std::string gw = dir.path() + "/gw";
-  RegionSite::MakeDir(gw);
-  const std::string config = gw + "/gateway.toml";
-  std::ofstream(config) << "[gateway]\nid = \"gw-cmp\"\ndata_dir = " << Q(gw) << "\n\n"
-                        << "[store]\ncompact_after_s = 0\ncompact_span_readings = 1000\ncompact_always = true\nretention_interval_s = 1\n\n"
-                        << "[ingest]\nbroker_uri = " << Q(local.uri())
-                        << "\ndevice_rate = 100000.0\ndevice_burst = 100000\n\n"
-                        << "[uplink]\nack_timeout_ms = 2000\nbackoff_base_ms = 50\nbackoff_max_ms = 500\n"
-                        << "probe_interval_ms = 200\n\n"
-                        << "[[region]]\nname = \"eu\"\nuri = " << Q(eu.broker().uri()) << "\n";
-  Process gateway;
-  ASSERT_TRUE(gateway.Start({EDGESYNC_BINARY, "gateway", "--config", config}, gw + "/gateway.log"));
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        nlohmann::json j = StatusOf(gw);
-        return j.contains("ingest_mqtt") && j["ingest_mqtt"].value("connected", false);
-      },
-      60000))
-      << ReadAll(gw + "/gateway.log");
-  SleepMs(500);  // the subscription exists before the sensors publish
-  Process pub;
-  ASSERT_TRUE(pub.Start({EDGESYNC_PUBLISHER, local.uri(), "sensors-cmp", "10", "300", "cmp-", "1800000000000", "0"}));
-  ASSERT_EQ(pub.Wait(120000), 0);
-  ASSERT_TRUE(WaitFor([&] { return Field(gw, "uplink", "checkpoint") == 3000; }, 60000))
-      << ReadAll(gw + "/gateway.log");
+  GatewayProgram gw(dir.path(), "gw-cmp", local.uri(), {&eu},
+                    "[store]\ncompact_after_s = 0\ncompact_span_readings = 1000\ncompact_always = true\n"
+                    "retention_interval_s = 1\n");
+  const std::string config = gw.config();
+  ASSERT_TRUE(gw.StartWithIngest());
+  ASSERT_EQ(Publish(local.uri(), "sensors-cmp", 10, 300, "cmp-"), 0);
+  ASSERT_TRUE(WaitFor([&] { return gw.Field("uplink", "checkpoint") == 3000; }, 60000)) << gw.log();
   // Spans close at 1,000 readings: at least two of the three thousand.
-  ASSERT_TRUE(WaitFor([&] { return Field(gw, "retention", "compacted_readings") >= 2000; }, 60000))
-      << StatusOf(gw).dump(2);
-  EXPECT_GE(Field(gw, "retention", "compacted_spans"), 2);
-  EXPECT_GT(Field(gw, "retention", "compacted_bytes_before"), 0);
-  EXPECT_GT(Field(gw, "retention", "compacted_bytes_after"), 0);
-  EXPECT_EQ(Field(gw, "retention", "errors"), 0);
-  EXPECT_EQ(Field(gw, "retention", "readings_pruned"), 0) << "compaction keeps every reading";
+  ASSERT_TRUE(WaitFor([&] { return gw.Field("retention", "compacted_readings") >= 2000; }, 60000))
+      << gw.StatusDump();
+  EXPECT_GE(gw.Field("retention", "compacted_spans"), 2);
+  EXPECT_GT(gw.Field("retention", "compacted_bytes_before"), 0);
+  EXPECT_GT(gw.Field("retention", "compacted_bytes_after"), 0);
+  EXPECT_EQ(gw.Field("retention", "errors"), 0);
+  EXPECT_EQ(gw.Field("retention", "readings_pruned"), 0) << "compaction keeps every reading";
   ExpectEveryReading(dir, config);  // read-only, beside the running gateway
-  EXPECT_EQ(gateway.Stop(10000), 0);
-  EXPECT_EQ(StoreStatsOf(gw + "/store.db").entries, 3000);
+  EXPECT_EQ(gw.Stop(), 0);
+  EXPECT_EQ(StoreStatsOf(gw.store_path()).entries, 3000);
   ExpectEveryReading(dir, config);
   // A consumer of the range feed from the beginning: every reading once.
   std::string out;

@@ -5,9 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <signal.h>
 
-#include <sstream>
-
 #include "store/store.h"
+#include "tests/support/cli_run.h"
 #include "tests/support/process.h"
 
 namespace edgesync::test {
@@ -21,13 +20,7 @@ class StoreCliTest : public ::testing::Test {
   }
   // Runs edgesync with args; returns the exit code, output in *out.
   int Run(std::vector<std::string> args, std::string* out) {
-    args.insert(args.begin(), EDGESYNC_BINARY);
-    std::string log = dir_.File("out-" + std::to_string(runs_++) + ".txt");
-    Process p;
-    EXPECT_TRUE(p.Start(args, log));
-    int rc = p.Wait(20000);
-    *out = ReadAll(log);
-    return rc;
+    return RunEdgesync(std::move(args), dir_.File("out-" + std::to_string(runs_++) + ".txt"), out);
   }
   // Same, with stdout and stderr apart.
   int Run2(std::vector<std::string> args, std::string* out, std::string* err) {
@@ -40,16 +33,6 @@ class StoreCliTest : public ::testing::Test {
     *out = ReadAll(o);
     *err = ReadAll(e);
     return rc;
-  }
-  std::vector<nlohmann::json> JsonLines(const std::string& text) {
-    std::vector<nlohmann::json> v;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_discarded() && j.is_object()) v.push_back(j);
-    }
-    return v;
   }
   void Fill() {
     StoreOptions o;

@@ -6,9 +6,7 @@
 // checked: every reported-committed LSN there, each exactly once, with its
 // own value; queries agree with the log.
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <sqlite3.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <map>
@@ -16,6 +14,7 @@
 
 #include "store/sqlite_util.h"
 #include "store/store.h"
+#include "tests/support/kill_writer.h"
 #include "tests/support/process.h"
 
 namespace edgesync::test {
@@ -63,26 +62,11 @@ TEST(StoreCompactKillTest, SigkillDuringCompactionLosesAndDuplicatesNothing) {
   uint64_t reported_max = 0;
   int64_t blocks_seen = 0;
   for (int round = 0; round < 30; ++round) {
-    int fds[2];
-    ASSERT_EQ(::pipe(fds), 0);
-    pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      ::close(fds[0]);
-      Writer(path, fds[1], static_cast<unsigned>(round * 104729 + 7));
-    }
-    ::close(fds[1]);
-    uint64_t first = 0;  // running (and the store there) before the kill
-    ASSERT_EQ(::read(fds[0], &first, sizeof(first)), static_cast<ssize_t>(sizeof(first)));
-    reported_max = std::max(reported_max, first);
-    SleepMs(static_cast<int64_t>(rng() % 80) + 5);
-    ASSERT_EQ(::kill(pid, SIGKILL), 0);
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "writer exited early with " << WEXITSTATUS(status);
-    uint64_t lsn = 0;
-    while (::read(fds[0], &lsn, sizeof(lsn)) == sizeof(lsn)) reported_max = std::max(reported_max, lsn);
-    ::close(fds[0]);
+    const KillRound run{true, static_cast<int64_t>(rng() % 80) + 5};  // running (and the store there) first
+    const auto seed = static_cast<unsigned>(round * 104729 + 7);
+    std::vector<uint64_t> reported;
+    ASSERT_TRUE(RunAndKill<uint64_t>([&](int fd) { Writer(path, fd, seed); }, run, &reported)) << "round " << round;
+    for (uint64_t lsn : reported) reported_max = std::max(reported_max, lsn);
     {
       Db db;
       ASSERT_TRUE(db.Open(path, SQLITE_OPEN_READWRITE).ok());

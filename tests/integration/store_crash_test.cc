@@ -4,15 +4,15 @@
 // store is reopened and checked. A second writer also prunes acknowledged
 // chunks as it goes.
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <sqlite3.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <random>
 
 #include "store/sqlite_util.h"
 #include "store/store.h"
+#include "tests/support/kill_writer.h"
 #include "tests/support/process.h"
 
 namespace edgesync::test {
@@ -76,34 +76,16 @@ TEST(StoreCrashTest, SurvivesRepeatedSigkill) {
   uint64_t reported_max = 0;
   const int kKills = 60;
   for (int round = 0; round < kKills; ++round) {
-    bool full = round % 4 == 0;
-    int fds[2];
-    ASSERT_EQ(::pipe(fds), 0);
-    pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      ::close(fds[0]);
-      Writer(path, full, fds[1], static_cast<unsigned>(round * 7919 + 1));
-    }
-    ::close(fds[1]);
-    if (round == 0) {
-      // The first round creates the store: kill it only once the store is
-      // there (its first commit reported); under load the creation can
-      // outlast the sleep below, and the check would then open no file.
-      uint64_t first = 0;
-      ASSERT_EQ(::read(fds[0], &first, sizeof(first)), static_cast<ssize_t>(sizeof(first)))
-          << "the writer could not create the store";
-      reported_max = first;
-    }
-    // Let it run a random while.
-    SleepMs(static_cast<int64_t>(rng() % 60) + (round == 0 ? 50 : 5));
-    ASSERT_EQ(::kill(pid, SIGKILL), 0);
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "writer exited early with " << WEXITSTATUS(status);
-    uint64_t lsn = 0;
-    while (::read(fds[0], &lsn, sizeof(lsn)) == sizeof(lsn)) reported_max = std::max(reported_max, lsn);
-    ::close(fds[0]);
+    const bool full = round % 4 == 0;
+    // The first round creates the store: kill it only once the store is
+    // there (its first commit reported); under load the creation can
+    // outlast the run.
+    const KillRound run{round == 0, static_cast<int64_t>(rng() % 60) + (round == 0 ? 50 : 5)};
+    const auto seed = static_cast<unsigned>(round * 7919 + 1);
+    std::vector<uint64_t> reported;
+    ASSERT_TRUE(RunAndKill<uint64_t>([&](int fd) { Writer(path, full, fd, seed); }, run, &reported))
+        << "round " << round;
+    for (uint64_t lsn : reported) reported_max = std::max(reported_max, lsn);
 
     {
       Db db;  // an independent integrity check, beyond the one at open
@@ -127,6 +109,9 @@ TEST(StoreCrashTest, SurvivesRepeatedSigkill) {
   EXPECT_GT(reported_max, 0u);
 }
 
+// What the pruning writer reports: (last committed LSN, acknowledged LSN).
+using Report = std::array<uint64_t, 2>;
+
 // The writer of the pruning round: appends like Writer, acknowledges all
 // but the newest ~500 LSNs upstream and runs retention steps (age 0: every
 // acknowledged chunk is due), so SIGKILL lands inside chunk inserts and
@@ -145,8 +130,8 @@ TEST(StoreCrashTest, SurvivesRepeatedSigkill) {
     if (acked > 0 && !store->AckUpstream("region", acked).ok()) _exit(5);
     PruneResult pr;
     if (!store->PruneStep(1 + rng() % 2000, &pr).ok()) _exit(6);
-    uint64_t report[2] = {res.last_lsn, acked};
-    if (::write(fd, report, sizeof report) != sizeof report) _exit(4);
+    const Report report = {res.last_lsn, acked};
+    if (::write(fd, report.data(), sizeof report) != sizeof report) _exit(4);
   }
 }
 
@@ -159,30 +144,15 @@ TEST(StoreCrashTest, ChunkPruningSurvivesSigkill) {
   std::mt19937 rng(4242);
   uint64_t reported_max = 0, acked_max = 0;
   for (int round = 0; round < 30; ++round) {
-    int fds[2];
-    ASSERT_EQ(::pipe(fds), 0);
-    pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      ::close(fds[0]);
-      PruningWriter(path, fds[1], static_cast<unsigned>(round * 104729 + 3));
-    }
-    ::close(fds[1]);
-    uint64_t report[2] = {0, 0};
-    if (round == 0) {
-      ASSERT_EQ(::read(fds[0], report, sizeof report), static_cast<ssize_t>(sizeof report))
-          << "the writer could not create the store";
-    }
-    SleepMs(static_cast<int64_t>(rng() % 80) + 5);
-    ASSERT_EQ(::kill(pid, SIGKILL), 0);
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "writer exited early with " << WEXITSTATUS(status);
-    do {
+    const KillRound run{round == 0, static_cast<int64_t>(rng() % 80) + 5};
+    const auto seed = static_cast<unsigned>(round * 104729 + 3);
+    std::vector<Report> reported;
+    ASSERT_TRUE(RunAndKill<Report>([&](int fd) { PruningWriter(path, fd, seed); }, run, &reported))
+        << "round " << round;
+    for (const auto& report : reported) {
       reported_max = std::max(reported_max, report[0]);
       acked_max = std::max(acked_max, report[1]);
-    } while (::read(fds[0], report, sizeof report) == sizeof report);
-    ::close(fds[0]);
+    }
 
     std::unique_ptr<Store> store;
     Status st = Store::Open(Opts(path, false), &store);

@@ -10,11 +10,10 @@
 #include <vector>
 
 #include "tests/support/workload.h"
+#include "tests/unit/store/codec_test_util.h"
 
-namespace edgesync {
+namespace edgesync::test {
 namespace {
-
-bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 void ExpectRoundTrip(const std::vector<ChunkReading>& in) {
   std::string block;
@@ -22,13 +21,7 @@ void ExpectRoundTrip(const std::vector<ChunkReading>& in) {
   std::vector<ChunkReading> out;
   Status st = DecodeChunk(block, kMaxChunkReadings, &out);
   ASSERT_TRUE(st.ok()) << st.ToString();
-  ASSERT_EQ(out.size(), in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    EXPECT_EQ(out[i].series, in[i].series) << i;
-    EXPECT_EQ(out[i].ts_ms, in[i].ts_ms) << i;
-    EXPECT_TRUE(SameBits(out[i].value, in[i].value)) << i << ": " << in[i].value << " came back " << out[i].value;
-    EXPECT_EQ(out[i].quality, in[i].quality) << i;
-  }
+  ExpectSameEntries(out, in);
 }
 
 TEST(ChunkCodecTest, RoundTripsEveryValueBitForBit) {
@@ -91,4 +84,4 @@ TEST(ChunkCodecTest, RefusesDamageWithAStatus) {
 }
 
 }  // namespace
-}  // namespace edgesync
+}  // namespace edgesync::test

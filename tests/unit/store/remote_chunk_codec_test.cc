@@ -9,32 +9,10 @@
 #include <vector>
 
 #include "tests/support/workload.h"
+#include "tests/unit/store/codec_test_util.h"
 
-namespace edgesync {
+namespace edgesync::test {
 namespace {
-
-bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
-RemoteChunkEntry Reading(uint64_t olsn, int64_t series, int64_t ts, double value, uint32_t quality = 0) {
-  RemoteChunkEntry e;
-  e.olsn = olsn;
-  e.series = series;
-  e.ts_ms = ts;
-  e.value = value;
-  e.quality = quality;
-  return e;
-}
-
-RemoteChunkEntry Device(uint64_t olsn, int64_t series, uint8_t kind, std::string name) {
-  RemoteChunkEntry e;
-  e.olsn = olsn;
-  e.kind = kind;
-  e.series = series;
-  e.name = std::move(name);
-  e.location = "roof";
-  e.default_unit = "Cel";
-  return e;
-}
 
 void ExpectRoundTrip(const std::vector<RemoteChunkEntry>& in) {
   std::string block;
@@ -42,39 +20,29 @@ void ExpectRoundTrip(const std::vector<RemoteChunkEntry>& in) {
   std::vector<RemoteChunkEntry> out;
   Status st = DecodeRemoteChunk(block, kMaxRemoteChunkEntries, &out);
   ASSERT_TRUE(st.ok()) << st.ToString();
-  ASSERT_EQ(out.size(), in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    EXPECT_EQ(out[i].olsn, in[i].olsn) << i;
-    EXPECT_EQ(out[i].kind, in[i].kind) << i;
-    EXPECT_EQ(out[i].series, in[i].series) << i;
-    EXPECT_EQ(out[i].ts_ms, in[i].ts_ms) << i;
-    EXPECT_TRUE(SameBits(out[i].value, in[i].value)) << i << ": " << in[i].value << " came back " << out[i].value;
-    EXPECT_EQ(out[i].quality, in[i].quality) << i;
-    EXPECT_EQ(out[i].name, in[i].name) << i;
-    EXPECT_EQ(out[i].location, in[i].location) << i;
-    EXPECT_EQ(out[i].default_unit, in[i].default_unit) << i;
-  }
+  ExpectSameEntries(out, in);
 }
 
 TEST(RemoteChunkCodecTest, RoundTripsEntriesWithHolesDeviceRecordsAndEveryValue) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   ExpectRoundTrip({
-      Reading(1, 1, 1780000000000, 21.4),
-      Reading(2, 2, 1780000000000, -0.0, 1),
-      Device(5, 9, 1, "Pump"),  // LSNs 3 and 4 compacted away at the origin
-      Reading(6, INT64_MAX, INT64_MIN, nan, UINT32_MAX),
-      Device(7, 9, 2, ""),
-      Reading(1000000, 3, INT64_MAX, 0.1 + 0.2),
-      Reading(static_cast<uint64_t>(INT64_MAX), 1, 0, -1013.25),
+      RemoteReading(1, 1, 1780000000000, 21.4),
+      RemoteReading(2, 2, 1780000000000, -0.0, 1),
+      RemoteDevice(5, 9, 1, "Pump"),  // LSNs 3 and 4 compacted away at the origin
+      RemoteReading(6, INT64_MAX, INT64_MIN, nan, UINT32_MAX),
+      RemoteDevice(7, 9, 2, ""),
+      RemoteReading(1000000, 3, INT64_MAX, 0.1 + 0.2),
+      RemoteReading(static_cast<uint64_t>(INT64_MAX), 1, 0, -1013.25),
   });
-  ExpectRoundTrip({Device(42, 1, 1, std::string(256, 'x'))});
+  ExpectRoundTrip({RemoteDevice(42, 1, 1, std::string(256, 'x'))});
 }
 
 TEST(RemoteChunkCodecTest, AnUplinkBatchOfTheReferenceWorkloadTakesAFewBytesPerReading) {
   test::SensorWorkload w(1000, 1780000000000);
   std::vector<RemoteChunkEntry> in;
   for (const edgesync::Reading& r : w.Take(1600)) {
-    in.push_back(Reading(in.size() + 1001, static_cast<int64_t>(in.size() % 8000) + 1, r.ts_ms, r.value, r.quality));
+    in.push_back(
+        RemoteReading(in.size() + 1001, static_cast<int64_t>(in.size() % 8000) + 1, r.ts_ms, r.value, r.quality));
   }
   ExpectRoundTrip(in);
   std::string block;
@@ -84,8 +52,10 @@ TEST(RemoteChunkCodecTest, AnUplinkBatchOfTheReferenceWorkloadTakesAFewBytesPerR
 
 TEST(RemoteChunkCodecTest, RefusesEveryDamagedOrForeignBlockWithAClearError) {
   std::vector<RemoteChunkEntry> in;
-  for (uint64_t i = 1; i <= 200; ++i) in.push_back(Reading(i * 2, static_cast<int64_t>(i % 5), 1000 * i, i * 0.5));
-  in.push_back(Device(500, 3, 1, "Pump"));
+  for (uint64_t i = 1; i <= 200; ++i) {
+    in.push_back(RemoteReading(i * 2, static_cast<int64_t>(i % 5), 1000 * i, i * 0.5));
+  }
+  in.push_back(RemoteDevice(500, 3, 1, "Pump"));
   std::string block;
   EncodeRemoteChunk(in, &block);
   std::vector<RemoteChunkEntry> out;
@@ -131,4 +101,4 @@ TEST(RemoteChunkCodecTest, RefusesEveryDamagedOrForeignBlockWithAClearError) {
 }
 
 }  // namespace
-}  // namespace edgesync
+}  // namespace edgesync::test
