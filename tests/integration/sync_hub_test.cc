@@ -18,8 +18,25 @@ TEST(SyncHubTest, HostileInboxIsRefusedAndTheHubKeepsServing) {
   ASSERT_TRUE(evil.Connect());
   ASSERT_TRUE(evil.Subscribe("sensors/#", 1));
   ASSERT_TRUE(evil.Subscribe("edgesync/reply/gw-evil/probe", 1));
-  SleepMs(1000);  // the hub subscribed
   const std::string inbox = HubInboxTopic("edgesync", "eu", "gw-evil");
+  // Pings until one is answered: only then has the hub subscribed (a fixed
+  // second was not always enough at load average ~20, and what the test
+  // sent before went nowhere).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const auto& [topic, payload] : evil.received()) {
+          WireMessage m;
+          if (topic == "edgesync/reply/gw-evil/probe" && DecodeMessage(payload, {}, &m, nullptr).ok() &&
+              m.kind == WireKind::kPong && m.correlation_id == 1) {
+            return true;
+          }
+        }
+        evil.Publish(inbox, EncodePing("edgesync/reply/gw-evil/probe", 1, 1), 1);
+        SleepMs(250);
+        return false;
+      },
+      120000))
+      << eu.hub_log();
   ASSERT_TRUE(evil.Publish(inbox, "not a flatbuffer at all", 1));
   ASSERT_TRUE(evil.Publish(inbox, std::string(200, '\0'), 1));
   std::string ping = EncodePing("edgesync/reply/gw-evil/probe", 7, 1);
@@ -60,7 +77,7 @@ TEST(SyncHubTest, HostileInboxIsRefusedAndTheHubKeepsServing) {
         }
         return answers.count(10) && answers.count(9) && answers.count(11);
       },
-      10000));
+      120000));
   EXPECT_EQ(answers[10].kind, WireKind::kPong);
   EXPECT_EQ(answers[9].ack.code, AckCode::kBadBatch);
   EXPECT_EQ(answers[11].ack.code, AckCode::kOk);
