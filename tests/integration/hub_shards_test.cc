@@ -117,6 +117,15 @@ int HubsHoldingShards(Postgres* pg) {
   return std::atoi(out.c_str());
 }
 
+// What every hub of a region shares here: one broker and one PostgreSQL
+// with the hubs' database.
+struct SharedRegion {
+  explicit SharedRegion(const TempDir& tmp) : broker(tmp.File("broker")), pg(tmp.File("pg")) {}
+  bool Start() { return broker.Start() && pg.Start() && pg.CreateDatabase("hub"); }
+  Broker broker;
+  Postgres pg;
+};
+
 std::string Owners(Postgres* pg) {
   std::string out;
   pg->Query("hub", "SELECT owner || '=' || count(*) FROM es_shard_leases GROUP BY owner ORDER BY owner", &out);
@@ -136,12 +145,10 @@ double Sample(const std::string& metrics, const std::string& name) {
 // and when the second stops the first takes them back.
 TEST(HubShardsTest, HubsShowTheirShardsAndLeasesInMetricsAndStatus) {
   TempDir tmp;
-  RegionSite::MakeDir(tmp.File("broker"));
-  Broker broker(tmp.File("broker"));
-  ASSERT_TRUE(broker.Start());
-  Postgres pg(tmp.File("pg"));
-  ASSERT_TRUE(pg.Start()) << pg.log();
-  ASSERT_TRUE(pg.CreateDatabase("hub"));
+  SharedRegion shared(tmp);
+  ASSERT_TRUE(shared.Start()) << shared.pg.log();
+  Broker& broker = shared.broker;
+  Postgres& pg = shared.pg;
   const int port1 = FreePort();
   HubProcess h1(tmp.path(), "h1", &broker, &pg, port1);
   ASSERT_TRUE(h1.Start());
@@ -192,12 +199,10 @@ TEST(HubShardsTest, HubsShowTheirShardsAndLeasesInMetricsAndStatus) {
 
 TEST(HubShardsTest, ThreeHubsOneKilledAndAFourthAddedLoseAndDuplicateNothing) {
   TempDir tmp;
-  RegionSite::MakeDir(tmp.File("broker"));
-  Broker broker(tmp.File("broker"));
-  ASSERT_TRUE(broker.Start());
-  Postgres pg(tmp.File("pg"));
-  ASSERT_TRUE(pg.Start()) << pg.log();
-  ASSERT_TRUE(pg.CreateDatabase("hub"));
+  SharedRegion shared(tmp);
+  ASSERT_TRUE(shared.Start()) << shared.pg.log();
+  Broker& broker = shared.broker;
+  Postgres& pg = shared.pg;
   std::vector<std::unique_ptr<HubProcess>> hubs;
   for (const char* id : {"h1", "h2", "h3", "h4"}) {
     hubs.push_back(std::make_unique<HubProcess>(tmp.path(), id, &broker, &pg));
