@@ -53,10 +53,33 @@ void Broker::WriteConfig() {
 
 bool Broker::Start(int64_t timeout_ms) {
   if (process_.running()) return true;
-  WriteConfig();
-  if (!process_.Start({"mosquitto", "-c", dir_ + "/mosquitto.conf"}, dir_ + "/broker.log")) return false;
-  bool up = WaitForPort(port_, timeout_ms) && (tls_port_ == 0 || WaitForPort(tls_port_, timeout_ms));
-  return up && process_.running();
+  const std::string log_path = dir_ + "/broker.log";
+  for (int attempt = 0;; ++attempt) {
+    WriteConfig();
+    const size_t log_before = ReadAll(log_path).size();
+    if (!process_.Start({"mosquitto", "-c", dir_ + "/mosquitto.conf"}, log_path)) return false;
+    // Up means this broker's own "running" line, written once every
+    // listener is bound; an open port alone could be another test's broker
+    // on a clashing port while this one is still failing to bind (a gateway
+    // under test then talked to a stranger and received nothing).
+    bool running_line = false;
+    WaitFor(
+        [&] {
+          running_line = ReadAll(log_path).find(" running", log_before) != std::string::npos;
+          return running_line || !process_.running();
+        },
+        timeout_ms);
+    if (running_line && process_.running() && WaitForPort(port_, timeout_ms) &&
+        (tls_port_ == 0 || WaitForPort(tls_port_, timeout_ms))) {
+      ports_handed_out_ = true;  // a restart keeps them
+      return true;
+    }
+    const bool clash = ReadAll(log_path).find("Address already in use", log_before) != std::string::npos;
+    if (process_.running()) process_.Kill9();
+    if (!clash || ports_handed_out_ || attempt >= 3) return false;
+    port_ = FreePort();
+    if (tls_port_ != 0) tls_port_ = FreePort();
+  }
 }
 
 int Broker::Stop() { return process_.Stop(10000); }

@@ -44,11 +44,11 @@ class Broker {
   // SIGHUP: mosquitto rereads its password and ACL files.
   void Reload();
 
-  int port() const { return port_; }
+  int port() const { return HandOut(port_); }
   pid_t pid() const { return process_.pid(); }  // -1 while not running
-  int tls_port() const { return tls_port_; }
-  std::string uri() const { return "tcp://127.0.0.1:" + std::to_string(port_); }
-  std::string tls_uri() const { return "ssl://127.0.0.1:" + std::to_string(tls_port_); }
+  int tls_port() const { return HandOut(tls_port_); }
+  std::string uri() const { return "tcp://127.0.0.1:" + std::to_string(HandOut(port_)); }
+  std::string tls_uri() const { return "ssl://127.0.0.1:" + std::to_string(HandOut(tls_port_)); }
   const std::string& dir() const { return dir_; }
   std::string log() const;
 
@@ -56,8 +56,17 @@ class Broker {
   void WriteConfig();
   std::string dir_;
   BrokerOptions options_;
+  // Marks the ports as known to the test: from then on they never change.
+  int HandOut(int port) const {
+    ports_handed_out_ = true;
+    return port;
+  }
+
   int port_;
   int tls_port_ = 0;
+  // A first start that finds its port taken picks new ones, unless the
+  // test already knows them (a config written with uri() before Start()).
+  mutable bool ports_handed_out_ = false;
   Process process_;
 };
 
