@@ -258,10 +258,12 @@ class ManualHubTest : public ::testing::Test {
   const Origin other_{"gw-x6", "00000000000000000000000000000002"};  // shard kShard
   ViewStore store_;
   FeedPullerOptions options_;
-  std::unique_ptr<FeedPuller> puller_;
   std::mutex mu_;
   FakeLink* link_ = nullptr;
   std::vector<WireMessage> requests_;
+  // Last, so it is destroyed first: its thread stops before the members its
+  // link callback writes to go away.
+  std::unique_ptr<FeedPuller> puller_;
 };
 
 TEST_F(ManualHubTest, EveryKindOfBadPageIsCountedAndChangesNothing) {

@@ -100,14 +100,14 @@ TEST_P(MqttLinkTest, PersistentSessionReceivesWhatWasPublishedWhileAway) {
   ASSERT_TRUE(pub.Connect());
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(pub.Publish("s/x", std::to_string(i), 1));
   Inbox inbox;
-  bool resumed = false;
+  std::atomic<bool> resumed{false};  // set on the link's thread
   auto link = MakeLink(o, &inbox);
   link->SetStateHandler([&resumed](bool up, bool session_present, const std::string&) {
     if (up) resumed = session_present;
   });
   ASSERT_TRUE(link->Connect(5000).ok());
   ASSERT_TRUE(WaitFor([&] { return inbox.size() == 50; }, 10000)) << inbox.size() << broker.log();
-  EXPECT_TRUE(resumed);
+  EXPECT_TRUE(resumed.load());
   std::lock_guard<std::mutex> lock(inbox.mu);
   for (int i = 0; i < 50; ++i) EXPECT_EQ(inbox.messages[i].payload, std::to_string(i));
 }
