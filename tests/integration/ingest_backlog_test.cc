@@ -180,6 +180,15 @@ TEST(IngestBacklogTest, AStalledStoreUnderLoadLosesNothingWithinTheRate) {
   // back-pressure stops reading from the broker (which queues).
   EXPECT_TRUE(WaitFor([&] { return StatusField(gw.Status(), "ingest", "commit_failures") > 0; }, 15000))
       << gw.Status().dump() << ReadAll(dir.File("locker.log"));
+  // Messages already on their way when intake closed are taken; once the
+  // link to the local broker is down nothing more may be read.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        nlohmann::json s = gw.Status();
+        return StatusField(s, "ingest", "paused") == 1 && StatusField(s, "ingest_mqtt", "connected") == 0;
+      },
+      15000))
+      << gw.Status().dump();
   nlohmann::json before = gw.Status();
   SleepMs(2500);
   nlohmann::json after = gw.Status();
