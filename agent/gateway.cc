@@ -193,6 +193,7 @@ nlohmann::json Gateway::StatusJson() {
                    {"batches_sent", u.batches_sent}, {"entries_sent", u.entries_sent},
                    {"bytes_sent", u.bytes_sent},     {"acks", u.acks},
                    {"resends", u.resends},           {"ack_timeouts", u.ack_timeouts},
+                   {"answer_wait_ms", u.answer_wait_ms},
                    {"refusals", u.refusals},         {"acks_ignored", u.acks_ignored},
                    {"region_switches", u.region_switches},
                    {"inflight", u.inflight},         {"regions", regions},

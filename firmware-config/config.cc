@@ -147,7 +147,8 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
       Int<C>("uplink", "window", [](C& c) -> int64_t& { return c.uplink_window; }, 1, 1024,
              "batches sent and not yet acknowledged by the region, at most"),
       Int<C>("uplink", "ack_timeout_ms", [](C& c) -> int64_t& { return c.uplink_ack_timeout_ms; }, 100, 3600000,
-             "a batch not acknowledged within this is resent from the checkpoint"),
+             "a batch not acknowledged within this is resent from the checkpoint; after each such timeout the "
+             "wait doubles (up to 8 times this) until answers come quickly again"),
       Int<C>("uplink", "backoff_base_ms", [](C& c) -> int64_t& { return c.uplink_backoff_base_ms; }, 1, 3600000,
              "first reconnect delay (decorrelated jitter grows it)"),
       Int<C>("uplink", "backoff_max_ms", [](C& c) -> int64_t& { return c.uplink_backoff_max_ms; }, 1, 3600000,

@@ -10,6 +10,9 @@ namespace edgesync {
 namespace {
 
 constexpr int64_t kTickMs = 10;
+// A slow region's answers may make a batch wait up to this many times
+// uplink.ack_timeout_ms (10 s by default: 80 s) before it is resent.
+constexpr int64_t kMaxAnswerWaitFactor = 8;
 
 }  // namespace
 
@@ -20,6 +23,7 @@ Uplink::Uplink(Store* store, UplinkOptions options, Clock* clock, MqttLinkFactor
       factory_(factory ? std::move(factory) : MqttLinkFactory(NewPahoMqttLink)),
       backoff_(options_.backoff_base_ms, options_.backoff_max_ms) {
   encode_.zstd_level = options_.zstd_level;
+  answer_wait_ms_ = options_.ack_timeout_ms;
 }
 
 Uplink::~Uplink() { Stop(); }
@@ -125,18 +129,24 @@ void Uplink::Run() {
     int64_t now = NowMs();
     Probe(now);
     Choose(now);
-    if (!inflight_.empty() && now - inflight_.front().sent_ms > options_.ack_timeout_ms) {
+    if (!inflight_.empty() && now - inflight_.front().sent_ms > answer_wait_ms_) {
       {
         std::lock_guard<std::mutex> lock(stats_mu_);
         ++stats_.ack_timeouts;
       }
       Rewind("no answer within uplink.ack_timeout_ms", true);
+      const int64_t longest = kMaxAnswerWaitFactor * options_.ack_timeout_ms;
+      if (answer_wait_ms_ < longest) {
+        answer_wait_ms_ = std::min(longest, 2 * answer_wait_ms_);
+        ES_LOG(kInfo, "uplink: the region answers slowly; batches now wait {} ms for their answer", answer_wait_ms_);
+      }
     }
     SendBatches(now);
 
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.write_region = write_region_ >= 0 ? options_.regions[write_region_].name : "";
     stats_.checkpoint = checkpoint_;
+    stats_.answer_wait_ms = answer_wait_ms_;
     stats_.last_lsn = store_->LastLsn();
     stats_.backlog = stats_.last_lsn > checkpoint_ ? stats_.last_lsn - checkpoint_ : 0;
     stats_.inflight = inflight_.size();
@@ -234,6 +244,9 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
     backoff_.Reset();
   }
   int64_t now = NowMs();
+  // Answered in time: the wait comes back to what the answers need with
+  // room (four times this one's round trip), never below ack_timeout_ms.
+  answer_wait_ms_ = std::max(options_.ack_timeout_ms, std::min(answer_wait_ms_, 4 * (now - batch->sent_ms)));
   while (!inflight_.empty() && inflight_.front().last <= checkpoint_) {
     ack_latency_.Observe(static_cast<double>(now - inflight_.front().sent_ms) / 1000.0);
     inflight_.pop_front();

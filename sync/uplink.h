@@ -94,6 +94,7 @@ struct UplinkStats {
   uint64_t acks = 0;
   uint64_t resends = 0;           // times the uplink went back to the checkpoint
   uint64_t ack_timeouts = 0;
+  int64_t answer_wait_ms = 0;  // how long a batch waits for its answer now (see Uplink::answer_wait_ms_)
   uint64_t refusals = 0;          // Gap / BadBatch / StoreError answers
   uint64_t acks_ignored = 0;      // answers to no batch in flight, from another region or for another origin
   uint64_t region_switches = 0;
@@ -166,6 +167,15 @@ class Uplink {
   std::vector<int64_t> next_probe_ms_;
   std::vector<uint64_t> region_high_water_;
   Backoff backoff_;
+  // How long a batch waits for its answer before the uplink resends from the
+  // checkpoint: ack_timeout_ms, doubled after each timeout (up to
+  // kMaxAnswerWaitFactor times it) and brought back towards it by answers
+  // that come quickly. A fixed wait shorter than a slow region's answers
+  // (a busy hub, a loaded database) resent forever: each resend got new
+  // correlation ids, the old answers arrived late and were ignored, and the
+  // checkpoint never moved (seen with four hubs on one PostgreSQL under
+  // ThreadSanitizer), as TCP would without backing off its retransmit timer.
+  int64_t answer_wait_ms_ = 0;
   int write_region_ = -1;
   uint64_t checkpoint_ = 0;
   uint64_t next_after_ = 0;        // the next batch starts after this LSN

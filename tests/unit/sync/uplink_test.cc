@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <mutex>
 
 #include "tests/support/process.h"
@@ -25,6 +26,7 @@ struct ScriptedHub {
   std::vector<WireBatch> received;  // bounds and base only
   int refusals = 0;
   std::vector<std::pair<FakeLink*, std::string>> held;  // answers kHold keeps back
+  std::vector<int64_t> held_at_ms;                      // when each was kept back (steady clock)
 
   void OnPublish(const std::string&, const std::string& payload, FakeLink* link) {
     WireMessage m;
@@ -53,19 +55,32 @@ struct ScriptedHub {
     }
     if (mode == Mode::kHold) {
       held.emplace_back(link, EncodeAck(m.correlation_id, ack));
+      held_at_ms.push_back(NowMs());
       return;
     }
     link->Deliver(EncodeAck(m.correlation_id, ack));
   }
 
   // Delivers the answers kept back, in order.
-  void Release() {
+  void Release() { ReleaseOlderThan(-1); }
+  // Delivers, in order, the answers kept back for more than age_ms: a
+  // region that answers every batch that late.
+  void ReleaseOlderThan(int64_t age_ms) {
     std::vector<std::pair<FakeLink*, std::string>> out;
     {
       std::lock_guard<std::mutex> lock(mu);
-      out.swap(held);
+      const int64_t now = NowMs();
+      size_t n = 0;
+      while (n < held.size() && now - held_at_ms[n] > age_ms) ++n;
+      out.assign(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(n));
+      held.erase(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(n));
+      held_at_ms.erase(held_at_ms.begin(), held_at_ms.begin() + static_cast<std::ptrdiff_t>(n));
     }
     for (auto& [link, answer] : out) link->Deliver(answer);
+  }
+  static int64_t NowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
   }
 };
 
@@ -158,6 +173,30 @@ TEST_F(UplinkTest, CheckpointMovesOnlyOnTheRegionsAnswer) {
   uint64_t per_region = 0;
   store_->GetCheckpoint("upstream:eu", &per_region);
   EXPECT_EQ(per_region, 10000u);
+}
+
+// A region that answers every batch later than ack_timeout_ms (a busy hub):
+// the uplink waits longer after each timeout instead of resending forever
+// (each resend's answer would come late again and be ignored), and drains.
+TEST_F(UplinkTest, ARegionAnsweringLaterThanTheTimeoutIsWaitedForLonger) {
+  options_.ack_timeout_ms = 300;
+  options_.batch_max_delay_ms = 0;
+  hub_.mode = ScriptedHub::Mode::kHold;
+  auto uplink = Make();
+  ASSERT_TRUE(uplink->Start().ok());
+  // Every answer comes 1 s after its batch: over three times the timeout.
+  EXPECT_TRUE(test::WaitFor(
+      [&] {
+        hub_.ReleaseOlderThan(1000);
+        return Checkpoint() == 10000;
+      },
+      60000))
+      << "checkpoint " << Checkpoint() << ", answer wait " << uplink->stats().answer_wait_ms << " ms";
+  UplinkStats s = uplink->stats();
+  uplink->Stop();
+  EXPECT_GE(s.ack_timeouts, 1u);
+  EXPECT_GE(s.answer_wait_ms, 1200) << "the wait grew past the answers' delay";
+  EXPECT_LE(s.answer_wait_ms, 8 * options_.ack_timeout_ms);
 }
 
 TEST_F(UplinkTest, ARefusalSendsItBackToTheCheckpoint) {
