@@ -17,6 +17,13 @@ int64_t MarginUs(int64_t a, int64_t b) { return std::max<int64_t>(5000, std::max
 // flapped between them; a path that really got longer is noticed within the
 // window, and a reconnect measures afresh.
 constexpr size_t kSamples = 64;
+// Round trips a region answering for the first time after the start choice
+// needs before it is weighed: its first answer alone is a poor measure (a
+// hub that just started, a loaded board), and once weighed a region that
+// looked farther waits out failback_after_ms (seen: a near region's first
+// probe under ThreadSanitizer came back slower than the far region's, and
+// writes stayed on the far one for the 60 s of failback_after).
+constexpr size_t kWeighSamples = 3;
 
 }  // namespace
 
@@ -131,7 +138,7 @@ int RegionSelector::Select(int64_t now_ms, bool* changed) {
     // to fail, not against one never measured.
     int fresh = -1;
     for (size_t i : healthy) {
-      if (state_[i].weighed) continue;
+      if (state_[i].weighed || state_[i].samples.size() < kWeighSamples) continue;
       state_[i].weighed = true;
       if (Nearer(i, cur) && (fresh < 0 || Nearer(i, static_cast<size_t>(fresh)))) fresh = static_cast<int>(i);
     }
@@ -157,8 +164,11 @@ int RegionSelector::Select(int64_t now_ms, bool* changed) {
     }
   }
   if (settled_) {
-    // Regions healthy under a settled choice have been weighed by it.
-    for (size_t i : healthy) state_[i].weighed = true;
+    // Regions healthy under a settled choice have been weighed by it, once
+    // measured enough to be.
+    for (size_t i : healthy) {
+      if (state_[i].samples.size() >= kWeighSamples) state_[i].weighed = true;
+    }
   }
   if (current_ != before) {
     for (State& s : state_) s.nearer_since_ms = -1;

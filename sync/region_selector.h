@@ -9,8 +9,9 @@
 //     max(5 ms, 25 %) count as equal and preference decides. Until then,
 //     the most preferred region if it answers (else none);
 //   - a region whose first answer comes after that choice (down or slow at
-//     start) takes the writes at once if it is nearer: it was never
-//     weighed, so the failback hysteresis below does not apply to it;
+//     start) takes the writes at once if it is nearer once three of its
+//     round trips are measured: it was never weighed, so the failback
+//     hysteresis below does not apply to it;
 //   - when the write region becomes unhealthy, the next healthy region in
 //     preference order (failover);
 //   - to a nearer region once it has been healthy, and nearer, for

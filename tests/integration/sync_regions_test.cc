@@ -64,7 +64,8 @@ TEST(SyncRegionsTest, ANearRegionAnsweringLateAtStartTakesWritesAtOnce) {
   ASSERT_TRUE(eu.StartHub());
   const int64_t hub_started = NowMs();
   ASSERT_TRUE(WaitFor([&] { return uplink.stats().write_region == "eu"; }, 30000))
-      << "still writing to " << uplink.stats().write_region;
+      << "still writing to " << uplink.stats().write_region << " (round trips eu "
+      << uplink.stats().regions[0].rtt_ms << " ms, us " << uplink.stats().regions[1].rtt_ms << " ms)";
   const int64_t moved_after = NowMs() - hub_started;
   EXPECT_LT(moved_after, o.failback_after_ms) << "moved only after the failback hysteresis";
   Fill(store.get(), &workload, 5000);

@@ -42,7 +42,8 @@ TEST(RegionSelectorTest, AllMeasuredBeforeTheGraceTheNearestAtOnce) {
 }
 
 // A region down or slow at start (its hub starting late) answers after the
-// start choice: it was never measured, so it is not held to failback_after.
+// start choice: it was never measured, so it is not held to failback_after
+// (once three round trips measure it).
 TEST(RegionSelectorTest, ARegionFirstMeasuredAfterTheStartChoiceTakesWritesAtOnceIfNearer) {
   RegionSelector s({{"near", 0}, {"far", 1}, {"farther", 2}}, kHealth, kFailback, kGrace);
   bool changed;
@@ -60,9 +61,19 @@ TEST(RegionSelectorTest, ARegionFirstMeasuredAfterTheStartChoiceTakesWritesAtOnc
     s.OnProbeAnswered(2, 200000, t);
     EXPECT_EQ(s.Select(t, &changed), 1);
   }
+  // Its first answer is slow (a hub that just started): one round trip is
+  // no measure, so it is not weighed on it; its next two show it near.
+  s.OnProbeAnswered(0, 300000, t);
+  s.OnProbeAnswered(1, 120000, t);
+  EXPECT_EQ(s.Select(t, &changed), 1) << "weighed on one round trip";
+  t += 100;
   s.OnProbeAnswered(0, 2000, t);
   s.OnProbeAnswered(1, 120000, t);
-  EXPECT_EQ(s.Select(t, &changed), 0) << "failback_after is " << kFailback << " ms; this is its first answer";
+  EXPECT_EQ(s.Select(t, &changed), 1) << "weighed on two round trips";
+  t += 100;
+  s.OnProbeAnswered(0, 2000, t);
+  s.OnProbeAnswered(1, 120000, t);
+  EXPECT_EQ(s.Select(t, &changed), 0) << "failback_after is " << kFailback << " ms; these are its first answers";
   EXPECT_TRUE(changed);
   // Once measured, near is held to the hysteresis like any region: it drops
   // out and comes back, and writes return only after failback_after.
