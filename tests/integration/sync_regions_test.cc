@@ -56,6 +56,10 @@ TEST(SyncRegionsTest, ANearRegionAnsweringLateAtStartTakesWritesAtOnce) {
   Fill(store.get(), &workload, 20000);
   UplinkOptions o = FastUplinkOptions();
   o.failback_after_ms = 60000;
+  // Health lapses after 3 probe intervals + 1 s without an answer: at the
+  // fast 200 ms a hub under ThreadSanitizer on a loaded machine, busy with
+  // the first batches, went 1.6 s without one and writes failed over back.
+  o.probe_interval_ms = 1000;
   o.regions.push_back(RegionAt("eu", eu.broker().uri(), 0));
   o.regions.push_back(RegionAt("us", far.uri(), 1));
   Uplink uplink(store.get(), o);
