@@ -119,34 +119,38 @@ void PgFeedDictionary::ToChunkEntry(const ChangeEntry& e, RemoteChunkEntry* c) c
   }
 }
 
-Status PgFeedDictionary::Resolve(PgConn* conn, const std::vector<int64_t>& series_ids,
-                                 const std::vector<int64_t>& origin_ids) {
+namespace {
+// The ids not cached yet as a bigint[] literal; "" when there are none.
+template <typename Cache>
+std::string MissingIds(const std::vector<int64_t>& ids, const Cache& cache) {
   std::string want = "{";
-  for (int64_t id : series_ids) {
-    if (series_.count(id)) continue;
+  for (int64_t id : ids) {
+    if (cache.count(id)) continue;
     if (want.size() > 1) want += ',';
     AppendInt(&want, id);
   }
-  if (want.size() > 1) {
+  return want.size() > 1 ? want + "}" : std::string();
+}
+}  // namespace
+
+Status PgFeedDictionary::Resolve(PgConn* conn, const std::vector<int64_t>& series_ids,
+                                 const std::vector<int64_t>& origin_ids) {
+  std::string want = MissingIds(series_ids, series_);
+  if (!want.empty()) {
     PgResult r;
-    ES_RETURN_IF_ERROR(conn->Query("SELECT id, device_id, metric, unit FROM es_series WHERE id = ANY($1::bigint[])",
-                                   {want + "}"}, &r));
+    ES_RETURN_IF_ERROR(
+        conn->Query("SELECT id, device_id, metric, unit FROM es_series WHERE id = ANY($1::bigint[])", {want}, &r));
     for (int i = 0; i < r.rows(); ++i) {
       Series s{r.Text(i, 1), r.Text(i, 2), r.Text(i, 3)};
       series_ids_[Key(s.device_id, s.metric, s.unit)] = r.Int(i, 0);
       series_[r.Int(i, 0)] = std::move(s);
     }
   }
-  want = "{";
-  for (int64_t id : origin_ids) {
-    if (origins_.count(id)) continue;
-    if (want.size() > 1) want += ',';
-    AppendInt(&want, id);
-  }
-  if (want.size() > 1) {
+  want = MissingIds(origin_ids, origins_);
+  if (!want.empty()) {
     PgResult r;
     ES_RETURN_IF_ERROR(
-        conn->Query("SELECT id, gateway_id, epoch FROM es_origins WHERE id = ANY($1::bigint[])", {want + "}"}, &r));
+        conn->Query("SELECT id, gateway_id, epoch FROM es_origins WHERE id = ANY($1::bigint[])", {want}, &r));
     for (int i = 0; i < r.rows(); ++i) origins_[r.Int(i, 0)] = Origin{r.Text(i, 1), r.Text(i, 2)};
   }
   return Status::Ok();
@@ -154,21 +158,26 @@ Status PgFeedDictionary::Resolve(PgConn* conn, const std::vector<int64_t>& serie
 
 Status PgFeedDictionary::FromChunkEntry(const RemoteChunkEntry& c, ChangeEntry* e) const {
   auto it = series_.find(c.series);
-  if (it == series_.end()) return Status::Corruption("region feed chunk names unknown series " + std::to_string(c.series));
+  if (it == series_.end()) {
+    return Status::Corruption("region feed chunk names unknown series " + std::to_string(c.series));
+  }
   const Series& s = it->second;
   e->lsn = c.olsn;
   e->kind = static_cast<ChangeEntry::Kind>(c.kind);
   if (e->kind == ChangeEntry::Kind::kReading) {
     e->reading = Reading{s.device_id, s.metric, c.ts_ms, c.value, s.unit, c.quality};
   } else {
-    e->device = DeviceRecord{s.device_id, c.name, c.location, c.default_unit, e->kind == ChangeEntry::Kind::kDeviceDelete};
+    e->device = DeviceRecord{s.device_id, c.name, c.location, c.default_unit,
+                             e->kind == ChangeEntry::Kind::kDeviceDelete};
   }
   return Status::Ok();
 }
 
 Status PgFeedDictionary::OriginOf(int64_t origin_id, Origin* origin) const {
   auto it = origins_.find(origin_id);
-  if (it == origins_.end()) return Status::Corruption("region feed chunk of unknown origin " + std::to_string(origin_id));
+  if (it == origins_.end()) {
+    return Status::Corruption("region feed chunk of unknown origin " + std::to_string(origin_id));
+  }
   *origin = it->second;
   return Status::Ok();
 }
@@ -227,6 +236,60 @@ Status DecodeByteaHex(std::string_view text, std::string* bytes) {
     const int hi = HexDigit(text[i]), lo = HexDigit(text[i + 1]);
     if (hi < 0 || lo < 0) return Status::Corruption("region feed chunk: not a hex bytea");
     *bytes += static_cast<char>(hi << 4 | lo);
+  }
+  return Status::Ok();
+}
+
+Status ReadChunkPage(PgConn* conn, PgFeedDictionary* dict, const ShardPositions& after, size_t max_entries,
+                     const std::string& shards, const std::string& afters, FeedRead* page) {
+  PgResult r;
+  ES_RETURN_IF_ERROR(conn->Query(
+      "SELECT shard, last_seq, n, origin, data, tail FROM (SELECT x.*, sum(x.fresh) OVER (ORDER BY x.seq) AS upto "
+      "FROM unnest($1::int[], $2::bigint[]) AS p(shard, after) CROSS JOIN LATERAL ("
+      "SELECT y.shard, y.last_seq, y.n, y.seq, y.origin, y.data, false AS tail, "
+      "y.last_seq - GREATEST(p.after, y.last_seq - y.n) AS fresh FROM es_feed_chunks y "
+      "WHERE y.shard = p.shard AND y.last_seq > p.after AND y.last_seq <= p.after + $3 "
+      "UNION ALL (SELECT y.shard, y.last_seq, y.n, y.seq, y.origin, y.data, true, "
+      "y.last_seq - GREATEST(p.after, y.last_seq - y.n) FROM es_feed_chunks y "
+      "WHERE y.shard = p.shard AND y.last_seq > p.after + $3 ORDER BY y.last_seq LIMIT 1)) x) c "
+      "WHERE c.upto - c.fresh < $3 ORDER BY c.seq",
+      {shards, afters, std::to_string(max_entries)}, &r));
+  std::vector<std::vector<RemoteChunkEntry>> chunks(static_cast<size_t>(r.rows()));
+  std::vector<int64_t> series, origins;
+  std::string block;
+  for (int i = 0; i < r.rows(); ++i) {
+    std::vector<RemoteChunkEntry>& chunk = chunks[static_cast<size_t>(i)];
+    const std::string where = "region feed chunk " + r.Text(i, 0) + "/" + r.Text(i, 1);
+    ES_RETURN_IF_ERROR(DecodeByteaHex(r.Text(i, 4), &block).Annotate(where));
+    ES_RETURN_IF_ERROR(DecodeRemoteChunk(block, kMaxRemoteChunkEntries, &chunk).Annotate(where));
+    if (static_cast<int64_t>(chunk.size()) != r.Int(i, 2)) return Status::Corruption(where + ": count differs");
+    for (const RemoteChunkEntry& c : chunk) series.push_back(c.series);
+    origins.push_back(r.Int(i, 3));
+  }
+  ES_RETURN_IF_ERROR(dict->Resolve(conn, series, origins));
+  for (int i = 0; i < r.rows() && page->entries.size() < max_entries; ++i) {
+    const int shard = static_cast<int>(r.Int(i, 0));
+    if (shard < 0 || shard >= kRegionShards) return Status::Corruption("region feed chunk of shard out of range");
+    const std::vector<RemoteChunkEntry>& chunk = chunks[static_cast<size_t>(i)];
+    const uint64_t first = static_cast<uint64_t>(r.Int(i, 1)) - chunk.size() + 1;
+    Origin origin;
+    ES_RETURN_IF_ERROR(dict->OriginOf(r.Int(i, 3), &origin));
+    for (size_t k = 0; k < chunk.size() && page->entries.size() < max_entries; ++k) {
+      if (first + k <= after[shard]) continue;  // a position inside the chunk
+      RegionFeedEntry e;
+      e.shard = shard;
+      e.seq = first + k;
+      e.remote.origin = origin;
+      e.remote.origin_lsn = chunk[k].olsn;
+      ES_RETURN_IF_ERROR(dict->FromChunkEntry(chunk[k], &e.remote.entry));
+      page->next[shard] = e.seq;
+      page->entries.push_back(std::move(e));
+    }
+    // Numbers with holes (rows of a schema-2 feed kept theirs): a shard
+    // whose last fetched chunk was read to its end may have more chunks
+    // applied before the other shards' next ones; the page ends here, so
+    // the merge stays in apply order.
+    if (r.Text(i, 5) == "t" && page->next[shard] == static_cast<uint64_t>(r.Int(i, 1))) break;
   }
   return Status::Ok();
 }

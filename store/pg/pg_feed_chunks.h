@@ -9,7 +9,7 @@
 // (store/remote_chunk_codec.h), whose series ids are those of es_series
 // (device_id, metric, unit; a device record's metric and unit are "").
 // The row per entry it replaces cost the server three unique index entries
-// and ~90 bytes per reading (docs/REGION.md has the figures).
+// and 244 bytes on disk per reading (docs/REGION.md has the figures).
 //
 // PgFeedDictionary caches what never changes once committed: series ids
 // and origin names by id, so a busy hub sends no dictionary statements at
@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "platform/status.h"
+#include "store/hub_store.h"
 #include "store/pg/pg_conn.h"
 #include "store/remote_chunk_codec.h"
 #include "store/store.h"
@@ -82,6 +83,17 @@ Status WriteChunkRows(PgConn* conn, const std::vector<PgChunkRow>& rows);
 
 // A bytea column's text form (\x + hex) as bytes.
 Status DecodeByteaHex(std::string_view text, std::string* bytes);
+
+// A page (store/hub_store.h ReadFeed) from the chunks of the given shards
+// ({s,...} and their positions {p,...}) after their positions:
+// each shard's chunks that can hold its next max_entries entries (its
+// numbers run on without holes, so those ending within max_entries of the
+// position and the one after), merged in apply order and cut where
+// max_entries is reached, in one statement.
+// Holes in a shard's numbers (rows of a schema-2 feed kept theirs) end a
+// page early rather than out of apply order. In the caller's snapshot.
+Status ReadChunkPage(PgConn* conn, PgFeedDictionary* dict, const ShardPositions& after, size_t max_entries,
+                     const std::string& shards, const std::string& afters, FeedRead* page);
 
 // Schema 4's data step: the rows of the per-entry es_region_feed become
 // chunks (runs of one origin's entries applied together: consecutive seq

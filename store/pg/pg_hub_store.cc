@@ -29,8 +29,9 @@
 // numbers: pages merge shards by seq, and retention deletes a prefix by
 // seq that is a prefix of every shard.
 // Schema 4 replaces the row per entry (es_region_feed) by chunks: the
-// server's work per reading was three unique index entries and ~90 bytes
-// of heap; a chunk row costs two index entries per batch.
+// server's work per reading was a heap tuple and three unique index
+// entries, 244 bytes on disk (bench_remote_storage); a chunk row costs two
+// index entries per batch, 15.6 bytes per reading.
 #include <map>
 #include <mutex>
 
@@ -192,8 +193,8 @@ class PgHubStore : public HubStore {
         afters += std::to_string(after[s]);
       }
       if (shards.size() == 1) return Status::Ok();
-      return ReadChunks(after, std::max<size_t>(1, std::min<size_t>(max_entries, 100000)), shards + "}",
-                        afters + "}", page);
+      return ReadChunkPage(conn_.get(), &dict_, after, std::max<size_t>(1, std::min<size_t>(max_entries, 100000)),
+                           shards + "}", afters + "}", page);
     }();
     if (!st.ok()) {
       conn_->Rollback();
@@ -496,65 +497,6 @@ class PgHubStore : public HubStore {
       row.last_seq = next[row.shard];
     }
     return WriteChunkRows(conn_.get(), rows);
-  }
-
-  // A page from the chunks of the given shards after their positions:
-  // each shard's chunks that can hold its next max_entries entries (its
-  // numbers run on without holes, so those ending within max_entries of the
-  // position and the one after), merged in apply order and cut where
-  // max_entries is reached, in one statement.
-  Status ReadChunks(const ShardPositions& after, size_t max_entries, const std::string& shards,
-                    const std::string& afters, FeedRead* page) {
-    PgResult r;
-    ES_RETURN_IF_ERROR(conn_->Query(
-        "SELECT shard, last_seq, n, origin, data, tail FROM (SELECT x.*, sum(x.fresh) OVER (ORDER BY x.seq) AS upto "
-        "FROM unnest($1::int[], $2::bigint[]) AS p(shard, after) CROSS JOIN LATERAL ("
-        "SELECT y.shard, y.last_seq, y.n, y.seq, y.origin, y.data, false AS tail, "
-        "y.last_seq - GREATEST(p.after, y.last_seq - y.n) AS fresh FROM es_feed_chunks y "
-        "WHERE y.shard = p.shard AND y.last_seq > p.after AND y.last_seq <= p.after + $3 "
-        "UNION ALL (SELECT y.shard, y.last_seq, y.n, y.seq, y.origin, y.data, true, "
-        "y.last_seq - GREATEST(p.after, y.last_seq - y.n) FROM es_feed_chunks y "
-        "WHERE y.shard = p.shard AND y.last_seq > p.after + $3 ORDER BY y.last_seq LIMIT 1)) x) c "
-        "WHERE c.upto - c.fresh < $3 ORDER BY c.seq",
-        {shards, afters, std::to_string(max_entries)}, &r));
-    std::vector<std::vector<RemoteChunkEntry>> chunks(static_cast<size_t>(r.rows()));
-    std::vector<int64_t> series, origins;
-    std::string block;
-    for (int i = 0; i < r.rows(); ++i) {
-      std::vector<RemoteChunkEntry>& chunk = chunks[static_cast<size_t>(i)];
-      const std::string where = "region feed chunk " + r.Text(i, 0) + "/" + r.Text(i, 1);
-      ES_RETURN_IF_ERROR(DecodeByteaHex(r.Text(i, 4), &block).Annotate(where));
-      ES_RETURN_IF_ERROR(DecodeRemoteChunk(block, kMaxRemoteChunkEntries, &chunk).Annotate(where));
-      if (static_cast<int64_t>(chunk.size()) != r.Int(i, 2)) return Status::Corruption(where + ": count differs");
-      for (const RemoteChunkEntry& c : chunk) series.push_back(c.series);
-      origins.push_back(r.Int(i, 3));
-    }
-    ES_RETURN_IF_ERROR(dict_.Resolve(conn_.get(), series, origins));
-    for (int i = 0; i < r.rows() && page->entries.size() < max_entries; ++i) {
-      const int shard = static_cast<int>(r.Int(i, 0));
-      if (shard < 0 || shard >= kRegionShards) return Status::Corruption("region feed chunk of shard out of range");
-      const std::vector<RemoteChunkEntry>& chunk = chunks[static_cast<size_t>(i)];
-      const uint64_t first = static_cast<uint64_t>(r.Int(i, 1)) - chunk.size() + 1;
-      Origin origin;
-      ES_RETURN_IF_ERROR(dict_.OriginOf(r.Int(i, 3), &origin));
-      for (size_t k = 0; k < chunk.size() && page->entries.size() < max_entries; ++k) {
-        if (first + k <= after[shard]) continue;  // a position inside the chunk
-        RegionFeedEntry e;
-        e.shard = shard;
-        e.seq = first + k;
-        e.remote.origin = origin;
-        e.remote.origin_lsn = chunk[k].olsn;
-        ES_RETURN_IF_ERROR(dict_.FromChunkEntry(chunk[k], &e.remote.entry));
-        page->next[shard] = e.seq;
-        page->entries.push_back(std::move(e));
-      }
-      // Numbers with holes (rows of a schema-2 feed kept theirs): a shard
-      // whose last fetched chunk was read to its end may have more chunks
-      // applied before the other shards' next ones; the page ends here, so
-      // the merge stays in apply order.
-      if (r.Text(i, 5) == "t" && page->next[shard] == static_cast<uint64_t>(r.Int(i, 1))) break;
-    }
-    return Status::Ok();
   }
 
   std::mutex mu_;  // one connection, one user at a time
