@@ -2,40 +2,48 @@
 //
 // Schema (migrated at open, under an advisory lock so hubs starting together
 // do not race; a newer schema is refused):
-//   es_meta(key, value): schema_version, epoch, pruned_seq
-//   es_origins(id, gateway_id, epoch, high_water): one row per origin
-//   es_region_feed(seq, origin, olsn, ...): the region feed; seq from the
-//     sequence es_feed_seq, (origin, olsn) unique
+//   es_meta(key, value): schema_version, epoch
+//   es_origins(id, gateway_id, epoch, high_water, shard): one row per origin
+//   es_feed_shards(shard, seq, pruned): per shard, the last number given
+//     and the pruned mark
+//   es_feed_chunks, es_series: the region feed, one compressed row per
+//     origin per apply (store/pg/pg_feed_chunks.h)
 // An apply group is one transaction: read the origins' marks, decide every
-// batch (PlanApply), COPY the new entries into the feed in batch order, then
-// move each changed mark with a compare-and-set (UPDATE ... WHERE
-// high_water = the value read). Another writer that applied the same span
-// first makes the COPY hit the unique index or the UPDATE match no row: the
-// transaction rolls back and the group is decided again on the new marks.
+// batch (PlanApply), append the new entries as chunks, then move each
+// changed mark with a compare-and-set (UPDATE ... WHERE high_water = the
+// value read). Another writer that applied the same span first makes the
+// UPDATE match no row: the transaction rolls back and the group is decided
+// again on the new marks. Only that compare-and-set guards an origin's
+// span (schema 3's unique (origin, olsn) index cost an index entry per
+// entry; the soak's audit checks that no origin's chunks overlap).
 // Schema 2 adds the shard leases of several hubs (pg_shard_leases.cc).
 // Schema 3 numbers the feed per shard (store/feed_cursor.h): every origin
-// has its shard, every feed row (shard, shard_seq), and es_feed_shards one
-// row per shard with its counter and pruned mark. An apply locks the counter
-// rows of the shards it appends to (in shard order, so two appliers never
-// wait on each other in a circle), numbers its rows from them, and moves
-// them; the row lock holds until commit, so a shard's numbers become visible
-// in their order while appends to other shards run in parallel (several
-// hubs, or two hubs that both act for a shard around a lease handover). The
-// rows' seq (from es_feed_seq) is drawn after those locks too, so inside a
-// shard seq follows shard_seq: pages merge shards by seq, and retention
-// deletes a prefix by seq that is a prefix of every shard.
-#include <charconv>
+// has its shard, and es_feed_shards one row per shard with its counter and
+// pruned mark. An apply locks the counter rows of the shards it appends to
+// (in shard order, so two appliers never wait on each other in a circle),
+// numbers its entries from them, and moves them; the row lock holds until
+// commit, so a shard's numbers become visible in their order while appends
+// to other shards run in parallel (several hubs, or two hubs that both act
+// for a shard around a lease handover). The chunks' seq (from es_feed_seq)
+// is drawn after those locks too, so inside a shard seq follows the shard
+// numbers: pages merge shards by seq, and retention deletes a prefix by
+// seq that is a prefix of every shard.
+// Schema 4 replaces the row per entry (es_region_feed) by chunks: the
+// server's work per reading was a heap tuple and three unique index
+// entries, 244 bytes on disk (bench_remote_storage); a chunk row costs two
+// index entries per batch, 15.6 bytes per reading.
 #include <map>
 #include <mutex>
 
 #include "platform/files.h"
 #include "store/hub_store.h"
 #include "store/pg/pg_conn.h"
+#include "store/pg/pg_feed_chunks.h"
 
 namespace edgesync {
 namespace {
 
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 // Retries of a group whose compare-and-set lost to another writer: each
 // retry decides the group on the marks that writer committed, so the second
 // attempt normally finds the span already held.
@@ -90,19 +98,30 @@ const char* const kMigrations[] = {
     "  shard integer PRIMARY KEY,"
     "  seq bigint NOT NULL,"
     "  pruned bigint NOT NULL);",
+    // 4: the feed as chunks (store/pg/pg_feed_chunks.h); MigrateFeedToChunks
+    // moves the rows of es_region_feed into them and drops it. The block is
+    // stored as it is (STORAGE EXTERNAL): it is zstd already, and a row stays
+    // far below the size where PostgreSQL would move it out of line.
+    "CREATE TABLE IF NOT EXISTS es_series ("
+    "  id bigserial PRIMARY KEY,"
+    "  device_id text NOT NULL,"
+    "  metric text NOT NULL,"
+    "  unit text NOT NULL,"
+    "  UNIQUE (device_id, metric, unit));"
+    "CREATE TABLE IF NOT EXISTS es_feed_chunks ("
+    "  shard smallint NOT NULL,"
+    "  last_seq bigint NOT NULL,"
+    "  n integer NOT NULL CHECK (n > 0),"
+    "  seq bigint NOT NULL DEFAULT nextval('es_feed_seq'),"
+    "  origin bigint NOT NULL,"
+    "  first_olsn bigint NOT NULL,"
+    "  last_olsn bigint NOT NULL,"
+    "  applied_ms bigint NOT NULL,"
+    "  data bytea NOT NULL,"
+    "  PRIMARY KEY (shard, last_seq));"
+    "ALTER TABLE es_feed_chunks ALTER COLUMN data SET STORAGE EXTERNAL;"
+    "CREATE INDEX IF NOT EXISTS es_feed_chunks_seq ON es_feed_chunks (seq);",
 };
-
-void AppendInt(std::string* out, int64_t v) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out->append(buf, r.ptr);
-}
-
-void AppendDouble(std::string* out, double v) {
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);  // shortest text that reads back the same double
-  out->append(buf, r.ptr);
-}
 
 class PgHubStore : public HubStore {
  public:
@@ -165,9 +184,7 @@ class PgHubStore : public HubStore {
         }
       }
       if (page->reset) return Status::Ok();
-      // Only the shards with something new; each one's next rows by the
-      // (shard, shard_seq) index, merged in apply order (seq, which follows
-      // shard_seq inside a shard).
+      // Only the shards with something new.
       std::string shards = "{", afters = "{";
       for (int s = 0; s < kRegionShards; ++s) {
         if (after[s] >= bounds.head[s]) continue;
@@ -176,36 +193,8 @@ class PgHubStore : public HubStore {
         afters += std::to_string(after[s]);
       }
       if (shards.size() == 1) return Status::Ok();
-      PgResult r;
-      ES_RETURN_IF_ERROR(conn_->Query(
-          "SELECT f.shard, f.shard_seq, o.gateway_id, o.epoch, f.olsn, f.kind, f.device_id, f.metric, f.unit, f.ts, "
-          "f.value, f.quality, f.name, f.location, f.default_unit FROM unnest($1::int[], $2::bigint[]) AS p(shard, "
-          "after) CROSS JOIN LATERAL (SELECT * FROM es_region_feed x WHERE x.shard = p.shard AND x.shard_seq > "
-          "p.after ORDER BY x.shard_seq LIMIT $3) f JOIN es_origins o ON o.id = f.origin ORDER BY f.seq LIMIT $3",
-          {shards + "}", afters + "}", std::to_string(std::max<size_t>(1, std::min<size_t>(max_entries, 100000)))},
-          &r));
-      page->entries.reserve(r.rows());
-      for (int i = 0; i < r.rows(); ++i) {
-        RegionFeedEntry e;
-        e.shard = static_cast<int>(r.Int(i, 0));
-        e.seq = static_cast<uint64_t>(r.Int(i, 1));
-        if (e.shard < 0 || e.shard >= kRegionShards) return Status::Corruption("region feed row of shard out of range");
-        page->next[e.shard] = e.seq;
-        e.remote.origin = Origin{r.Text(i, 2), r.Text(i, 3)};
-        e.remote.origin_lsn = static_cast<uint64_t>(r.Int(i, 4));
-        ChangeEntry& c = e.remote.entry;
-        c.lsn = e.remote.origin_lsn;
-        c.kind = static_cast<ChangeEntry::Kind>(r.Int(i, 5));
-        if (c.kind == ChangeEntry::Kind::kReading) {
-          c.reading = Reading{r.Text(i, 6), r.Text(i, 7), r.Int(i, 9), r.Double(i, 10), r.Text(i, 8),
-                              static_cast<uint32_t>(r.Int(i, 11))};
-        } else {
-          c.device = DeviceRecord{r.Text(i, 6), r.Text(i, 12), r.Text(i, 13), r.Text(i, 14),
-                                  c.kind == ChangeEntry::Kind::kDeviceDelete};
-        }
-        page->entries.push_back(std::move(e));
-      }
-      return Status::Ok();
+      return ReadChunkPage(conn_.get(), &dict_, after, std::max<size_t>(1, std::min<size_t>(max_entries, 100000)),
+                           shards + "}", afters + "}", page);
     }();
     if (!st.ok()) {
       conn_->Rollback();
@@ -230,24 +219,31 @@ class PgHubStore : public HubStore {
     Status st = [&]() -> Status {
       // Only a prefix of the feed goes: a reader is reset when it is behind
       // the pruned mark, so nothing at or below it may stay (a reader sent
-      // back to the oldest entry would be reset again).
+      // back to the oldest entry would be reset again). A step takes whole
+      // chunks, at least one, at most max_rows entries when it takes more.
       PgResult r;
-      ES_RETURN_IF_ERROR(conn_->Query("SELECT seq, applied_ms FROM es_region_feed ORDER BY seq LIMIT $1",
+      ES_RETURN_IF_ERROR(conn_->Query("SELECT seq, n, applied_ms FROM es_feed_chunks ORDER BY seq LIMIT $1",
                                       {std::to_string(max_rows + 1)}, &r));
       int64_t last = 0, n = 0;
-      for (int i = 0; i < r.rows() && n < max_rows && r.Int(i, 1) < cutoff; ++i, ++n) last = r.Int(i, 0);
-      if (n == 0) return Status::Ok();
-      // A prefix by seq is a prefix of every shard (seq follows shard_seq
-      // inside a shard); each shard's pruned mark moves to its last row gone.
+      int taken = 0;
+      for (; taken < r.rows() && r.Int(taken, 2) < cutoff; ++taken) {
+        if (taken > 0 && n + r.Int(taken, 1) > max_rows) break;
+        n += r.Int(taken, 1);
+        last = r.Int(taken, 0);
+      }
+      if (taken == 0) return Status::Ok();
+      // A prefix by seq is a prefix of every shard (seq follows the shard
+      // numbers inside a shard); each shard's pruned mark moves to its last
+      // entry gone.
       PgResult d;
       ES_RETURN_IF_ERROR(conn_->Query(
-          "WITH d AS (DELETE FROM es_region_feed WHERE seq <= $1 RETURNING shard, shard_seq), "
-          "m AS (SELECT shard, max(shard_seq) AS mx, count(*) AS n FROM d GROUP BY shard), "
+          "WITH d AS (DELETE FROM es_feed_chunks WHERE seq <= $1 RETURNING shard, last_seq, n), "
+          "m AS (SELECT shard, max(last_seq) AS mx, sum(n) AS n FROM d GROUP BY shard), "
           "u AS (UPDATE es_feed_shards f SET pruned = GREATEST(f.pruned, m.mx) FROM m WHERE f.shard = m.shard) "
           "SELECT coalesce(sum(n), 0) FROM m",
           {std::to_string(last)}, &d));
       result->remote = d.Int(0, 0);
-      result->more = n == max_rows && r.rows() > max_rows && r.Int(static_cast<int>(max_rows), 1) < cutoff;
+      result->more = taken < r.rows() && r.Int(taken, 2) < cutoff;
       return Status::Ok();
     }();
     if (!st.ok()) {
@@ -285,6 +281,7 @@ class PgHubStore : public HubStore {
       for (int v = version + 1; v <= kSchemaVersion; ++v) {
         ES_RETURN_IF_ERROR(conn_->Exec(kMigrations[v - 1]).Annotate("migrating to schema " + std::to_string(v)));
         if (v == 3) ES_RETURN_IF_ERROR(MigrateShards().Annotate("migrating to schema 3"));
+        if (v == 4) ES_RETURN_IF_ERROR(MigrateFeedToChunks(conn_.get(), &dict_).Annotate("migrating to schema 4"));
       }
       return conn_->Query(
           "INSERT INTO es_meta VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
@@ -301,7 +298,7 @@ class PgHubStore : public HubStore {
     *bounds = FeedBoundsInfo{};
     PgResult r;
     ES_RETURN_IF_ERROR(conn_->Query(
-        "SELECT shard, seq, pruned, (SELECT coalesce(min(seq), 0) FROM es_region_feed) FROM es_feed_shards "
+        "SELECT shard, seq, pruned, (SELECT coalesce(min(seq), 0) FROM es_feed_chunks) FROM es_feed_shards "
         "ORDER BY shard",
         {}, &r));
     if (r.rows() != kRegionShards) return Status::Corruption("es_feed_shards does not hold every shard");
@@ -370,6 +367,14 @@ class PgHubStore : public HubStore {
       }
     }
     if (origins.empty()) return Status::Ok();
+    // The series get their ids before the transaction, each in its own
+    // commit (pg_feed_chunks.h); a busy hub has them all cached.
+    std::vector<const ChangeEntry*> entries;
+    for (size_t i = 0; i < batches.size(); ++i) {
+      if (!valid[i]) continue;
+      for (const ChangeEntry& e : *batches[i].entries) entries.push_back(&e);
+    }
+    ES_RETURN_IF_ERROR(dict_.Intern(conn_.get(), entries));
     ES_RETURN_IF_ERROR(conn_->Exec("BEGIN"));
     // Creates the origins not seen before, then reads every mark. An origin
     // another hub created after this statement's snapshot is missing from
@@ -466,60 +471,37 @@ class PgHubStore : public HubStore {
         "UPDATE es_feed_shards f SET seq = f.seq + v.n FROM unnest($1::int[], $2::bigint[]) AS v(shard, n) "
         "WHERE f.shard = v.shard",
         {shards + "}", adds + "}"}));
-    const std::string now = std::to_string(clock_->WallMillis());
-    std::string copy;
+    // One chunk per origin of the group (its batches' new entries follow
+    // each other), numbered on in its shard; the rows go in numbering
+    // order, so their seq (drawn by the COPY, row by row) follows it too.
+    const int64_t now = clock_->WallMillis();
+    std::vector<PgChunkRow> rows;
+    std::map<int64_t, size_t> open;  // origin id -> its chunk being filled in rows
     for (const Append& a : appends) {
       for (size_t k = a.first; k < a.entries->size(); ++k) {
-        AppendRow(a.origin_id, a.shard, ++next[a.shard], (*a.entries)[k], now, &copy);
+        auto it = open.find(a.origin_id);
+        if (it == open.end() || rows[it->second].entries.size() >= kMaxRemoteChunkEntries) {
+          rows.emplace_back();
+          rows.back().shard = a.shard;
+          rows.back().origin_id = a.origin_id;
+          rows.back().applied_ms = now;
+          it = open.insert_or_assign(a.origin_id, rows.size() - 1).first;
+        }
+        PgChunkRow& row = rows[it->second];
+        row.entries.emplace_back();
+        dict_.ToChunkEntry((*a.entries)[k], &row.entries.back());
       }
     }
-    return conn_->CopyIn(
-        "COPY es_region_feed (origin, shard, shard_seq, olsn, kind, device_id, metric, unit, ts, value, quality, "
-        "name, location, default_unit, applied_ms) FROM STDIN",
-        copy);
-  }
-
-  static void AppendRow(int64_t origin_id, int shard, uint64_t shard_seq, const ChangeEntry& e,
-                        const std::string& now, std::string* out) {
-    const bool reading = e.kind == ChangeEntry::Kind::kReading;
-    AppendInt(out, origin_id);
-    *out += '\t';
-    AppendInt(out, shard);
-    *out += '\t';
-    AppendInt(out, static_cast<int64_t>(shard_seq));
-    *out += '\t';
-    AppendInt(out, static_cast<int64_t>(e.lsn));
-    *out += '\t';
-    AppendInt(out, static_cast<int64_t>(e.kind));
-    *out += '\t';
-    AppendCopyText(out, e.device_id());
-    *out += '\t';
-    if (reading) {
-      AppendCopyText(out, e.reading.metric);
-      *out += '\t';
-      AppendCopyText(out, e.reading.unit);
-      *out += '\t';
-      AppendInt(out, e.reading.ts_ms);
-      *out += '\t';
-      AppendDouble(out, e.reading.value);
-      *out += '\t';
-      AppendInt(out, e.reading.quality);
-      *out += "\t\\N\t\\N\t\\N\t";
-    } else {
-      *out += "\t\t0\t0\t0\t";
-      AppendCopyText(out, e.device.name);
-      *out += '\t';
-      AppendCopyText(out, e.device.location);
-      *out += '\t';
-      AppendCopyText(out, e.device.default_unit);
-      *out += '\t';
+    for (PgChunkRow& row : rows) {
+      next[row.shard] += row.entries.size();
+      row.last_seq = next[row.shard];
     }
-    *out += now;
-    *out += '\n';
+    return WriteChunkRows(conn_.get(), rows);
   }
 
   std::mutex mu_;  // one connection, one user at a time
   std::unique_ptr<PgConn> conn_;
+  PgFeedDictionary dict_;
   HubStoreOptions options_;
   Clock* clock_;
   std::string epoch_;

@@ -18,6 +18,12 @@
 //   - fleet shape: 10,000 origins sending batches of 20 readings (the
 //     shape of bench_region's simulated fleet), 3 rounds: batches applied/s
 //     through the hub store, and bytes on disk per reading.
+//   - PostgreSQL hub (where the backend is built): the fleet shape applied
+//     through the PostgreSQL hub store (schema 4: a compressed chunk row per
+//     batch) in groups of 64 batches, as a busy hub applies them, against the
+//     same entries in schema 3's layout (a row per entry with three unique
+//     indexes), COPYed in as schema 3 wrote them, on the same server: bytes
+//     of the feed's tables (pg_total_relation_size) per reading.
 // Store-level (no broker): the bytes a layout keeps do not depend on how the
 // batches arrived. bench_region measures the hub process over MQTT.
 // EDGESYNC_BENCH_QUICK=1 shortens it (a smoke run, not a figure).
@@ -37,6 +43,10 @@
 #include "tests/bench/report.h"
 #include "tests/support/process.h"
 #include "tests/support/workload.h"
+#ifdef EDGESYNC_HAVE_POSTGRESQL
+#include "store/pg/pg_conn.h"
+#include "tests/support/postgres.h"
+#endif
 
 namespace edgesync {
 namespace {
@@ -268,6 +278,86 @@ Figures RowPerEntry(const std::string& dir, const std::vector<ChangeEntry>& all)
   return f;
 }
 
+#ifdef EDGESYNC_HAVE_POSTGRESQL
+struct PgFigures {
+  double chunk_bytes = -1, row_bytes = -1;
+};
+
+// Bytes of the named tables (heap, indexes, TOAST) per reading.
+double PgBytesPer(PgConn* conn, const std::string& tables, double readings) {
+  PgResult r;
+  if (!Check(conn->Query("SELECT sum(pg_total_relation_size(t::regclass)) FROM unnest($1::text[]) AS t", {tables},
+                         &r),
+             "relation sizes")) {
+    return -1;
+  }
+  return static_cast<double>(r.Int(0, 0)) / readings;
+}
+
+PgFigures Postgres(const std::string& dir, const std::vector<ChangeEntry>& all) {
+  PgFigures f;
+  test::Postgres pg(dir + "/pg");
+  if (!pg.Start() || !pg.CreateDatabase("hub")) {
+    std::fprintf(stderr, "bench_remote_storage: PostgreSQL did not start: %s\n", pg.log().c_str());
+    return f;
+  }
+  const HubStoreOptions options = test::HubStoreOptionsFor(pg, "hub");
+  std::unique_ptr<HubStore> hs;
+  std::unique_ptr<PgConn> conn;
+  if (!Check(OpenPostgresHubStore(options, &hs), "open postgresql hub") ||
+      !Check(ConnectPostgres(options, &conn), "connect")) {
+    return f;
+  }
+  constexpr size_t kGroup = 64;  // what a busy hub puts in one transaction
+  std::string rows;              // the same entries as schema 3's rows
+  int64_t seq = 0;
+  for (int round = 0; round < FleetRounds(); ++round) {
+    std::vector<std::vector<ChangeEntry>> batches;
+    std::vector<OriginBatch> group;
+    for (int i = 0; i < kFleetOrigins; ++i) {
+      batches.push_back(FleetBatch(all, i, round));
+      for (const ChangeEntry& e : batches.back()) {
+        const Reading& r = e.reading;
+        ++seq;
+        rows += std::to_string(seq) + "\t" + std::to_string(i + 1) + "\t" +
+                std::to_string(RegionShardOf(FleetOrigin(i).gateway_id)) + "\t" + std::to_string(seq) + "\t" +
+                std::to_string(e.lsn) + "\t0\t" + r.device_id + "\t" + r.metric + "\t" + r.unit + "\t" +
+                std::to_string(r.ts_ms) + "\t" + std::to_string(r.value) + "\t" + std::to_string(r.quality) +
+                "\t\\N\t\\N\t\\N\t1780000000000\n";
+      }
+    }
+    for (int i = 0; i < kFleetOrigins; ++i) {
+      group.push_back(OriginBatch{FleetOrigin(i), 0, 0, &batches[static_cast<size_t>(i)]});
+      if (group.size() < kGroup && i + 1 < kFleetOrigins) continue;
+      std::vector<ApplyResult> results;
+      if (!Check(hs->ApplyBatches(group, &results), "postgresql apply")) return f;
+      for (const ApplyResult& r : results) {
+        if (r.outcome != ApplyOutcome::kApplied) return f;
+      }
+      group.clear();
+    }
+  }
+  const double readings = static_cast<double>(kFleetOrigins) * FleetRounds() * kFleetBatch;
+  f.chunk_bytes = PgBytesPer(conn.get(), "{es_feed_chunks,es_series}", readings);
+  // Schema 3's feed table, as its migrations made it.
+  if (!Check(conn->Exec("CREATE TABLE v3_feed (seq bigint PRIMARY KEY, origin bigint NOT NULL, olsn bigint NOT NULL, "
+                        "kind smallint NOT NULL, device_id text NOT NULL, metric text NOT NULL, unit text NOT NULL, "
+                        "ts bigint NOT NULL, value double precision NOT NULL, quality integer NOT NULL, name text, "
+                        "location text, default_unit text, applied_ms bigint NOT NULL, shard smallint NOT NULL, "
+                        "shard_seq bigint NOT NULL, UNIQUE (origin, olsn));"
+                        "CREATE UNIQUE INDEX v3_feed_shard_seq ON v3_feed (shard, shard_seq)"),
+             "schema 3 table") ||
+      !Check(conn->CopyIn("COPY v3_feed (seq, origin, shard, shard_seq, olsn, kind, device_id, metric, unit, ts, "
+                          "value, quality, name, location, default_unit, applied_ms) FROM STDIN",
+                          rows),
+             "schema 3 rows")) {
+    return f;
+  }
+  f.row_bytes = PgBytesPer(conn.get(), "{v3_feed}", readings);
+  return f;
+}
+#endif  // EDGESYNC_HAVE_POSTGRESQL
+
 }  // namespace
 }  // namespace edgesync
 
@@ -294,5 +384,14 @@ int main() {
              "batches/s", kRows, v4.fleet_batches_s);
   report.Add("SQLite hub bytes on disk/reading (10,000 origins x 20-reading batches)", now.fleet_bytes, "bytes", kRows,
              v4.fleet_bytes);
-  return report.Write() && now.hub_bytes > 0 && v4.hub_bytes > 0 && now.view_bytes > 0 ? 0 : 1;
+#ifdef EDGESYNC_HAVE_POSTGRESQL
+  const PgFigures pg = Postgres(dir.path(), all);
+  std::printf("postgresql hub, fleet shape: %.2f bytes/reading (schema 3 rows %.2f)\n", pg.chunk_bytes, pg.row_bytes);
+  report.Add("PostgreSQL hub feed bytes on disk/reading (10,000 origins x 20-reading batches)", pg.chunk_bytes,
+             "bytes", "row per entry (PostgreSQL schema 3), same entries", pg.row_bytes);
+  const bool pg_ok = pg.chunk_bytes > 0 && pg.row_bytes > 0;
+#else
+  const bool pg_ok = true;
+#endif
+  return report.Write() && pg_ok && now.hub_bytes > 0 && v4.hub_bytes > 0 && now.view_bytes > 0 ? 0 : 1;
 }

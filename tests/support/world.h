@@ -213,8 +213,10 @@ struct AuditResult {
 // Reads every store of a stopped world (StopAll; the database servers still
 // up). Integrity: SQLite's PRAGMA integrity_check on every store file; on a
 // region database, amcheck's B-tree check of every es_* index against its
-// table (heapallindexed), no (origin, LSN) row twice, no feed row of an
-// unknown origin or above its origin's high-water mark.
+// table (heapallindexed), no two chunks of one origin sharing an LSN, no
+// feed chunk of an unknown origin or above its origin's high-water mark, a
+// shard's chunks numbered apart, above its pruned mark and up to its
+// counter.
 // wiped: what a wiped hub store held
 // (World::WipeHubStore), to tell "only the wiped hub had it" from a loss.
 AuditResult Audit(const World& world, const std::set<std::pair<std::string, uint64_t>>& wiped = {});

@@ -92,22 +92,31 @@ void Note(AuditResult* out, const std::string& what) {
 // A region database's integrity, from psql: every query must print "0".
 // amcheck's bt_index_check with heapallindexed finds an index entry missing
 // for a table row or a damaged B-tree (what PRAGMA integrity_check is to
-// SQLite); the others are the schema's own invariants, which the unique
-// index and the apply's compare-and-set are there to keep.
+// SQLite); the others are the schema's own invariants, which the apply's
+// compare-and-set and the shard counters' row locks are there to keep.
 bool DatabaseIntegrityOk(Postgres* db, std::string* said) {
   const std::pair<const char*, const char*> checks[] = {
-      {"amcheck (B-tree indexes not checked, of the 5 of the schema)",
+      {"amcheck (B-tree indexes not checked, of the 10 of the schema)",
        "CREATE EXTENSION IF NOT EXISTS amcheck; "
        "WITH checked AS MATERIALIZED (SELECT bt_index_check(i.indexrelid, true) FROM pg_index i "
        "JOIN pg_class t ON t.oid = i.indrelid JOIN pg_class ic ON ic.oid = i.indexrelid "
        "JOIN pg_am a ON a.oid = ic.relam WHERE t.relname LIKE 'es\\_%' AND a.amname = 'btree') "
-       "SELECT greatest(5 - count(*), 0) FROM checked"},
-      {"(origin, LSN) held twice",
-       "SELECT count(*) FROM (SELECT 1 FROM es_region_feed GROUP BY origin, olsn HAVING count(*) > 1) d"},
-      {"feed rows of an unknown origin",
-       "SELECT count(*) FROM es_region_feed f WHERE NOT EXISTS (SELECT 1 FROM es_origins o WHERE o.id = f.origin)"},
-      {"feed rows above their origin's high-water mark",
-       "SELECT count(*) FROM es_region_feed f JOIN es_origins o ON o.id = f.origin WHERE f.olsn > o.high_water"},
+       "SELECT greatest(10 - count(*), 0) FROM checked"},
+      // The compare-and-set on the mark is what keeps an origin's chunks
+      // apart (no index per entry): no two of its chunks may share an LSN.
+      {"(origin, LSN) held twice (overlapping chunks of one origin)",
+       "SELECT count(*) FROM (SELECT first_olsn, lag(last_olsn) OVER (PARTITION BY origin ORDER BY first_olsn) "
+       "AS prev FROM es_feed_chunks) c WHERE c.first_olsn <= c.prev"},
+      {"feed chunks of an unknown origin",
+       "SELECT count(*) FROM es_feed_chunks f WHERE NOT EXISTS (SELECT 1 FROM es_origins o WHERE o.id = f.origin)"},
+      {"feed chunks above their origin's high-water mark",
+       "SELECT count(*) FROM es_feed_chunks f JOIN es_origins o ON o.id = f.origin WHERE f.last_olsn > o.high_water"},
+      {"feed chunks whose shard numbers overlap, lie at or below the pruned mark or pass the counter",
+       "SELECT count(*) FROM (SELECT c.last_seq, c.last_seq - c.n AS before, lag(c.last_seq) OVER (PARTITION BY "
+       "c.shard ORDER BY c.last_seq) AS prev, s.seq AS head, s.pruned FROM es_feed_chunks c JOIN es_feed_shards s "
+       "ON s.shard = c.shard) x WHERE x.before < x.prev OR x.before < x.pruned OR x.last_seq > x.head"},
+      {"feed chunks holding more entries than their LSN span",
+       "SELECT count(*) FROM es_feed_chunks WHERE last_olsn - first_olsn + 1 < n"},
   };
   said->clear();
   bool ok = true;

@@ -508,6 +508,44 @@ TEST_P(HubStoreTest, TwoWritersNeverBothApplyTheSameSpan) {
   EXPECT_EQ(lsns.size(), kBatches * kPer);
 }
 
+// A page merges the shards in the order the entries were applied, up to
+// its size, also when a position points inside what one apply wrote (one
+// stored chunk on PostgreSQL).
+TEST_P(HubStoreTest, APageMergesShardsInApplyOrderFromInsideABatch) {
+  ASSERT_NE(RegionShardOf(kGw1.gateway_id), RegionShardOf(kGw2.gateway_id));
+  HubStore* s = Open();
+  ASSERT_NE(s, nullptr);
+  auto a1 = Entries(1, 5), b1 = Entries(1, 5, "dev-2"), a2 = Entries(6, 10);
+  Apply(s, Batch(kGw1, a1));
+  Apply(s, Batch(kGw2, b1));
+  Apply(s, Batch(kGw1, a2));
+  auto order = [](const FeedRead& page) {
+    std::vector<std::pair<std::string, uint64_t>> v;
+    for (const auto& e : page.entries) v.push_back({e.remote.origin.gateway_id, e.remote.origin_lsn});
+    return v;
+  };
+  FeedRead page;
+  ASSERT_TRUE(s->ReadFeed(ShardPositions{}, 12, &page).ok());
+  std::vector<std::pair<std::string, uint64_t>> want;
+  for (uint64_t l = 1; l <= 5; ++l) want.push_back({"gw-1", l});
+  for (uint64_t l = 1; l <= 5; ++l) want.push_back({"gw-2", l});
+  want.push_back({"gw-1", 6});
+  want.push_back({"gw-1", 7});
+  EXPECT_EQ(order(page), want);
+  // From inside gw-1's first batch: its rest, gw-2's, then gw-1's second.
+  const int shard1 = RegionShardOf(kGw1.gateway_id), shard2 = RegionShardOf(kGw2.gateway_id);
+  ShardPositions at = page.next;
+  at[shard1] = page.entries[2].seq;  // gw-1's LSN 3
+  at[shard2] = 0;
+  ASSERT_TRUE(s->ReadFeed(at, 100, &page).ok());
+  want.clear();
+  for (uint64_t l = 4; l <= 5; ++l) want.push_back({"gw-1", l});
+  for (uint64_t l = 1; l <= 5; ++l) want.push_back({"gw-2", l});
+  for (uint64_t l = 6; l <= 10; ++l) want.push_back({"gw-1", l});
+  EXPECT_EQ(order(page), want);
+  EXPECT_EQ(page.next, page.head);
+}
+
 // A gateway id of the given shard other than `not_this`.
 std::string GatewayOfShard(int shard, const std::string& not_this) {
   for (int i = 0;; ++i) {
@@ -572,6 +610,30 @@ TEST_F(PostgresHubStoreTest, ANewerSchemaIsRefusedUntouched) {
   Status st = OpenPostgresHubStore(Options(), &hub);
   EXPECT_EQ(st.code(), Status::Code::kUnsupported) << st.ToString();
   EXPECT_NE(st.message().find("99"), std::string::npos) << st.ToString();
+}
+
+// A damaged chunk row is a clear Corruption naming it, never a crash or
+// made-up entries; the rest of the feed is still served around it.
+TEST_F(PostgresHubStoreTest, ADamagedFeedChunkIsACorruptionNamingIt) {
+  std::unique_ptr<HubStore> hub;
+  ASSERT_TRUE(OpenPostgresHubStore(Options(), &hub).ok());
+  auto first = Entries(1, 10), second = Entries(11, 20);
+  ApplyResult r;
+  ASSERT_TRUE(hub->Apply(Batch(kGw1, first), &r).ok());
+  ASSERT_TRUE(hub->Apply(Batch(kGw1, second), &r).ok());
+  const int shard = RegionShardOf(kGw1.gateway_id);
+  // Flip a byte inside the first chunk's zstd frame (its checksum catches it).
+  ASSERT_TRUE(pg_.Sql("hub", "UPDATE es_feed_chunks SET data = set_byte(data, length(data) - 3, "
+                             "get_byte(data, length(data) - 3) # 255) WHERE last_seq = 10"));
+  FeedRead page;
+  Status st = hub->ReadFeed(ShardPositions{}, 100, &page);
+  EXPECT_EQ(st.code(), Status::Code::kCorruption) << st.ToString();
+  EXPECT_NE(st.message().find(std::to_string(shard) + "/10"), std::string::npos) << st.ToString();
+  EXPECT_TRUE(page.entries.empty());
+  ShardPositions after{};
+  after[shard] = 10;
+  ASSERT_TRUE(hub->ReadFeed(after, 100, &page).ok());
+  EXPECT_EQ(page.entries.size(), 10u);
 }
 
 TEST_F(PostgresHubStoreTest, AServerKilledUnderTheHubIsAStoreErrorAndTheHubReconnects) {
