@@ -18,7 +18,11 @@ TEST(SyncRegionsTest, TheNearerRegionWinsOverPreference) {
   ASSERT_TRUE(eu.Start());
   ASSERT_TRUE(us.Start());
   TcpProxy far(eu.broker().port());
-  far.SetDelayMs(120);  // eu is preferred, but 240 ms away
+  // eu is preferred, but 800 ms away. Until both have answered, writes go to
+  // the preferred region if it answers; at 240 ms away, under
+  // ThreadSanitizer on a loaded machine, eu's first answer came before us's
+  // and took the first batches.
+  far.SetDelayMs(400);
   auto store = OpenGatewayStore(tmp.File("gw.db"));
   SensorWorkload workload(1000, 1780000000000);
   Fill(store.get(), &workload, 20000);
