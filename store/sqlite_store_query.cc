@@ -1,7 +1,8 @@
 // The union query (Store::Query): one device's readings over a window, from
 // the local store (compacted spans' series blocks, then commit chunks), the
-// read view and a hub's region chunks, deduplicated by (origin, LSN), in
-// time order under a limit.
+// read view (only the chunks of the origins that wrote the device's series)
+// and a hub's region chunks, deduplicated by (origin, LSN), in time order
+// under a limit.
 //
 // Why it collects small hits and builds QueryRows last: a day of one
 // series at 1 Hz is 86,400 rows. Built as QueryRows while scanning (five
@@ -199,7 +200,8 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
     }
     ES_RETURN_IF_ERROR(st);
   }
-  // Other origins' rows: the read view's and the hub's chunks whose time
+  // Other origins' rows: the read view's chunks of the origins that wrote
+  // the device's series (view_series), and the hub's chunks, whose time
   // span meets [from, to), decoded. A hub's chunks are not indexed by time
   // (an index entry per applied batch for a query a hub rarely answers):
   // their scan reads each row's head, not its block.
@@ -209,19 +211,13 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT EXISTS (SELECT 1 FROM view_chunks) AND EXISTS (SELECT 1 FROM "
                                        "region_chunks)",
                                        &both));
-  const std::pair<const char*, const char*> tables[] = {
-      {"SELECT id, origin, data FROM view_chunks WHERE max_ts >= ? AND min_ts < ?", "read view chunk"},
-      {"SELECT seq, origin, data FROM region_chunks WHERE max_ts >= ? AND min_ts < ?", "region chunk at sequence"}};
-  for (const auto& [sql, what] : tables) {
-    Stmt remote;
-    ES_RETURN_IF_ERROR(remote.Prepare(&read_db_, sql));
-    remote.Bind(1, q.from_ms);
-    remote.Bind(2, q.to_ms);
-    const bool region = what == tables[1].second;
-    std::vector<RemoteChunkEntry> chunk;
-    while (remote.Step(&st)) {
-      ES_RETURN_IF_ERROR(DecodeRemote(remote.Blob(2), what, remote.Int(0), &chunk));
-      const int64_t origin_id = remote.Int(1);
+  std::vector<RemoteChunkEntry> chunk;
+  // Rows of a statement giving (key, origin, data) of remote chunks.
+  auto scan = [&](Stmt* remote, bool region, const char* what) -> Status {
+    Status st;
+    while (remote->Step(&st)) {
+      ES_RETURN_IF_ERROR(DecodeRemote(remote->Blob(2), what, remote->Int(0), &chunk));
+      const int64_t origin_id = remote->Int(1);
       auto src = source_of.find(origin_id);
       if (src == source_of.end()) {
         Source s;
@@ -251,8 +247,36 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
       }
       hits.Trim();
     }
-    ES_RETURN_IF_ERROR(st);
+    return st;
+  };
+  std::set<int64_t> view_origins;
+  {
+    Stmt writers;
+    ES_RETURN_IF_ERROR(writers.Prepare(&read_db_, "SELECT origin FROM view_series WHERE series = ?"));
+    for (const QuerySeries& s : list) {
+      StmtScope scope(&writers);
+      writers.Bind(1, s.id);
+      while (writers.Step(&st)) view_origins.insert(writers.Int(0));
+      ES_RETURN_IF_ERROR(st);
+    }
   }
+  Stmt view;
+  ES_RETURN_IF_ERROR(view.Prepare(&read_db_,
+                                  "SELECT id, origin, data FROM view_chunks WHERE origin = ? AND max_ts >= ? AND "
+                                  "min_ts < ?"));
+  for (int64_t origin : view_origins) {
+    StmtScope scope(&view);
+    view.Bind(1, origin);
+    view.Bind(2, q.from_ms);
+    view.Bind(3, q.to_ms);
+    ES_RETURN_IF_ERROR(scan(&view, false, "read view chunk"));
+  }
+  Stmt region;
+  ES_RETURN_IF_ERROR(
+      region.Prepare(&read_db_, "SELECT seq, origin, data FROM region_chunks WHERE max_ts >= ? AND min_ts < ?"));
+  region.Bind(1, q.from_ms);
+  region.Bind(2, q.to_ms);
+  ES_RETURN_IF_ERROR(scan(&region, true, "region chunk at sequence"));
   hits.Finish(q.device_id, list, rows);
   return Status::Ok();
 }

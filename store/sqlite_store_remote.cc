@@ -94,6 +94,7 @@ Status SqliteStore::PrepareApply() {
   if (apply_prepared_) return Status::Ok();
   ES_RETURN_IF_ERROR(w_insert_region_chunk_.Prepare(&write_db_, kInsertRegionChunkSql));
   ES_RETURN_IF_ERROR(w_insert_view_chunk_.Prepare(&write_db_, kInsertViewChunkSql));
+  ES_RETURN_IF_ERROR(w_insert_view_series_.Prepare(&write_db_, kInsertViewSeriesSql));
   ES_RETURN_IF_ERROR(w_view_overlap_.Prepare(&write_db_,
                                              "SELECT id, data FROM view_chunks WHERE origin = ? AND last_olsn >= ? "
                                              "AND first_olsn <= ?"));
@@ -142,9 +143,14 @@ Status SqliteStore::EndRemoteWrite(Txn* txn, const Status& status) {
     txn->Rollback();
     ForgetPendingSeries();
     ForgetOrigins();
+    pending_view_series_.clear();
     return status;
   }
   pending_series_.clear();
+  // Bounded: a pair not remembered only costs its INSERT OR IGNORE again.
+  if (view_series_known_.size() + pending_view_series_.size() > kMaxKnownViewSeries) view_series_known_.clear();
+  view_series_known_.insert(pending_view_series_.begin(), pending_view_series_.end());
+  pending_view_series_.clear();
   return Status::Ok();
 }
 
@@ -176,6 +182,16 @@ Status SqliteStore::ApplyViewOrigin(int64_t origin_id, std::vector<const ChangeE
   auto flush = [&]() -> Status {
     if (chunk.empty()) return Status::Ok();
     *added += static_cast<int64_t>(chunk.size());
+    // The series this origin wrote, for the query (schema.cc, version 7).
+    for (const RemoteChunkEntry& e : chunk) {
+      if (e.kind != 0) continue;
+      const std::pair<int64_t, int64_t> key{e.series, origin_id};
+      if (view_series_known_.count(key) > 0 || pending_view_series_.count(key) > 0) continue;
+      w_insert_view_series_.Bind(1, e.series);
+      w_insert_view_series_.Bind(2, origin_id);
+      ES_RETURN_IF_ERROR(w_insert_view_series_.Run());
+      pending_view_series_.insert(key);
+    }
     Status st = InsertRemoteChunkRow(&w_insert_view_chunk_, 0, origin_id, chunk, now, &block_buffer_);
     chunk.clear();
     return st;

@@ -1,11 +1,14 @@
 // The union query against a reference: local readings in compacted spans
 // and commit chunks, the read view, a hub's region chunks and our own
-// entries coming back, every window, limit and direction.
+// entries coming back, every window, limit and direction; the read view
+// read by the origins that wrote a device (schema 7), and version 6 stores
+// migrated to it.
 #include <algorithm>
 #include <map>
 #include <random>
 #include <tuple>
 
+#include "store/schema.h"
 #include "tests/unit/store/store_test_util.h"
 
 namespace edgesync::test {
@@ -20,13 +23,7 @@ struct Expected {
 
 class StoreQueryTest : public StoreTest {
  protected:
-  StoreOptions QueryOptions() {
-    StoreOptions o = Options();
-    o.compact_span_readings = 500;
-    o.compact_after_ms = 60000;
-    o.compact_only_smaller = false;  // small spans, whatever their size
-    return o;
-  }
+  StoreOptions QueryOptions() { return CompactingOptions(500); }
 
   // Everything the store holds, one entry per (origin, LSN): local rows
   // first, so an entry coming back through a feed stays the local row.
@@ -50,6 +47,31 @@ class StoreQueryTest : public StoreTest {
     if (q.newest_first) std::reverse(out.begin(), out.end());
     if (static_cast<int64_t>(out.size()) > q.limit) out.resize(static_cast<size_t>(q.limit));
     return out;
+  }
+
+  // A read-view page of one origin: `devices` devices named prefix0.., one
+  // reading each per second over [0, seconds).
+  static std::vector<RemoteEntry> ViewPage(const Origin& o, const std::string& prefix, int devices, int seconds) {
+    std::vector<RemoteEntry> v;
+    uint64_t lsn = 0;
+    for (int t = 0; t < seconds; ++t) {
+      for (int d = 0; d < devices; ++d) {
+        ChangeEntry e;
+        e.lsn = ++lsn;
+        e.reading = MakeReading(prefix + std::to_string(d), "temp", 1000 * t, t + 0.5 * d, "C");
+        v.push_back(RemoteEntry{o, lsn, e});
+      }
+    }
+    return v;
+  }
+
+  std::vector<QueryRow> QueryAll(Store* s, const std::string& device, Status* st) {
+    QueryRequest q;
+    q.device_id = device;
+    q.limit = 100000;
+    std::vector<QueryRow> rows;
+    *st = s->Query(q, &rows);
+    return rows;
   }
 
   std::map<std::pair<std::string, uint64_t>, Expected> held_;
@@ -187,6 +209,70 @@ TEST_F(StoreQueryTest, AnswersAsTheReferenceUnionForEveryWindowLimitAndDirection
   ASSERT_NE(it, rows.end());
   EXPECT_EQ(it->origin, s->origin());
   EXPECT_FALSE(it->local);
+}
+
+// A device's query decodes the read-view chunks of the origins that wrote
+// it, not every chunk of its window: another origin's chunks, however
+// damaged, are never read for it.
+TEST_F(StoreQueryTest, ReadsOnlyTheReadViewChunksOfTheOriginsThatWroteTheDevice) {
+  {
+    auto s = OpenStore();
+    int64_t applied = 0;
+    ASSERT_TRUE(s->ApplyRemote(ViewPage(kGwA, "a", 3, 100), &applied).ok());
+    ASSERT_TRUE(s->ApplyRemote(ViewPage(kGwB, "b", 3, 100), &applied).ok());
+    ASSERT_TRUE(s->ApplyRemote(ViewPage(kGwBOld, "a", 1, 10), &applied).ok());  // a0 moved between gateways
+  }
+  Sql("UPDATE view_chunks SET data = x'01ff' WHERE origin = (SELECT id FROM origins WHERE gateway_id = 'gw-b' AND "
+      "epoch LIKE 'b%')");
+  auto s = OpenStore();
+  Status st;
+  std::vector<QueryRow> rows = QueryAll(s.get(), "a1", &st);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(rows.size(), 100u);
+  EXPECT_EQ(rows[0].origin, kGwA);
+  EXPECT_EQ(rows[99].reading.ts_ms, 99000);
+  rows = QueryAll(s.get(), "a0", &st);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(rows.size(), 110u);  // both origins that wrote it
+  EXPECT_EQ(rows[0].origin, kGwA);  // time ties: gw-a before gw-b
+  EXPECT_EQ(rows[1].origin, kGwBOld);
+  QueryAll(s.get(), "b1", &st);
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_NE(st.message().find("read view chunk"), std::string::npos) << st.ToString();
+}
+
+// A version 6 store learns which origins wrote which series from the
+// chunks it holds; queries answer the same after the migration.
+TEST_F(StoreQueryTest, MigratesVersion6ReadViewsToSeriesByOrigin) {
+  {
+    auto s = OpenStore();
+    int64_t applied = 0;
+    ASSERT_TRUE(s->ApplyRemote(ViewPage(kGwA, "a", 3, 50), &applied).ok());
+    ASSERT_TRUE(s->ApplyRemote(ViewPage(kGwB, "b", 2, 50), &applied).ok());
+    AppendResult r;
+    ASSERT_TRUE(s->AppendReadings({MakeReading("a1", "temp", 500, 1, "C")}, &r).ok());
+  }
+  Sql("DROP TABLE view_series; DROP INDEX view_chunks_origin_time; "
+      "CREATE INDEX view_chunks_time ON view_chunks(max_ts, min_ts); PRAGMA user_version=6;");
+  auto s = OpenStore();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->schema_version(), kSchemaVersion);
+  Status st;
+  std::vector<QueryRow> rows = QueryAll(s.get(), "a1", &st);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(rows.size(), 51u);
+  EXPECT_EQ(std::count_if(rows.begin(), rows.end(), [](const QueryRow& x) { return x.local; }), 1);
+  rows = QueryAll(s.get(), "b1", &st);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(rows.size(), 50u);
+  EXPECT_EQ(rows[0].origin, kGwB);
+  // New pages after the migration join the same way.
+  int64_t applied = 0;
+  ASSERT_TRUE(s->ApplyRemote(ViewPage(kGwBOld, "b", 2, 60), &applied).ok());
+  EXPECT_EQ(applied, 120);
+  rows = QueryAll(s.get(), "b1", &st);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(rows.size(), 110u);
 }
 
 TEST_F(StoreQueryTest, AnUnknownDeviceOrAnEmptyWindowAnswersNothing) {
