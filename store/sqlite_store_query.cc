@@ -145,7 +145,18 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   std::vector<Source> sources{Source{origin_, true}};
   HitSet hits(q, &sources);
   // The LSNs of the local rows found: our own entries that came back
-  // through a feed are one row each. Sorted only when such a chunk shows up.
+  // through a feed are one row each. Kept only when the store holds any
+  // such entry (8 bytes a local row, however long the window: not bounded
+  // by the limit), sorted only when such a chunk shows up.
+  int64_t own_id = 0;
+  {
+    Stmt own;
+    ES_RETURN_IF_ERROR(own.Prepare(&read_db_, "SELECT id FROM origins WHERE gateway_id=? AND epoch=?"));
+    own.Bind(1, std::string_view(origin_.gateway_id));
+    own.Bind(2, std::string_view(origin_.epoch));
+    if (own.Step(&st)) own_id = own.Int(0);
+    ES_RETURN_IF_ERROR(st);
+  }
   std::vector<uint64_t> local_lsns;
   bool local_lsns_sorted = false;
 
@@ -166,7 +177,7 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
       for (const SeriesPoint& p : points) {
         if (p.ts_ms < q.from_ms || p.ts_ms >= q.to_ms) continue;
         hits.Add(Hit{p.ts_ms, static_cast<uint64_t>(p.lsn), p.value, p.quality, si, 0});
-        local_lsns.push_back(static_cast<uint64_t>(p.lsn));
+        if (own_id != 0) local_lsns.push_back(static_cast<uint64_t>(p.lsn));
       }
       hits.Trim();
     }
@@ -194,7 +205,7 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
         auto it = wanted.find(c.series);
         if (it == wanted.end()) continue;
         hits.Add(Hit{c.ts_ms, first + i, c.value, c.quality, it->second, 0});
-        local_lsns.push_back(first + i);
+        if (own_id != 0) local_lsns.push_back(first + i);
       }
       hits.Trim();
     }
