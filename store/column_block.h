@@ -24,8 +24,8 @@
 // reserves memory only up to the raw size its caller allows and the header
 // and the zstd frame agree on.
 //
-// Thread safety: stateless functions (SealBlock keeps one zstd context per
-// thread).
+// Thread safety: stateless functions (SealBlock and OpenBlock each keep one
+// zstd context per thread).
 #ifndef EDGESYNC_STORE_COLUMN_BLOCK_H_
 #define EDGESYNC_STORE_COLUMN_BLOCK_H_
 

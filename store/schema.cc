@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,22 @@ CREATE TABLE view_chunks(id INTEGER PRIMARY KEY, n INTEGER NOT NULL, origin INTE
                          max_ts INTEGER NOT NULL, at INTEGER NOT NULL, data BLOB NOT NULL);
 CREATE INDEX view_chunks_origin ON view_chunks(origin, last_olsn, first_olsn);
 CREATE INDEX view_chunks_time ON view_chunks(max_ts, min_ts);
+)sql";
+
+// Version 7: a query of one device decodes only the read-view chunks of
+// the origins that wrote it, not every chunk of its window: view_series
+// says which origins the read view holds each series of (a row per
+// (series, origin) ever applied; rows outlive pruned chunks, harmlessly),
+// and view_chunks are indexed by (origin, time) instead of time alone.
+// On bench_storage's read-view store (another gateway's 2.1M readings in
+// the queried hour) a one-series query of that hour took 95 ms of CPU
+// decoding them all under version 6. MigrateSchema fills view_series from
+// the chunks held.
+const char* const kV6ToV7 = R"sql(
+CREATE TABLE view_series(series INTEGER NOT NULL, origin INTEGER NOT NULL, PRIMARY KEY(series, origin))
+  WITHOUT ROWID;
+CREATE INDEX view_chunks_origin_time ON view_chunks(origin, max_ts, min_ts);
+DROP INDEX view_chunks_time;
 )sql";
 
 // A migrated chunk holds at most this many readings (what a commit group
@@ -253,6 +270,26 @@ Status MoveRemoteIntoChunks(Db* db) {
   return Status::Ok();
 }
 
+Status FillViewSeries(Db* db) {
+  Stmt rows, ins;
+  ES_RETURN_IF_ERROR(rows.Prepare(db, "SELECT id, origin, data FROM view_chunks"));
+  ES_RETURN_IF_ERROR(ins.Prepare(db, kInsertViewSeriesSql));
+  std::set<std::pair<int64_t, int64_t>> seen;
+  std::vector<RemoteChunkEntry> entries;
+  Status st;
+  while (rows.Step(&st)) {
+    Status d = DecodeRemoteChunk(rows.Blob(2), kMaxRemoteChunkEntries, &entries);
+    if (!d.ok()) return Status::Corruption("read view chunk " + std::to_string(rows.Int(0)) + ": " + d.message());
+    for (const RemoteChunkEntry& e : entries) {
+      if (e.kind != 0 || !seen.emplace(e.series, rows.Int(1)).second) continue;
+      ins.Bind(1, e.series);
+      ins.Bind(2, rows.Int(1));
+      ES_RETURN_IF_ERROR(ins.Run());
+    }
+  }
+  return st;
+}
+
 }  // namespace
 
 Status InsertRemoteChunkRow(Stmt* ins, int64_t key, int64_t origin, const std::vector<RemoteChunkEntry>& entries,
@@ -329,6 +366,10 @@ Status MigrateBetween(Db* db, int from, int to) {
       case 5:
         ES_RETURN_IF_ERROR(db->Exec(kV5ToV6).Annotate("migrating schema 5 to 6"));
         ES_RETURN_IF_ERROR(MoveRemoteIntoChunks(db).Annotate("migrating schema 5 to 6"));
+        break;
+      case 6:
+        ES_RETURN_IF_ERROR(db->Exec(kV6ToV7).Annotate("migrating schema 6 to 7"));
+        ES_RETURN_IF_ERROR(FillViewSeries(db).Annotate("migrating schema 6 to 7"));
         break;
       default:
         return Status::Unsupported("no migration from schema " + std::to_string(v));

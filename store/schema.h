@@ -45,8 +45,9 @@ namespace edgesync {
 // The version this build writes. 1: base layout; 2: region hub tables;
 // 3: leases renewed on the monotonic clock of a named boot; 4: readings in
 // compressed chunks; 5: compacted spans in per-series blocks; 6: the read
-// view and the region feed in compressed chunks.
-constexpr int kSchemaVersion = 6;
+// view and the region feed in compressed chunks; 7: the read view's series
+// per origin, its chunks indexed by (origin, time).
+constexpr int kSchemaVersion = 7;
 // "ESYG": marks a SQLite file as an edgesync store.
 constexpr int kApplicationId = 0x45535947;
 // The highest LSN given out so far: the log's, or meta's high_lsn once
@@ -67,6 +68,8 @@ Status InsertChunkRow(Stmt* ins, const std::vector<ChunkReading>& readings, int6
 // (InsertRemoteChunkRow binds them).
 constexpr char kInsertRegionChunkSql[] = "INSERT INTO region_chunks VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)";
 constexpr char kInsertViewChunkSql[] = "INSERT INTO view_chunks VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)";
+// Records that the read view holds readings of (series, origin).
+constexpr char kInsertViewSeriesSql[] = "INSERT OR IGNORE INTO view_series VALUES(?, ?)";
 // Encodes entries (one origin's, increasing LSNs, at least one) as one
 // chunk into *block and inserts its row through ins: key is the region
 // chunk's first sequence, or 0 for a new read view row id.

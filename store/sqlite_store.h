@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -237,6 +238,11 @@ class SqliteStore : public Store {
   std::vector<ChunkReading> chunk_buffer_;  // AppendOnce's group, reused
   std::string block_buffer_;                // its encoded chunk, reused
   std::vector<RemoteChunkEntry> remote_buffer_;  // an applied batch's or page's chunk, reused
+  // (series, origin) pairs view_series holds (committed), and those the open
+  // transaction added: the read view inserts each pair once, not per entry.
+  // At most kMaxKnownViewSeries remembered (~50 bytes each on a board).
+  static constexpr size_t kMaxKnownViewSeries = 20000;
+  std::set<std::pair<int64_t, int64_t>> view_series_known_, pending_view_series_;
 
   std::mutex read_mu_;
   Db read_db_;
@@ -283,7 +289,7 @@ class SqliteStore : public Store {
   Stmt r_log_after_, r_chunk_after_, r_chunk_data_, r_series_by_id_, r_device_;
   // Apply path (write side): see PrepareApply.
   bool apply_prepared_ = false;
-  Stmt w_insert_region_chunk_, w_insert_view_chunk_, w_view_overlap_, w_region_head_, w_get_high_water_,
+  Stmt w_insert_region_chunk_, w_insert_view_chunk_, w_insert_view_series_, w_view_overlap_, w_region_head_, w_get_high_water_,
       w_put_high_water_, w_find_origin_, w_insert_origin_;
   // GetHighWater's (read side, read_mu_ held), prepared on its first call.
   Stmt r_find_origin_, r_get_high_water_;

@@ -1,10 +1,10 @@
 // Other gateways' data: the read view (ApplyRemote), the region hub's
-// per-origin high-water marks and region feed, and the union query. Both
-// keep compressed chunks of one origin's entries (store/schema.h): a hub
-// writes one row per applied batch, a read view one per origin per page.
+// per-origin high-water marks and region feed (the union query that reads
+// them is sqlite_store_query.cc). Both keep compressed chunks of one
+// origin's entries (store/schema.h): a hub writes one row per applied
+// batch, a read view one per origin per page.
 #include <algorithm>
 #include <set>
-#include <unordered_map>
 
 #include "store/chunk_codec.h"
 #include "store/schema.h"
@@ -94,6 +94,7 @@ Status SqliteStore::PrepareApply() {
   if (apply_prepared_) return Status::Ok();
   ES_RETURN_IF_ERROR(w_insert_region_chunk_.Prepare(&write_db_, kInsertRegionChunkSql));
   ES_RETURN_IF_ERROR(w_insert_view_chunk_.Prepare(&write_db_, kInsertViewChunkSql));
+  ES_RETURN_IF_ERROR(w_insert_view_series_.Prepare(&write_db_, kInsertViewSeriesSql));
   ES_RETURN_IF_ERROR(w_view_overlap_.Prepare(&write_db_,
                                              "SELECT id, data FROM view_chunks WHERE origin = ? AND last_olsn >= ? "
                                              "AND first_olsn <= ?"));
@@ -142,9 +143,14 @@ Status SqliteStore::EndRemoteWrite(Txn* txn, const Status& status) {
     txn->Rollback();
     ForgetPendingSeries();
     ForgetOrigins();
+    pending_view_series_.clear();
     return status;
   }
   pending_series_.clear();
+  // Bounded: a pair not remembered only costs its INSERT OR IGNORE again.
+  if (view_series_known_.size() + pending_view_series_.size() > kMaxKnownViewSeries) view_series_known_.clear();
+  view_series_known_.insert(pending_view_series_.begin(), pending_view_series_.end());
+  pending_view_series_.clear();
   return Status::Ok();
 }
 
@@ -176,6 +182,16 @@ Status SqliteStore::ApplyViewOrigin(int64_t origin_id, std::vector<const ChangeE
   auto flush = [&]() -> Status {
     if (chunk.empty()) return Status::Ok();
     *added += static_cast<int64_t>(chunk.size());
+    // The series this origin wrote, for the query (schema.cc, version 7).
+    for (const RemoteChunkEntry& e : chunk) {
+      if (e.kind != 0) continue;
+      const std::pair<int64_t, int64_t> key{e.series, origin_id};
+      if (view_series_known_.count(key) > 0 || pending_view_series_.count(key) > 0) continue;
+      w_insert_view_series_.Bind(1, e.series);
+      w_insert_view_series_.Bind(2, origin_id);
+      ES_RETURN_IF_ERROR(w_insert_view_series_.Run());
+      pending_view_series_.insert(key);
+    }
     Status st = InsertRemoteChunkRow(&w_insert_view_chunk_, 0, origin_id, chunk, now, &block_buffer_);
     chunk.clear();
     return st;
@@ -425,165 +441,6 @@ Status SqliteStore::FromChunkEntry(const RemoteChunkEntry& c, ChangeEntry* e) {
     e->device = DeviceRecord{info.device_id, c.name, c.location, c.default_unit,
                              e->kind == ChangeEntry::Kind::kDeviceDelete};
   }
-  return Status::Ok();
-}
-
-Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
-  rows->clear();
-  ES_RETURN_IF_ERROR(ValidateKey("deviceId", q.device_id));
-  if (!q.metric.empty()) ES_RETURN_IF_ERROR(ValidateKey("metric", q.metric));
-  if (q.limit <= 0) return Status::InvalidArgument("query limit must be positive");
-  if (q.from_ms >= q.to_ms) return Status::Ok();
-  if (q.limit > QueryRequest::kMaxRows) {
-    return Status::InvalidArgument("query limit " + std::to_string(q.limit) + " is above the maximum " +
-                                   std::to_string(QueryRequest::kMaxRows));
-  }
-  const int64_t limit = q.limit;
-  std::lock_guard<std::mutex> lock(read_mu_);
-  Txn snapshot(&read_db_);
-  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
-  Stmt series;
-  ES_RETURN_IF_ERROR(series.Prepare(&read_db_, q.metric.empty()
-                                                   ? "SELECT id, metric, unit FROM series WHERE device_id=? AND metric!=''"
-                                                   : "SELECT id, metric, unit FROM series WHERE device_id=? AND metric=?"));
-  series.Bind(1, std::string_view(q.device_id));
-  if (!q.metric.empty()) series.Bind(2, std::string_view(q.metric));
-  struct S {
-    int64_t id;
-    std::string metric, unit;
-  };
-  std::vector<S> list;
-  Status st;
-  while (series.Step(&st)) list.push_back(S{series.Int(0), series.Text(1), series.Text(2)});
-  ES_RETURN_IF_ERROR(st);
-  // Local rows: the chunks whose time span meets [from, to), decoded.
-  Stmt local;
-  ES_RETURN_IF_ERROR(local.Prepare(&read_db_,
-                                   "SELECT first_lsn, data FROM chunks WHERE max_ts >= ? AND min_ts < ? "
-                                   "ORDER BY first_lsn"));
-  auto oldest_first = [](const QueryRow& a, const QueryRow& b) {
-    if (a.reading.ts_ms != b.reading.ts_ms) return a.reading.ts_ms < b.reading.ts_ms;
-    if (a.origin.gateway_id != b.origin.gateway_id) return a.origin.gateway_id < b.origin.gateway_id;
-    if (a.origin.epoch != b.origin.epoch) return a.origin.epoch < b.origin.epoch;
-    return a.lsn < b.lsn;
-  };
-  // The rows kept under the limit are the first in this order.
-  auto by_time = [&](const QueryRow& a, const QueryRow& b) {
-    return q.newest_first ? oldest_first(b, a) : oldest_first(a, b);
-  };
-  // Keeps memory bounded by the limit however long the device's history.
-  auto trim = [&] {
-    if (static_cast<int64_t>(rows->size()) > 2 * limit) {
-      std::sort(rows->begin(), rows->end(), by_time);
-      rows->resize(static_cast<size_t>(limit));
-    }
-  };
-  std::vector<uint64_t> local_lsns;
-  std::unordered_map<int64_t, const S*> wanted;
-  for (const S& s : list) wanted.emplace(s.id, &s);
-  auto add_local = [&](const S& s, uint64_t lsn, int64_t ts, double value, uint32_t quality) {
-    QueryRow row;
-    row.origin = origin_;
-    row.local = true;
-    row.lsn = lsn;
-    row.reading = Reading{q.device_id, s.metric, ts, value, s.unit, quality};
-    local_lsns.push_back(lsn);
-    rows->push_back(std::move(row));
-  };
-  // Compacted spans: the series' own blocks that meet [from, to).
-  Stmt blocks;
-  ES_RETURN_IF_ERROR(blocks.Prepare(&read_db_,
-                                    "SELECT span, data FROM series_chunks WHERE series = ? AND max_ts >= ? AND "
-                                    "min_ts < ?"));
-  std::vector<SeriesPoint> points;
-  for (const S& s : list) {
-    StmtScope scope(&blocks);
-    blocks.Bind(1, s.id);
-    blocks.Bind(2, q.from_ms);
-    blocks.Bind(3, q.to_ms);
-    while (blocks.Step(&st)) {
-      Status d = DecodeSeriesBlock(blocks.Blob(1), kMaxChunkReadings, &points);
-      if (!d.ok()) return Status::Corruption("span at LSN " + std::to_string(blocks.Int(0)) + ": " + d.message());
-      for (const SeriesPoint& p : points) {
-        if (p.ts_ms >= q.from_ms && p.ts_ms < q.to_ms) add_local(s, static_cast<uint64_t>(p.lsn), p.ts_ms, p.value, p.quality);
-      }
-      trim();
-    }
-    ES_RETURN_IF_ERROR(st);
-  }
-  if (!wanted.empty()) {
-    local.Bind(1, q.from_ms);
-    local.Bind(2, q.to_ms);
-    std::vector<ChunkReading> chunk;
-    while (local.Step(&st)) {
-      const uint64_t first = static_cast<uint64_t>(local.Int(0));
-      if (IsSpanMarker(local.Blob(1))) continue;  // read above, by series
-      Status d = DecodeChunk(local.Blob(1), kMaxChunkReadings, &chunk);
-      if (!d.ok()) return Status::Corruption("chunk at LSN " + std::to_string(first) + ": " + d.message());
-      for (size_t i = 0; i < chunk.size(); ++i) {
-        const ChunkReading& c = chunk[i];
-        if (c.ts_ms < q.from_ms || c.ts_ms >= q.to_ms) continue;
-        auto it = wanted.find(c.series);
-        if (it == wanted.end()) continue;
-        add_local(*it->second, first + i, c.ts_ms, c.value, c.quality);
-      }
-      trim();
-    }
-    ES_RETURN_IF_ERROR(st);
-  }
-  std::sort(local_lsns.begin(), local_lsns.end());
-  // Other origins' rows: the read view's and the hub's chunks whose time
-  // span meets [from, to), decoded. A hub's chunks are not indexed by time
-  // (an index entry per applied batch for a query a hub rarely answers):
-  // their scan reads each row's head, not its block.
-  if (!wanted.empty()) {
-    std::set<std::pair<int64_t, uint64_t>> view_seen;
-    int64_t both = 0;
-    ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT EXISTS (SELECT 1 FROM view_chunks) AND EXISTS (SELECT 1 FROM "
-                                         "region_chunks)",
-                                         &both));
-    const std::pair<const char*, const char*> tables[] = {
-        {"SELECT id, origin, data FROM view_chunks WHERE max_ts >= ? AND min_ts < ?", "read view chunk"},
-        {"SELECT seq, origin, data FROM region_chunks WHERE max_ts >= ? AND min_ts < ?", "region chunk at sequence"}};
-    for (const auto& [sql, what] : tables) {
-      Stmt remote;
-      ES_RETURN_IF_ERROR(remote.Prepare(&read_db_, sql));
-      remote.Bind(1, q.from_ms);
-      remote.Bind(2, q.to_ms);
-      const bool region = what == tables[1].second;
-      std::vector<RemoteChunkEntry> chunk;
-      while (remote.Step(&st)) {
-        ES_RETURN_IF_ERROR(DecodeRemote(remote.Blob(2), what, remote.Int(0), &chunk));
-        const int64_t origin_id = remote.Int(1);
-        Origin origin;
-        ES_RETURN_IF_ERROR(OriginById(origin_id, &origin));
-        const bool own = origin == origin_;
-        for (const RemoteChunkEntry& c : chunk) {
-          if (c.kind != 0 || c.ts_ms < q.from_ms || c.ts_ms >= q.to_ms) continue;
-          auto it = wanted.find(c.series);
-          if (it == wanted.end()) continue;
-          // Our own entries may come back through a region feed: one row each.
-          if (own && std::binary_search(local_lsns.begin(), local_lsns.end(), c.olsn)) continue;
-          // A store in both roles (tests; in the field only a gateway pulls
-          // feeds and only a hub applies batches) may hold an entry in both
-          // tables: one row each.
-          if (both && (region ? view_seen.count({origin_id, c.olsn}) > 0
-                              : !view_seen.emplace(origin_id, c.olsn).second)) {
-            continue;
-          }
-          QueryRow row;
-          row.origin = origin;
-          row.lsn = c.olsn;
-          row.reading = Reading{q.device_id, it->second->metric, c.ts_ms, c.value, it->second->unit, c.quality};
-          rows->push_back(std::move(row));
-        }
-        trim();
-      }
-      ES_RETURN_IF_ERROR(st);
-    }
-  }
-  std::sort(rows->begin(), rows->end(), by_time);
-  if (static_cast<int64_t>(rows->size()) > limit) rows->resize(static_cast<size_t>(limit));
   return Status::Ok();
 }
 

@@ -122,13 +122,7 @@ TEST(SeriesBlockTest, SpanMarkerRoundTripsAndRefusesDamage) {
 
 class StoreCompactTest : public StoreTest {
  protected:
-  StoreOptions CompactOptions() {
-    StoreOptions o = Options();
-    o.compact_span_readings = 1000;
-    o.compact_after_ms = 60000;
-    o.compact_only_smaller = false;  // small spans, whatever their size
-    return o;
-  }
+  StoreOptions CompactOptions() { return CompactingOptions(1000); }
   // Steps until none is due; the spans written.
   int64_t CompactAll(Store* s, CompactResult* total = nullptr) {
     CompactResult sum;

@@ -38,12 +38,6 @@ class StoreRemoteLayoutTest : public StoreTest {
     EXPECT_TRUE(s->Stats(&stats).ok());
     return stats.corrupt_chunks;
   }
-  void Sql(const std::string& sql) {
-    Db db;
-    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READWRITE).ok());
-    Status st = db.Exec(sql);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-  }
 };
 
 const Origin kA{"gwa", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};

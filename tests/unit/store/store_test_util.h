@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "platform/clock.h"
+#include "store/sqlite_util.h"
 #include "store/store.h"
 #include "tests/support/process.h"
 
@@ -42,6 +43,23 @@ class StoreTest : public ::testing::Test {
     return s;
   }
   std::unique_ptr<Store> OpenStore() { return OpenStore(Options()); }
+  // Compaction after a minute on the manual clock, in small spans written
+  // whatever their size (the default keeps spans that would grow).
+  StoreOptions CompactingOptions(int64_t span_readings) {
+    StoreOptions o = Options();
+    o.compact_span_readings = span_readings;
+    o.compact_after_ms = 60000;
+    o.compact_only_smaller = false;
+    return o;
+  }
+  // Runs sql on the store's file through a connection of its own (to
+  // damage or downgrade it between opens).
+  void Sql(const std::string& sql) {
+    Db db;
+    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READWRITE).ok());
+    Status st = db.Exec(sql);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
   std::vector<Reading> Batch(int n, int devices = 10, int64_t ts0 = 1000) {
     std::vector<Reading> v;
     for (int i = 0; i < n; ++i) {
