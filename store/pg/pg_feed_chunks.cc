@@ -83,9 +83,14 @@ Status PgFeedDictionary::Intern(PgConn* conn, const std::vector<const ChangeEntr
     size_t kept = 0;
     for (size_t i = 0; i < devices.size(); ++i) {
       if (series_ids_.count(Key(devices[i], metrics[i], units[i]))) continue;
-      devices[kept] = std::move(devices[i]);
-      metrics[kept] = std::move(metrics[i]);
-      units[kept] = std::move(units[i]);
+      // Never a string moved onto itself: libstdc++ leaves a short one
+      // empty, and the next attempt interned a series of device "" instead
+      // (seen when another writer inserted the same series at that moment).
+      if (kept != i) {
+        devices[kept] = std::move(devices[i]);
+        metrics[kept] = std::move(metrics[i]);
+        units[kept] = std::move(units[i]);
+      }
       ++kept;
     }
     devices.resize(kept);
@@ -103,11 +108,18 @@ int64_t PgFeedDictionary::SeriesId(const ChangeEntry& e) const {
   return it == series_ids_.end() ? 0 : it->second;
 }
 
-void PgFeedDictionary::ToChunkEntry(const ChangeEntry& e, RemoteChunkEntry* c) const {
+Status PgFeedDictionary::ToChunkEntry(const ChangeEntry& e, RemoteChunkEntry* c) const {
   *c = RemoteChunkEntry{};
   c->olsn = e.lsn;
   c->kind = static_cast<uint8_t>(e.kind);
   c->series = SeriesId(e);
+  if (c->series == 0) {
+    // A chunk naming no series would be unreadable for every reader.
+    std::string_view d, m, u;
+    SeriesOf(e, &d, &m, &u);
+    return Status::Corruption("region feed: series (" + std::string(d) + ", " + std::string(m) + ", " +
+                              std::string(u) + ") of entry " + std::to_string(e.lsn) + " has no id");
+  }
   if (e.kind == ChangeEntry::Kind::kReading) {
     c->ts_ms = e.reading.ts_ms;
     c->value = e.reading.value;
@@ -117,6 +129,7 @@ void PgFeedDictionary::ToChunkEntry(const ChangeEntry& e, RemoteChunkEntry* c) c
     c->location = e.device.location;
     c->default_unit = e.device.default_unit;
   }
+  return Status::Ok();
 }
 
 namespace {
@@ -162,14 +175,7 @@ Status PgFeedDictionary::FromChunkEntry(const RemoteChunkEntry& c, ChangeEntry* 
     return Status::Corruption("region feed chunk names unknown series " + std::to_string(c.series));
   }
   const Series& s = it->second;
-  e->lsn = c.olsn;
-  e->kind = static_cast<ChangeEntry::Kind>(c.kind);
-  if (e->kind == ChangeEntry::Kind::kReading) {
-    e->reading = Reading{s.device_id, s.metric, c.ts_ms, c.value, s.unit, c.quality};
-  } else {
-    e->device = DeviceRecord{s.device_id, c.name, c.location, c.default_unit,
-                             e->kind == ChangeEntry::Kind::kDeviceDelete};
-  }
+  ToChangeEntry(c, s.device_id, s.metric, s.unit, e);
   return Status::Ok();
 }
 
@@ -350,7 +356,7 @@ Status MigrateFeedToChunks(PgConn* conn, PgFeedDictionary* dict) {
         run.last_seq = shard_seq;
         run_row_seq = seq;
         run.entries.emplace_back();
-        dict->ToChunkEntry(c, &run.entries.back());
+        ES_RETURN_IF_ERROR(dict->ToChunkEntry(c, &run.entries.back()));
       }
       after = r.Int(r.rows() - 1, 0);
       if (out.size() >= kFlushRows) {

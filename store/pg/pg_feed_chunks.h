@@ -46,7 +46,8 @@ class PgFeedDictionary {
   // The id of an interned series of this entry (Intern first).
   int64_t SeriesId(const ChangeEntry& e) const;
   // The entry as a chunk holds it (its series interned).
-  void ToChunkEntry(const ChangeEntry& e, RemoteChunkEntry* c) const;
+  // Corruption (nothing to write) when e's series was not interned.
+  Status ToChunkEntry(const ChangeEntry& e, RemoteChunkEntry* c) const;
 
   // Loads the series and origins these chunks name that are not cached yet
   // (in the caller's snapshot: a committed chunk's series and origin are).

@@ -489,7 +489,7 @@ class PgHubStore : public HubStore {
         }
         PgChunkRow& row = rows[it->second];
         row.entries.emplace_back();
-        dict_.ToChunkEntry((*a.entries)[k], &row.entries.back());
+        ES_RETURN_IF_ERROR(dict_.ToChunkEntry((*a.entries)[k], &row.entries.back()));
       }
     }
     for (PgChunkRow& row : rows) {

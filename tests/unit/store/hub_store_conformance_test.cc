@@ -152,7 +152,10 @@ class HubStoreTest : public ::testing::TestWithParam<std::string> {
       for (uint64_t i = 0; i < kBatches; ++i) {
         std::vector<ChangeEntry> span = Entries(i * kPer + 1, (i + 1) * kPer);
         ApplyResult r;
-        if (!s->Apply(Batch(origin, span), &r).ok() || r.outcome != ApplyOutcome::kApplied) ++errors;
+        Status st = s->Apply(Batch(origin, span), &r);
+        if (!st.ok() || r.outcome != ApplyOutcome::kApplied) {
+          if (errors++ == 0) ADD_FAILURE() << st.ToString() << " " << ApplyOutcomeName(r.outcome) << " " << r.detail;
+        }
       }
       --writing;
     };
@@ -161,11 +164,18 @@ class HubStoreTest : public ::testing::TestWithParam<std::string> {
     ShardPositions after{};
     FeedRead page;
     int duplicates = 0;
-    for (bool last = false; !last;) {
+    // A failed read ends the reading, not the test body: the writers are
+    // joined first (a joinable thread destroyed on the way out aborts).
+    Status read;
+    for (bool last = false; !last && read.ok();) {
       last = writing.load() == 0;  // one more full pass after both committed their last
       do {
-        ASSERT_TRUE(reader->ReadFeed(after, 50, &page).ok());
-        ASSERT_FALSE(page.reset);
+        read = reader->ReadFeed(after, 50, &page);
+        if (!read.ok()) break;
+        if (page.reset) {
+          read = Status::Conflict("the reader was reset at " + ShardPositionsText(after));
+          break;
+        }
         for (const auto& e : page.entries) {
           duplicates += !seen.insert({e.remote.origin.ToString(), e.remote.origin_lsn}).second;
         }
@@ -174,6 +184,7 @@ class HubStoreTest : public ::testing::TestWithParam<std::string> {
     }
     t1.join();
     t2.join();
+    ASSERT_TRUE(read.ok()) << read.ToString();
     EXPECT_EQ(errors.load(), 0);
     EXPECT_EQ(duplicates, 0);
     EXPECT_EQ(seen.size(), 2 * kBatches * kPer) << "the reader stepped over entries committed late";
