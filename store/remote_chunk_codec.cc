@@ -114,4 +114,15 @@ Status DecodeRemoteChunk(std::string_view block, size_t max_entries, std::vector
   return why.empty() ? Status::Ok() : Bad(why);
 }
 
+void ToChangeEntry(const RemoteChunkEntry& c, const std::string& device_id, const std::string& metric,
+                   const std::string& unit, ChangeEntry* e) {
+  e->lsn = c.olsn;
+  e->kind = static_cast<ChangeEntry::Kind>(c.kind);
+  if (e->kind == ChangeEntry::Kind::kReading) {
+    e->reading = Reading{device_id, metric, c.ts_ms, c.value, unit, c.quality};
+  } else {
+    e->device = DeviceRecord{device_id, c.name, c.location, c.default_unit, e->kind == ChangeEntry::Kind::kDeviceDelete};
+  }
+}
+
 }  // namespace edgesync

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "platform/status.h"
+#include "store/types.h"
 
 namespace edgesync {
 
@@ -62,6 +63,11 @@ void EncodeRemoteChunk(const std::vector<RemoteChunkEntry>& entries, std::string
 // Corruption (naming the column) on anything that is not one well-formed
 // block of at most max_entries entries in increasing origin LSN order.
 Status DecodeRemoteChunk(std::string_view block, size_t max_entries, std::vector<RemoteChunkEntry>* entries);
+
+// The change entry a decoded one stands for, with its series' names (the
+// store's series dictionary, which the block refers to by id).
+void ToChangeEntry(const RemoteChunkEntry& c, const std::string& device_id, const std::string& metric,
+                   const std::string& unit, ChangeEntry* e);
 
 }  // namespace edgesync
 

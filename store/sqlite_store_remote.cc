@@ -433,14 +433,7 @@ Status SqliteStore::ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::
 Status SqliteStore::FromChunkEntry(const RemoteChunkEntry& c, ChangeEntry* e) {
   SeriesInfo info;
   ES_RETURN_IF_ERROR(SeriesById(c.series, &info));
-  e->lsn = c.olsn;
-  e->kind = static_cast<ChangeEntry::Kind>(c.kind);
-  if (e->kind == ChangeEntry::Kind::kReading) {
-    e->reading = Reading{info.device_id, info.metric, c.ts_ms, c.value, info.unit, c.quality};
-  } else {
-    e->device = DeviceRecord{info.device_id, c.name, c.location, c.default_unit,
-                             e->kind == ChangeEntry::Kind::kDeviceDelete};
-  }
+  ToChangeEntry(c, info.device_id, info.metric, info.unit, e);
   return Status::Ok();
 }
 
