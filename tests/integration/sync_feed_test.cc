@@ -82,10 +82,21 @@ TEST(SyncFeedTest, EachGatewaySeesTheOthersReadingsOnce) {
     FeedPuller pb(b, PullerOptions("gw-b", eu, us));
     ASSERT_TRUE(pa.Start().ok());
     ASSERT_TRUE(pb.Start().ok());
+    // A puller counts a page after the transaction that applied it and moved
+    // its position: the counts are waited for too, not read at once.
     ASSERT_TRUE(WaitFor(
-        [&] { return Checkpoint(a, "feed:us") == 8000 && Checkpoint(a, "feed:eu") == 8000; }, 30000));
+        [&] {
+          FeedPullerStats st = pa.stats();
+          return Checkpoint(a, "feed:us") == 8000 && Checkpoint(a, "feed:eu") == 8000 &&
+                 st.regions[0].skipped_own >= 8000u && st.regions[1].applied >= 8000u;
+        },
+        30000));
     ASSERT_TRUE(WaitFor(
-        [&] { return Checkpoint(b, "feed:eu") == 8000 && Checkpoint(b, "feed:us") == 8000; }, 30000));
+        [&] {
+          return Checkpoint(b, "feed:eu") == 8000 && Checkpoint(b, "feed:us") == 8000 &&
+                 pb.stats().regions[0].applied >= 8000u;
+        },
+        30000));
     FeedPullerStats sa = pa.stats();
     EXPECT_EQ(sa.regions[0].skipped_own, 8000u);  // eu holds a's own readings
     EXPECT_EQ(sa.regions[0].applied, 0u);
@@ -103,7 +114,8 @@ TEST(SyncFeedTest, EachGatewaySeesTheOthersReadingsOnce) {
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(b) == 8800; }, 30000));
   FeedPuller again(a, PullerOptions("gw-a", eu, us));
   ASSERT_TRUE(again.Start().ok());
-  ASSERT_TRUE(WaitFor([&] { return Checkpoint(a, "feed:us") == 8800; }, 30000));
+  ASSERT_TRUE(WaitFor(
+      [&] { return Checkpoint(a, "feed:us") == 8800 && again.stats().regions[1].applied >= 800u; }, 30000));
   EXPECT_EQ(again.stats().regions[1].applied, 800u);
   again.Stop();
   EXPECT_EQ(RemoteRows(a, "b-00007"), 88);
