@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <set>
 #include <shared_mutex>
@@ -273,7 +274,10 @@ class SqliteStore : public Store {
   DeviceSeries* last_device_ = nullptr;  // node pointers survive rehashing
   std::string last_device_id_;
   std::shared_mutex series_mu_;
-  std::vector<SeriesInfo> series_;  // index: id
+  // index: id. A deque: a vector doubling past 4,096 series held the old
+  // and the new array at once (~1.4 MB at the reference workload's 8,000
+  // series, ~112 bytes each), which set the gateway's peak RSS.
+  std::deque<SeriesInfo> series_;
 
   std::mutex origins_mu_;
   std::unordered_map<std::string, int64_t> origin_ids_;

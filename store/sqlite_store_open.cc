@@ -258,6 +258,8 @@ Status SqliteStore::Init() {
   // into it: a refused file stays exactly as it was.
   sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
   sqlite3_busy_timeout(db, options_.busy_timeout_ms);
+  const std::string cache = "PRAGMA cache_size=-" + std::to_string(std::max<int64_t>(options_.cache_kib, 16));
+  ES_RETURN_IF_ERROR(write_db_.Exec(cache));
   int64_t app_id = 0, version = 0;
   ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA application_id", &app_id));
   ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA user_version", &version));
@@ -310,6 +312,7 @@ Status SqliteStore::Init() {
   ES_RETURN_IF_ERROR(read_db_.Open(name, flags));
   sqlite3_busy_timeout(read_db_.get(), options_.busy_timeout_ms);
   ES_RETURN_IF_ERROR(read_db_.Exec("PRAGMA query_only=1"));
+  ES_RETURN_IF_ERROR(read_db_.Exec(cache));
 
   ES_RETURN_IF_ERROR(w_insert_log_.Prepare(&write_db_, "INSERT INTO log VALUES(?, ?, ?, ?, ?, ?)"));
   ES_RETURN_IF_ERROR(w_insert_chunk_.Prepare(&write_db_, kInsertChunkSql));

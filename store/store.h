@@ -78,6 +78,14 @@ struct StoreOptions {
   // How long a write waits for another process holding the file's write
   // lock (lease consumers in other processes) before Unavailable.
   int busy_timeout_ms = 5000;
+  // Page cache of each of the store's two connections (writer, reader), in
+  // KiB. SQLite's default (2,000 KiB) filled over a paced run: the writer
+  // touches a new 1 KiB page for every ~300 readings appended, so its cache
+  // held ~2 MB of pages it never read again (smaps of the gateway in
+  // tests/bench/storage_bench.cc). What a commit needs again is the
+  // b-trees' interior pages, the last leaves and the small tables, far less
+  // than this; the rest is one pread from the OS page cache away.
+  int64_t cache_kib = 256;
 };
 
 // A partition key range: hashes h with min <= h < max. The last range has
