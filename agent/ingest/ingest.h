@@ -134,12 +134,12 @@ struct IngestOptions {
   // the edge of this window.
   int64_t device_backlog_ms = int64_t{604800} * 1000;
   int64_t epoch_floor_ms = 0;
-  int64_t batch_max = 1000;
+  int64_t batch_max = 2000;
   int64_t batch_delay_ms = 10;
   // Above busy_rate readings/s (measured over the last half second or so)
   // a batch waits up to batch_delay_busy_ms instead: fewer, fuller commits.
   int64_t busy_rate = 2000;
-  int64_t batch_delay_busy_ms = 250;
+  int64_t batch_delay_busy_ms = 500;
   AckMode ack = AckMode::kAfterJournal;
   // Where intake-a/b.journal live (the data directory; "" = none, only for
   // the other modes), how large a segment grows before the other is
