@@ -57,7 +57,7 @@ TEST(CliTest, ConfigCheckPrintsEffectiveConfiguration) {
   CliRun r = Edgesync("config check " + path);
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("sync = \"full\""), std::string::npos);
-  EXPECT_NE(r.out.find("batch_max = 1000"), std::string::npos);  // defaults are shown too
+  EXPECT_NE(r.out.find("batch_max = 2000"), std::string::npos);  // defaults are shown too
   EXPECT_NE(r.out.find("[[region]]"), std::string::npos);
 }
 
