@@ -7,6 +7,7 @@
 
 #include "store/feed_cursor.h"
 #include "sync/batch_generated.h"
+#include "sync/column_reader.h"
 
 namespace edgesync {
 namespace {
@@ -35,26 +36,6 @@ class Dictionary {
   std::unordered_map<std::string, uint32_t> index_;
   std::vector<std::string> values_;
 };
-
-// Reads varints from one column, remembering which column failed.
-class Reader {
- public:
-  Reader(const flatbuffers::Vector<uint8_t>* v, const char* name)
-      : in_(v ? v->data() : nullptr, v ? v->data() + v->size() : nullptr), name_(name) {}
-  bool Next(uint64_t* out) { return in_.Next(out); }
-  bool AtEnd() const { return in_.AtEnd(); }
-  Status Error(const std::string& what) const {
-    return Status::Corruption(std::string("batch column ") + name_ + ": " + what);
-  }
-
- private:
-  VarintReader in_;
-  const char* name_;
-};
-
-#define ES_READ(reader, var)                                      \
-  uint64_t var;                                                   \
-  if (!(reader).Next(&var)) return (reader).Error("truncated or bad varint")
 
 }  // namespace
 
@@ -201,14 +182,14 @@ Status DecodeEntries(std::string_view bytes, uint64_t lsn_base, size_t max_entri
   if (!st.ok()) return Status::Corruption("batch dictionary: " + st.message());
 
   std::vector<int> scales;
-  Reader scale_reader(in->metric_scale(), "metric_scale");
+  ColumnReader scale_reader(in->metric_scale(), "metric_scale");
   for (size_t i = 0; i < metrics.size(); ++i) {
     ES_READ(scale_reader, s);
     if (s > static_cast<uint64_t>(kMaxScale)) return scale_reader.Error("scale out of range");
     scales.push_back(static_cast<int>(s));
   }
 
-  Reader kinds(in->kinds(), "kinds"), lsns(in->lsns(), "lsns"), device_index(in->device_index(), "device_index"),
+  ColumnReader kinds(in->kinds(), "kinds"), lsns(in->lsns(), "lsns"), device_index(in->device_index(), "device_index"),
       metric_index(in->metric_index(), "metric_index"), unit_index(in->unit_index(), "unit_index"),
       timestamps(in->timestamps(), "timestamps"), quality(in->quality(), "quality"),
       mantissas(in->mantissas(), "mantissas"), escaped(in->escaped(), "escaped");
@@ -323,7 +304,7 @@ Status DecodeEntries(std::string_view bytes, uint64_t lsn_base, size_t max_entri
         feed->origins.push_back(std::move(origin));
       }
     }
-    Reader oi(in->origin_index(), "origin_index"), sq(in->seqs(), "seqs");
+    ColumnReader oi(in->origin_index(), "origin_index"), sq(in->seqs(), "seqs");
     std::vector<int> shard_of;
     for (const Origin& o : feed->origins) shard_of.push_back(RegionShardOf(o.gateway_id));
     ShardPositions prev{};

@@ -76,6 +76,7 @@ Status Uplink::Start() {
   selector_ = std::make_unique<RegionSelector>(regions, health_timeout, options_.failback_after_ms, grace);
   next_probe_ms_.assign(links_.size(), 0);
   region_high_water_.assign(links_.size(), 0);
+  context_refused_.assign(links_.size(), false);
   for (auto& link : links_) ES_RETURN_IF_ERROR(link->Start());
   stop_ = false;
   worker_ = std::thread([this] { Run(); });
@@ -169,7 +170,10 @@ void Uplink::HandleEvent(Event& event) {
   int64_t now = NowMs();
   if (event.type == Event::Type::kState) {
     selector_->OnConnected(event.region, event.connected, now);
-    if (event.connected) next_probe_ms_[event.region] = 0;
+    if (event.connected) {
+      next_probe_ms_[event.region] = 0;
+      context_refused_[event.region] = false;  // it may have been upgraded meanwhile
+    }
     if (static_cast<int>(event.region) == write_region_) {
       // Publishes in flight on a lost connection may be gone: go back to the
       // checkpoint; the link reconnects with its own backoff.
@@ -213,12 +217,34 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
   if (batch->region != region) return IgnoreAck(region, correlation_id, "the batch was sent to another region");
   selector_->OnBatchAnswered(region, NowMs());
   region_high_water_[region] = std::max(region_high_water_[region], ack.high_water);
+  if (ack.code == AckCode::kNoContext) {
+    // Not a fault of the batch nor a sign of load: the region lost (or
+    // never had) the context, so the resend goes at once, self-contained.
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      ++stats_.refusals;
+      ++stats_.context_misses;
+    }
+    ++context_misses_in_row_;
+    plain_batches_left_ = (size_t{1} << std::min(context_misses_in_row_ - 1, 6)) - 1;
+    ES_LOG(kInfo, "uplink: region {} does not hold the series context of our batches; resending self-contained",
+           name);
+    Rewind("the region does not hold the series context", false);
+    return;
+  }
   if (ack.code != AckCode::kOk) {
     {
       std::lock_guard<std::mutex> lock(stats_mu_);
       ++stats_.refusals;
     }
     ES_LOG(kWarn, "uplink: region {} refused a batch ({}): {}", name, static_cast<int>(ack.code), ack.message);
+    if (ack.code == AckCode::kBadBatch && batch->with_context && !context_refused_[region]) {
+      // A hub of protocol 2 refuses the ColumnsContext encoding it does not
+      // know; it decodes self-contained batches.
+      context_refused_[region] = true;
+      ES_LOG(kWarn, "uplink: region {} does not decode batches that refer to a series context (an older hub?); "
+             "sending it self-contained batches until it reconnects", name);
+    }
     // The batches after it are refused too; the rewind forgets them all, so
     // their refusals are no longer in flight.
     Rewind("batch refused", true);
@@ -228,6 +254,7 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.acks;
   }
+  if (batch->with_context) context_misses_in_row_ = 0;
   // The region may hold more than this batch (sent before); the checkpoint
   // still moves only as far as what this answer acknowledges of ours.
   uint64_t hw = std::min(ack.high_water, batch->last);
@@ -290,7 +317,18 @@ void Uplink::Rewind(const char* why, bool with_backoff) {
   inflight_.clear();
   next_after_ = checkpoint_;
   pending_since_ms_ = -1;
+  context_.Reset();
   if (with_backoff) resume_at_ms_ = NowMs() + backoff_.Next();
+}
+
+SeriesContext* Uplink::NextContext() {
+  if (!options_.series_context || context_refused_[write_region_]) return nullptr;
+  if (plain_batches_left_ > 0) {
+    --plain_batches_left_;
+    context_.Reset();
+    return nullptr;
+  }
+  return &context_;
 }
 
 void Uplink::SendBatches(int64_t now_ms) {
@@ -346,7 +384,9 @@ void Uplink::SendBatches(int64_t now_ms) {
     std::string payload;
     if (++correlation_ == 0) ++correlation_;
     uint64_t correlation_id = correlation_;
-    st = EncodeBatch(reply_topic_, correlation_id, batch, encode_, &payload);
+    SeriesContext* context = NextContext();
+    const bool with_context = context != nullptr && !context->empty();
+    st = EncodeBatch(reply_topic_, correlation_id, batch, encode_, &payload, context);
     if (st.ok()) {
       st = link->Publish(HubInboxTopic(options_.topic_prefix, region, options_.gateway_id), payload, 1, false, 1000);
     }
@@ -355,10 +395,11 @@ void Uplink::SendBatches(int64_t now_ms) {
       Rewind("send failed", true);
       return;
     }
-    inflight_.push_back({correlation_id, static_cast<size_t>(write_region_), batch.last_lsn, now_ms});
+    inflight_.push_back({correlation_id, static_cast<size_t>(write_region_), batch.last_lsn, now_ms, with_context});
     next_after_ = batch.last_lsn;
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.batches_sent;
+    if (with_context) ++stats_.context_batches;
     stats_.entries_sent += batch.entries.size();
     stats_.bytes_sent += payload.size();
   }
