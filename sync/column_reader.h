@@ -17,9 +17,19 @@ namespace edgesync {
 
 class ColumnReader {
  public:
-  ColumnReader(const flatbuffers::Vector<uint8_t>* v, const char* name)
-      : in_(v ? v->data() : nullptr, v ? v->data() + v->size() : nullptr), name_(name) {}
-  bool Next(uint64_t* out) { return in_.Next(out); }
+  // zeros_when_absent: a column the encoder left out because every value
+  // in it was 0 (ColumnsContext) reads as zeros.
+  ColumnReader(const flatbuffers::Vector<uint8_t>* v, const char* name, bool zeros_when_absent = false)
+      : in_(v ? v->data() : nullptr, v ? v->data() + v->size() : nullptr),
+        name_(name),
+        zeros_(v == nullptr && zeros_when_absent) {}
+  bool Next(uint64_t* out) {
+    if (zeros_) {
+      *out = 0;
+      return true;
+    }
+    return in_.Next(out);
+  }
   bool AtEnd() const { return in_.AtEnd(); }
   Status Error(const std::string& what) const {
     return Status::Corruption(std::string("batch column ") + name_ + ": " + what);
@@ -28,6 +38,7 @@ class ColumnReader {
  private:
   VarintReader in_;
   const char* name_;
+  bool zeros_;
 };
 
 }  // namespace edgesync

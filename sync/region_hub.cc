@@ -262,6 +262,11 @@ bool RegionHub::Admit(const MqttMessage& message, std::string* sender, WireMessa
   // Batches of one origin come here in arrival order: its series context
   // moves batch by batch as the gateway's did.
   Status st = DecodeMessage(message.payload, options_.limits, &m, &counters_, &contexts_, sender);
+  if (m.kind == WireKind::kBatch && m.reply_to.empty() && m.batch.context_lsn != 0) {
+    // A batch referring to a context leaves its reply address out: the
+    // sender's own, the only one answered anyway.
+    m.reply_to = ReplyTopic(options_.topic_prefix, *sender, "up");
+  }
   if (m.kind == WireKind::kBatch) {  // pings are answered on the receive thread: contexts_ is not theirs
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.contexts = contexts_.size();

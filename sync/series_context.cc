@@ -133,41 +133,41 @@ void SeriesContext::Seal(uint64_t last_lsn, std::string_view raw_entries) {
 }
 
 size_t SeriesContext::bytes() const {
-  return sizeof(*this) + devices_.bytes() + metrics_.bytes() + units_.bytes() +
+  return sizeof(*this) + origin.gateway_id.capacity() + origin.epoch.capacity() + devices_.bytes() + metrics_.bytes() + units_.bytes() +
          series_.capacity() * sizeof(Series) + series_index_.size() * kNodeBytes +
          series_index_.bucket_count() * sizeof(void*) + metric_last_.capacity() * sizeof(MetricLast);
 }
 
-SeriesContext* SeriesContextCache::Find(const Origin& origin) {
-  auto it = index_.find(origin.ToString());
+SeriesContext* SeriesContextCache::Find(const std::string& gateway_id) {
+  auto it = index_.find(gateway_id);
   if (it == index_.end()) return nullptr;
   lru_.splice(lru_.begin(), lru_, it->second);
   return &it->second->context;
 }
 
 SeriesContext* SeriesContextCache::Start(const Origin& origin) {
-  std::string key = origin.ToString();
-  auto it = index_.find(key);
-  if (it != index_.end()) {
+  auto it = index_.find(origin.gateway_id);
+  if (it == index_.end()) {
+    lru_.push_front(Entry{origin.gateway_id, {}, 0});
+    it = index_.emplace(origin.gateway_id, lru_.begin()).first;
+  } else {
     lru_.splice(lru_.begin(), lru_, it->second);
     it->second->context.Reset();
-    return &it->second->context;
   }
-  lru_.push_front(Entry{key, {}, 0});
-  index_.emplace(std::move(key), lru_.begin());
-  return &lru_.front().context;
+  it->second->context.origin = origin;
+  return &it->second->context;
 }
 
-void SeriesContextCache::Erase(const Origin& origin) {
-  auto it = index_.find(origin.ToString());
+void SeriesContextCache::Erase(const std::string& gateway_id) {
+  auto it = index_.find(gateway_id);
   if (it == index_.end()) return;
   bytes_ -= it->second->bytes;
   lru_.erase(it->second);
   index_.erase(it);
 }
 
-void SeriesContextCache::Trim(const Origin& origin) {
-  auto it = index_.find(origin.ToString());
+void SeriesContextCache::Trim(const std::string& gateway_id) {
+  auto it = index_.find(gateway_id);
   if (it != index_.end()) {
     Entry& e = *it->second;
     bytes_ -= e.bytes;

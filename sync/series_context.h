@@ -65,6 +65,10 @@ class SeriesContext {
 
   // Names the context: the last LSN of the batch it was advanced by (0 =
   // empty) and the chained hash of the batches since its start.
+  // The origin whose batches moved it (a hub's; a batch that refers to the
+  // context need not name it again). Reset leaves it.
+  Origin origin;
+
   uint64_t lsn() const { return lsn_; }
   uint64_t hash() const { return hash_; }
   bool empty() const { return lsn_ == 0; }
@@ -143,21 +147,23 @@ class SeriesContext {
   std::vector<MetricLast> metric_last_;  // by metric index
 };
 
-// The hub's contexts, one per origin (gateway store), bounded by bytes: the
-// least recently used are evicted first (hub.context_max_bytes). Evicting
-// is safe: the gateway's next context batch is answered NoContext and it
-// resends self-contained.
+// The hub's contexts, one per gateway (the authenticated sender: one origin
+// at a time, the one of its latest self-contained batch), bounded by bytes:
+// the least recently used are evicted first (hub.context_max_bytes).
+// Evicting is safe: the gateway's next context batch is answered NoContext
+// and it resends self-contained.
 class SeriesContextCache {
  public:
   explicit SeriesContextCache(size_t max_bytes) : max_bytes_(max_bytes) {}
-  // The origin's context, made the most recently used; nullptr if none.
-  SeriesContext* Find(const Origin& origin);
-  // The origin's context, emptied (a self-contained batch starts one).
+  // The gateway's context, made the most recently used; nullptr if none.
+  SeriesContext* Find(const std::string& gateway_id);
+  // The context of origin's gateway, emptied and given to `origin` (a
+  // self-contained batch starts one).
   SeriesContext* Start(const Origin& origin);
-  void Erase(const Origin& origin);
+  void Erase(const std::string& gateway_id);
   // After a context changed: re-counts it and evicts the least recently
-  // used until within the bound (the origin's own too, if it alone exceeds it).
-  void Trim(const Origin& origin);
+  // used until within the bound (this one too, if it alone exceeds it).
+  void Trim(const std::string& gateway_id);
 
   size_t bytes() const { return bytes_; }
   size_t size() const { return index_.size(); }

@@ -204,7 +204,11 @@ void Uplink::IgnoreAck(size_t region, uint64_t correlation_id, const char* why) 
 
 void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ack) {
   const std::string& name = options_.regions[region].name;
-  if (ack.origin != origin_) return IgnoreAck(region, correlation_id, "it names another origin");
+  // A hub that lost our context answers NoContext to a batch that named no
+  // origin (the context's): it knows our id (the topic), not our epoch.
+  const bool unnamed = ack.code == AckCode::kNoContext && ack.origin.epoch.empty() &&
+                       ack.origin.gateway_id == origin_.gateway_id;
+  if (ack.origin != origin_ && !unnamed) return IgnoreAck(region, correlation_id, "it names another origin");
   if (ack.region != name) return IgnoreAck(region, correlation_id, "it names another region");
   // Only an answer to a batch in flight counts: anything else is forged,
   // replayed, or answers a batch given up on (after a rewind), whose

@@ -155,7 +155,11 @@ TEST(SeriesContextTest, ABatchWhoseContextIsNotHeldIsNotFoundAndCounted) {
   EXPECT_EQ(st.code(), Status::Code::kNotFound) << st.ToString();
   EXPECT_EQ(counters.no_context, 1u);
   EXPECT_EQ(counters.rejected(), 0u);
-  EXPECT_EQ(m.batch.origin, kOrigin);  // the header is there to answer it
+  // Enough of the header to answer it: the sender's id (the origin is the
+  // context's, not repeated), the LSNs.
+  EXPECT_EQ(m.batch.origin.gateway_id, "gw-1");
+  EXPECT_EQ(m.batch.first_lsn, 401u);
+  EXPECT_EQ(m.batch.last_lsn, 800u);
   EXPECT_EQ(m.batch.context_lsn, 400u);
   EXPECT_TRUE(m.batch.entries.empty());
   // Without a cache (a gateway, a tool) a context batch is not decodable either.
@@ -183,7 +187,7 @@ TEST(SeriesContextTest, AContextOfTheSameLsnButOtherContentIsRefusedByItsHash) {
   SeriesContextCache hub(size_t{1} << 20);
   WireMessage m;
   ASSERT_TRUE(DecodeMessage(payload, {}, &m, nullptr, &hub, &kSender).ok());
-  ASSERT_EQ(hub.Find(kOrigin)->lsn(), 400u);
+  ASSERT_EQ(hub.Find("gw-1")->lsn(), 400u);
   EXPECT_EQ(DecodeMessage(chain.second, {}, &m, nullptr, &hub, &kSender).code(), Status::Code::kNotFound);
 }
 
@@ -211,7 +215,7 @@ TEST(SeriesContextTest, ADamagedContextBatchDropsTheContext) {
   Status st = DecodeMessage(damaged, {}, &m, &counters, &hub, &kSender);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.code(), Status::Code::kNotFound);
-  EXPECT_EQ(hub.Find(kOrigin), nullptr);  // nothing half-moved is kept
+  EXPECT_EQ(hub.Find("gw-1"), nullptr);  // nothing half-moved is kept
   EXPECT_EQ(DecodeMessage(chain.second, {}, &m, nullptr, &hub, &kSender).code(), Status::Code::kNotFound);
 }
 
@@ -227,18 +231,18 @@ TEST(SeriesContextTest, TheCacheEvictsTheLeastRecentlyUsedOriginPastItsBound) {
     SeriesContext* c = hub.Start(o);
     c->Advance(MakeBatch(readings, 1).entries);
     c->Seal(800, "x");
-    hub.Trim(o);
+    hub.Trim(o.gateway_id);
   }
   EXPECT_EQ(hub.size(), 2u);
   EXPECT_EQ(hub.evictions(), 1u);
   EXPECT_LE(hub.bytes(), hub.max_bytes());
-  EXPECT_EQ(hub.Find({"gw-0", "e"}), nullptr);
-  EXPECT_NE(hub.Find({"gw-2", "e"}), nullptr);
+  EXPECT_EQ(hub.Find("gw-0"), nullptr);
+  EXPECT_NE(hub.Find("gw-2"), nullptr);
   // A bound of 0 keeps nothing.
   SeriesContextCache none(0);
   SeriesContext* c = none.Start(kOrigin);
   c->Advance(MakeBatch(readings, 1).entries);
-  none.Trim(kOrigin);
+  none.Trim("gw-1");
   EXPECT_EQ(none.size(), 0u);
 }
 
