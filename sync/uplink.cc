@@ -77,6 +77,7 @@ Status Uplink::Start() {
   next_probe_ms_.assign(links_.size(), 0);
   region_high_water_.assign(links_.size(), 0);
   context_refused_.assign(links_.size(), false);
+  context_proven_.assign(links_.size(), false);
   for (auto& link : links_) ES_RETURN_IF_ERROR(link->Start());
   stop_ = false;
   worker_ = std::thread([this] { Run(); });
@@ -135,6 +136,9 @@ void Uplink::Run() {
         std::lock_guard<std::mutex> lock(stats_mu_);
         ++stats_.ack_timeouts;
       }
+      // A hub of protocol 2 leaves a lean context batch unanswered (it
+      // cannot tell whose it is): the next ones name their origin again.
+      context_proven_[inflight_.front().region] = false;
       Rewind("no answer within uplink.ack_timeout_ms", true);
       const int64_t longest = kMaxAnswerWaitFactor * options_.ack_timeout_ms;
       if (answer_wait_ms_ < longest) {
@@ -174,6 +178,7 @@ void Uplink::HandleEvent(Event& event) {
       next_probe_ms_[event.region] = 0;
       context_refused_[event.region] = false;  // it may have been upgraded meanwhile
     }
+    context_proven_[event.region] = false;
     if (static_cast<int>(event.region) == write_region_) {
       // Publishes in flight on a lost connection may be gone: go back to the
       // checkpoint; the link reconnects with its own backoff.
@@ -258,7 +263,10 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.acks;
   }
-  if (batch->with_context) context_misses_in_row_ = 0;
+  if (batch->with_context) {
+    context_misses_in_row_ = 0;
+    context_proven_[region] = true;
+  }
   // The region may hold more than this batch (sent before); the checkpoint
   // still moves only as far as what this answer acknowledges of ours.
   uint64_t hw = std::min(ack.high_water, batch->last);
@@ -390,6 +398,7 @@ void Uplink::SendBatches(int64_t now_ms) {
     uint64_t correlation_id = correlation_;
     SeriesContext* context = NextContext();
     const bool with_context = context != nullptr && !context->empty();
+    encode_.context_names_origin = !context_proven_[write_region_];
     st = EncodeBatch(reply_topic_, correlation_id, batch, encode_, &payload, context);
     if (st.ok()) {
       st = link->Publish(HubInboxTopic(options_.topic_prefix, region, options_.gateway_id), payload, 1, false, 1000);

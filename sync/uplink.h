@@ -204,6 +204,11 @@ class Uplink {
   // Regions that refused a context batch as undecodable (a hub of protocol
   // 2): self-contained batches only, until they reconnect.
   std::vector<bool> context_refused_;
+  // Regions that answered a context batch Ok since their last reconnect or
+  // answer timeout: they get lean context batches (no origin, reply address
+  // nor first_lsn); the others full ones, which a hub of protocol 2 can
+  // refuse by name instead of leaving unanswered.
+  std::vector<bool> context_proven_;
   // After NoContext answers in a row, that many self-contained batches
   // (1, 3, 7 .. 63) before referring to a context again: a hub that keeps
   // losing contexts (a bound too small for its gateways) is not asked in

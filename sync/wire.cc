@@ -296,13 +296,14 @@ Status EncodeBatch(const std::string& reply_to, uint64_t correlation_id, const W
   // and from the topic: the origin (the context's), the reply address (the
   // sender's own "up" topic, the only one a hub answers on) and first_lsn
   // (the context's LSN + 1): ~90 bytes a batch, measured.
-  auto origin = with_context ? Offset<wire::WireOrigin>() : MakeOrigin(fbb, batch.origin);
+  const bool lean = with_context && !options.context_names_origin;
+  auto origin = lean ? Offset<wire::WireOrigin>() : MakeOrigin(fbb, batch.origin);
   auto body = fbb.CreateVector(reinterpret_cast<const uint8_t*>(compressed.data()), compressed.size());
-  auto b = wire::CreateBatch(fbb, origin, with_context ? 0 : batch.first_lsn, batch.last_lsn, batch.base_lsn,
+  auto b = wire::CreateBatch(fbb, origin, lean ? 0 : batch.first_lsn, batch.last_lsn, batch.base_lsn,
                              static_cast<uint32_t>(batch.entries.size()), wire::Codec::Zstd,
                              with_context ? wire::Encoding::ColumnsContext : wire::Encoding::ColumnsV1,
                              static_cast<uint32_t>(raw.size()), body, context_lsn, context_hash, context != nullptr);
-  *out = Finish(fbb, with_context ? std::string() : reply_to, correlation_id, wire::Body::Batch, b.Union());
+  *out = Finish(fbb, lean ? std::string() : reply_to, correlation_id, wire::Body::Batch, b.Union());
   return Status::Ok();
 }
 

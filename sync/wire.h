@@ -41,6 +41,11 @@ struct DecodeLimits {
 
 struct EncodeOptions {
   int zstd_level = 3;
+  // A batch referring to a context leaves out the origin, the reply address
+  // and first_lsn (the hub has them from the context and the topic) unless
+  // this is set: for a region not yet known to decode such batches, so that
+  // a hub of protocol 2 can answer its refusal (BadBatch) to the origin.
+  bool context_names_origin = false;
 };
 
 // Why payloads were refused (and how many were fine).
