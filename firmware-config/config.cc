@@ -172,7 +172,7 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              "and its gateway resends it after uplink.ack_timeout_ms (docs/REGION.md)"),
       Int<C>("hub", "context_max_bytes", [](C& c) -> int64_t& { return c.hub_context_max_bytes; }, 0,
              int64_t{1} << 40,
-             "memory for gateways' series contexts (about 0.6 MB for 8,000 series); the least recently used is "
+             "memory for gateways' series contexts (about 0.8 MB for 8,000 series); the least recently used is "
              "dropped past it and its gateway resends self-contained; 0 = none kept"),
       Str<C>("hub", "broker_uri", [](C& c) -> std::string& { return c.hub_broker_uri; },
              "the region's broker the hub listens on"),

@@ -156,7 +156,7 @@ struct Config {
   // Batches received and not yet applied; beyond it the hub stops reading its
   // broker connection (sync/region_hub.h).
   int64_t hub_max_queued_messages = 1024;
-  // Series contexts of gateways held at most (bytes, estimated): ~0.6 MB
+  // Series contexts of gateways held at most (bytes, estimated): ~0.8 MB
   // for a gateway of 8,000 series, so 64 MiB keeps ~100 such gateways'
   // (sync/series_context.h). Past it, the least recently used is dropped
   // and its gateway's next batch is answered NoContext and resent
