@@ -45,13 +45,12 @@ std::string EncodeEntriesWithContext(const std::vector<ChangeEntry>& entries, ui
   }
   metric_scale.resize(metrics.size(), 0);
 
-  std::string kinds, lsns, device_index, series, timestamps, quality, mantissas, escaped;
-  std::vector<uint64_t> raw_values;
+  std::string kinds, lsns, device_index, series, timestamps, quality, mantissas;
+  EscapedValuesWriter escapes;
   flatbuffers::FlatBufferBuilder fbb(1024 + entries.size() * 4);
   std::vector<flatbuffers::Offset<wire::DeviceFields>> records;
-  uint64_t prev_lsn = lsn_base, reading_no = 0, last_escape = 0;
+  uint64_t prev_lsn = lsn_base, reading_no = 0;
   int64_t prev_series = -1, prev_ts = 0;
-  bool any_escape = false;
   for (const ChangeEntry& e : entries) {
     PutVarint(static_cast<uint64_t>(e.kind), &kinds);
     PutVarint(ZigZag(static_cast<int64_t>(e.lsn - prev_lsn - 1)), &lsns);
@@ -59,8 +58,7 @@ std::string EncodeEntriesWithContext(const std::vector<ChangeEntry>& entries, ui
     if (e.kind != ChangeEntry::Kind::kReading) {
       PutVarint(devices.Intern(e.device_id()), &device_index);
       const DeviceRecord& r = e.device;
-      records.push_back(wire::CreateDeviceFields(fbb, fbb.CreateString(r.name), fbb.CreateString(r.location),
-                                                 fbb.CreateString(r.default_unit), r.deleted));
+      records.push_back(PutDeviceRecord(&fbb, r));
       continue;
     }
     const Reading& r = e.reading;
@@ -79,12 +77,7 @@ std::string EncodeEntriesWithContext(const std::vector<ChangeEntry>& entries, ui
       PutVarint(ZigZag(mantissa - ctx->PredictMantissa(id, scale)), &mantissas);
       ctx->ObserveValue(id, mantissa, scale);
     } else {
-      uint64_t bits;
-      std::memcpy(&bits, &r.value, sizeof bits);
-      raw_values.push_back(bits);
-      PutVarint(any_escape ? reading_no - last_escape - 1 : reading_no, &escaped);
-      last_escape = reading_no;
-      any_escape = true;
+      escapes.Add(reading_no, r.value);
     }
     ++reading_no;
   }
@@ -108,9 +101,9 @@ std::string EncodeEntriesWithContext(const std::vector<ChangeEntry>& entries, ui
   };
   auto dev = strings(devices, devices_before), met = strings(metrics, metrics_before), uni = strings(units, units_before);
   auto k = zeros_or_bytes(kinds), l = zeros_or_bytes(lsns), di = bytes(device_index), ts = zeros_or_bytes(timestamps),
-       q = zeros_or_bytes(quality), sc = bytes(scales), ma = bytes(mantissas), es = bytes(escaped),
+       q = zeros_or_bytes(quality), sc = bytes(scales), ma = bytes(mantissas), es = bytes(escapes.escaped),
        se = zeros_or_bytes(series), ns = bytes(new_series);
-  auto raw = fbb.CreateVector(raw_values);
+  auto raw = fbb.CreateVector(escapes.raw);
   auto rec = fbb.CreateVector(records);
   wire::EntriesBuilder b(fbb);
   b.add_count(static_cast<uint32_t>(entries.size()));
@@ -191,24 +184,11 @@ Status DecodeEntriesWithContext(std::string_view bytes, uint64_t lsn_base, size_
       device_index(in->device_index(), "device_index"), series(in->series(), "series", true),
       new_series(in->new_series(), "new_series"), timestamps(in->timestamps(), "timestamps", true),
       quality(in->quality(), "quality", true),
-      mantissas(in->mantissas(), "mantissas"), escaped(in->escaped(), "escaped");
-  const auto* raw = in->raw_values();
+      mantissas(in->mantissas(), "mantissas");
   const auto* records = in->device_records();
-  size_t raw_used = 0, records_used = 0;
-  bool have_escape = false;
-  uint64_t next_escape = 0;
-  auto advance_escape = [&](bool first) -> bool {
-    uint64_t gap;
-    if (escaped.AtEnd()) {
-      have_escape = false;
-      return true;
-    }
-    if (!escaped.Next(&gap)) return false;
-    next_escape = first ? gap : next_escape + 1 + gap;
-    have_escape = true;
-    return true;
-  };
-  if (!advance_escape(true)) return escaped.Error("bad varint");
+  size_t records_used = 0;
+  EscapedValuesReader escapes(in->escaped(), in->raw_values());
+  ES_RETURN_IF_ERROR(escapes.Start());
 
   uint64_t prev_lsn = lsn_base, reading_no = 0;
   int64_t prev_series = -1, prev_ts = 0;
@@ -225,13 +205,7 @@ Status DecodeEntriesWithContext(std::string_view bytes, uint64_t lsn_base, size_
     if (e.kind != ChangeEntry::Kind::kReading) {
       ES_READ(device_index, d);
       if (d >= ctx->devices().size()) return device_index.Error("index out of range");
-      if (!records || records_used >= records->size()) return Status::Corruption("batch: missing device record");
-      const wire::DeviceFields* f = records->Get(static_cast<flatbuffers::uoffset_t>(records_used++));
-      e.device.device_id = ctx->devices()[d];
-      e.device.name = f->name() ? f->name()->str() : "";
-      e.device.location = f->location() ? f->location()->str() : "";
-      e.device.default_unit = f->default_unit() ? f->default_unit()->str() : "";
-      e.device.deleted = f->deleted() || e.kind == ChangeEntry::Kind::kDeviceDelete;
+      ES_RETURN_IF_ERROR(TakeDeviceRecord(records, &records_used, ctx->devices()[d], &e));
       entries->push_back(std::move(e));
       continue;
     }
@@ -267,12 +241,9 @@ Status DecodeEntriesWithContext(std::string_view bytes, uint64_t lsn_base, size_
     ES_READ(quality, qv);
     if (qv > UINT32_MAX) return quality.Error("out of range");
     r.quality = static_cast<uint32_t>(qv);
-    if (have_escape && next_escape == reading_no) {
-      if (!raw || raw_used >= raw->size()) return Status::Corruption("batch column raw_values: too short");
-      uint64_t bits = raw->Get(static_cast<flatbuffers::uoffset_t>(raw_used++));
-      std::memcpy(&r.value, &bits, sizeof bits);
-      if (!advance_escape(false)) return escaped.Error("bad varint");
-    } else {
+    bool escaped;
+    ES_RETURN_IF_ERROR(escapes.Take(reading_no, &r.value, &escaped));
+    if (!escaped) {
       ES_READ(mantissas, zm);
       const int scale = scales[s.metric];
       int64_t mantissa;
@@ -287,9 +258,9 @@ Status DecodeEntriesWithContext(std::string_view bytes, uint64_t lsn_base, size_
     if (!std::isfinite(r.value)) return Status::Corruption("batch: reading value is not finite");
     entries->push_back(std::move(e));
   }
-  if (have_escape) return escaped.Error("index beyond the readings");
+  ES_RETURN_IF_ERROR(escapes.Finish());
   if (!kinds.AtEnd() || !lsns.AtEnd() || !device_index.AtEnd() || !series.AtEnd() || !new_series.AtEnd() ||
-      !timestamps.AtEnd() || !quality.AtEnd() || !mantissas.AtEnd() || (raw && raw_used != raw->size()) ||
+      !timestamps.AtEnd() || !quality.AtEnd() || !mantissas.AtEnd() ||
       (records && records_used != records->size())) {
     return Status::Corruption("batch: columns longer than the entry count");
   }
