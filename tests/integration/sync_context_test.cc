@@ -66,15 +66,13 @@ TEST(SyncContextTest, AHubRestartedMidStreamLosesTheContextAndNothingElse) {
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(store.get()) == end; }, 60000));
   UplinkStats s = uplink.stats();
   uplink.Stop();
-  // A single hub on SQLite keeps its MQTT session: what was sent while it
-  // was down reaches the new process, which answers NoContext. Hubs that
-  // share a region (PostgreSQL) start clean: those batches are gone and the
-  // gateway learns it from the answer timeout; either way it went back.
-  if (HubOnPostgres()) {
-    EXPECT_GE(s.context_misses + s.ack_timeouts, 1u);
-  } else {
-    EXPECT_GE(s.context_misses, 1u) << "no batch met the restarted hub without its context";
-  }
+  // The gateway went back to self-contained batches: on a NoContext answer
+  // (a single hub on SQLite keeps its MQTT session, so what was sent while
+  // it was down reaches the new process, which does not hold the context),
+  // or on the answer timeout (hubs sharing a region on PostgreSQL start
+  // clean and those batches are gone; under load the restart can also take
+  // longer than uplink.ack_timeout_ms).
+  EXPECT_GE(s.context_misses + s.ack_timeouts, 1u);
   EXPECT_GT(s.context_batches, sent_before);
   ExpectExactlyOnce({&eu}, store->origin(), end);
 }
