@@ -195,6 +195,7 @@ nlohmann::json Gateway::StatusJson() {
                    {"resends", u.resends},           {"ack_timeouts", u.ack_timeouts},
                    {"answer_wait_ms", u.answer_wait_ms},
                    {"refusals", u.refusals},         {"acks_ignored", u.acks_ignored},
+                   {"context_batches", u.context_batches}, {"context_misses", u.context_misses},
                    {"region_switches", u.region_switches},
                    {"inflight", u.inflight},         {"regions", regions},
                    {"ack_latency", HistogramJson(u.ack_latency)}};

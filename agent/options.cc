@@ -101,6 +101,7 @@ UplinkOptions UplinkOptionsFromConfig(const Config& c) {
   o.batch_min_delay_ms = c.uplink_batch_min_delay_ms;
   o.batch_max_delay_ms = c.uplink_batch_max_delay_ms;
   o.window = static_cast<size_t>(c.uplink_window);
+  o.series_context = c.uplink_series_context;
   o.ack_timeout_ms = c.uplink_ack_timeout_ms;
   o.backoff_base_ms = c.uplink_backoff_base_ms;
   o.backoff_max_ms = c.uplink_backoff_max_ms;
@@ -126,6 +127,7 @@ RegionHubOptions RegionHubOptionsFromConfig(const Config& c) {
   o.topic_prefix = c.uplink_topic_prefix;
   o.link = LinkOptions(c.hub_broker_uri, c.hub_credentials_file, c.hub_tls);
   o.max_queued_messages = static_cast<size_t>(c.hub_max_queued_messages);
+  o.context_max_bytes = static_cast<size_t>(c.hub_context_max_bytes);
   o.lease_ttl_ms = c.hub_lease_ttl_s * 1000;
   return o;
 }

@@ -144,6 +144,9 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
       Int<C>("uplink", "batch_max_delay_ms", [](C& c) -> int64_t& { return c.uplink_batch_max_delay_ms; }, 0,
              600000, "a partial batch goes at once when nothing is in flight, else when the region has answered "
              "what is, waiting at most this long"),
+      Bool<C>("uplink", "series_context", [](C& c) -> bool& { return c.uplink_series_context; },
+              "batches refer to the series (dictionaries, last values and timestamps) the region already holds "
+              "from this gateway's earlier batches; false = every batch self-contained (sync/PROTOCOL.md)"),
       Int<C>("uplink", "window", [](C& c) -> int64_t& { return c.uplink_window; }, 1, 1024,
              "batches sent and not yet acknowledged by the region, at most"),
       Int<C>("uplink", "ack_timeout_ms", [](C& c) -> int64_t& { return c.uplink_ack_timeout_ms; }, 100, 3600000,
@@ -167,6 +170,10 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
       Int<C>("hub", "max_queued_messages", [](C& c) -> int64_t& { return c.hub_max_queued_messages; }, 1, 1000000,
              "messages received and not yet applied (held in memory); beyond it a message is shed and counted, "
              "and its gateway resends it after uplink.ack_timeout_ms (docs/REGION.md)"),
+      Int<C>("hub", "context_max_bytes", [](C& c) -> int64_t& { return c.hub_context_max_bytes; }, 0,
+             int64_t{1} << 40,
+             "memory for gateways' series contexts (about 0.8 MB for 8,000 series); the least recently used is "
+             "dropped past it and its gateway resends self-contained; 0 = none kept"),
       Str<C>("hub", "broker_uri", [](C& c) -> std::string& { return c.hub_broker_uri; },
              "the region's broker the hub listens on"),
       Str<C>("hub", "credentials_file", [](C& c) -> std::string& { return c.hub_credentials_file; },

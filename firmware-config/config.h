@@ -133,6 +133,10 @@ struct Config {
   // batch_min_delay_ms buys bytes with latency (600 ms: 2.0 bytes per
   // reading) where a metered link costs more than a late reading.
   int64_t uplink_batch_min_delay_ms = 0;
+  // Batches refer to the series context the region holds (protocol 3):
+  // measured on the reference workload online (tests/bench/uplink_bench.cc,
+  // README) at default settings. false: every batch self-contained.
+  bool uplink_series_context = true;
   int64_t uplink_batch_max_delay_ms = 200;
   // A backlog batch's round trip (~80 ms on loopback before the links set
   // TCP_NODELAY) is far longer than the hub needs to apply it (~7 ms), so
@@ -158,6 +162,12 @@ struct Config {
   // Batches received and not yet applied; beyond it the hub stops reading its
   // broker connection (sync/region_hub.h).
   int64_t hub_max_queued_messages = 1024;
+  // Series contexts of gateways held at most (bytes, estimated): ~0.8 MB
+  // for a gateway of 8,000 series, so 64 MiB keeps ~100 such gateways'
+  // (sync/series_context.h). Past it, the least recently used is dropped
+  // and its gateway's next batch is answered NoContext and resent
+  // self-contained.
+  int64_t hub_context_max_bytes = int64_t{64} << 20;
   std::string hub_credentials_file;
   TlsConfig hub_tls;
   bool hub_allow_insecure = false;

@@ -7,6 +7,7 @@
 
 #include "store/feed_cursor.h"
 #include "sync/batch_generated.h"
+#include "sync/column_reader.h"
 
 namespace edgesync {
 namespace {
@@ -36,33 +37,13 @@ class Dictionary {
   std::vector<std::string> values_;
 };
 
-// Reads varints from one column, remembering which column failed.
-class Reader {
- public:
-  Reader(const flatbuffers::Vector<uint8_t>* v, const char* name)
-      : in_(v ? v->data() : nullptr, v ? v->data() + v->size() : nullptr), name_(name) {}
-  bool Next(uint64_t* out) { return in_.Next(out); }
-  bool AtEnd() const { return in_.AtEnd(); }
-  Status Error(const std::string& what) const {
-    return Status::Corruption(std::string("batch column ") + name_ + ": " + what);
-  }
-
- private:
-  VarintReader in_;
-  const char* name_;
-};
-
-#define ES_READ(reader, var)                                      \
-  uint64_t var;                                                   \
-  if (!(reader).Next(&var)) return (reader).Error("truncated or bad varint")
-
 }  // namespace
 
 std::string EncodeEntries(const std::vector<ChangeEntry>& entries, uint64_t lsn_base, const FeedColumns* feed) {
   Dictionary devices, metrics, units;
-  std::string kinds, lsns, device_index, metric_index, unit_index, timestamps, quality, mantissas, escaped, seqs,
+  std::string kinds, lsns, device_index, metric_index, unit_index, timestamps, quality, mantissas, seqs,
       origin_index;
-  std::vector<uint64_t> raw_values;
+  EscapedValuesWriter escapes;
 
   // Pass 1: the metric dictionary and the decimal scale of each metric (the
   // largest any of its values needs), so mantissas of one series share a
@@ -84,8 +65,7 @@ std::string EncodeEntries(const std::vector<ChangeEntry>& entries, uint64_t lsn_
   uint64_t prev_lsn = lsn_base;
   uint32_t prev_device = 0;
   int64_t prev_ts = 0;
-  uint64_t reading_no = 0, last_escape = 0;
-  bool any_escape = false;
+  uint64_t reading_no = 0;
   std::vector<flatbuffers::Offset<wire::DeviceFields>> records;
   flatbuffers::FlatBufferBuilder fbb(1024 + entries.size() * 8);
 
@@ -98,8 +78,7 @@ std::string EncodeEntries(const std::vector<ChangeEntry>& entries, uint64_t lsn_
     prev_device = d;
     if (e.kind != ChangeEntry::Kind::kReading) {
       const DeviceRecord& r = e.device;
-      records.push_back(wire::CreateDeviceFields(fbb, fbb.CreateString(r.name), fbb.CreateString(r.location),
-                                                 fbb.CreateString(r.default_unit), r.deleted));
+      records.push_back(PutDeviceRecord(&fbb, r));
       continue;
     }
     const Reading& r = e.reading;
@@ -120,12 +99,7 @@ std::string EncodeEntries(const std::vector<ChangeEntry>& entries, uint64_t lsn_
       last_of_metric[m] = mantissa;
       metric_seen[m] = true;
     } else {
-      uint64_t bits;
-      std::memcpy(&bits, &r.value, sizeof bits);
-      raw_values.push_back(bits);
-      PutVarint(any_escape ? reading_no - last_escape - 1 : reading_no, &escaped);
-      last_escape = reading_no;
-      any_escape = true;
+      escapes.Add(reading_no, r.value);
     }
     ++reading_no;
   }
@@ -156,8 +130,8 @@ std::string EncodeEntries(const std::vector<ChangeEntry>& entries, uint64_t lsn_
   auto met = fbb.CreateVectorOfStrings(metrics.values());
   auto uni = fbb.CreateVectorOfStrings(units.values());
   auto k = bytes(kinds), l = bytes(lsns), di = bytes(device_index), mi = bytes(metric_index), ui = bytes(unit_index),
-       ts = bytes(timestamps), q = bytes(quality), sc = bytes(scales), ma = bytes(mantissas), es = bytes(escaped);
-  auto raw = fbb.CreateVector(raw_values);
+       ts = bytes(timestamps), q = bytes(quality), sc = bytes(scales), ma = bytes(mantissas), es = bytes(escapes.escaped);
+  auto raw = fbb.CreateVector(escapes.raw);
   auto rec = fbb.CreateVector(records);
   auto ori = fbb.CreateVector(origins);
   auto oi = bytes(origin_index), sq = bytes(seqs);
@@ -201,34 +175,21 @@ Status DecodeEntries(std::string_view bytes, uint64_t lsn_base, size_t max_entri
   if (!st.ok()) return Status::Corruption("batch dictionary: " + st.message());
 
   std::vector<int> scales;
-  Reader scale_reader(in->metric_scale(), "metric_scale");
+  ColumnReader scale_reader(in->metric_scale(), "metric_scale");
   for (size_t i = 0; i < metrics.size(); ++i) {
     ES_READ(scale_reader, s);
     if (s > static_cast<uint64_t>(kMaxScale)) return scale_reader.Error("scale out of range");
     scales.push_back(static_cast<int>(s));
   }
 
-  Reader kinds(in->kinds(), "kinds"), lsns(in->lsns(), "lsns"), device_index(in->device_index(), "device_index"),
+  ColumnReader kinds(in->kinds(), "kinds"), lsns(in->lsns(), "lsns"), device_index(in->device_index(), "device_index"),
       metric_index(in->metric_index(), "metric_index"), unit_index(in->unit_index(), "unit_index"),
       timestamps(in->timestamps(), "timestamps"), quality(in->quality(), "quality"),
-      mantissas(in->mantissas(), "mantissas"), escaped(in->escaped(), "escaped");
-  const auto* raw = in->raw_values();
+      mantissas(in->mantissas(), "mantissas");
   const auto* records = in->device_records();
-  size_t raw_used = 0, records_used = 0;
-  bool have_escape = false;
-  uint64_t next_escape = 0;
-  auto advance_escape = [&](bool first) -> bool {
-    uint64_t gap;
-    if (escaped.AtEnd()) {
-      have_escape = false;
-      return true;
-    }
-    if (!escaped.Next(&gap)) return false;
-    next_escape = first ? gap : next_escape + 1 + gap;
-    have_escape = true;
-    return true;
-  };
-  if (!advance_escape(true)) return escaped.Error("bad varint");
+  size_t records_used = 0;
+  EscapedValuesReader escapes(in->escaped(), in->raw_values());
+  ES_RETURN_IF_ERROR(escapes.Start());
 
   std::unordered_map<uint64_t, int64_t> last_of_series;
   std::vector<int64_t> last_of_metric(metrics.size(), 0);
@@ -258,13 +219,7 @@ Status DecodeEntries(std::string_view bytes, uint64_t lsn_base, size_t max_entri
     if (d < 0 || static_cast<uint64_t>(d) >= devices.size()) return device_index.Error("index out of range");
     prev_device = d;
     if (e.kind != ChangeEntry::Kind::kReading) {
-      if (!records || records_used >= records->size()) return Status::Corruption("batch: missing device record");
-      const wire::DeviceFields* f = records->Get(static_cast<flatbuffers::uoffset_t>(records_used++));
-      e.device.device_id = devices[d];
-      e.device.name = f->name() ? f->name()->str() : "";
-      e.device.location = f->location() ? f->location()->str() : "";
-      e.device.default_unit = f->default_unit() ? f->default_unit()->str() : "";
-      e.device.deleted = f->deleted() || e.kind == ChangeEntry::Kind::kDeviceDelete;
+      ES_RETURN_IF_ERROR(TakeDeviceRecord(records, &records_used, devices[d], &e));
       entries->push_back(std::move(e));
       continue;
     }
@@ -282,12 +237,9 @@ Status DecodeEntries(std::string_view bytes, uint64_t lsn_base, size_t max_entri
     ES_READ(quality, qv);
     if (qv > UINT32_MAX) return quality.Error("out of range");
     r.quality = static_cast<uint32_t>(qv);
-    if (have_escape && next_escape == reading_no) {
-      if (!raw || raw_used >= raw->size()) return Status::Corruption("batch column raw_values: too short");
-      uint64_t bits = raw->Get(static_cast<flatbuffers::uoffset_t>(raw_used++));
-      std::memcpy(&r.value, &bits, sizeof bits);
-      if (!advance_escape(false)) return escaped.Error("bad varint");
-    } else {
+    bool escaped;
+    ES_RETURN_IF_ERROR(escapes.Take(reading_no, &r.value, &escaped));
+    if (!escaped) {
       ES_READ(mantissas, zm);
       uint64_t key = SeriesKey(static_cast<uint32_t>(d), static_cast<uint32_t>(m));
       auto it = last_of_series.find(key);
@@ -306,9 +258,9 @@ Status DecodeEntries(std::string_view bytes, uint64_t lsn_base, size_t max_entri
     if (!std::isfinite(r.value)) return Status::Corruption("batch: reading value is not finite");
     entries->push_back(std::move(e));
   }
-  if (have_escape) return escaped.Error("index beyond the readings");
+  ES_RETURN_IF_ERROR(escapes.Finish());
   if (!kinds.AtEnd() || !lsns.AtEnd() || !device_index.AtEnd() || !metric_index.AtEnd() || !mantissas.AtEnd() ||
-      (raw && raw_used != raw->size()) || (records && records_used != records->size())) {
+      (records && records_used != records->size())) {
     return Status::Corruption("batch: columns longer than the entry count");
   }
 
@@ -323,7 +275,7 @@ Status DecodeEntries(std::string_view bytes, uint64_t lsn_base, size_t max_entri
         feed->origins.push_back(std::move(origin));
       }
     }
-    Reader oi(in->origin_index(), "origin_index"), sq(in->seqs(), "seqs");
+    ColumnReader oi(in->origin_index(), "origin_index"), sq(in->seqs(), "seqs");
     std::vector<int> shard_of;
     for (const Origin& o : feed->origins) shard_of.push_back(RegionShardOf(o.gateway_id));
     ShardPositions prev{};

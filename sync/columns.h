@@ -9,7 +9,8 @@
 // same series (or metric). Any double that is not an exact decimal travels as
 // its raw IEEE bits, so every value round-trips bit for bit.
 //
-// Thread safety: stateless functions.
+// Thread safety: stateless functions (the context ones change only the
+// context they are given).
 #ifndef EDGESYNC_SYNC_COLUMNS_H_
 #define EDGESYNC_SYNC_COLUMNS_H_
 
@@ -21,6 +22,7 @@
 #include "platform/status.h"
 #include "store/column_coding.h"  // PutVarint, ZigZag: shared with the store's chunks
 #include "store/types.h"
+#include "sync/series_context.h"
 
 namespace edgesync {
 
@@ -44,6 +46,17 @@ std::string EncodeEntries(const std::vector<ChangeEntry>& entries, uint64_t lsn_
 Status DecodeEntries(std::string_view bytes, uint64_t lsn_base, size_t max_entries, std::vector<ChangeEntry>* entries,
                      FeedColumns* feed);
 
+// The ColumnsContext layout (uplink batches only): entries coded against the
+// origin's series context, which the call advances (sync/series_context.h).
+// Strings and series new to the context travel in the batch; a reading
+// carries its series id and residues against that series' last timestamp
+// (plus its last interval) and value. The caller Seals the context with the
+// returned bytes.
+std::string EncodeEntriesWithContext(const std::vector<ChangeEntry>& entries, uint64_t lsn_base, SeriesContext* ctx);
+// Its inverse against the same context, which it advances likewise. On an
+// error the context is left part-way: the caller must drop it.
+Status DecodeEntriesWithContext(std::string_view bytes, uint64_t lsn_base, size_t max_entries, SeriesContext* ctx,
+                                std::vector<ChangeEntry>* entries);
 
 }  // namespace edgesync
 

@@ -12,7 +12,8 @@ RegionHub::RegionHub(HubStore* store, RegionHubOptions options, Clock* clock, Mq
     : store_(store),
       options_(std::move(options)),
       clock_(clock ? clock : SystemClock()),
-      factory_(factory ? std::move(factory) : MqttLinkFactory(NewPahoMqttLink)) {}
+      factory_(factory ? std::move(factory) : MqttLinkFactory(NewPahoMqttLink)),
+      contexts_(options_.context_max_bytes) {}
 
 RegionHub::~RegionHub() { Stop(); }
 
@@ -258,13 +259,33 @@ bool RegionHub::Admit(const MqttMessage& message, std::string* sender, WireMessa
     return false;
   }
   WireMessage& m = *out;
-  Status st = DecodeMessage(message.payload, options_.limits, &m, &counters_);
+  // Batches of one origin come here in arrival order: its series context
+  // moves batch by batch as the gateway's did.
+  Status st = DecodeMessage(message.payload, options_.limits, &m, &counters_, &contexts_, sender);
+  if (m.kind == WireKind::kBatch && m.reply_to.empty() && m.batch.context_lsn != 0) {
+    // A batch referring to a context leaves its reply address out: the
+    // sender's own, the only one answered anyway.
+    m.reply_to = ReplyTopic(options_.topic_prefix, *sender, "up");
+  }
+  if (m.kind == WireKind::kBatch) {  // pings are answered on the receive thread: contexts_ is not theirs
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.contexts = contexts_.size();
+    stats_.context_bytes = contexts_.bytes();
+    stats_.context_evictions = contexts_.evictions();
+    stats_.context_misses = counters_.no_context;
+  }
   if (!st.ok()) {
-    ES_LOG(kWarn, "hub {}: refused a message from {}: {}", options_.region, *sender, st.ToString());
+    const bool no_context = st.code() == Status::Code::kNotFound && m.kind == WireKind::kBatch;
+    if (no_context) {
+      ES_LOG(kDebug, "hub {}: {}: {}", options_.region, *sender, st.ToString());
+    } else {
+      ES_LOG(kWarn, "hub {}: refused a message from {}: {}", options_.region, *sender, st.ToString());
+    }
     if (m.kind == WireKind::kBatch && IsReplyTopic(options_.topic_prefix, *sender, m.reply_to) &&
         m.batch.origin.gateway_id == *sender) {
       // Tell the sender why, so it does not wait for its timeout.
-      WireAck ack{options_.region, m.batch.origin, 0, AckCode::kBadBatch, st.ToString()};
+      WireAck ack{options_.region, m.batch.origin, 0, no_context ? AckCode::kNoContext : AckCode::kBadBatch,
+                  st.ToString()};
       store_->HighWater(m.batch.origin, &ack.high_water);
       Reply(m.reply_to, EncodeAck(m.correlation_id, ack));
     }

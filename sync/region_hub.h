@@ -25,7 +25,11 @@
 // with a page, its per-shard continuation
 // and the head; a position that can no longer be served (pruned, past the
 // head, or of another epoch: the store was re-created) gets an explicit
-// reset. Pages and head notices carry the store's epoch. After applying, a small retained FeedHead notice goes to
+// reset. Pages and head notices carry the store's epoch. A batch coded
+// against its origin's series context (protocol 3) is decoded against the
+// context the hub keeps for that origin (bounded by context_max_bytes, least
+// recently used evicted first); one naming a context not held is answered
+// NoContext and its gateway resends self-contained. After applying, a small retained FeedHead notice goes to
 // <prefix>/region/<region>/head so readers know when to pull.
 // Protocol: sync/PROTOCOL.md.
 //
@@ -70,6 +74,7 @@ struct RegionHubOptions {
   int64_t head_interval_ms = 100;      // at most one head notice per interval
   size_t max_queued_messages = 1024;   // received but not yet applied; beyond it a message is shed (resent)
   size_t max_group_batches = 64;       // queued batches applied together (one transaction where the store groups)
+  size_t context_max_bytes = size_t{64} << 20;  // see Config::hub_context_max_bytes
   int zstd_level = 3;
   DecodeLimits limits;
 };
@@ -105,6 +110,10 @@ struct RegionHubStats {
   uint64_t feed_resets = 0;
   uint64_t head_seq = 0;            // entries the region feed numbered (every shard; FeedBoundsInfo::numbered)
   uint64_t not_owned = 0;           // messages of a shard this hub does not hold: dropped, resent by the gateway
+  uint64_t context_misses = 0;      // batches naming a series context not held here: answered NoContext
+  uint64_t context_evictions = 0;   // origins' contexts dropped for hub.context_max_bytes
+  size_t contexts = 0;              // origins whose series context is held
+  size_t context_bytes = 0;         // their memory (estimated)
   std::vector<int> shards;          // the shards this hub holds, ascending
   int live_hubs = 0;                // the region's hubs, as the last lease round counted them
   uint64_t shards_taken = 0;        // free or expired shards taken since the start (takeovers)
@@ -177,6 +186,9 @@ class RegionHub {
   std::atomic<int64_t> last_shed_log_ms_{-1000000};  // the shed warning, at most every 10 s
 
   WireCounters counters_;
+  // Each origin's series context (sync/series_context.h), read and moved
+  // only where batches are decoded (the worker, in arrival order).
+  SeriesContextCache contexts_{0};
   std::string epoch_;  // the store's epoch: feed pages and head notices carry it
   ShardPositions head_published_{};
   int64_t last_head_ms_ = 0;

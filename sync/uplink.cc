@@ -76,6 +76,8 @@ Status Uplink::Start() {
   selector_ = std::make_unique<RegionSelector>(regions, health_timeout, options_.failback_after_ms, grace);
   next_probe_ms_.assign(links_.size(), 0);
   region_high_water_.assign(links_.size(), 0);
+  context_refused_.assign(links_.size(), false);
+  context_proven_.assign(links_.size(), false);
   for (auto& link : links_) ES_RETURN_IF_ERROR(link->Start());
   stop_ = false;
   worker_ = std::thread([this] { Run(); });
@@ -134,6 +136,9 @@ void Uplink::Run() {
         std::lock_guard<std::mutex> lock(stats_mu_);
         ++stats_.ack_timeouts;
       }
+      // A hub of protocol 2 leaves a lean context batch unanswered (it
+      // cannot tell whose it is): the next ones name their origin again.
+      context_proven_[inflight_.front().region] = false;
       Rewind("no answer within uplink.ack_timeout_ms", true);
       const int64_t longest = kMaxAnswerWaitFactor * options_.ack_timeout_ms;
       if (answer_wait_ms_ < longest) {
@@ -169,7 +174,11 @@ void Uplink::HandleEvent(Event& event) {
   int64_t now = NowMs();
   if (event.type == Event::Type::kState) {
     selector_->OnConnected(event.region, event.connected, now);
-    if (event.connected) next_probe_ms_[event.region] = 0;
+    if (event.connected) {
+      next_probe_ms_[event.region] = 0;
+      context_refused_[event.region] = false;  // it may have been upgraded meanwhile
+    }
+    context_proven_[event.region] = false;
     if (static_cast<int>(event.region) == write_region_) {
       // Publishes in flight on a lost connection may be gone: go back to the
       // checkpoint; the link reconnects with its own backoff.
@@ -200,7 +209,11 @@ void Uplink::IgnoreAck(size_t region, uint64_t correlation_id, const char* why) 
 
 void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ack) {
   const std::string& name = options_.regions[region].name;
-  if (ack.origin != origin_) return IgnoreAck(region, correlation_id, "it names another origin");
+  // A hub that lost our context answers NoContext to a batch that named no
+  // origin (the context's): it knows our id (the topic), not our epoch.
+  const bool unnamed = ack.code == AckCode::kNoContext && ack.origin.epoch.empty() &&
+                       ack.origin.gateway_id == origin_.gateway_id;
+  if (ack.origin != origin_ && !unnamed) return IgnoreAck(region, correlation_id, "it names another origin");
   if (ack.region != name) return IgnoreAck(region, correlation_id, "it names another region");
   // Only an answer to a batch in flight counts: anything else is forged,
   // replayed, or answers a batch given up on (after a rewind), whose
@@ -213,12 +226,34 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
   if (batch->region != region) return IgnoreAck(region, correlation_id, "the batch was sent to another region");
   selector_->OnBatchAnswered(region, NowMs());
   region_high_water_[region] = std::max(region_high_water_[region], ack.high_water);
+  if (ack.code == AckCode::kNoContext) {
+    // Not a fault of the batch nor a sign of load: the region lost (or
+    // never had) the context, so the resend goes at once, self-contained.
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      ++stats_.refusals;
+      ++stats_.context_misses;
+    }
+    ++context_misses_in_row_;
+    plain_batches_left_ = (size_t{1} << std::min(context_misses_in_row_ - 1, 6)) - 1;
+    ES_LOG(kInfo, "uplink: region {} does not hold the series context of our batches; resending self-contained",
+           name);
+    Rewind("the region does not hold the series context", false);
+    return;
+  }
   if (ack.code != AckCode::kOk) {
     {
       std::lock_guard<std::mutex> lock(stats_mu_);
       ++stats_.refusals;
     }
     ES_LOG(kWarn, "uplink: region {} refused a batch ({}): {}", name, static_cast<int>(ack.code), ack.message);
+    if (ack.code == AckCode::kBadBatch && batch->with_context && !context_refused_[region]) {
+      // A hub of protocol 2 refuses the ColumnsContext encoding it does not
+      // know; it decodes self-contained batches.
+      context_refused_[region] = true;
+      ES_LOG(kWarn, "uplink: region {} does not decode batches that refer to a series context (an older hub?); "
+             "sending it self-contained batches until it reconnects", name);
+    }
     // The batches after it are refused too; the rewind forgets them all, so
     // their refusals are no longer in flight.
     Rewind("batch refused", true);
@@ -227,6 +262,10 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.acks;
+  }
+  if (batch->with_context) {
+    context_misses_in_row_ = 0;
+    context_proven_[region] = true;
   }
   // The region may hold more than this batch (sent before); the checkpoint
   // still moves only as far as what this answer acknowledges of ours.
@@ -290,7 +329,18 @@ void Uplink::Rewind(const char* why, bool with_backoff) {
   inflight_.clear();
   next_after_ = checkpoint_;
   pending_since_ms_ = -1;
+  context_.Reset();
   if (with_backoff) resume_at_ms_ = NowMs() + backoff_.Next();
+}
+
+SeriesContext* Uplink::NextContext() {
+  if (!options_.series_context || context_refused_[write_region_]) return nullptr;
+  if (plain_batches_left_ > 0) {
+    --plain_batches_left_;
+    context_.Reset();
+    return nullptr;
+  }
+  return &context_;
 }
 
 void Uplink::SendBatches(int64_t now_ms) {
@@ -346,7 +396,10 @@ void Uplink::SendBatches(int64_t now_ms) {
     std::string payload;
     if (++correlation_ == 0) ++correlation_;
     uint64_t correlation_id = correlation_;
-    st = EncodeBatch(reply_topic_, correlation_id, batch, encode_, &payload);
+    SeriesContext* context = NextContext();
+    const bool with_context = context != nullptr && !context->empty();
+    encode_.context_names_origin = !context_proven_[write_region_];
+    st = EncodeBatch(reply_topic_, correlation_id, batch, encode_, &payload, context);
     if (st.ok()) {
       st = link->Publish(HubInboxTopic(options_.topic_prefix, region, options_.gateway_id), payload, 1, false, 1000);
     }
@@ -355,10 +408,11 @@ void Uplink::SendBatches(int64_t now_ms) {
       Rewind("send failed", true);
       return;
     }
-    inflight_.push_back({correlation_id, static_cast<size_t>(write_region_), batch.last_lsn, now_ms});
+    inflight_.push_back({correlation_id, static_cast<size_t>(write_region_), batch.last_lsn, now_ms, with_context});
     next_after_ = batch.last_lsn;
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.batches_sent;
+    if (with_context) ++stats_.context_batches;
     stats_.entries_sent += batch.entries.size();
     stats_.bytes_sent += payload.size();
   }

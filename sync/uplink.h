@@ -19,7 +19,12 @@
 // backlog stays in the store. Every batch declares base_lsn = the checkpoint
 // (all of it is held by some region), so after a failover the new region
 // starts where the old one stopped and no reading is sent to two regions
-// unless its answer was lost. Region choice: sync/region_selector.h.
+// unless its answer was lost. Batches refer to the series context the
+// write region holds of the ones before (sync/series_context.h) unless
+// series_context is off; after any rewind the next batch is self-contained,
+// a NoContext answer rewinds at once (no backoff), and a region that refuses
+// a context batch as undecodable (an older hub) gets self-contained batches
+// until it reconnects. Region choice: sync/region_selector.h.
 // Protocol: sync/PROTOCOL.md.
 //
 // Thread safety: Start/Stop from one thread; NotifyAppended and stats() from
@@ -64,6 +69,7 @@ struct UplinkOptions {
   int64_t batch_min_delay_ms = 0;    // see Config::uplink_batch_min_delay_ms
   int64_t batch_max_delay_ms = 200;  // see Config::uplink_batch_max_delay_ms
   size_t window = 12;  // see Config::uplink_window
+  bool series_context = true;  // see Config::uplink_series_context
   int64_t ack_timeout_ms = 10000;
   int64_t backoff_base_ms = 200;
   int64_t backoff_max_ms = 30000;
@@ -95,7 +101,9 @@ struct UplinkStats {
   uint64_t resends = 0;           // times the uplink went back to the checkpoint
   uint64_t ack_timeouts = 0;
   int64_t answer_wait_ms = 0;  // how long a batch waits for its answer now (see Uplink::answer_wait_ms_)
-  uint64_t refusals = 0;          // Gap / BadBatch / StoreError answers
+  uint64_t refusals = 0;          // Gap / BadBatch / StoreError / NoContext answers
+  uint64_t context_batches = 0;   // batches sent referring to the region's series context
+  uint64_t context_misses = 0;    // NoContext answers: the region did not hold it (restart, eviction, handover)
   uint64_t acks_ignored = 0;      // answers to no batch in flight, from another region or for another origin
   uint64_t region_switches = 0;
   uint64_t bad_messages = 0;      // undecodable answers
@@ -134,6 +142,7 @@ class Uplink {
     size_t region = 0;  // where it was sent
     uint64_t last = 0;
     int64_t sent_ms = 0;
+    bool with_context = false;  // coded against the series context
   };
 
   void Run();
@@ -144,6 +153,8 @@ class Uplink {
   void Choose(int64_t now_ms);
   void SendBatches(int64_t now_ms);
   void Rewind(const char* why, bool with_backoff);
+  // The context the next batch is coded with (nullptr: self-contained, none kept).
+  SeriesContext* NextContext();
   int64_t NowMs() const { return clock_->MonotonicMillis(); }
 
   Store* store_;
@@ -186,6 +197,24 @@ class Uplink {
   std::deque<InFlight> inflight_;
   EncodeOptions encode_;
   WireCounters wire_counters_;
+  // The series context the write region holds of our batches since the
+  // last self-contained one (sync/series_context.h). Every rewind empties
+  // it: whatever went unanswered may not have reached the region.
+  SeriesContext context_;
+  // Regions that refused a context batch as undecodable (a hub of protocol
+  // 2): self-contained batches only, until they reconnect.
+  std::vector<bool> context_refused_;
+  // Regions that answered a context batch Ok since their last reconnect or
+  // answer timeout: they get lean context batches (no origin, reply address
+  // nor first_lsn); the others full ones, which a hub of protocol 2 can
+  // refuse by name instead of leaving unanswered.
+  std::vector<bool> context_proven_;
+  // After NoContext answers in a row, that many self-contained batches
+  // (1, 3, 7 .. 63) before referring to a context again: a hub that keeps
+  // losing contexts (a bound too small for its gateways) is not asked in
+  // vain for every other batch.
+  int context_misses_in_row_ = 0;
+  size_t plain_batches_left_ = 0;
 
   mutable std::mutex stats_mu_;
   UplinkStats stats_;

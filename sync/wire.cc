@@ -132,32 +132,24 @@ Status CheckEncoding(wire::Encoding encoding, WireCounters* counters) {
   return Status::Unsupported("message: unknown entry encoding " + std::to_string(static_cast<int>(encoding)));
 }
 
-Status DecodeBatch(const wire::Batch* b, const DecodeLimits& limits, WireBatch* out, WireCounters* counters) {
-  out->origin = ReadOrigin(b->origin());
-  out->first_lsn = b->first_lsn();
-  out->last_lsn = b->last_lsn();
-  out->base_lsn = b->base_lsn();
-  auto bad = [counters](const std::string& why) {
-    if (counters) ++counters->bad_entries;
-    return Status::Corruption("batch: " + why);
-  };
-  if (!IsValidUtf8(out->origin.gateway_id) || out->origin.gateway_id.empty() || out->origin.epoch.empty() ||
-      out->origin.gateway_id.size() > 128 || out->origin.epoch.size() > 64) {
-    return bad("missing or invalid origin");
-  }
-  if (b->count() == 0 || b->first_lsn() == 0 || b->first_lsn() > b->last_lsn()) return bad("empty or inverted LSN range");
-  if (b->count() > limits.max_entries) {
-    if (counters) ++counters->too_large;
-    return Status::Corruption("batch: " + std::to_string(b->count()) + " entries over the limit");
-  }
-  ES_RETURN_IF_ERROR(CheckEncoding(b->encoding(), counters));
+// The entries of a batch, against the origin's context when it is coded
+// so (`ctx`, found by the caller); with `contexts`, the batch then moves the
+// context or starts (or drops) one.
+Status DecodeBatchEntries(const wire::Batch* b, const DecodeLimits& limits, WireBatch* out, WireCounters* counters,
+                          SeriesContext* ctx, SeriesContextCache* contexts) {
+  if (ctx == nullptr) ES_RETURN_IF_ERROR(CheckEncoding(b->encoding(), counters));
   std::string raw;
   ES_RETURN_IF_ERROR(Decompress(b->body(), b->codec(), b->raw_size(), limits, &raw, counters));
-  Status st = DecodeEntries(raw, b->first_lsn() - 1, b->count(), &out->entries, nullptr);
+  Status st = ctx ? DecodeEntriesWithContext(raw, out->first_lsn - 1, b->count(), ctx, &out->entries)
+                  : DecodeEntries(raw, out->first_lsn - 1, b->count(), &out->entries, nullptr);
   if (!st.ok()) {
     if (counters) ++counters->bad_entries;
     return st;
   }
+  auto bad = [counters](const std::string& why) {
+    if (counters) ++counters->bad_entries;
+    return Status::Corruption("batch: " + why);
+  };
   if (out->entries.size() != b->count()) return bad("entry count differs from the header");
   uint64_t prev = 0;
   for (const ChangeEntry& e : out->entries) {
@@ -166,10 +158,70 @@ Status DecodeBatch(const wire::Batch* b, const DecodeLimits& limits, WireBatch* 
   }
   // first_lsn starts the span the batch covers; the first entry may come
   // later when the log compacted the LSNs before it (device records).
-  if (out->entries.front().lsn < b->first_lsn() || out->entries.back().lsn != b->last_lsn()) {
+  if (out->entries.front().lsn < out->first_lsn || out->entries.back().lsn != out->last_lsn) {
     return bad("entries outside first_lsn..last_lsn");
   }
+  if (contexts == nullptr) return Status::Ok();
+  if (ctx == nullptr && !b->keep_context()) {
+    contexts->Erase(out->origin.gateway_id);  // the sender no longer refers to one
+    return Status::Ok();
+  }
+  if (ctx == nullptr) {
+    ctx = contexts->Start(out->origin);
+    ctx->Advance(out->entries);
+  }
+  ctx->Seal(out->last_lsn, raw);
+  contexts->Trim(out->origin.gateway_id);
   return Status::Ok();
+}
+
+Status DecodeBatch(const wire::Batch* b, const DecodeLimits& limits, WireBatch* out, WireCounters* counters,
+                   SeriesContextCache* contexts, const std::string* sender) {
+  out->origin = ReadOrigin(b->origin());
+  out->first_lsn = b->first_lsn();
+  out->last_lsn = b->last_lsn();
+  out->base_lsn = b->base_lsn();
+  out->context_lsn = b->context_lsn();
+  out->context_hash = b->context_hash();
+  out->keep_context = b->keep_context();
+  out->entries.clear();
+  auto bad = [counters](const std::string& why) {
+    if (counters) ++counters->bad_entries;
+    return Status::Corruption("batch: " + why);
+  };
+  // Only the origin's own sender reads or moves its context: a batch
+  // naming another origin (refused later as such) must not disturb it.
+  const bool with_context = b->encoding() == wire::Encoding::ColumnsContext;
+  if (contexts && sender == nullptr) contexts = nullptr;
+  if (contexts && !(with_context && b->origin() == nullptr) && out->origin.gateway_id != *sender) contexts = nullptr;
+  SeriesContext* ctx = nullptr;
+  if (with_context) {
+    // It names no origin (it is the context's) and starts right after it.
+    ctx = contexts ? contexts->Find(*sender) : nullptr;
+    if (b->origin() == nullptr) out->origin = ctx ? ctx->origin : Origin{sender ? *sender : "", ""};
+    if (out->first_lsn == 0) out->first_lsn = out->context_lsn + 1;
+    if (ctx == nullptr || b->context_lsn() == 0 || ctx->lsn() != b->context_lsn() ||
+        ctx->hash() != b->context_hash() || ctx->origin != out->origin) {
+      if (counters) ++counters->no_context;
+      return Status::NotFound("batch: the context it was encoded against (after LSN " +
+                              std::to_string(b->context_lsn()) + ") is not held here");
+    }
+  }
+  if (!IsValidUtf8(out->origin.gateway_id) || out->origin.gateway_id.empty() || out->origin.epoch.empty() ||
+      out->origin.gateway_id.size() > 128 || out->origin.epoch.size() > 64) {
+    return bad("missing or invalid origin");
+  }
+  Status st;
+  if (b->count() == 0 || out->first_lsn == 0 || out->first_lsn > out->last_lsn) {
+    st = bad("empty or inverted LSN range");
+  } else if (b->count() > limits.max_entries) {
+    if (counters) ++counters->too_large;
+    st = Status::Corruption("batch: " + std::to_string(b->count()) + " entries over the limit");
+  } else {
+    st = DecodeBatchEntries(b, limits, out, counters, ctx, contexts);
+  }
+  if (!st.ok() && contexts) contexts->Erase(out->origin.gateway_id);
+  return st;
 }
 
 Status DecodeFeedPage(const wire::FeedPage* p, const DecodeLimits& limits, WireFeedPage* out,
@@ -220,18 +272,38 @@ Status DecodeFeedPage(const wire::FeedPage* p, const DecodeLimits& limits, WireF
 }  // namespace
 
 Status EncodeBatch(const std::string& reply_to, uint64_t correlation_id, const WireBatch& batch,
-                   const EncodeOptions& options, std::string* out) {
+                   const EncodeOptions& options, std::string* out, SeriesContext* context) {
   if (batch.entries.empty()) return Status::InvalidArgument("encode batch: no entries");
-  std::string raw = EncodeEntries(batch.entries, batch.first_lsn - 1, nullptr);
+  if (context && !context->HasRoom(batch.entries.size())) context->Reset();
+  const bool with_context = context && !context->empty();
+  const uint64_t context_lsn = with_context ? context->lsn() : 0;
+  const uint64_t context_hash = with_context ? context->hash() : 0;
+  std::string raw;
+  if (with_context && batch.first_lsn != context_lsn + 1) {
+    return Status::InvalidArgument("encode batch: a batch referring to a context starts right after it");
+  }
+  if (with_context) {
+    raw = EncodeEntriesWithContext(batch.entries, batch.first_lsn - 1, context);
+  } else {
+    raw = EncodeEntries(batch.entries, batch.first_lsn - 1, nullptr);
+    if (context) context->Advance(batch.entries);
+  }
+  if (context) context->Seal(batch.last_lsn, raw);
   std::string compressed;
   ES_RETURN_IF_ERROR(Compress(raw, options.zstd_level, &compressed));
   FlatBufferBuilder fbb(compressed.size() + 256);
-  auto origin = MakeOrigin(fbb, batch.origin);
+  // A batch that refers to a context leaves out what the hub knows from it
+  // and from the topic: the origin (the context's), the reply address (the
+  // sender's own "up" topic, the only one a hub answers on) and first_lsn
+  // (the context's LSN + 1): ~90 bytes a batch, measured.
+  const bool lean = with_context && !options.context_names_origin;
+  auto origin = lean ? Offset<wire::WireOrigin>() : MakeOrigin(fbb, batch.origin);
   auto body = fbb.CreateVector(reinterpret_cast<const uint8_t*>(compressed.data()), compressed.size());
-  auto b = wire::CreateBatch(fbb, origin, batch.first_lsn, batch.last_lsn, batch.base_lsn,
+  auto b = wire::CreateBatch(fbb, origin, lean ? 0 : batch.first_lsn, batch.last_lsn, batch.base_lsn,
                              static_cast<uint32_t>(batch.entries.size()), wire::Codec::Zstd,
-                             wire::Encoding::ColumnsV1, static_cast<uint32_t>(raw.size()), body);
-  *out = Finish(fbb, reply_to, correlation_id, wire::Body::Batch, b.Union());
+                             with_context ? wire::Encoding::ColumnsContext : wire::Encoding::ColumnsV1,
+                             static_cast<uint32_t>(raw.size()), body, context_lsn, context_hash, context != nullptr);
+  *out = Finish(fbb, lean ? std::string() : reply_to, correlation_id, wire::Body::Batch, b.Union());
   return Status::Ok();
 }
 
@@ -352,7 +424,7 @@ bool PeekKind(std::string_view payload, const DecodeLimits& limits, WireKind* ki
 }
 
 Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireMessage* message,
-                     WireCounters* counters) {
+                     WireCounters* counters, SeriesContextCache* contexts, const std::string* sender) {
   if (payload.size() > limits.max_payload_bytes) {
     if (counters) ++counters->too_large;
     return Status::Corruption("message: " + std::to_string(payload.size()) + " bytes over the limit " +
@@ -375,7 +447,7 @@ Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireM
   switch (m->body_type()) {
     case wire::Body::Batch:
       message->kind = WireKind::kBatch;
-      st = DecodeBatch(m->body_as_Batch(), limits, &message->batch, counters);
+      st = DecodeBatch(m->body_as_Batch(), limits, &message->batch, counters, contexts, sender);
       break;
     case wire::Body::BatchAck: {
       const auto* a = m->body_as_BatchAck();
@@ -385,7 +457,7 @@ Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireM
       message->ack.high_water = a->high_water();
       message->ack.code = static_cast<AckCode>(a->status());
       message->ack.message = Str(a->message());
-      if (static_cast<uint8_t>(a->status()) > static_cast<uint8_t>(AckCode::kStoreError)) {
+      if (static_cast<uint8_t>(a->status()) > static_cast<uint8_t>(AckCode::kNoContext)) {
         if (counters) ++counters->unsupported;
         return Status::Unsupported("ack: unknown status");
       }

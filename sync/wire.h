@@ -22,12 +22,16 @@
 #include "store/feed_cursor.h"
 #include "store/store.h"
 #include "store/types.h"
+#include "sync/series_context.h"
 
 namespace edgesync {
 
 // 2: the region feed's continuation is per shard (FeedRequest.positions,
 // FeedPage.after/next/head, FeedHead.heads).
-constexpr uint16_t kWireVersion = 2;
+// 3: uplink batches may refer to the origin's series context (Encoding
+// ColumnsContext, Batch.context_lsn/context_hash/keep_context, AckStatus
+// NoContext; sync/series_context.h).
+constexpr uint16_t kWireVersion = 3;
 
 struct DecodeLimits {
   size_t max_payload_bytes = size_t{16} << 20;  // compressed MQTT payload
@@ -37,6 +41,11 @@ struct DecodeLimits {
 
 struct EncodeOptions {
   int zstd_level = 3;
+  // A batch referring to a context leaves out the origin, the reply address
+  // and first_lsn (the hub has them from the context and the topic) unless
+  // this is set: for a region not yet known to decode such batches, so that
+  // a hub of protocol 2 can answer its refusal (BadBatch) to the origin.
+  bool context_names_origin = false;
 };
 
 // Why payloads were refused (and how many were fine).
@@ -47,6 +56,9 @@ struct WireCounters {
   std::atomic<uint64_t> unsupported{0};     // unknown body kind, codec or encoding
   std::atomic<uint64_t> bad_compression{0};
   std::atomic<uint64_t> bad_entries{0};     // columns inconsistent, invalid readings
+  // Context batches whose context was not held (not counted as rejected:
+  // the sender resends self-contained).
+  std::atomic<uint64_t> no_context{0};
   uint64_t rejected() const {
     return too_large + bad_buffer + unsupported + bad_compression + bad_entries;
   }
@@ -54,13 +66,19 @@ struct WireCounters {
 
 enum class WireKind { kBatch, kAck, kPing, kPong, kFeedRequest, kFeedPage, kFeedHead };
 
-enum class AckCode : uint8_t { kOk = 0, kGap = 1, kBadBatch = 2, kStoreError = 3 };
+enum class AckCode : uint8_t { kOk = 0, kGap = 1, kBadBatch = 2, kStoreError = 3, kNoContext = 4 };
 
 struct WireBatch {
   Origin origin;
   uint64_t first_lsn = 0;
   uint64_t last_lsn = 0;
   uint64_t base_lsn = 0;
+  // Decoded only (EncodeBatch takes them from its context): the context the
+  // batch was encoded against (0 = self-contained), and whether the sender
+  // refers to the context it leaves.
+  uint64_t context_lsn = 0;
+  uint64_t context_hash = 0;
+  bool keep_context = false;
   std::vector<ChangeEntry> entries;
 };
 
@@ -115,8 +133,12 @@ struct WireMessage {
 // covers the LSN span first_lsn..last_lsn (last_lsn = the last entry's LSN;
 // first_lsn = the LSN after the previous batch, which may lie before the
 // first entry when the log compacted the LSNs in between).
+// With `context`, the batch refers to it (ColumnsContext) unless it is
+// empty (or full), in which case it is self-contained (ColumnsV1, which any
+// hub decodes) and starts it afresh; either way the context then stands
+// after this batch. Without, a self-contained batch and nothing kept.
 Status EncodeBatch(const std::string& reply_to, uint64_t correlation_id, const WireBatch& batch,
-                   const EncodeOptions& options, std::string* out);
+                   const EncodeOptions& options, std::string* out, SeriesContext* context = nullptr);
 std::string EncodeAck(uint64_t correlation_id, const WireAck& ack);
 std::string EncodePing(const std::string& reply_to, uint64_t correlation_id, int64_t sent_ns);
 std::string EncodePong(uint64_t correlation_id, const std::string& region, int64_t sent_ns);
@@ -130,9 +152,16 @@ std::string EncodeFeedHead(const std::string& region, const ShardPositions& head
 // no decompression). False if it is not a valid message.
 bool PeekKind(std::string_view payload, const DecodeLimits& limits, WireKind* kind);
 
-// Decodes any message. counters may be null.
+// Decodes any message. counters may be null. A hub passes its `contexts`
+// and the message's authenticated `sender`: a batch of the sender's own
+// origin then starts, moves or drops that origin's context (a batch naming
+// another origin neither reads nor changes one). A ColumnsContext batch
+// whose context is not held (or not given) is NotFound, its header decoded
+// in message->batch, counted in no_context: answer it NoContext. Any other
+// failure drops the origin's context.
 Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireMessage* message,
-                     WireCounters* counters);
+                     WireCounters* counters, SeriesContextCache* contexts = nullptr,
+                     const std::string* sender = nullptr);
 
 // Topics (every level [A-Za-z0-9_-], safe on Mosquitto and nats-server). The
 // gateway id is a level of its own everywhere, so a broker ACL can confine an

@@ -5,7 +5,9 @@
 //      (fixed header, topic, packet id, payload): edgesync batches vs one JSON
 //      message per reading; for backlog batches (uplink.batch_max_readings)
 //      and for batches of 1,600 and 200 readings (what 200 and 25 ms of the
-//      workload make).
+//      workload make); each also with every batch referring to the series
+//      context of those before (protocol 3, "_with_context", against the
+//      self-contained figure), with where a context batch's bytes go.
 //   2. drain: time to deliver a backlog of N readings (default 1,000,000;
 //      EDGESYNC_BENCH_DRAIN_READINGS overrides, 0 skips) from a gateway store
 //      to a region hub on loopback (end-to-end acknowledged), vs a Mosquitto
@@ -23,10 +25,12 @@
 //      durable on either side).
 //   4. online bytes: the reference workload paced at 8,000 single-reading
 //      messages/s for 60 s (EDGESYNC_BENCH_ONLINE_SECONDS overrides, 0 skips)
-//      through an `edgesync gateway` with default settings, then with
-//      uplink.batch_min_delay_ms = 600: every byte the gateway sends to the
+//      through an `edgesync gateway` with uplink.series_context = false
+//      (every batch self-contained: the baseline), with default settings,
+//      then with uplink.batch_min_delay_ms = 600: every byte the gateway sends to the
 //      region broker (a counting proxy) per reading, and readings per batch.
 #include <dirent.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -46,6 +50,8 @@
 #include "firmware-config/config.h"
 #include "platform/files.h"
 #include "platform/log.h"
+#include "sync/batch_generated.h"
+#include "sync/columns.h"
 #include "sync/wire.h"
 #include "tests/bench/report.h"
 #include "tests/integration/sync_sites.h"
@@ -86,6 +92,49 @@ size_t PacketBytes(size_t topic, size_t payload) {
   return 1 + length_bytes + remaining;
 }
 
+// The compressed body's bytes inside a batch payload.
+size_t BodyBytes(const std::string& payload) {
+  const auto* m = wire::GetMessage(payload.data());
+  const auto* b = m->body_as_Batch();
+  return b && b->body() ? b->body()->size() : 0;
+}
+
+// What a context batch of `size` readings spends per reading on each
+// column after the first tick, each compressed on its own (they are
+// compressed together on the wire: the sum is above the body).
+void ColumnBreakdown(const std::vector<Reading>& readings, size_t size) {
+  SeriesContext context;
+  std::string raw;
+  size_t at = 0;
+  for (; at + size <= readings.size() && at < 16000; at += size) {
+    std::vector<ChangeEntry> entries;
+    for (size_t i = at; i < at + size; ++i) {
+      ChangeEntry e;
+      e.lsn = i + 1;
+      e.reading = readings[i];
+      entries.push_back(std::move(e));
+    }
+    if (context.empty()) {
+      context.Advance(entries);
+      raw = "start";
+    } else {
+      raw = EncodeEntriesWithContext(entries, at, &context);
+    }
+    context.Seal(at + size, raw);
+  }
+  const auto* in = flatbuffers::GetRoot<wire::Entries>(raw.data());
+  auto z = [](const flatbuffers::Vector<uint8_t>* v) -> double {
+    if (!v) return 0;
+    std::string out(ZSTD_compressBound(v->size()), '\0');
+    return static_cast<double>(ZSTD_compress(out.data(), out.size(), v->data(), v->size(), 3));
+  };
+  std::printf("  one context batch of %zu readings, columns compressed alone, bytes per reading: series %.2f, "
+              "new series %.2f, timestamps %.2f, values %.2f, metric scales %.2f, quality %.2f; the whole "
+              "Entries table %zu bytes raw\n",
+              size, z(in->series()) / size, z(in->new_series()) / size, z(in->timestamps()) / size,
+              z(in->mantissas()) / size, z(in->metric_scale()) / size, z(in->quality()) / size, raw.size());
+}
+
 // Bytes per reading of edgesync batches of batch_size vs JSON per reading.
 double BytesPerReading(bench::Report* report) {
   SensorWorkload workload(1000, 1780000000000);
@@ -102,26 +151,51 @@ double BytesPerReading(bench::Report* report) {
                                                   {1600, "bytes_per_reading_batches_of_1600"},
                                                   {200, "bytes_per_reading_batches_of_200"}};
   for (const auto& [batch_size, name] : sizes) {
-    size_t total = 0;
-    for (size_t at = 0; at < readings.size(); at += batch_size) {
-      WireBatch b;
-      b.origin = {"gw-0001", "0123456789abcdef0123456789abcdef"};
-      for (size_t i = at; i < std::min(readings.size(), at + batch_size); ++i) {
-        ChangeEntry e;
-        e.lsn = i + 1;
-        e.reading = readings[i];
-        b.entries.push_back(std::move(e));
+    // Self-contained batches, then the same batches each referring to the
+    // series context of those before (protocol 3), as an uplink streams
+    // them to one region: the first defines the series, the rest refer.
+    size_t total[2] = {0, 0};
+    // Of the context batches after the first tick (every series known):
+    // MQTT header and topic, the message around the body, the body.
+    size_t parts[3] = {0, 0, 0}, warm_readings = 0;
+    std::string warm_raw;
+    for (int with = 0; with < 2; ++with) {
+      SeriesContext context;
+      for (size_t at = 0; at < readings.size(); at += batch_size) {
+        WireBatch b;
+        b.origin = {"gw-0001", "0123456789abcdef0123456789abcdef"};
+        for (size_t i = at; i < std::min(readings.size(), at + batch_size); ++i) {
+          ChangeEntry e;
+          e.lsn = i + 1;
+          e.reading = readings[i];
+          b.entries.push_back(std::move(e));
+        }
+        b.first_lsn = b.entries.front().lsn;
+        b.last_lsn = b.entries.back().lsn;
+        b.base_lsn = at;
+        std::string payload;
+        if (!EncodeBatch(ReplyTopic("edgesync", "gw-0001", "up"), at, b, {}, &payload, with ? &context : nullptr).ok()) {
+          Die("encoding a batch failed");
+        }
+        total[with] += PacketBytes(topic.size(), payload.size());
+        if (with && at >= 8000) {
+          size_t body = BodyBytes(payload);
+          parts[0] += PacketBytes(topic.size(), payload.size()) - payload.size();
+          parts[1] += payload.size() - body;
+          parts[2] += body;
+          warm_readings += b.entries.size();
+        }
       }
-      b.first_lsn = b.entries.front().lsn;
-      b.last_lsn = b.entries.back().lsn;
-      b.base_lsn = at;
-      std::string payload;
-      if (!EncodeBatch(ReplyTopic("edgesync", "gw-0001", "up"), at, b, {}, &payload).ok()) Die("encoding a batch failed");
-      total += PacketBytes(topic.size(), payload.size());
     }
-    double per = static_cast<double>(total) / readings.size();
-    report->Add(name, per, "B/reading", "json_message_per_reading", json_per);
+    const double plain = static_cast<double>(total[0]) / readings.size();
+    report->Add(name, plain, "B/reading", "json_message_per_reading", json_per);
+    report->Add(name + "_with_context", static_cast<double>(total[1]) / readings.size(), "B/reading", name, plain);
+    std::printf("  context batches of %zu after the first tick, per reading: MQTT header and topic %.2f B, message "
+                "around the body %.2f B, compressed columns %.2f B\n",
+                batch_size, static_cast<double>(parts[0]) / warm_readings,
+                static_cast<double>(parts[1]) / warm_readings, static_cast<double>(parts[2]) / warm_readings);
   }
+  ColumnBreakdown(readings, 200);
   return json_per;
 }
 
@@ -434,12 +508,24 @@ void OnlineBytes(bench::Report* report, double json_per, size_t seconds) {
   const size_t n = static_cast<size_t>(rate) * seconds;
   // Default settings, then the bytes-frugal setting: every partial batch
   // held 600 ms (uplink.batch_min_delay_ms), ~4,800 readings of the workload.
-  const std::pair<std::string, std::string> runs[] = {{"", ""}, {"batch_min_delay_ms = 600", "_min_delay_600ms"}};
+  // First every batch self-contained (uplink.series_context = false), the
+  // same-run baseline of the defaults, which refer to the series context.
+  const std::pair<std::string, std::string> runs[] = {{"series_context = false", "_self_contained"},
+                                                      {"", ""},
+                                                      {"batch_min_delay_ms = 600", "_min_delay_600ms"}};
+  double self_contained = 0;
   for (const auto& [uplink, suffix] : runs) {
     GatewayRun run = RunGateway(n, 0, rate, uplink, true);
     if (run.latencies_ms.size() != n) std::printf("warning: %zu of %zu readings answered\n", run.latencies_ms.size(), n);
-    report->Add("online_link_bytes_per_reading_8000_per_s" + suffix, static_cast<double>(run.link_bytes) / n,
-                "B/reading", "json_message_per_reading", json_per);
+    const double per = static_cast<double>(run.link_bytes) / n;
+    if (suffix == "_self_contained") self_contained = per;
+    if (suffix.empty()) {
+      report->Add("online_link_bytes_per_reading_8000_per_s", per, "B/reading",
+                  "online_link_bytes_per_reading_8000_per_s_self_contained", self_contained);
+    } else {
+      report->Add("online_link_bytes_per_reading_8000_per_s" + suffix, per, "B/reading", "json_message_per_reading",
+                  json_per);
+    }
     report->Add("online_readings_per_batch_8000_per_s" + suffix,
                 static_cast<double>(n) / std::max<size_t>(1, run.answers), "readings", "backlog_batch_readings",
                 static_cast<double>(Config().uplink_batch_max_readings));

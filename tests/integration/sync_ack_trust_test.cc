@@ -45,13 +45,18 @@ class ScriptedHub {
   }
 
  private:
+  SeriesContextCache contexts_{size_t{64} << 20};  // Run's thread only
   void Run() {
     size_t seen = 0;
     while (!stop_) {
       auto received = client_.received();
       for (; seen < received.size(); ++seen) {
         WireMessage m;
-        if (!DecodeMessage(received[seen].second, {}, &m, nullptr).ok()) continue;
+        // Batches refer to the series context of the ones before, as a
+        // hub keeps it for their sender (the topic's last level).
+        const std::string& topic = received[seen].first;
+        const std::string sender = topic.substr(topic.rfind('/') + 1);
+        if (!DecodeMessage(received[seen].second, {}, &m, nullptr, &contexts_, &sender).ok()) continue;
         if (m.kind == WireKind::kPing) {
           client_.Publish(m.reply_to, EncodePong(m.correlation_id, "eu", m.ping_sent_ns), 0);
         } else if (m.kind == WireKind::kBatch) {

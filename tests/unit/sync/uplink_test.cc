@@ -27,10 +27,13 @@ struct ScriptedHub {
   int refusals = 0;
   std::vector<std::pair<FakeLink*, std::string>> held;  // answers kHold keeps back
   std::vector<int64_t> held_at_ms;                      // when each was kept back (steady clock)
+  SeriesContextCache contexts{size_t{64} << 20};         // decodes batches that refer to earlier ones
 
   void OnPublish(const std::string&, const std::string& payload, FakeLink* link) {
     WireMessage m;
-    ASSERT_TRUE(DecodeMessage(payload, {}, &m, nullptr).ok());
+    const std::string sender = "gw-1";
+    Status st = DecodeMessage(payload, {}, &m, nullptr, &contexts, &sender);
+    ASSERT_TRUE(st.ok()) << st.ToString();
     if (m.kind == WireKind::kPing) {
       link->Deliver(EncodePong(m.correlation_id, "eu", m.ping_sent_ns));
       return;
