@@ -20,34 +20,79 @@
 #include <random>
 #include <sstream>
 
+extern char** environ;
+
 namespace edgesync::test {
 
 Process::~Process() {
   if (pid_ > 0) Kill9();
 }
 
+namespace {
+
+// execvp's PATH search, done in the parent so the child needs no allocation.
+std::string ResolveProgram(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t begin = 0;
+  while (begin <= dirs.size()) {
+    size_t end = dirs.find(':', begin);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(begin, end - begin);
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    begin = end + 1;
+  }
+  return name;
+}
+
+}  // namespace
+
 bool Process::Start(const std::vector<std::string>& argv, const std::string& log_path,
                     const std::vector<std::string>& extra_env) {
+  if (argv.empty()) return false;
+  // Everything the child needs is built before fork: the test process has
+  // other threads (MQTT clients, proxies), and one of them may hold an
+  // allocator lock at the fork. A child that allocates can then block
+  // forever, which the sanitizer builds' allocator (no fork handlers) did:
+  // a broker "did not start" with an empty log. The child calls only
+  // async-signal-safe functions.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string key = entry.substr(0, entry.find('='));
+    bool overridden = false;
+    for (const auto& x : extra_env) overridden = overridden || x.compare(0, key.size() + 1, key + "=") == 0;
+    if (!overridden) env_strings.push_back(entry);
+  }
+  for (const auto& x : extra_env) env_strings.push_back(x);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> arg_strings = argv;
+  arg_strings[0] = ResolveProgram(argv[0]);
+  std::vector<char*> args;
+  for (auto& a : arg_strings) args.push_back(a.data());
+  args.push_back(nullptr);
+  const char* log_file = log_path.empty() ? nullptr : log_path.c_str();
+  const uid_t uid = run_as_uid_;
+  const gid_t gid = run_as_gid_;
+
   pid_t pid = fork();
   if (pid < 0) return false;
   if (pid == 0) {
     setpgid(0, 0);  // its own group: a Ctrl-C on the test does not hit it twice
-    if (!log_path.empty()) {
-      int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (log_file != nullptr) {
+      int fd = open(log_file, O_WRONLY | O_CREAT | O_APPEND, 0644);
       if (fd >= 0) {
         dup2(fd, 1);
         dup2(fd, 2);
         close(fd);
       }
     }
-    if (run_as_uid_ != 0 && (setgroups(0, nullptr) != 0 || setgid(run_as_gid_) != 0 || setuid(run_as_uid_) != 0)) {
-      _exit(126);
-    }
-    for (const auto& e : extra_env) putenv(strdup(e.c_str()));
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
+    if (uid != 0 && (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0)) _exit(126);
+    execve(args[0], args.data(), envp.data());
     _exit(127);
   }
   pid_ = pid;
