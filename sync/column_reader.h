@@ -83,6 +83,20 @@ flatbuffers::Offset<wire::DeviceFields> PutDeviceRecord(flatbuffers::FlatBufferB
 Status TakeDeviceRecord(const flatbuffers::Vector<flatbuffers::Offset<wire::DeviceFields>>* records, size_t* used,
                         const std::string& device_id, ChangeEntry* e);
 
+// Each entry's kind and LSN, the first two columns of both layouts. An LSN
+// travels as its gap after the one before, so a batch's LSNs only rise.
+inline Status ReadKindAndLsn(ColumnReader* kinds, ColumnReader* lsns, uint64_t* prev_lsn, ChangeEntry* e) {
+  uint64_t kind, gap;
+  if (!kinds->Next(&kind)) return kinds->Error("truncated or bad varint");
+  if (kind > 2) return kinds->Error("unknown entry kind " + std::to_string(kind));
+  e->kind = static_cast<ChangeEntry::Kind>(kind);
+  if (!lsns->Next(&gap)) return lsns->Error("truncated or bad varint");
+  e->lsn = *prev_lsn + static_cast<uint64_t>(UnZigZag(gap)) + 1;
+  *prev_lsn = e->lsn;
+  if (e->lsn == 0) return lsns->Error("LSN 0");
+  return Status::Ok();
+}
+
 }  // namespace edgesync
 
 #define ES_READ(reader, var)                                      \

@@ -207,13 +207,7 @@ Status DecodeEntries(std::string_view bytes, uint64_t lsn_base, size_t max_entri
   entries->reserve(std::min<size_t>(count, kReserveEntries));
   for (size_t i = 0; i < count; ++i) {
     ChangeEntry e;
-    ES_READ(kinds, kind);
-    if (kind > 2) return kinds.Error("unknown entry kind " + std::to_string(kind));
-    e.kind = static_cast<ChangeEntry::Kind>(kind);
-    ES_READ(lsns, dl);
-    e.lsn = prev_lsn + static_cast<uint64_t>(UnZigZag(dl)) + 1;
-    prev_lsn = e.lsn;
-    if (e.lsn == 0) return lsns.Error("LSN 0");
+    ES_RETURN_IF_ERROR(ReadKindAndLsn(&kinds, &lsns, &prev_lsn, &e));
     ES_READ(device_index, dd);
     int64_t d = prev_device + UnZigZag(dd);
     if (d < 0 || static_cast<uint64_t>(d) >= devices.size()) return device_index.Error("index out of range");
