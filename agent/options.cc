@@ -49,6 +49,8 @@ IngestOptions IngestOptionsFromConfig(const Config& c) {
                                            : AckMode::kAfterJournal;
   o.journal_dir = c.ingest_journal_dir.empty() ? c.data_dir : c.ingest_journal_dir;
   o.journal_segment_bytes = c.ingest_journal_segment_bytes;
+  // "commit" syncs the store's commits but not the intake journal: a power
+  // cut then loses at most the commit group being gathered.
   o.journal_sync = c.store_sync == "full";
   return o;
 }
@@ -66,7 +68,7 @@ StoreOptions StoreOptionsFromConfig(const Config& c) {
   StoreOptions o;
   o.path = c.StorePath();
   o.gateway_id = c.gateway_id;
-  o.sync = c.store_sync == "full" ? StoreOptions::Sync::kFull : StoreOptions::Sync::kNormal;
+  o.sync = c.store_sync == "normal" ? StoreOptions::Sync::kNormal : StoreOptions::Sync::kFull;
   o.initial_ranges = static_cast<int>(c.store_initial_ranges);
   o.split_max_entries = c.store_split_max_entries;
   o.split_max_bytes = c.store_split_max_bytes;

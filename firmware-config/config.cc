@@ -42,9 +42,11 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
       Str<C>("store", "path", [](C& c) -> std::string& { return c.store_path; },
              "SQLite store file; \"\" = <data_dir>/store.db"),
       Str<C>("store", "sync", [](C& c) -> std::string& { return c.store_sync; },
-             "full: a committed batch survives power loss (fsync per commit); normal: it survives a crash "
-             "of edgesync (kill -9) but the last commits before a power cut may be lost, never corrupted",
-             {"full", "normal"}),
+             "full: every acknowledged reading survives power loss (fsync per message and per commit); "
+             "commit: every committed batch survives power loss (fsync per commit), a power cut loses at "
+             "most the commit group being gathered (ingest.batch_delay_ms); normal: everything survives a "
+             "crash of edgesync (kill -9) but the last commits before a power cut may be lost, never corrupted",
+             {"full", "commit", "normal"}),
       Int<C>("store", "initial_ranges", [](C& c) -> int64_t& { return c.store_initial_ranges; }, 1, 256,
              "partition key ranges a new store starts with"),
       Int<C>("store", "split_max_entries", [](C& c) -> int64_t& { return c.store_split_max_entries; }, 100, kBig,

@@ -57,7 +57,7 @@ TEST(ConfigTest, WrongTypeAndOutOfRangeAndBadChoice) {
   EXPECT_EQ(errors[0].line, 4);
   EXPECT_NE(errors[0].message.find("expected an integer"), std::string::npos);
   EXPECT_EQ(errors[1].key, "store.sync");
-  EXPECT_NE(errors[1].message.find("not one of: full, normal"), std::string::npos);
+  EXPECT_NE(errors[1].message.find("not one of: full, commit, normal"), std::string::npos);
   EXPECT_EQ(errors[2].key, "ingest.batch_max");
   EXPECT_NE(errors[2].message.find("out of range [1, 100000]"), std::string::npos);
   EXPECT_EQ(errors[3].key, "ingest.device_rate");
