@@ -262,7 +262,10 @@ TEST(HubShardsTest, ThreeHubsOneKilledAndAFourthAddedLoseAndDuplicateNothing) {
     ASSERT_TRUE(WaitFor([&] { return Checkpoint(s) == s->LastLsn(); }, 120000))
         << g.id << " " << Checkpoint(s) << " of " << s->LastLsn() << "\n" << Owners(&pg);
   }
-  EXPECT_EQ(HubsHoldingShards(&pg), 2) << Owners(&pg);
+  // h2's other shards (no gateway of this test maps to them) are taken at
+  // a live hub's next lease round after their expiry, which the drain need
+  // not wait for: under load it finished first and h2 still held some.
+  EXPECT_TRUE(WaitFor([&] { return HubsHoldingShards(&pg) == 2; }, 60000)) << Owners(&pg);
   // A fourth hub joins while the gateways write on.
   ASSERT_TRUE(hubs[3]->Start());
   for (int r = 2; r < kRounds; ++r) write_round();
