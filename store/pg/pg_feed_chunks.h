@@ -42,12 +42,12 @@ class PgFeedDictionary {
   // Gives every series of `entries` an id, inserting the new ones in the
   // connection's current transaction or, outside one, in their own
   // statement (a caller whose transaction rolls back must Forget()).
-  Status Intern(PgConn* conn, const std::vector<const ChangeEntry*>& entries);
-  // The id of an interned series of this entry (Intern first).
-  int64_t SeriesId(const ChangeEntry& e) const;
-  // The entry as a chunk holds it (its series interned).
-  // Corruption (nothing to write) when e's series was not interned.
-  Status ToChunkEntry(const ChangeEntry& e, RemoteChunkEntry* c) const;
+  // ids: each entry's series id, in the entries' order (each series looked
+  // up once per entry, with no key built: a busy hub interns every entry it
+  // applies).
+  Status Intern(PgConn* conn, const std::vector<const ChangeEntry*>& entries, std::vector<int64_t>* ids);
+  // The entry as a chunk holds it, its series' id given (from Intern).
+  static void ToChunkEntry(const ChangeEntry& e, int64_t series_id, RemoteChunkEntry* c);
 
   // Loads the series and origins these chunks name that are not cached yet
   // (in the caller's snapshot: a committed chunk's series and origin are).
@@ -62,8 +62,20 @@ class PgFeedDictionary {
   struct Series {
     std::string device_id, metric, unit;
   };
-  static std::string Key(std::string_view device, std::string_view metric, std::string_view unit);
-  std::unordered_map<std::string, int64_t> series_ids_;
+  // (device, metric, unit) of a series, viewed: the dictionary's keys view
+  // the strings of series_'s nodes (stable until Forget), a lookup views
+  // the entry's own.
+  struct SeriesKey {
+    std::string_view device, metric, unit;
+    bool operator==(const SeriesKey& o) const { return device == o.device && metric == o.metric && unit == o.unit; }
+  };
+  struct SeriesKeyHash {
+    size_t operator()(const SeriesKey& k) const;
+  };
+  static SeriesKey KeyOf(const ChangeEntry& e);
+  // Caches a committed series (a known id is kept as it is).
+  void Add(int64_t id, Series s);
+  std::unordered_map<SeriesKey, int64_t, SeriesKeyHash> series_ids_;
   std::unordered_map<int64_t, Series> series_;
   std::unordered_map<int64_t, Origin> origins_;
 };
