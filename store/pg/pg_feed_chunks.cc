@@ -1,6 +1,8 @@
 #include "store/pg/pg_feed_chunks.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstddef>
 #include <unordered_set>
 
 #include "store/feed_cursor.h"
@@ -44,13 +46,50 @@ void PgFeedDictionary::Add(int64_t id, Series s) {
   series_ids_.insert_or_assign(SeriesKey{held.device_id, held.metric, held.unit}, id);
 }
 
+void PgFeedDictionary::AppendKeyPart(std::string_view part, std::string* out) {
+  const size_t n = std::min<size_t>(part.size(), 0xffff);  // keys are far shorter; a longer one never matches
+  out->push_back(static_cast<char>(n & 0xff));
+  out->push_back(static_cast<char>(n >> 8));
+  out->append(part.data(), n);
+}
+
+bool PgFeedDictionary::MatchKeyPart(std::string_view part, const std::string& keys, size_t* at) {
+  if (*at + 2 > keys.size()) return false;
+  const size_t n = static_cast<unsigned char>(keys[*at]) | static_cast<size_t>(static_cast<unsigned char>(keys[*at + 1])) << 8;
+  if (n != part.size() || *at + 2 + n > keys.size() || keys.compare(*at + 2, n, part.data(), n) != 0) return false;
+  *at += 2 + n;
+  return true;
+}
+
 Status PgFeedDictionary::Intern(PgConn* conn, const std::vector<const ChangeEntry*>& entries,
-                                std::vector<int64_t>* ids) {
+                                std::vector<int64_t>* ids, const std::vector<Run>* runs) {
   ids->assign(entries.size(), 0);
+  // Each sender's last layout, where it still holds: the entries it names
+  // need no lookup.
+  std::vector<bool> known(entries.size(), false);
+  std::vector<const Run*> relayout;  // runs whose layout changed
+  if (runs != nullptr) {
+    for (const Run& run : *runs) {
+      auto found = layouts_.find(*run.sender);
+      const Layout* layout = found == layouts_.end() ? nullptr : &found->second;
+      size_t at = 0;
+      bool same = layout != nullptr && layout->ids.size() == run.end - run.begin;
+      for (size_t i = run.begin; same && i < run.end; ++i) {
+        const SeriesKey k = KeyOf(*entries[i]);
+        same = MatchKeyPart(k.device, layout->keys, &at) && MatchKeyPart(k.metric, layout->keys, &at) &&
+               MatchKeyPart(k.unit, layout->keys, &at);
+        if (!same) break;
+        (*ids)[i] = layout->ids[i - run.begin];
+        known[i] = true;
+      }
+      if (!same) relayout.push_back(&run);
+    }
+  }
   std::vector<size_t> missing;  // entries whose series is not cached
   std::vector<std::string> devices, metrics, units;
   std::unordered_set<SeriesKey, SeriesKeyHash> wanted;  // views the entries' strings
   for (size_t i = 0; i < entries.size(); ++i) {
+    if (known[i]) continue;
     const SeriesKey k = KeyOf(*entries[i]);
     auto it = series_ids_.find(k);
     if (it != series_ids_.end()) {
@@ -104,6 +143,19 @@ Status PgFeedDictionary::Intern(PgConn* conn, const std::vector<const ChangeEntr
                                 " has no id");
     }
     (*ids)[i] = it->second;
+  }
+  if (!relayout.empty() && layouts_.size() + relayout.size() > kMaxLayouts) layouts_.clear();
+  for (const Run* run : relayout) {
+    Layout& layout = layouts_[*run->sender];
+    layout.keys.clear();
+    layout.ids.assign(ids->begin() + static_cast<std::ptrdiff_t>(run->begin),
+                      ids->begin() + static_cast<std::ptrdiff_t>(run->end));
+    for (size_t i = run->begin; i < run->end; ++i) {
+      const SeriesKey k = KeyOf(*entries[i]);
+      AppendKeyPart(k.device, &layout.keys);
+      AppendKeyPart(k.metric, &layout.keys);
+      AppendKeyPart(k.unit, &layout.keys);
+    }
   }
   return Status::Ok();
 }
@@ -182,6 +234,7 @@ Status PgFeedDictionary::OriginOf(int64_t origin_id, Origin* origin) const {
 }
 
 void PgFeedDictionary::Forget() {
+  layouts_.clear();
   series_ids_.clear();
   series_.clear();
   origins_.clear();

@@ -377,13 +377,16 @@ class PgHubStore : public HubStore {
       if (valid[i]) total += batches[i].entries->size();
     }
     entries.reserve(total);
+    std::vector<PgFeedDictionary::Run> runs;  // a batch each, named by its sender (the origin's gateway)
+    runs.reserve(batches.size());
     for (size_t i = 0; i < batches.size(); ++i) {
       if (!valid[i]) continue;
       ids_from[i] = entries.size();
       for (const ChangeEntry& e : *batches[i].entries) entries.push_back(&e);
+      runs.push_back(PgFeedDictionary::Run{&batches[i].origin.gateway_id, ids_from[i], entries.size()});
     }
     std::vector<int64_t> series_ids;  // each entry's series, in `entries` order
-    ES_RETURN_IF_ERROR(dict_.Intern(conn_.get(), entries, &series_ids));
+    ES_RETURN_IF_ERROR(dict_.Intern(conn_.get(), entries, &series_ids, &runs));
     ES_RETURN_IF_ERROR(conn_->Exec("BEGIN"));
     // Creates the origins not seen before, then reads every mark. An origin
     // another hub created after this statement's snapshot is missing from
