@@ -255,6 +255,12 @@ void HubMetrics(Writer* w, const json& s) {
     w->Sample("edgesync_hub_refusals_total", "counter", "Messages refused, by reason.",
               n.is_number() ? n.get<double>() : 0, {{"reason", reason}});
   }
+  if (h.contains("origin_count")) {
+    Gauge(w, "edgesync_hub_origins", "Origins (gateway stores) this hub answered since it started.", h,
+          "origin_count");
+  }
+  // The snapshot lists every origin of a small region, else only the most
+  // lagging (docs/STATUS.md): the per-origin series are those listed.
   for (const json& o : h.value("origins", json::array())) {
     Labels l = {{"origin", o.value("origin", "")}};
     w->Sample("edgesync_hub_origin_high_water", "gauge", "Highest contiguous LSN held per origin.",

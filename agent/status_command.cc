@@ -201,7 +201,16 @@ void PrintText(const json& j) {
     for (const auto& [reason, n] : refusals.items()) {
       std::printf("          refused %s: %.0f\n", reason.c_str(), n.get<double>());
     }
-    for (const json& o : h.value("origins", json::array())) {
+    const json origins = h.value("origins", json::array());
+    if (h.contains("origin_count")) {
+      const double count = Num(j, "hub", "origin_count");
+      if (count > static_cast<double>(origins.size())) {
+        std::printf("origins   %.0f; the %zu most lagging:\n", count, origins.size());
+      } else {
+        std::printf("origins   %.0f\n", count);
+      }
+    }
+    for (const json& o : origins) {
       std::printf("  origin  %s high water %.0f, lag %.1f s\n", o.value("origin", "").c_str(),
                   o.value("high_water", 0.0), o.value("lag_ms", 0.0) / 1000.0);
     }

@@ -191,6 +191,13 @@ Status DecodeEntries(std::string_view bytes, uint64_t lsn_base, size_t max_entri
   EscapedValuesReader escapes(in->escaped(), in->raw_values());
   ES_RETURN_IF_ERROR(escapes.Start());
 
+  // Each (device, metric)'s last mantissa: a flat table when the batch's
+  // dictionaries are small (the usual case; a hashed node per series and
+  // batch was an allocation per reading at a hub), else hashed.
+  constexpr size_t kFlatSeries = size_t{1} << 16;
+  const bool flat = devices.size() * metrics.size() <= kFlatSeries;
+  std::vector<int64_t> flat_last(flat ? devices.size() * metrics.size() : 0);
+  std::vector<bool> flat_seen(flat_last.size(), false);
   std::unordered_map<uint64_t, int64_t> last_of_series;
   std::vector<int64_t> last_of_metric(metrics.size(), 0);
   std::vector<bool> metric_seen(metrics.size(), false);
@@ -235,15 +242,26 @@ Status DecodeEntries(std::string_view bytes, uint64_t lsn_base, size_t max_entri
     ES_RETURN_IF_ERROR(escapes.Take(reading_no, &r.value, &escaped));
     if (!escaped) {
       ES_READ(mantissas, zm);
-      uint64_t key = SeriesKey(static_cast<uint32_t>(d), static_cast<uint32_t>(m));
-      auto it = last_of_series.find(key);
-      int64_t prediction = it != last_of_series.end() ? it->second : (metric_seen[m] ? last_of_metric[m] : 0);
+      const size_t slot = static_cast<size_t>(d) * metrics.size() + m;
+      const uint64_t key = SeriesKey(static_cast<uint32_t>(d), static_cast<uint32_t>(m));
+      int64_t prediction = metric_seen[m] ? last_of_metric[m] : 0;
+      if (flat) {
+        if (flat_seen[slot]) prediction = flat_last[slot];
+      } else {
+        auto it = last_of_series.find(key);
+        if (it != last_of_series.end()) prediction = it->second;
+      }
       int64_t mantissa;
       if (__builtin_add_overflow(prediction, UnZigZag(zm), &mantissa) || mantissa >= kMaxMantissa ||
           mantissa <= -kMaxMantissa) {
         return mantissas.Error("mantissa out of range");
       }
-      last_of_series[key] = mantissa;
+      if (flat) {
+        flat_last[slot] = mantissa;
+        flat_seen[slot] = true;
+      } else {
+        last_of_series[key] = mantissa;
+      }
       last_of_metric[m] = mantissa;
       metric_seen[m] = true;
       r.value = FromMantissa(mantissa, static_cast<int>(scales[m]));

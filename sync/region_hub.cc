@@ -199,14 +199,32 @@ void RegionHub::Stop() {
   ES_LOG(kInfo, "hub {}: stopped", options_.region);
 }
 
-RegionHubStats RegionHub::stats() const {
+RegionHubStats RegionHub::stats(size_t max_origins) const {
   std::unique_lock<std::mutex> lock(stats_mu_);
   RegionHubStats s = stats_;
   s.bad_messages += counters_.rejected();
   const int64_t renewed = renewed_at_ms_.load();
   if (renewed >= 0) s.lease_renewed_ago_ms = clock_->MonotonicMillis() - renewed;
-  s.origins.reserve(origins_.size());
-  for (const auto& [name, o] : origins_) s.origins.push_back(o);
+  s.origin_count = origins_.size();
+  if (origins_.size() <= max_origins) {
+    s.origins.reserve(origins_.size());
+    for (const auto& [name, o] : origins_) s.origins.push_back(o);
+  } else if (max_origins > 0) {
+    // Only pointers are ranked; only the chosen few are copied (their names
+    // are strings).
+    std::vector<const HubOriginStats*> all;
+    all.reserve(origins_.size());
+    for (const auto& [name, o] : origins_) all.push_back(&o);
+    auto more_lagging = [](const HubOriginStats* a, const HubOriginStats* b) {
+      if (a->lag_ms != b->lag_ms) return a->lag_ms > b->lag_ms;
+      if (a->last_batch_wall_ms != b->last_batch_wall_ms) return a->last_batch_wall_ms < b->last_batch_wall_ms;
+      return a->origin < b->origin;
+    };
+    std::nth_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(max_origins - 1), all.end(),
+                     more_lagging);
+    s.origins.reserve(max_origins);
+    for (size_t i = 0; i < max_origins; ++i) s.origins.push_back(*all[i]);
+  }
   lock.unlock();  // the applier waits on this lock for its next answer: sort outside it
   std::sort(s.origins.begin(), s.origins.end(),
             [](const HubOriginStats& a, const HubOriginStats& b) { return a.origin < b.origin; });
@@ -430,22 +448,31 @@ void RegionHub::Answer(const PendingBatch& p, const Status& status, const ApplyR
   // here; still, it moves the mark without the entries, so it is on record.
   const bool applied = status.ok() && r.outcome == ApplyOutcome::kApplied;
   const bool jumped = applied && b.base_lsn > r.before;
+  const bool held = status.ok() && (r.outcome == ApplyOutcome::kApplied || r.outcome == ApplyOutcome::kAlreadyHeld);
+  int64_t newest_ts = INT64_MIN;  // outside the lock: stats() waits on it
+  if (held) {
+    for (const ChangeEntry& e : b.entries) {
+      if (e.lsn > r.before && e.kind == ChangeEntry::Kind::kReading) newest_ts = std::max(newest_ts, e.reading.ts_ms);
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.entries_received += b.entries.size();
     if (!status.ok()) {
       ++stats_.store_errors;
-    } else if (r.outcome == ApplyOutcome::kApplied || r.outcome == ApplyOutcome::kAlreadyHeld) {
+    } else if (held) {
       ++stats_.batches_applied;
       if (!applied) ++stats_.batches_already_held;
-      int64_t newest_ts = INT64_MIN;
-      for (const ChangeEntry& e : b.entries) {
-        if (e.lsn > r.before && e.kind == ChangeEntry::Kind::kReading) newest_ts = std::max(newest_ts, e.reading.ts_ms);
-      }
       stats_.entries_applied += r.applied;
-      std::string name = b.origin.ToString();
-      HubOriginStats& o = origins_[name];
-      o.origin = name;
+      // The name in a kept buffer: no string is built per answer once the
+      // origin is known.
+      origin_key_.assign(b.origin.gateway_id).append(1, '/').append(b.origin.epoch);
+      auto it = origins_.find(origin_key_);
+      if (it == origins_.end()) {
+        it = origins_.emplace(origin_key_, HubOriginStats{}).first;
+        it->second.origin = origin_key_;
+      }
+      HubOriginStats& o = it->second;
       o.high_water = r.high_water;
       ++o.batches;
       o.entries += r.applied;

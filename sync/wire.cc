@@ -87,9 +87,17 @@ Status Decompress(const flatbuffers::Vector<uint8_t>* body, wire::Codec codec, u
   // The declared size is a claim: the buffer grows with what the frame
   // really produces (an RLE block can still expand, but only as far as it
   // decodes), so a 100-byte message declaring 64 MiB allocates little.
-  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
-  // Bounds the window too: a frame may not ask for more memory than its content.
-  ZSTD_DCtx_setParameter(ctx.get(), ZSTD_d_windowLogMax, 27);
+  // One context per thread, kept: creating one per message was an
+  // allocation of its tables and buffers for every batch a hub decodes.
+  // A frame ends its session (or an error leaves it part-way): reset first.
+  thread_local std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(nullptr, ZSTD_freeDCtx);
+  if (ctx == nullptr) {
+    ctx.reset(ZSTD_createDCtx());
+    if (ctx == nullptr) return Status::Corruption("message: zstd: out of memory");
+    // Bounds the window too: a frame may not ask for more memory than its content.
+    ZSTD_DCtx_setParameter(ctx.get(), ZSTD_d_windowLogMax, 27);
+  }
+  ZSTD_DCtx_reset(ctx.get(), ZSTD_reset_session_only);
   // One byte past the declared size makes a frame that produces more visible.
   const size_t cap = size_t{raw_size} + 1;
   raw->clear();
@@ -138,7 +146,10 @@ Status CheckEncoding(wire::Encoding encoding, WireCounters* counters) {
 Status DecodeBatchEntries(const wire::Batch* b, const DecodeLimits& limits, WireBatch* out, WireCounters* counters,
                           SeriesContext* ctx, SeriesContextCache* contexts) {
   if (ctx == nullptr) ES_RETURN_IF_ERROR(CheckEncoding(b->encoding(), counters));
-  std::string raw;
+  // Kept per thread: a hub decodes batch after batch, and the body is only
+  // read here (the context's Seal hashes it).
+  thread_local std::string raw;
+  if (raw.capacity() > (size_t{4} << 20)) std::string().swap(raw);  // not kept after an outsized batch
   ES_RETURN_IF_ERROR(Decompress(b->body(), b->codec(), b->raw_size(), limits, &raw, counters));
   Status st = ctx ? DecodeEntriesWithContext(raw, out->first_lsn - 1, b->count(), ctx, &out->entries)
                   : DecodeEntries(raw, out->first_lsn - 1, b->count(), &out->entries, nullptr);

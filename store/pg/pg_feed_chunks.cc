@@ -1,6 +1,8 @@
 #include "store/pg/pg_feed_chunks.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstddef>
 #include <unordered_set>
 
 #include "store/feed_cursor.h"
@@ -22,45 +24,83 @@ int HexDigit(char c) {
   return -1;
 }
 
-const std::string& DeviceKeyPart() {
-  static const std::string kNone;
-  return kNone;
-}
-
 }  // namespace
 
-std::string PgFeedDictionary::Key(std::string_view device, std::string_view metric, std::string_view unit) {
-  std::string k;
-  k.reserve(device.size() + metric.size() + unit.size() + 2);
-  k.append(device).append(1, '\0').append(metric).append(1, '\0').append(unit);
-  return k;
+size_t PgFeedDictionary::SeriesKeyHash::operator()(const SeriesKey& k) const {
+  std::hash<std::string_view> h;
+  size_t v = h(k.device);
+  v ^= h(k.metric) + 0x9e3779b97f4a7c15ULL + (v << 6) + (v >> 2);
+  v ^= h(k.unit) + 0x9e3779b97f4a7c15ULL + (v << 6) + (v >> 2);
+  return v;
 }
 
-namespace {
-// (device, metric, unit) of an entry's series.
-void SeriesOf(const ChangeEntry& e, std::string_view* d, std::string_view* m, std::string_view* u) {
-  if (e.kind == ChangeEntry::Kind::kReading) {
-    *d = e.reading.device_id;
-    *m = e.reading.metric;
-    *u = e.reading.unit;
-  } else {
-    *d = e.device.device_id;
-    *m = *u = DeviceKeyPart();
+PgFeedDictionary::SeriesKey PgFeedDictionary::KeyOf(const ChangeEntry& e) {
+  if (e.kind == ChangeEntry::Kind::kReading) return {e.reading.device_id, e.reading.metric, e.reading.unit};
+  return {e.device.device_id, std::string_view(), std::string_view()};  // a device record's series
+}
+
+void PgFeedDictionary::Add(int64_t id, Series s) {
+  auto [it, fresh] = series_.try_emplace(id, std::move(s));
+  if (!fresh) return;  // its key is in series_ids_ already, viewing these strings
+  const Series& held = it->second;
+  series_ids_.insert_or_assign(SeriesKey{held.device_id, held.metric, held.unit}, id);
+}
+
+void PgFeedDictionary::AppendKeyPart(std::string_view part, std::string* out) {
+  const size_t n = std::min<size_t>(part.size(), 0xffff);  // keys are far shorter; a longer one never matches
+  out->push_back(static_cast<char>(n & 0xff));
+  out->push_back(static_cast<char>(n >> 8));
+  out->append(part.data(), n);
+}
+
+bool PgFeedDictionary::MatchKeyPart(std::string_view part, const std::string& keys, size_t* at) {
+  if (*at + 2 > keys.size()) return false;
+  const size_t n = static_cast<unsigned char>(keys[*at]) | static_cast<size_t>(static_cast<unsigned char>(keys[*at + 1])) << 8;
+  if (n != part.size() || *at + 2 + n > keys.size() || keys.compare(*at + 2, n, part.data(), n) != 0) return false;
+  *at += 2 + n;
+  return true;
+}
+
+Status PgFeedDictionary::Intern(PgConn* conn, const std::vector<const ChangeEntry*>& entries,
+                                std::vector<int64_t>* ids, const std::vector<Run>* runs) {
+  ids->assign(entries.size(), 0);
+  // Each sender's last layout, where it still holds: the entries it names
+  // need no lookup.
+  std::vector<bool> known(entries.size(), false);
+  std::vector<const Run*> relayout;  // runs whose layout changed
+  if (runs != nullptr) {
+    for (const Run& run : *runs) {
+      auto found = layouts_.find(*run.sender);
+      const Layout* layout = found == layouts_.end() ? nullptr : &found->second;
+      size_t at = 0;
+      bool same = layout != nullptr && layout->ids.size() == run.end - run.begin;
+      for (size_t i = run.begin; same && i < run.end; ++i) {
+        const SeriesKey k = KeyOf(*entries[i]);
+        same = MatchKeyPart(k.device, layout->keys, &at) && MatchKeyPart(k.metric, layout->keys, &at) &&
+               MatchKeyPart(k.unit, layout->keys, &at);
+        if (!same) break;
+        (*ids)[i] = layout->ids[i - run.begin];
+        known[i] = true;
+      }
+      if (!same) relayout.push_back(&run);
+    }
   }
-}
-}  // namespace
-
-Status PgFeedDictionary::Intern(PgConn* conn, const std::vector<const ChangeEntry*>& entries) {
+  std::vector<size_t> missing;  // entries whose series is not cached
   std::vector<std::string> devices, metrics, units;
-  std::unordered_set<std::string> wanted;
-  for (const ChangeEntry* e : entries) {
-    std::string_view d, m, u;
-    SeriesOf(*e, &d, &m, &u);
-    std::string key = Key(d, m, u);
-    if (series_ids_.count(key) || !wanted.insert(key).second) continue;
-    devices.emplace_back(d);
-    metrics.emplace_back(m);
-    units.emplace_back(u);
+  std::unordered_set<SeriesKey, SeriesKeyHash> wanted;  // views the entries' strings
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (known[i]) continue;
+    const SeriesKey k = KeyOf(*entries[i]);
+    auto it = series_ids_.find(k);
+    if (it != series_ids_.end()) {
+      (*ids)[i] = it->second;
+      continue;
+    }
+    missing.push_back(i);
+    if (!wanted.insert(k).second) continue;
+    devices.emplace_back(k.device);
+    metrics.emplace_back(k.metric);
+    units.emplace_back(k.unit);
   }
   // A series another writer inserts at the same moment is waited for by ON
   // CONFLICT but missing from this statement's snapshot: the next attempt
@@ -74,15 +114,10 @@ Status PgFeedDictionary::Intern(PgConn* conn, const std::vector<const ChangeEntr
         "SELECT id, device_id, metric, unit FROM ins UNION ALL SELECT s.id, s.device_id, s.metric, s.unit "
         "FROM es_series s JOIN want ON s.device_id = want.d AND s.metric = want.m AND s.unit = want.u",
         {PgTextArray(devices), PgTextArray(metrics), PgTextArray(units)}, &r));
-    for (int i = 0; i < r.rows(); ++i) {
-      const int64_t id = r.Int(i, 0);
-      Series s{r.Text(i, 1), r.Text(i, 2), r.Text(i, 3)};
-      series_ids_[Key(s.device_id, s.metric, s.unit)] = id;
-      series_[id] = std::move(s);
-    }
+    for (int i = 0; i < r.rows(); ++i) Add(r.Int(i, 0), Series{r.Text(i, 1), r.Text(i, 2), r.Text(i, 3)});
     size_t kept = 0;
     for (size_t i = 0; i < devices.size(); ++i) {
-      if (series_ids_.count(Key(devices[i], metrics[i], units[i]))) continue;
+      if (series_ids_.count(SeriesKey{devices[i], metrics[i], units[i]})) continue;
       // Never a string moved onto itself: libstdc++ leaves a short one
       // empty, and the next attempt interned a series of device "" instead
       // (seen when another writer inserted the same series at that moment).
@@ -98,38 +133,52 @@ Status PgFeedDictionary::Intern(PgConn* conn, const std::vector<const ChangeEntr
     units.resize(kept);
   }
   if (!devices.empty()) return Status::Conflict("a series another writer was inserting is not visible yet");
+  for (size_t i : missing) {
+    auto it = series_ids_.find(KeyOf(*entries[i]));
+    if (it == series_ids_.end()) {
+      // A chunk naming no series would be unreadable for every reader.
+      const SeriesKey k = KeyOf(*entries[i]);
+      return Status::Corruption("region feed: series (" + std::string(k.device) + ", " + std::string(k.metric) +
+                                ", " + std::string(k.unit) + ") of entry " + std::to_string(entries[i]->lsn) +
+                                " has no id");
+    }
+    (*ids)[i] = it->second;
+  }
+  if (!relayout.empty() && layouts_.size() + relayout.size() > kMaxLayouts) layouts_.clear();
+  for (const Run* run : relayout) {
+    Layout& layout = layouts_[*run->sender];
+    layout.keys.clear();
+    layout.ids.assign(ids->begin() + static_cast<std::ptrdiff_t>(run->begin),
+                      ids->begin() + static_cast<std::ptrdiff_t>(run->end));
+    for (size_t i = run->begin; i < run->end; ++i) {
+      const SeriesKey k = KeyOf(*entries[i]);
+      AppendKeyPart(k.device, &layout.keys);
+      AppendKeyPart(k.metric, &layout.keys);
+      AppendKeyPart(k.unit, &layout.keys);
+    }
+  }
   return Status::Ok();
 }
 
-int64_t PgFeedDictionary::SeriesId(const ChangeEntry& e) const {
-  std::string_view d, m, u;
-  SeriesOf(e, &d, &m, &u);
-  auto it = series_ids_.find(Key(d, m, u));
-  return it == series_ids_.end() ? 0 : it->second;
-}
-
-Status PgFeedDictionary::ToChunkEntry(const ChangeEntry& e, RemoteChunkEntry* c) const {
-  *c = RemoteChunkEntry{};
+void PgFeedDictionary::ToChunkEntry(const ChangeEntry& e, int64_t series_id, RemoteChunkEntry* c) {
   c->olsn = e.lsn;
   c->kind = static_cast<uint8_t>(e.kind);
-  c->series = SeriesId(e);
-  if (c->series == 0) {
-    // A chunk naming no series would be unreadable for every reader.
-    std::string_view d, m, u;
-    SeriesOf(e, &d, &m, &u);
-    return Status::Corruption("region feed: series (" + std::string(d) + ", " + std::string(m) + ", " +
-                              std::string(u) + ") of entry " + std::to_string(e.lsn) + " has no id");
-  }
+  c->series = series_id;
   if (e.kind == ChangeEntry::Kind::kReading) {
     c->ts_ms = e.reading.ts_ms;
     c->value = e.reading.value;
     c->quality = e.reading.quality;
+    c->name.clear();
+    c->location.clear();
+    c->default_unit.clear();
   } else {
+    c->ts_ms = 0;
+    c->value = 0;
+    c->quality = 0;
     c->name = e.device.name;
     c->location = e.device.location;
     c->default_unit = e.device.default_unit;
   }
-  return Status::Ok();
 }
 
 namespace {
@@ -153,11 +202,7 @@ Status PgFeedDictionary::Resolve(PgConn* conn, const std::vector<int64_t>& serie
     PgResult r;
     ES_RETURN_IF_ERROR(
         conn->Query("SELECT id, device_id, metric, unit FROM es_series WHERE id = ANY($1::bigint[])", {want}, &r));
-    for (int i = 0; i < r.rows(); ++i) {
-      Series s{r.Text(i, 1), r.Text(i, 2), r.Text(i, 3)};
-      series_ids_[Key(s.device_id, s.metric, s.unit)] = r.Int(i, 0);
-      series_[r.Int(i, 0)] = std::move(s);
-    }
+    for (int i = 0; i < r.rows(); ++i) Add(r.Int(i, 0), Series{r.Text(i, 1), r.Text(i, 2), r.Text(i, 3)});
   }
   want = MissingIds(origin_ids, origins_);
   if (!want.empty()) {
@@ -189,6 +234,7 @@ Status PgFeedDictionary::OriginOf(int64_t origin_id, Origin* origin) const {
 }
 
 void PgFeedDictionary::Forget() {
+  layouts_.clear();
   series_ids_.clear();
   series_.clear();
   origins_.clear();
@@ -199,6 +245,7 @@ Status WriteChunkRows(PgConn* conn, const std::vector<PgChunkRow>& rows) {
   const bool with_seq = rows.front().seq != 0;
   static const char kHex[] = "0123456789abcdef";
   std::string copy, block;
+  copy.reserve(rows.size() * 256);
   for (const PgChunkRow& row : rows) {
     EncodeRemoteChunk(row.entries, &block);
     AppendInt(&copy, row.shard);
@@ -219,9 +266,12 @@ Status WriteChunkRows(PgConn* conn, const std::vector<PgChunkRow>& rows) {
     copy += '\t';
     AppendInt(&copy, row.applied_ms);
     copy += "\t\\\\x";  // bytea's hex form, its backslash escaped for COPY
+    const size_t at = copy.size();
+    copy.resize(at + 2 * block.size());
+    char* hex = &copy[at];
     for (unsigned char b : block) {
-      copy += kHex[b >> 4];
-      copy += kHex[b & 15];
+      *hex++ = kHex[b >> 4];
+      *hex++ = kHex[b & 15];
     }
     copy += '\n';
   }
@@ -336,7 +386,8 @@ Status MigrateFeedToChunks(PgConn* conn, PgFeedDictionary* dict) {
         }
         pointers.push_back(&c);
       }
-      ES_RETURN_IF_ERROR(dict->Intern(conn, pointers));
+      std::vector<int64_t> series_ids;
+      ES_RETURN_IF_ERROR(dict->Intern(conn, pointers, &series_ids));
       for (int i = 0; i < r.rows(); ++i) {
         const int64_t seq = r.Int(i, 0), origin = r.Int(i, 1), applied = r.Int(i, 15);
         const int shard = static_cast<int>(r.Int(i, 2));
@@ -356,7 +407,7 @@ Status MigrateFeedToChunks(PgConn* conn, PgFeedDictionary* dict) {
         run.last_seq = shard_seq;
         run_row_seq = seq;
         run.entries.emplace_back();
-        ES_RETURN_IF_ERROR(dict->ToChunkEntry(c, &run.entries.back()));
+        PgFeedDictionary::ToChunkEntry(c, series_ids[static_cast<size_t>(i)], &run.entries.back());
       }
       after = r.Int(r.rows() - 1, 0);
       if (out.size() >= kFlushRows) {

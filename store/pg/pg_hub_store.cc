@@ -32,6 +32,7 @@
 // server's work per reading was a heap tuple and three unique index
 // entries, 244 bytes on disk (bench_remote_storage); a chunk row costs two
 // index entries per batch, 15.6 bytes per reading.
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -370,11 +371,22 @@ class PgHubStore : public HubStore {
     // The series get their ids before the transaction, each in its own
     // commit (pg_feed_chunks.h); a busy hub has them all cached.
     std::vector<const ChangeEntry*> entries;
+    std::vector<size_t> ids_from(batches.size(), 0);  // batch i's first entry's place in series_ids
+    size_t total = 0;
+    for (size_t i = 0; i < batches.size(); ++i) {
+      if (valid[i]) total += batches[i].entries->size();
+    }
+    entries.reserve(total);
+    std::vector<PgFeedDictionary::Run> runs;  // a batch each, named by its sender (the origin's gateway)
+    runs.reserve(batches.size());
     for (size_t i = 0; i < batches.size(); ++i) {
       if (!valid[i]) continue;
+      ids_from[i] = entries.size();
       for (const ChangeEntry& e : *batches[i].entries) entries.push_back(&e);
+      runs.push_back(PgFeedDictionary::Run{&batches[i].origin.gateway_id, ids_from[i], entries.size()});
     }
-    ES_RETURN_IF_ERROR(dict_.Intern(conn_.get(), entries));
+    std::vector<int64_t> series_ids;  // each entry's series, in `entries` order
+    ES_RETURN_IF_ERROR(dict_.Intern(conn_.get(), entries, &series_ids, &runs));
     ES_RETURN_IF_ERROR(conn_->Exec("BEGIN"));
     // Creates the origins not seen before, then reads every mark. An origin
     // another hub created after this statement's snapshot is missing from
@@ -403,6 +415,7 @@ class PgHubStore : public HubStore {
       int shard;
       const std::vector<ChangeEntry>* entries;
       size_t first;
+      const int64_t* series_ids;  // of entries (from index 0)
     };
     std::vector<Append> appends;
     for (size_t i = 0; i < batches.size(); ++i) {
@@ -418,7 +431,8 @@ class PgHubStore : public HubStore {
       res.detail = plan.detail;
       res.base_lsn = plan.base;
       if (plan.outcome != ApplyOutcome::kApplied) continue;
-      appends.push_back(Append{o.id, RegionShardOf(b.origin.gateway_id), b.entries, plan.first_new});
+      appends.push_back(
+          Append{o.id, RegionShardOf(b.origin.gateway_id), b.entries, plan.first_new, series_ids.data() + ids_from[i]});
       res.applied = b.entries->size() - plan.first_new;
       res.high_water = o.current = plan.new_high_water;
     }
@@ -476,6 +490,7 @@ class PgHubStore : public HubStore {
     // order, so their seq (drawn by the COPY, row by row) follows it too.
     const int64_t now = clock_->WallMillis();
     std::vector<PgChunkRow> rows;
+    rows.reserve(appends.size());
     std::map<int64_t, size_t> open;  // origin id -> its chunk being filled in rows
     for (const Append& a : appends) {
       for (size_t k = a.first; k < a.entries->size(); ++k) {
@@ -485,11 +500,12 @@ class PgHubStore : public HubStore {
           rows.back().shard = a.shard;
           rows.back().origin_id = a.origin_id;
           rows.back().applied_ms = now;
+          rows.back().entries.reserve(std::min(a.entries->size() - k, kMaxRemoteChunkEntries));
           it = open.insert_or_assign(a.origin_id, rows.size() - 1).first;
         }
         PgChunkRow& row = rows[it->second];
         row.entries.emplace_back();
-        ES_RETURN_IF_ERROR(dict_.ToChunkEntry((*a.entries)[k], &row.entries.back()));
+        PgFeedDictionary::ToChunkEntry((*a.entries)[k], a.series_ids[k], &row.entries.back());
       }
     }
     for (PgChunkRow& row : rows) {

@@ -235,6 +235,56 @@ TEST_P(HubStoreTest, AppliesABatchMovesTheMarkAndFeedsTheEntriesInOrder) {
   EXPECT_GT(bounds.oldest, 0u);
 }
 
+// A gateway's series change from batch to batch (the PostgreSQL store
+// first matches a batch against its sender's last one): every entry keeps
+// its own series, whether the batch repeats, reorders, replaces, shifts a
+// boundary between device and metric, or grows the last one's series.
+TEST_P(HubStoreTest, EveryEntryKeepsItsSeriesWhenAGatewaysSeriesChange) {
+  HubStore* s = Open();
+  ASSERT_NE(s, nullptr);
+  struct Key {
+    std::string device, metric, unit;
+  };
+  const std::vector<std::vector<Key>> batches = {
+      {{"ab", "c", "u"}, {"ab", "d", ""}},
+      {{"ab", "c", "u"}, {"ab", "d", ""}},        // the same again
+      {{"ab", "d", ""}, {"ab", "c", "u"}},        // reordered
+      {{"a", "bc", "u"}, {"ab", "d", ""}},        // the device/metric boundary moved
+      {{"ab", "c", "u"}, {"ab", "d", "x"}},       // a unit changed
+      {{"ab", "c", "u"}, {"ab", "d", "x"}, {"e", "f", "g"}},  // one more series
+      {{"ab", "c", "u"}},                         // one fewer
+  };
+  std::vector<std::vector<ChangeEntry>> spans;
+  std::vector<Key> want;
+  uint64_t lsn = 0;
+  for (const auto& keys : batches) {
+    spans.emplace_back();
+    for (const Key& k : keys) {
+      ChangeEntry e;
+      e.lsn = ++lsn;
+      e.reading = Reading{k.device, k.metric, 1000 + static_cast<int64_t>(lsn), 1.5, k.unit, 0};
+      spans.back().push_back(e);
+      want.push_back(k);
+    }
+  }
+  // One at a time, then the rest as one group (a sender's batches together).
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(Apply(s, Batch(kGw1, spans[i])).outcome, ApplyOutcome::kApplied);
+  std::vector<OriginBatch> group;
+  for (size_t i = 3; i < spans.size(); ++i) group.push_back(Batch(kGw1, spans[i]));
+  std::vector<ApplyResult> results;
+  ASSERT_TRUE(s->ApplyBatches(group, &results).ok());
+  for (const ApplyResult& r : results) EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
+  auto feed = Feed(s);
+  ASSERT_EQ(feed.size(), want.size());
+  for (size_t i = 0; i < feed.size(); ++i) {
+    const Reading& r = feed[i].remote.entry.reading;
+    EXPECT_EQ(feed[i].remote.origin_lsn, i + 1);
+    EXPECT_EQ(r.device_id, want[i].device) << i;
+    EXPECT_EQ(r.metric, want[i].metric) << i;
+    EXPECT_EQ(r.unit, want[i].unit) << i;
+  }
+}
+
 TEST_P(HubStoreTest, AResendIsAlreadyHeldAndAnOverlapAppliesOnlyItsNewEntries) {
   HubStore* s = Open();
   ASSERT_NE(s, nullptr);

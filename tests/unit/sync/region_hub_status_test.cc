@@ -1,0 +1,149 @@
+// The region hub's per-origin figures (sync/region_hub.h stats): every
+// origin while they are at most the number asked for, else the most lagging
+// ones, by name, with the count of all of them. Fake link, a SQLite hub
+// store, real batches.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "platform/clock.h"
+#include "store/hub_store.h"
+#include "store/store.h"
+#include "sync/region_hub.h"
+#include "sync/wire.h"
+#include "tests/support/process.h"
+#include "tests/unit/sync/fake_link.h"
+
+namespace edgesync {
+namespace {
+
+class TopicLink : public FakeLink {
+ public:
+  using FakeLink::FakeLink;
+  void SetMessageHandler(MessageHandler h) override {
+    handler_ = h;
+    FakeLink::SetMessageHandler(std::move(h));
+  }
+  void DeliverOn(const std::string& topic, const std::string& payload) {
+    MqttMessage m;
+    m.topic = topic;
+    m.payload = payload;
+    handler_(std::move(m));
+  }
+
+ private:
+  MessageHandler handler_;
+};
+
+class RegionHubStatusTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    StoreOptions so;
+    so.path = dir_.File("hub.db");
+    so.gateway_id = "hub-eu";
+    ASSERT_TRUE(Store::Open(so, &store_).ok());
+    hub_store_ = NewSqliteHubStore(store_.get());
+    RegionHubOptions o;
+    o.region = "eu";
+    hub_ = std::make_unique<RegionHub>(hub_store_.get(), o, nullptr,
+                                       [this](const MqttLinkOptions&, std::unique_ptr<MqttLink>* link) {
+                                         auto l = std::make_unique<TopicLink>(
+                                             [this](const std::string&, const std::string& payload, FakeLink*) {
+                                               WireMessage m;
+                                               if (!DecodeMessage(payload, DecodeLimits{}, &m, nullptr).ok()) return;
+                                               if (m.kind != WireKind::kAck) return;
+                                               std::lock_guard<std::mutex> lock(mu_);
+                                               acks_.push_back(m.ack.code);
+                                             });
+                                         link_ = l.get();
+                                         *link = std::move(l);
+                                         return Status::Ok();
+                                       });
+    ASSERT_TRUE(hub_->Start().ok());
+  }
+
+  // One batch of one reading from `gateway`, `age_ms` old: its lag at the hub.
+  void Send(const std::string& gateway, int64_t age_ms) {
+    WireBatch b;
+    b.origin = {gateway, "0123456789abcdef0123456789abcdef"};
+    b.first_lsn = b.last_lsn = 1;
+    ChangeEntry e;
+    e.lsn = 1;
+    e.reading = Reading{"dev-1", "temp", SystemClock()->WallMillis() - age_ms, 21.5, "C", 0};
+    b.entries.push_back(e);
+    std::string payload;
+    ASSERT_TRUE(EncodeBatch(ReplyTopic("edgesync", gateway, "up"), 1, b, EncodeOptions{}, &payload).ok());
+    link_->DeliverOn(HubInboxTopic("edgesync", "eu", gateway), payload);
+  }
+  size_t Acks() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return acks_.size();
+  }
+
+  test::TempDir dir_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<HubStore> hub_store_;
+  std::unique_ptr<RegionHub> hub_;
+  TopicLink* link_ = nullptr;
+  std::mutex mu_;
+  std::vector<AckCode> acks_;
+};
+
+std::string Gateway(int i) {
+  char name[16];
+  std::snprintf(name, sizeof name, "gw-%02d", i);
+  return name;
+}
+
+TEST_F(RegionHubStatusTest, ListsEveryOriginOrTheMostLaggingWithTheirCount) {
+  // gw-i's reading is i minutes old: the larger i, the more it lags.
+  constexpr int kOrigins = 30;
+  for (int i = 0; i < kOrigins; ++i) Send(Gateway(i), int64_t{i} * 60000);
+  ASSERT_TRUE(test::WaitFor([&] { return Acks() == kOrigins; }, 20000)) << Acks() << " answers";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (AckCode c : acks_) EXPECT_EQ(c, AckCode::kOk);
+  }
+
+  RegionHubStats all = hub_->stats();
+  EXPECT_EQ(all.batches_applied, static_cast<uint64_t>(kOrigins));
+  EXPECT_EQ(all.origin_count, static_cast<size_t>(kOrigins));
+  ASSERT_EQ(all.origins.size(), static_cast<size_t>(kOrigins));
+  for (int i = 0; i < kOrigins; ++i) {
+    EXPECT_EQ(all.origins[i].origin, Gateway(i) + "/0123456789abcdef0123456789abcdef");
+    EXPECT_EQ(all.origins[i].high_water, 1u);
+  }
+
+  // Bounded: the 5 most lagging, still by name; the counters and the count
+  // are the whole region's.
+  RegionHubStats few = hub_->stats(5);
+  EXPECT_EQ(few.batches_applied, static_cast<uint64_t>(kOrigins));
+  EXPECT_EQ(few.entries_applied, static_cast<uint64_t>(kOrigins));
+  EXPECT_EQ(few.origin_count, static_cast<size_t>(kOrigins));
+  ASSERT_EQ(few.origins.size(), 5u);
+  for (int k = 0; k < 5; ++k) {
+    EXPECT_EQ(few.origins[k].origin.substr(0, 5), Gateway(kOrigins - 5 + k)) << k;
+    EXPECT_GE(few.origins[k].lag_ms, int64_t{kOrigins - 5 + k} * 60000);
+  }
+
+  // A bound of the region's size or more lists them all.
+  EXPECT_EQ(hub_->stats(kOrigins).origins.size(), static_cast<size_t>(kOrigins));
+  RegionHubStats none = hub_->stats(0);
+  EXPECT_TRUE(none.origins.empty());
+  EXPECT_EQ(none.origin_count, static_cast<size_t>(kOrigins));
+
+  // A resend is already held: no second origin, the count stays.
+  Send(Gateway(3), 3 * 60000);
+  ASSERT_TRUE(test::WaitFor([&] { return Acks() == kOrigins + 1; }, 20000));
+  RegionHubStats after = hub_->stats(5);
+  EXPECT_EQ(after.batches_already_held, 1u);
+  EXPECT_EQ(after.origin_count, static_cast<size_t>(kOrigins));
+  hub_->Stop();
+}
+
+}  // namespace
+}  // namespace edgesync
