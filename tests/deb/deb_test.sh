@@ -8,9 +8,10 @@
 # for that machine (file, readelf) and dependencies computed from the sysroot:
 # target packages, with versions, covering every library the binary needs.
 # amd64: installed for real with dpkg on this machine, checked (user, modes,
-# conffiles, units accepted by systemd-analyze verify, lintian), upgraded to a
-# higher version with an edited conffile and state kept, then purged without
-# leftovers. Needs root (CI runs as root); refuses to touch an edgesync
+# conffiles, units accepted by systemd-analyze verify, lintian, the program
+# free of libpq and the PostgreSQL module loaded from where the package put
+# it), upgraded to a higher version with an edited conffile and state kept,
+# then purged without leftovers. Needs root (CI runs as root); refuses to touch an edgesync
 # already installed here. Cleans up after itself, also when a check fails.
 set -euo pipefail
 
@@ -153,6 +154,24 @@ check_amd64_cycle() {
     /lib/systemd/system/edgesync-region.service
   check "edgesync --version runs" edgesync --version
 
+  # The PostgreSQL hub store is a module (store/pg_module.h): the program
+  # maps no libpq; the region role loads the module from the installed
+  # folder and gets as far as connecting (nothing listens on port 1).
+  local module pg_out
+  module="/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/edgesync/edgesync-postgresql.so"
+  check "the PostgreSQL module is installed at $module" test -f "$module"
+  check "the program does not need libpq" fails grep -q 'libpq' <<<"$(readelf -d /usr/bin/edgesync)"
+  check "the module needs libpq" grep -q 'libpq' <<<"$(readelf -d "$module")"
+  check "Depends has the module's libpq5" grep -q 'libpq5' <<<"$(field "$deb1" Depends)"
+  mkdir -p "$out/pg-hub"
+  printf '[gateway]\ndata_dir = "%s/pg-hub/data"\n[hub]\nregion = "eu"\nbroker_uri = "tcp://127.0.0.1:1"\nstore = "postgresql://edgesync@127.0.0.1:1/hub"\n' \
+    "$out" > "$out/pg-hub/region.toml"
+  pg_out=$(env -u EDGESYNC_PG_MODULE edgesync region -c "$out/pg-hub/region.toml" 2>&1 || true)
+  echo "region on PostgreSQL, no server: $pg_out"
+  check "the region role loads the installed module" \
+    fails grep -qE 'no PostgreSQL hub store module|does not load|unusable' <<<"$pg_out"
+  check "and reaches for the database (libpq: connection refused)" grep -q 'Connection refused' <<<"$pg_out"
+
   # What an administrator and the service leave before an upgrade.
   sed -i 's/^id = "gateway-1"/id = "pi-field-7"/' /etc/edgesync/edgesync.toml
   runuser -u edgesync -- sh -c 'echo kept > /var/lib/edgesync/marker'
@@ -175,6 +194,7 @@ check_amd64_cycle() {
   check "no deb-systemd-helper state is left" \
     test -z "$(find /var/lib/systemd -name '*edgesync*' 2>/dev/null)"
   check "the binary is gone" test ! -e /usr/bin/edgesync
+  check "the module's folder is gone" test ! -e "$(dirname "$module")"
 }
 
 case "$arch" in
