@@ -5,8 +5,9 @@
 #
 # arm64, armhf: the package of the cross build (reusing build/<arch> and the
 # sysroot when `make cross` made them) has the right Architecture, a binary
-# for that machine (file, readelf) and dependencies computed from the sysroot:
-# target packages, with versions, covering every library the binary needs.
+# and a PostgreSQL module for that machine (file, readelf) and dependencies
+# computed from the sysroot: target packages, with versions, covering every
+# library the binary and the module need.
 # amd64: installed for real with dpkg on this machine, checked (user, modes,
 # conffiles, units accepted by systemd-analyze verify, lintian, the program
 # free of libpq and the PostgreSQL module loaded from where the package put
@@ -94,7 +95,16 @@ check_cross() {
   check "versioned dependencies (symbols files were used)" grep -q "libc6 (>= " <<<"$depends"
   # Every library the binary needs is provided by a dependency: the sysroot
   # package holding the soname's file is listed.
-  needed=$(readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+  # The PostgreSQL hub store module (store/pg_module.h): built for the
+  # board, where the program looks for it, holding the only need of libpq.
+  local multiarch module
+  multiarch=$(dpkg-architecture -a"$arch" -qDEB_HOST_MULTIARCH 2>/dev/null)
+  module="$out/root/usr/lib/$multiarch/edgesync/edgesync-postgresql.so"
+  check "the PostgreSQL module is in /usr/lib/$multiarch/edgesync" test -f "$module"
+  check "the module is $machine_file" grep -q "$machine_file" <<<"$(file -b "$module")"
+  check "the program does not need libpq" fails grep -q 'libpq' <<<"$(readelf -d "$bin")"
+  check "the module needs libpq" grep -q 'libpq' <<<"$(readelf -d "$module")"
+  needed=$(readelf -d "$bin" "$module" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort -u)
   check "the binary needs shared libraries" test -n "$needed"
   for soname in $needed; do
     # shlibs lines read "<name> <version> <package> ...": libfoo.so.1 is "libfoo 1".
