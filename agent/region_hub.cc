@@ -27,6 +27,7 @@
 #include "platform/systemd.h"
 #include "store/hub_store.h"
 #include "store/hub_store_leases.h"
+#include "store/pg_module.h"
 #include "store/store.h"
 #include "sync/region_hub.h"
 
@@ -175,6 +176,7 @@ int RunRegionHub(const Config& config) {
   std::unique_ptr<HubStore> hub_store;
   std::string where;
   HubStoreOptions ho;  // PostgreSQL
+  const PgModuleApi* pg = nullptr;
   ho.location = config.hub_store;
   ho.password_file = config.hub_password_file;
   ho.feed_retention_ms = config.hub_feed_retention_s * 1000;
@@ -198,7 +200,10 @@ int RunRegionHub(const Config& config) {
       st = LockHubFile(config.data_dir + "/hub.lock", "another hub runs with the data folder " + config.data_dir +
                                                           "; give every hub of a region its own [gateway] data_dir");
     }
-    if (st.ok()) st = OpenPostgresHubStore(ho, &hub_store);
+    // The PostgreSQL store lives in a module (store/pg_module.h): this
+    // program does not map libpq and its libraries unless a hub uses them.
+    if (st.ok()) st = LoadPgModule(&pg);
+    if (st.ok()) st = pg->open_hub_store(ho, &hub_store);
   }
   if (!st.ok()) {
     std::fprintf(stderr, "edgesync region: opening the hub store %s: %s\n", where.c_str(), st.ToString().c_str());
@@ -220,7 +225,7 @@ int RunRegionHub(const Config& config) {
     char host[256] = {0};
     ::gethostname(host, sizeof host - 1);
     lo.instance = std::string(host) + ":" + config.data_dir;
-    st = OpenPostgresShardLeases(ho, lo, &leases);
+    st = pg->open_shard_leases(ho, lo, &leases);
     if (!st.ok()) {
       std::fprintf(stderr, "edgesync region: shard leases in %s: %s\n", where.c_str(), st.ToString().c_str());
       return 1;

@@ -35,9 +35,10 @@ find_package(Threads REQUIRED)
 # with (they change class layouts), so they come from its .pc file.
 pkg_check_modules(HTTPLIB REQUIRED cpp-httplib)
 
-# libpq (Debian libpq-dev) for the PostgreSQL hub store: ON where found. The
-# boards' cross sysroots do not carry it (a region hub runs on a server, not
-# on a gateway), so cross builds have the SQLite hub store only.
+# libpq (Debian libpq-dev) for the PostgreSQL hub store: ON where found. It
+# is built as a module the region role loads (store/pg_module.h), so the
+# boards' cross builds have it too (libpq-dev is in their sysroot) at no cost
+# to a gateway, which never maps libpq.
 pkg_check_modules(LIBPQ IMPORTED_TARGET libpq)
 option(EDGESYNC_POSTGRESQL "PostgreSQL hub store (libpq)" ${LIBPQ_FOUND})
 if(EDGESYNC_POSTGRESQL AND NOT LIBPQ_FOUND)

@@ -6,7 +6,9 @@
 //   - SQLite (the embedded default): an adapter over Store's hub methods
 //     (NewSqliteHubStore); the hub's figures are those of the Store.
 //   - PostgreSQL through libpq (store/pg/): a region that outgrows one
-//     machine. Built where libpq is found (EDGESYNC_HAVE_POSTGRESQL).
+//     machine. Built where libpq is found (EDGESYNC_HAVE_POSTGRESQL), as a
+//     module the edgesync program loads only for such a hub
+//     (store/pg_module.h); test programs link it (es_store_pg).
 // OpenHubStore picks one by the configured location. Every backend passes
 // the same conformance suite (tests/unit/store/hub_store_conformance_test.cc).
 //
@@ -178,6 +180,8 @@ bool HavePostgres();
 // Opens the PostgreSQL hub store at options.location (migrating its schema).
 // Unsupported when the build has no libpq; InvalidArgument for a location
 // that carries a password (it belongs in password_file, never in the config).
+// Defined in store/pg/: in a program that links es_store_pg (the tests), or
+// reached through the module's table (PgModuleApi, store/pg_module.h).
 Status OpenPostgresHubStore(const HubStoreOptions& options, std::unique_ptr<HubStore>* store);
 
 }  // namespace edgesync

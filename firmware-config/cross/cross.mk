@@ -35,12 +35,14 @@ deps-cross: cross-check-arch
 	@./$(DEPS) build cross-$(ARCH)
 	@./firmware-config/cross/sysroot.sh $(ARCH) $(SYSROOT)
 
-# (Re)configures when there is no build tree yet or a toolchain file changed
-# (compiler flags are taken from it only when the cache is created).
+# (Re)configures when there is no build tree yet, a toolchain file changed
+# (compiler flags are taken from it only when the cache is created) or the
+# sysroot's package list did (options such as EDGESYNC_POSTGRESQL default to
+# what the sysroot had at the first configure, and stay cached).
 cross-configure: deps-cross
 	@if [ ! -f $(CROSS_DIR)/CMakeCache.txt ] || \
 	    { [ ! -f $(CROSS_DIR)/build.ninja ] && [ ! -f $(CROSS_DIR)/Makefile ]; } || \
-	    [ -n "$$(find firmware-config/cross -name '*.cmake' -newer $(CROSS_DIR)/CMakeCache.txt)" ]; then \
+	    [ -n "$$(find firmware-config/cross \( -name '*.cmake' -o -name packages.txt \) -newer $(CROSS_DIR)/CMakeCache.txt)" ]; then \
 	  rm -f $(CROSS_DIR)/CMakeCache.txt; \
 	  cmake -S . -B $(CROSS_DIR) -G "$(CMAKE_GENERATOR)" \
 	    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDGESYNC_BENCH=OFF \

@@ -53,6 +53,23 @@ install -d -m 0755 "$root/DEBIAN" "$root/usr/bin" "$root/lib/systemd/system" "$r
 # Debug information stays in the build tree (build/<arch>/edgesync).
 "$strip" --strip-unneeded --remove-section=.comment --remove-section=.note -o "$root/usr/bin/edgesync" "$binary"
 chmod 0755 "$root/usr/bin/edgesync"
+# The PostgreSQL hub store module (store/pg_module.h), built next to the
+# binary where the build had libpq. The program looks for it in
+# /usr/lib/<multiarch>/edgesync/ (EDGESYNC_PG_MODULE_DIR in CMakeLists.txt).
+module="$(dirname "$binary")/edgesync-postgresql.so"
+shlibdeps_files=("$root/usr/bin/edgesync")
+if [ -f "$module" ]; then
+  multiarch=$(dpkg-architecture -a"$arch" -qDEB_HOST_MULTIARCH 2>/dev/null)
+  moddir="$root/usr/lib/$multiarch/edgesync"
+  install -d -m 0755 "$moddir"
+  "$strip" --strip-unneeded --remove-section=.comment --remove-section=.note -o "$moddir/edgesync-postgresql.so" \
+    "$module"
+  chmod 0644 "$moddir/edgesync-postgresql.so"
+  shlibdeps_files+=("$moddir/edgesync-postgresql.so")
+  echo "build-deb: with the PostgreSQL module (/usr/lib/$multiarch/edgesync/edgesync-postgresql.so)"
+else
+  echo "build-deb: no PostgreSQL module at $module: region hubs of this package use SQLite only"
+fi
 install -m 0644 "$config_dir/edgesync.service" "$config_dir/edgesync-region.service" "$root/lib/systemd/system/"
 install -m 0644 "$here/edgesync.toml" "$here/region.toml" "$root/etc/edgesync/"
 install -m 0644 "$config_dir/edgesync.example.toml" "$doc/examples/"
@@ -66,7 +83,12 @@ chmod 0644 "$doc/changelog.gz" "$doc/README.md.gz" "$root/usr/share/man/man1/edg
 for s in postinst prerm postrm; do install -m 0755 "$here/$s" "$root/DEBIAN/$s"; done
 printf '/etc/edgesync/edgesync.toml\n/etc/edgesync/region.toml\n' > "$root/DEBIAN/conffiles"
 
-# Shared-library dependencies of the binary as it will be installed.
+# Shared-library dependencies of the binary and the module as they will be
+# installed (the module's libpq and what it pulls in: a region hub on
+# PostgreSQL needs them; a gateway has them on disk but never maps them).
+# The module's symbols of the program itself are resolved by the program
+# when it loads the module; dpkg-shlibdeps finds them in no library, and
+# its warnings for them (bit 0 of --warnings) would be noise.
 shlibdeps_args=()
 if [ "$arch" != "$(dpkg --print-architecture)" ]; then
   # -S: the sysroot acts as a package being built, whose DEBIAN/ holds the
@@ -74,7 +96,7 @@ if [ "$arch" != "$(dpkg --print-architecture)" ]; then
   shlibdeps_args+=("-S$(cd "$sysroot" && pwd)")
 fi
 depends=$(cd "$work" && DEB_HOST_ARCH="$arch" dpkg-shlibdeps -O "${shlibdeps_args[@]}" \
-  -e "$root/usr/bin/edgesync" | sed -n 's/^shlibs:Depends=//p')
+  --warnings=2 "${shlibdeps_files[@]/#/-e}" | sed -n 's/^shlibs:Depends=//p')
 [ -n "$depends" ] || { echo "build-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 
 size=$(du -k -s --exclude=DEBIAN "$root" | cut -f1)

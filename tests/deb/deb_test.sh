@@ -5,12 +5,14 @@
 #
 # arm64, armhf: the package of the cross build (reusing build/<arch> and the
 # sysroot when `make cross` made them) has the right Architecture, a binary
-# for that machine (file, readelf) and dependencies computed from the sysroot:
-# target packages, with versions, covering every library the binary needs.
+# and a PostgreSQL module for that machine (file, readelf) and dependencies
+# computed from the sysroot: target packages, with versions, covering every
+# library the binary and the module need.
 # amd64: installed for real with dpkg on this machine, checked (user, modes,
-# conffiles, units accepted by systemd-analyze verify, lintian), upgraded to a
-# higher version with an edited conffile and state kept, then purged without
-# leftovers. Needs root (CI runs as root); refuses to touch an edgesync
+# conffiles, units accepted by systemd-analyze verify, lintian, the program
+# free of libpq and the PostgreSQL module loaded from where the package put
+# it), upgraded to a higher version with an edited conffile and state kept,
+# then purged without leftovers. Needs root (CI runs as root); refuses to touch an edgesync
 # already installed here. Cleans up after itself, also when a check fails.
 set -euo pipefail
 
@@ -93,7 +95,16 @@ check_cross() {
   check "versioned dependencies (symbols files were used)" grep -q "libc6 (>= " <<<"$depends"
   # Every library the binary needs is provided by a dependency: the sysroot
   # package holding the soname's file is listed.
-  needed=$(readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+  # The PostgreSQL hub store module (store/pg_module.h): built for the
+  # board, where the program looks for it, holding the only need of libpq.
+  local multiarch module
+  multiarch=$(dpkg-architecture -a"$arch" -qDEB_HOST_MULTIARCH 2>/dev/null)
+  module="$out/root/usr/lib/$multiarch/edgesync/edgesync-postgresql.so"
+  check "the PostgreSQL module is in /usr/lib/$multiarch/edgesync" test -f "$module"
+  check "the module is $machine_file" grep -q "$machine_file" <<<"$(file -b "$module")"
+  check "the program does not need libpq" fails grep -q 'libpq' <<<"$(readelf -d "$bin")"
+  check "the module needs libpq" grep -q 'libpq' <<<"$(readelf -d "$module")"
+  needed=$(readelf -d "$bin" "$module" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort -u)
   check "the binary needs shared libraries" test -n "$needed"
   for soname in $needed; do
     # shlibs lines read "<name> <version> <package> ...": libfoo.so.1 is "libfoo 1".
@@ -153,6 +164,24 @@ check_amd64_cycle() {
     /lib/systemd/system/edgesync-region.service
   check "edgesync --version runs" edgesync --version
 
+  # The PostgreSQL hub store is a module (store/pg_module.h): the program
+  # maps no libpq; the region role loads the module from the installed
+  # folder and gets as far as connecting (nothing listens on port 1).
+  local module pg_out
+  module="/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/edgesync/edgesync-postgresql.so"
+  check "the PostgreSQL module is installed at $module" test -f "$module"
+  check "the program does not need libpq" fails grep -q 'libpq' <<<"$(readelf -d /usr/bin/edgesync)"
+  check "the module needs libpq" grep -q 'libpq' <<<"$(readelf -d "$module")"
+  check "Depends has the module's libpq5" grep -q 'libpq5' <<<"$(field "$deb1" Depends)"
+  mkdir -p "$out/pg-hub"
+  printf '[gateway]\ndata_dir = "%s/pg-hub/data"\n[hub]\nregion = "eu"\nbroker_uri = "tcp://127.0.0.1:1"\nstore = "postgresql://edgesync@127.0.0.1:1/hub"\n' \
+    "$out" > "$out/pg-hub/region.toml"
+  pg_out=$(env -u EDGESYNC_PG_MODULE edgesync region -c "$out/pg-hub/region.toml" 2>&1 || true)
+  echo "region on PostgreSQL, no server: $pg_out"
+  check "the region role loads the installed module" \
+    fails grep -qE 'no PostgreSQL hub store module|does not load|unusable' <<<"$pg_out"
+  check "and reaches for the database (libpq: connection refused)" grep -q 'Connection refused' <<<"$pg_out"
+
   # What an administrator and the service leave before an upgrade.
   sed -i 's/^id = "gateway-1"/id = "pi-field-7"/' /etc/edgesync/edgesync.toml
   runuser -u edgesync -- sh -c 'echo kept > /var/lib/edgesync/marker'
@@ -175,6 +204,7 @@ check_amd64_cycle() {
   check "no deb-systemd-helper state is left" \
     test -z "$(find /var/lib/systemd -name '*edgesync*' 2>/dev/null)"
   check "the binary is gone" test ! -e /usr/bin/edgesync
+  check "the module's folder is gone" test ! -e "$(dirname "$module")"
 }
 
 case "$arch" in

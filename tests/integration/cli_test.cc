@@ -16,8 +16,9 @@ struct CliRun {
   std::string out;
 };
 
-CliRun Edgesync(const std::string& args) {
-  std::string cmd = std::string(EDGESYNC_BINARY) + " " + args + " 2>&1";
+// env: "NAME=value ..." set for the program only.
+CliRun Edgesync(const std::string& args, const std::string& env = "") {
+  std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(EDGESYNC_BINARY) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -102,6 +103,31 @@ TEST(CliTest, RolesRefusePlaintextOffLoopback) {
   EXPECT_NE(r.out.find("hub.broker_uri"), std::string::npos) << r.out;
   EXPECT_FALSE(FileExists(dir.File("hub-data")));
 }
+
+#ifdef EDGESYNC_HAVE_POSTGRESQL
+// The program does not link libpq: a region hub on PostgreSQL loads
+// edgesync-postgresql.so. Without a loadable module it stops with an error
+// naming the file and the loader's reason, before anything else starts.
+TEST(CliTest, RegionOnPostgresWithoutItsModuleNamesTheFileTried) {
+  TempDir dir;
+  std::string hub = dir.File("hub.toml");
+  WriteAll(hub, "[gateway]\ndata_dir = \"" + dir.File("hub-data") +
+                    "\"\n[hub]\nregion = \"eu\"\nbroker_uri = \"tcp://127.0.0.1:1\"\n"
+                    "store = \"postgresql://edgesync@127.0.0.1:1/hub\"\n");
+  std::string missing = dir.File("missing/edgesync-postgresql.so");
+  CliRun r = Edgesync("region -c " + hub, "EDGESYNC_PG_MODULE=" + missing);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("no PostgreSQL hub store module"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(missing + ": cannot open shared object file"), std::string::npos) << r.out;
+
+  // A file that is there but no shared object: the loader's own reason.
+  std::string bogus = dir.File("edgesync-postgresql.so");
+  WriteAll(bogus, "not an ELF file\n");
+  r = Edgesync("region -c " + hub, "EDGESYNC_PG_MODULE=" + bogus);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("does not load: " + bogus + ": "), std::string::npos) << r.out;
+}
+#endif  // EDGESYNC_HAVE_POSTGRESQL
 
 TEST(CliTest, MissingFileIsAClearError) {
   CliRun r = Edgesync("config check /nonexistent.toml");
