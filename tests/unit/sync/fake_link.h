@@ -47,8 +47,11 @@ class FakeLink : public MqttLink {
   Status Flush(int64_t) override { return Status::Ok(); }
   int inflight() const override { return 0; }
   Counters counters() const override { return {}; }
-  void Deliver(const std::string& payload) {
+  void Deliver(const std::string& payload) { DeliverOn("", payload); }
+  // A message on `topic`, as the broker hands over what the link subscribed to.
+  void DeliverOn(const std::string& topic, const std::string& payload) {
     MqttMessage m;
+    m.topic = topic;
     m.payload = payload;
     on_message_(std::move(m));
   }

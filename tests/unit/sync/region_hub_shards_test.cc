@@ -24,10 +24,6 @@ namespace {
 class RecordingLink : public FakeLink {
  public:
   using FakeLink::FakeLink;
-  void SetMessageHandler(MessageHandler h) override {
-    handler_ = h;
-    FakeLink::SetMessageHandler(std::move(h));
-  }
   Status Subscribe(const std::string& filter, int) override {
     std::lock_guard<std::mutex> lock(mu_);
     filters_.insert(filter);
@@ -42,15 +38,8 @@ class RecordingLink : public FakeLink {
     std::lock_guard<std::mutex> lock(mu_);
     return filters_;
   }
-  void DeliverOn(const std::string& topic, const std::string& payload) {
-    MqttMessage m;
-    m.topic = topic;
-    m.payload = payload;
-    handler_(std::move(m));
-  }
 
  private:
-  MessageHandler handler_;
   std::mutex mu_;
   std::set<std::string> filters_;
 };

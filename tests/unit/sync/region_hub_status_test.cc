@@ -21,24 +21,6 @@
 namespace edgesync {
 namespace {
 
-class TopicLink : public FakeLink {
- public:
-  using FakeLink::FakeLink;
-  void SetMessageHandler(MessageHandler h) override {
-    handler_ = h;
-    FakeLink::SetMessageHandler(std::move(h));
-  }
-  void DeliverOn(const std::string& topic, const std::string& payload) {
-    MqttMessage m;
-    m.topic = topic;
-    m.payload = payload;
-    handler_(std::move(m));
-  }
-
- private:
-  MessageHandler handler_;
-};
-
 class RegionHubStatusTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -51,7 +33,7 @@ class RegionHubStatusTest : public ::testing::Test {
     o.region = "eu";
     hub_ = std::make_unique<RegionHub>(hub_store_.get(), o, nullptr,
                                        [this](const MqttLinkOptions&, std::unique_ptr<MqttLink>* link) {
-                                         auto l = std::make_unique<TopicLink>(
+                                         auto l = std::make_unique<FakeLink>(
                                              [this](const std::string&, const std::string& payload, FakeLink*) {
                                                WireMessage m;
                                                if (!DecodeMessage(payload, DecodeLimits{}, &m, nullptr).ok()) return;
@@ -88,7 +70,7 @@ class RegionHubStatusTest : public ::testing::Test {
   std::unique_ptr<Store> store_;
   std::unique_ptr<HubStore> hub_store_;
   std::unique_ptr<RegionHub> hub_;
-  TopicLink* link_ = nullptr;
+  FakeLink* link_ = nullptr;
   std::mutex mu_;
   std::vector<AckCode> acks_;
 };
