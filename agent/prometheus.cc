@@ -115,6 +115,9 @@ void StoreMetrics(Writer* w, const json& s) {
             "rejected_full");
     Counter(w, "edgesync_store_dropped_oldest_total",
             "Unacknowledged readings dropped by the drop-oldest disk policy since creation.", st, "dropped_oldest");
+    Counter(w, "edgesync_store_dropped_acked_total",
+            "Acknowledged readings dropped to make room when the store or its filesystem was full, since creation.",
+            st, "dropped_acked");
     Counter(w, "edgesync_store_corrupt_chunks_total",
             "Read view and region feed chunks refused as damaged since the store was opened.", st, "corrupt_chunks");
     w->Sample("edgesync_store_ranges", "gauge", "Active partition key ranges.",

@@ -130,8 +130,9 @@ void PrintText(const json& j) {
                 Bytes(Num(j, "store", "file_bytes")).c_str(), Bytes(Num(j, "store", "free_bytes")).c_str(),
                 Num(j, "store", "entries"), Num(j, "store", "remote_entries"), Num(j, "store", "last_lsn"),
                 s.value("ranges", json::array()).size());
-    std::printf("          dead letters %.0f, refused when full %.0f, dropped oldest %.0f\n",
-                Num(j, "store", "dead_letters"), Num(j, "store", "rejected_full"), Num(j, "store", "dropped_oldest"));
+    std::printf("          dead letters %.0f, refused when full %.0f, dropped oldest %.0f (acknowledged %.0f)\n",
+                Num(j, "store", "dead_letters"), Num(j, "store", "rejected_full"), Num(j, "store", "dropped_oldest"),
+                Num(j, "store", "dropped_acked"));
   }
   if (j.contains("backlog") && j.value("role", "") == "gateway") {
     std::printf("backlog   %.0f readings, ~%s, oldest %.0f s; upstream checkpoint %.0f\n",

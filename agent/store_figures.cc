@@ -59,6 +59,7 @@ nlohmann::json StoreFigures(Store* store, const StoreStats& s, const std::string
                 {"dead_letters", s.dead_letters},
                 {"rejected_full", s.rejected_full},
                 {"dropped_oldest", s.dropped_oldest},
+                {"dropped_acked", s.dropped_acked},
                 {"corrupt_chunks", s.corrupt_chunks},
                 {"ranges", ranges}};
   uint64_t checkpoint = 0;

@@ -320,6 +320,7 @@ Status SqliteStore::Stats(StoreStats* stats) {
                                        &stats->remote_entries));
   stats->corrupt_chunks = corrupt_chunks_.load();
   ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "dropped_oldest", &stats->dropped_oldest));
+  ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "dropped_acked", &stats->dropped_acked));
   ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "dead_letters", &stats->dead_letters));
   int64_t high = 0;
   ES_RETURN_IF_ERROR(read_db_.QueryInt(kHighLsnSql, &high));

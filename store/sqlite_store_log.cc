@@ -319,9 +319,15 @@ Status SqliteStore::AppendWithMark(const std::vector<Reading>& readings, const C
   Status s = AppendOnce(readings, mark, result);
   int64_t dropped_total = s.ok() ? result->dropped_oldest : 0;  // a failed attempt dropped nothing
   // The filesystem itself is full: the space to win back is mostly the
-  // WAL's. Checkpoint and truncate it, drop the oldest readings (their pages
-  // go to the free list that new rows reuse; acknowledged ones only under
-  // reject-new), checkpoint again, retry; drop more each round.
+  // WAL's. Checkpoint and truncate it and retry: that alone usually does,
+  // and no reading has to go for it. Only then drop the oldest readings
+  // (their pages go to the free list that new rows reuse; acknowledged ones
+  // only under reject-new), checkpoint again, retry; drop more each round.
+  if (s.code() == Status::Code::kNoSpace) {
+    write_db_.Exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    s = AppendOnce(readings, mark, result);
+    dropped_total += s.ok() ? result->dropped_oldest : 0;
+  }
   const bool acked_only = options_.disk_policy == StoreOptions::DiskPolicy::kRejectNew;
   int64_t to_drop = static_cast<int64_t>(readings.size()) * 2;
   for (int round = 0; round < 3 && s.code() == Status::Code::kNoSpace; ++round, to_drop *= 4) {

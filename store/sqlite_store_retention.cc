@@ -200,6 +200,13 @@ Status SqliteStore::DropOldest(int64_t n, bool acked_only, int64_t* dropped_unac
   ES_RETURN_IF_ERROR(SetMetaInt("high_lsn", high));  // the high LSN outlives its rows
   ES_RETURN_IF_ERROR(DeleteReadingsUpTo(&write_db_, oldest.upto));
   *removed = oldest.count;
+  if (oldest.count > unacked) {
+    // Acknowledged ones (a region holds them): no warning, but counted, so
+    // that a gateway's missing oldest readings are accounted for.
+    int64_t total = 0;
+    ES_RETURN_IF_ERROR(GetMetaInt(&write_db_, "dropped_acked", &total));
+    ES_RETURN_IF_ERROR(SetMetaInt("dropped_acked", total + oldest.count - unacked));
+  }
   if (unacked > 0) {
     int64_t total = 0;
     ES_RETURN_IF_ERROR(GetMetaInt(&write_db_, "dropped_oldest", &total));

@@ -237,6 +237,10 @@ struct StoreStats {
   int64_t remote_entries = 0;
   int64_t file_bytes = 0;
   int64_t dropped_oldest = 0;         // total, since creation
+  // Acknowledged readings dropped to make room for new ones when the store
+  // or its filesystem was full (retention's own pruning not included), since
+  // creation.
+  int64_t dropped_acked = 0;
   int64_t rejected_full = 0;          // appends refused because the store was full
   int64_t dead_letters = 0;          // total added since creation (the held ones are capped)
   int64_t corrupt_chunks = 0;        // read view / region chunks refused as damaged, since open
