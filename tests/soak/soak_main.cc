@@ -84,7 +84,7 @@ Args ParseArgs(int argc, char** argv) {
 }
 
 // Carries out one fault's start.
-void Begin(World& w, const Fault& f, std::set<std::pair<std::string, uint64_t>>* wiped) {
+void Begin(World& w, const Fault& f, WipedEntries* wiped) {
   switch (f.kind) {
     case FaultKind::kKillGateway: w.KillGateway(f.gateway); break;
     case FaultKind::kKillHub: w.KillHub(f.region); break;
@@ -199,7 +199,7 @@ int Run(const Args& args) {
   }
   std::stable_sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.at < b.at; });
   std::map<std::string, int64_t> faults_by_kind;
-  std::set<std::pair<std::string, uint64_t>> wiped;
+  WipedEntries wiped;
   const int64_t t0 = NowMs();
   int64_t last_print = t0;
   int restart_failures = 0;
@@ -277,6 +277,8 @@ int Run(const Args& args) {
   std::printf("  stored by their gateway: %lld; lost: %lld; duplicated: %lld; LSN gaps: %lld\n",
               static_cast<long long>(audit.stored), static_cast<long long>(audit.lost),
               static_cast<long long>(audit.duplicated), static_cast<long long>(audit.lsn_gaps));
+  std::printf("  pruned by the gateway whose disk filled, after a region acknowledged them (held there): %lld\n",
+              static_cast<long long>(audit.pruned_after_ack));
   std::printf("  lost by a SIGKILLed local broker before it handed them on (Mosquitto's PUBACK is in memory): %lld\n",
               static_cast<long long>(audit.lost_at_local_broker_kill));
   std::printf("  held by no region because only the wiped hub store had them: %lld (and so missing from %lld read "

@@ -369,9 +369,9 @@ void World::FreeDisk() {
   if (tmpfs_mounted_) ::unlink((gateway_dir(options_.tmpfs_gateway) + "/ballast").c_str());
 }
 
-std::set<std::pair<std::string, uint64_t>> World::WipeHubStore(int r) {
+WipedEntries World::WipeHubStore(int r) {
   KillHub(r);
-  std::set<std::pair<std::string, uint64_t>> held;
+  WipedEntries held;
   {
     std::unique_ptr<Store> file;
     std::unique_ptr<HubStore> hub;
@@ -384,7 +384,9 @@ std::set<std::pair<std::string, uint64_t>> World::WipeHubStore(int r) {
         if (!hub->ReadFeed(after, 10000, &read).ok() || read.reset) break;
         after = read.next;
         for (const auto& e : page) {
-          held.insert({e.remote.origin.ToString(), e.remote.origin_lsn});
+          const bool reading = e.remote.entry.kind == ChangeEntry::Kind::kReading;
+          held[{e.remote.origin.ToString(), e.remote.origin_lsn}] = {reading ? e.remote.entry.reading.device_id : "",
+                                                                     reading ? e.remote.entry.reading.value : 0.0};
         }
       } while (!page.empty());
     }

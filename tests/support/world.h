@@ -64,6 +64,11 @@ struct WorldOptions {
   int postgres_regions = 0;
 };
 
+// What a wiped hub store held: each entry's (origin, LSN), and for a reading
+// its device id and value, so that the audit can still place a reading its
+// gateway has since pruned.
+using WipedEntries = std::map<std::pair<std::string, uint64_t>, std::pair<std::string, double>>;
+
 // Peak resident memory seen per role, in bytes: VmHWM of each process
 // ("hub_sqlite", "hub_postgresql", "gateway", ...), and for
 // "postgresql_server" the largest sum of Pss (proportional set size, so the
@@ -107,8 +112,8 @@ class World {
   bool StartDatabase(int r);
   // SIGKILL of hub r, its store deleted (SQLite: the files; PostgreSQL: the
   // database dropped and created empty), hub started again: a new store, a
-  // new epoch. Returns the (origin, LSN) set the lost store held.
-  std::set<std::pair<std::string, uint64_t>> WipeHubStore(int r);
+  // new epoch. Returns what the lost store held.
+  WipedEntries WipeHubStore(int r);
   // Restores every link, frees the disk, restarts whatever is down.
   bool HealAll();
 
@@ -188,7 +193,11 @@ struct AuditResult {
   int64_t only_in_wiped_hub = 0;      // held by no region because the one that had them lost its store
   int64_t duplicated = 0;             // extra copies: in a gateway's store, a region, or a read view
   int64_t region_duplicates = 0;      // of those, (origin, LSN) or reading held twice by one region
-  int64_t lsn_gaps = 0;               // LSNs missing from a gateway's change log (1..last)
+  int64_t lsn_gaps = 0;               // LSNs missing from a gateway's change log (1..last), not pruned
+  // Readings the gateway whose filesystem filled dropped to make room, each
+  // after a region acknowledged it (the store's disk policy); each is still
+  // checked in the regions and the read views.
+  int64_t pruned_after_ack = 0;
   int64_t read_view_missing = 0;      // (reading, other gateway) pairs missing from a read view
   // Of the only_in_wiped_hub readings, (reading, other gateway) pairs whose
   // read view had not pulled them before the wipe: no region serves them now.
@@ -219,7 +228,7 @@ struct AuditResult {
 // counter.
 // wiped: what a wiped hub store held
 // (World::WipeHubStore), to tell "only the wiped hub had it" from a loss.
-AuditResult Audit(const World& world, const std::set<std::pair<std::string, uint64_t>>& wiped = {});
+AuditResult Audit(const World& world, const WipedEntries& wiped = {});
 
 }  // namespace edgesync::test
 

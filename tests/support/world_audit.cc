@@ -5,6 +5,7 @@
 // own integrity check: SQLite's, run by the sqlite3 program, and for a
 // database amcheck and the schema's invariants, run by psql.
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <tuple>
@@ -141,6 +142,7 @@ nlohmann::json AuditResult::ToJson() const {
           {"duplicated", duplicated},
           {"region_duplicates", region_duplicates},
           {"lsn_gaps", lsn_gaps},
+          {"pruned_after_ack", pruned_after_ack},
           {"read_view_missing", read_view_missing},
           {"read_view_missing_wiped", read_view_missing_wiped},
           {"extras", extras},
@@ -151,7 +153,7 @@ nlohmann::json AuditResult::ToJson() const {
           {"ok", ok()}};
 }
 
-AuditResult Audit(const World& world, const std::set<OriginLsn>& wiped) {
+AuditResult Audit(const World& world, const WipedEntries& wiped) {
   AuditResult out;
   const int G = world.options().gateways, R = world.options().regions;
 
@@ -170,6 +172,9 @@ AuditResult Audit(const World& world, const std::set<OriginLsn>& wiped) {
   std::map<Key, std::vector<uint64_t>> local;
   std::map<OriginLsn, Key> by_lsn;
   std::vector<SetSummary> view_summary(G);
+  std::vector<std::set<uint64_t>> held_lsns(G);
+  std::vector<uint64_t> last_lsn(G, 0), acked_lsn(G, 0);
+  std::vector<int64_t> dropped_acked(G, 0);
   for (int g = 0; g < G; ++g) {
     auto store = OpenReadOnly(world.gateway_store(g), &out);
     if (!store) continue;
@@ -197,16 +202,16 @@ AuditResult Audit(const World& world, const std::set<OriginLsn>& wiped) {
         view_summary[g].Add(origin_of[g], e.lsn, e.reading.device_id);
       }
     } while (!page.empty());
-    int64_t gaps = static_cast<int64_t>(stats.last_lsn) - static_cast<int64_t>(lsns.size());
-    if (gaps != 0 || (!lsns.empty() && *lsns.rbegin() != stats.last_lsn)) {
-      out.lsn_gaps += std::max<int64_t>(gaps, 1);
-      Note(&out, world.gateway_id(g) + ": " + std::to_string(lsns.size()) + " LSNs held, last " +
-                     std::to_string(stats.last_lsn));
-    }
+    held_lsns[g] = std::move(lsns);
+    last_lsn[g] = stats.last_lsn;
+    acked_lsn[g] = stats.acked_lsn;
+    dropped_acked[g] = stats.dropped_acked;
   }
 
   // 3. Every region's feed: (origin, LSN) -> copies; the union of regions.
   std::map<OriginLsn, int> in_regions;
+  std::map<OriginLsn, std::string> region_device;
+  std::map<Key, OriginLsn> held_by_key;  // readings the regions (or the wiped hub) held
   SetSummary regions_summary;
   for (int r = 0; r < R; ++r) {
     std::unique_ptr<Store> file;
@@ -230,12 +235,16 @@ AuditResult Audit(const World& world, const std::set<OriginLsn>& wiped) {
         OriginLsn ol{e.remote.origin.ToString(), e.remote.origin_lsn};
         if (++held[ol] == 1) {
           summary.Add(ol.first, ol.second, e.remote.entry.device_id());
-          if (in_regions[ol]++ == 0) regions_summary.Add(ol.first, ol.second, e.remote.entry.device_id());
+          if (in_regions[ol]++ == 0) {
+            regions_summary.Add(ol.first, ol.second, e.remote.entry.device_id());
+            region_device[ol] = e.remote.entry.device_id();
+          }
         }
         int eg, ed;
         if (e.remote.entry.kind == ChangeEntry::Kind::kReading && ParseDevice(e.remote.entry.reading.device_id, &eg, &ed)) {
           Key k{eg, ed, static_cast<int64_t>(e.remote.entry.reading.value)};
           ++readings[k];
+          held_by_key.emplace(k, ol);
           auto it = by_lsn.find(ol);
           if (it != by_lsn.end() && (it->second.g != k.g || it->second.d != k.d || it->second.v != k.v)) {
             ++out.lost;
@@ -259,6 +268,49 @@ AuditResult Audit(const World& world, const std::set<OriginLsn>& wiped) {
   }
   out.summaries["regions"] = regions_summary.ToString();
   out.duplicated += out.region_duplicates;
+  for (const auto& [ol, reading] : wiped) {
+    int eg, ed;
+    if (ParseDevice(reading.first, &eg, &ed)) held_by_key.emplace(Key{eg, ed, static_cast<int64_t>(reading.second)}, ol);
+  }
+
+  // LSNs 1..last of each change log. The gateway whose filesystem fills up
+  // may make room by dropping its oldest readings that a region acknowledged
+  // (Store: acknowledged data goes first): such an LSN is missing from its
+  // log, held by a region (or by the wiped hub), and counted by the store
+  // (dropped_acked; its retention prunes nothing in a soak: no size limit,
+  // no free-space floor, and the clock never steps past the retention age).
+  // Any other hole is a loss.
+  std::vector<std::set<uint64_t>> pruned(G);
+  for (int g = 0; g < G; ++g) {
+    if (origin_of[g].empty()) continue;
+    int64_t gaps = 0;
+    for (uint64_t lsn = 1; lsn <= last_lsn[g]; ++lsn) {
+      if (held_lsns[g].count(lsn) != 0) continue;
+      const OriginLsn ol{origin_of[g], lsn};
+      const bool may_prune = g == world.options().tmpfs_gateway && lsn <= acked_lsn[g];
+      if (may_prune && in_regions.count(ol) != 0) {
+        pruned[g].insert(lsn);
+        view_summary[g].Add(ol.first, ol.second, region_device[ol]);
+      } else if (may_prune && wiped.count(ol) != 0) {
+        pruned[g].insert(lsn);
+      } else {
+        ++gaps;
+      }
+    }
+    out.pruned_after_ack += static_cast<int64_t>(pruned[g].size());
+    if (static_cast<int64_t>(pruned[g].size()) != dropped_acked[g]) {
+      gaps += std::max<int64_t>(1, std::abs(static_cast<int64_t>(pruned[g].size()) - dropped_acked[g]));
+      Note(&out, world.gateway_id(g) + " counts " + std::to_string(dropped_acked[g]) +
+                     " acknowledged readings dropped for space, its log lacks " + std::to_string(pruned[g].size()) +
+                     " a region holds");
+    }
+    if (gaps != 0) {
+      out.lsn_gaps += gaps;
+      Note(&out, world.gateway_id(g) + ": " + std::to_string(held_lsns[g].size()) + " LSNs held, " +
+                     std::to_string(pruned[g].size()) + " pruned after a region acknowledged them, last " +
+                     std::to_string(last_lsn[g]));
+    }
+  }
 
   // 4. Every gateway's read view: reading -> copies (other gateways' only).
   std::vector<std::map<Key, int>> view(G);
@@ -296,9 +348,19 @@ AuditResult Audit(const World& world, const std::set<OriginLsn>& wiped) {
   // handed on; it hands a sensor's readings on in order, so only readings
   // acknowledged after the last one of that broker's life that reached the
   // gateway can be its loss. A hole before that is edgesync's.
+  // Readings missing from their gateway's log because it pruned them after
+  // a region acknowledged them (above): they reached the gateway.
+  std::map<Key, OriginLsn> pruned_readings;
+  for (const auto& [k, acked_at] : accepted) {
+    auto held = held_by_key.find(k);
+    if (local.count(k) == 0 && held != held_by_key.end() && held->second.first == origin_of[k.g] &&
+        pruned[k.g].count(held->second.second) != 0) {
+      pruned_readings.emplace(k, held->second);
+    }
+  }
   std::map<std::pair<int, size_t>, int64_t> last_handed_on;  // (gateway, broker life) -> ack time
   for (const auto& [k, acked_at] : accepted) {
-    if (local.count(k) == 0) continue;
+    if (local.count(k) == 0 && pruned_readings.count(k) == 0) continue;
     const auto& lives = world.local_broker_kills(k.g);
     for (size_t i = 0; i < lives.size(); ++i) {
       if (acked_at >= lives[i].started_ms && acked_at <= lives[i].killed_ms) {
@@ -312,7 +374,18 @@ AuditResult Audit(const World& world, const std::set<OriginLsn>& wiped) {
   // once in every other gateway's read view.
   for (const auto& [k, acked_at] : accepted) {
     auto it = local.find(k);
-    if (it == local.end()) {
+    OriginLsn ol;
+    auto pruned_it = pruned_readings.find(k);
+    if (it != local.end()) {
+      ++out.stored;
+      if (it->second.size() > 1) {
+        out.duplicated += static_cast<int64_t>(it->second.size()) - 1;
+        Note(&out, world.gateway_id(k.g) + " stored a reading " + std::to_string(it->second.size()) + " times");
+      }
+      ol = {origin_of[k.g], it->second.front()};
+    } else if (pruned_it != pruned_readings.end()) {
+      ol = pruned_it->second;  // stored, acknowledged, then pruned by its gateway for space
+    } else {
       bool broker_lost = false;
       const auto& lives = world.local_broker_kills(k.g);
       for (size_t i = 0; i < lives.size(); ++i) {
@@ -330,12 +403,6 @@ AuditResult Audit(const World& world, const std::set<OriginLsn>& wiped) {
       }
       continue;
     }
-    ++out.stored;
-    if (it->second.size() > 1) {
-      out.duplicated += static_cast<int64_t>(it->second.size()) - 1;
-      Note(&out, world.gateway_id(k.g) + " stored a reading " + std::to_string(it->second.size()) + " times");
-    }
-    OriginLsn ol{origin_of[k.g], it->second.front()};
     bool wiped_only = false;
     if (in_regions.count(ol) == 0) {
       if (wiped.count(ol) != 0) {
