@@ -235,6 +235,8 @@ class SqliteStore : public Store {
   int64_t last_space_log_ms_ = INT64_MIN;
   int64_t last_drop_log_ms_ = 0;  // warnings about dropped readings, rate-limited
   int64_t drop_log_pending_ = 0;
+  int64_t last_acked_drop_log_ms_ = 0;  // the same for acknowledged ones
+  int64_t acked_drop_log_pending_ = 0;
   std::vector<std::pair<std::string, int64_t>> pending_series_;  // (device, id) created in the open txn
   std::vector<ChunkReading> chunk_buffer_;  // AppendOnce's group, reused
   std::string block_buffer_;                // its encoded chunk, reused

@@ -201,11 +201,19 @@ Status SqliteStore::DropOldest(int64_t n, bool acked_only, int64_t* dropped_unac
   ES_RETURN_IF_ERROR(DeleteReadingsUpTo(&write_db_, oldest.upto));
   *removed = oldest.count;
   if (oldest.count > unacked) {
-    // Acknowledged ones (a region holds them): no warning, but counted, so
-    // that a gateway's missing oldest readings are accounted for.
+    // Acknowledged ones: a region holds them, but this gateway's own
+    // history shrinks, so they are counted and said (every 10 s at most).
     int64_t total = 0;
     ES_RETURN_IF_ERROR(GetMetaInt(&write_db_, "dropped_acked", &total));
     ES_RETURN_IF_ERROR(SetMetaInt("dropped_acked", total + oldest.count - unacked));
+    acked_drop_log_pending_ += oldest.count - unacked;
+    const int64_t now = clock_->MonotonicMillis();
+    if (last_acked_drop_log_ms_ == 0 || now - last_acked_drop_log_ms_ >= 10000) {
+      ES_LOG(kInfo, "store {}: full, dropped the {} oldest acknowledged readings to make room (a region holds them)",
+             options_.path, acked_drop_log_pending_);
+      acked_drop_log_pending_ = 0;
+      last_acked_drop_log_ms_ = now;
+    }
   }
   if (unacked > 0) {
     int64_t total = 0;
