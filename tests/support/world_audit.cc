@@ -283,7 +283,8 @@ AuditResult Audit(const World& world, const WipedEntries& wiped) {
   std::vector<std::set<uint64_t>> pruned(G);
   for (int g = 0; g < G; ++g) {
     if (origin_of[g].empty()) continue;
-    int64_t gaps = 0;
+    // An entry above the LSN head would be one given out twice next time.
+    int64_t gaps = !held_lsns[g].empty() && *held_lsns[g].rbegin() > last_lsn[g] ? 1 : 0;
     for (uint64_t lsn = 1; lsn <= last_lsn[g]; ++lsn) {
       if (held_lsns[g].count(lsn) != 0) continue;
       const OriginLsn ol{origin_of[g], lsn};
@@ -344,10 +345,6 @@ AuditResult Audit(const World& world, const WipedEntries& wiped) {
     }
   }
 
-  // A SIGKILLed local broker loses what it acknowledged but had not yet
-  // handed on; it hands a sensor's readings on in order, so only readings
-  // acknowledged after the last one of that broker's life that reached the
-  // gateway can be its loss. A hole before that is edgesync's.
   // Readings missing from their gateway's log because it pruned them after
   // a region acknowledged them (above): they reached the gateway.
   std::map<Key, OriginLsn> pruned_readings;
@@ -358,6 +355,11 @@ AuditResult Audit(const World& world, const WipedEntries& wiped) {
       pruned_readings.emplace(k, held->second);
     }
   }
+
+  // A SIGKILLed local broker loses what it acknowledged but had not yet
+  // handed on; it hands a sensor's readings on in order, so only readings
+  // acknowledged after the last one of that broker's life that reached the
+  // gateway can be its loss. A hole before that is edgesync's.
   std::map<std::pair<int, size_t>, int64_t> last_handed_on;  // (gateway, broker life) -> ack time
   for (const auto& [k, acked_at] : accepted) {
     if (local.count(k) == 0 && pruned_readings.count(k) == 0) continue;
