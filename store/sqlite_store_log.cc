@@ -319,31 +319,29 @@ Status SqliteStore::AppendWithMark(const std::vector<Reading>& readings, const C
   Status s = AppendOnce(readings, mark, result);
   int64_t dropped_total = s.ok() ? result->dropped_oldest : 0;  // a failed attempt dropped nothing
   // The filesystem itself is full: the space to win back is mostly the
-  // WAL's. Checkpoint and truncate it and retry: that alone usually does,
-  // and no reading has to go for it. Only then drop the oldest readings
-  // (their pages go to the free list that new rows reuse; acknowledged ones
-  // only under reject-new), checkpoint again, retry; drop more each round.
-  if (s.code() == Status::Code::kNoSpace) {
-    write_db_.Exec("PRAGMA wal_checkpoint(TRUNCATE)");
-    s = AppendOnce(readings, mark, result);
-    dropped_total += s.ok() ? result->dropped_oldest : 0;
-  }
+  // WAL's. Each round checkpoints and truncates it, then retries. The first
+  // round drops nothing: that alone usually does. The later ones drop the
+  // oldest readings first (their pages go to the free list that new rows
+  // reuse; acknowledged ones only under reject-new), more each round.
   const bool acked_only = options_.disk_policy == StoreOptions::DiskPolicy::kRejectNew;
   int64_t to_drop = static_cast<int64_t>(readings.size()) * 2;
-  for (int round = 0; round < 3 && s.code() == Status::Code::kNoSpace; ++round, to_drop *= 4) {
+  for (int round = 0; round < 4 && s.code() == Status::Code::kNoSpace; ++round) {
     write_db_.Exec("PRAGMA wal_checkpoint(TRUNCATE)");
-    int64_t dropped = 0, removed = 0;
-    Txn txn(&write_db_);
-    Status d = txn.Begin();
-    if (d.ok()) d = DropOldest(to_drop, acked_only, &dropped, &removed);
-    if (d.ok() && removed == 0) d = Status::NoSpace("nothing acknowledged to prune");
-    if (d.ok()) d = txn.Commit();
-    if (!d.ok()) {
-      txn.Rollback();
-      break;
+    if (round > 0) {
+      int64_t dropped = 0, removed = 0;
+      Txn txn(&write_db_);
+      Status d = txn.Begin();
+      if (d.ok()) d = DropOldest(to_drop, acked_only, &dropped, &removed);
+      if (d.ok() && removed == 0) d = Status::NoSpace("nothing acknowledged to prune");
+      if (d.ok()) d = txn.Commit();
+      if (!d.ok()) {
+        txn.Rollback();
+        break;
+      }
+      dropped_total += dropped;
+      to_drop *= 4;
+      write_db_.Exec("PRAGMA wal_checkpoint(TRUNCATE)");
     }
-    dropped_total += dropped;
-    write_db_.Exec("PRAGMA wal_checkpoint(TRUNCATE)");
     s = AppendOnce(readings, mark, result);
     dropped_total += s.ok() ? result->dropped_oldest : 0;
   }
