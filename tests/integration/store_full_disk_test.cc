@@ -263,18 +263,8 @@ TEST(StoreFullDiskTest, AFullFilesystemTakesBackTheWalBeforeAnyAcknowledgedReadi
   std::string dir = tmp.File("small");
   Tmpfs fs(dir);
   if (fs.mounted()) {
-    EXPECT_EQ(WalMakesRoomScenario(dir,
-                                   [&](int64_t) -> std::string {
-                                     // The rest of the filesystem, 4 KiB at a time until it says no.
-                                     FILE* f = std::fopen((dir + "/ballast").c_str(), "w");
-                                     if (f == nullptr) return "ballast";
-                                     std::string block(4096, 'b');
-                                     while (std::fwrite(block.data(), 1, block.size(), f) == block.size() &&
-                                            std::fflush(f) == 0) {
-                                     }
-                                     std::fclose(f);
-                                     return "";
-                                   }),
+    EXPECT_EQ(WalMakesRoomScenario(
+                  dir, [&](int64_t) { return FillFilesystem(dir + "/ballast") ? "" : "filling the tmpfs"; }),
               "");
     return;
   }

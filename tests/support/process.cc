@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -248,6 +249,21 @@ std::string ReadAll(const std::string& path) {
 void WriteAll(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
+}
+
+bool FillFilesystem(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  // A 1 MiB write fails while smaller ones still fit: finish in pages.
+  static const std::string zeros(size_t{1} << 20, '\0');
+  int err = 0;
+  for (size_t chunk : {zeros.size(), size_t{4096}}) {
+    while (::write(fd, zeros.data(), chunk) == static_cast<ssize_t>(chunk)) {
+    }
+    err = errno;
+  }
+  ::close(fd);
+  return err == ENOSPC;
 }
 
 }  // namespace edgesync::test

@@ -83,6 +83,9 @@ std::string FakeTimeLibrary();
 
 std::string ReadAll(const std::string& path);
 void WriteAll(const std::string& path, const std::string& text);
+// Appends to `path` (a ballast file) until its filesystem has no block free;
+// true if it ended on ENOSPC. Written, not fallocated, so nothing is left.
+bool FillFilesystem(const std::string& path);
 
 }  // namespace edgesync::test
 

@@ -349,20 +349,7 @@ void World::SetHubClock(const std::string& offset) { WriteAll(options_.root + "/
 
 bool World::FillDisk() {
   if (!tmpfs_mounted_) return false;
-  const std::string ballast = gateway_dir(options_.tmpfs_gateway) + "/ballast";
-  int fd = ::open(ballast.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
-  // Written, not fallocated: the filesystem ends up with no block free at
-  // all (a 1 MiB write fails while smaller ones still fit, so finish in pages).
-  static const std::string zeros(size_t{1} << 20, '\0');
-  int err = 0;
-  for (size_t chunk : {zeros.size(), size_t{4096}}) {
-    while (::write(fd, zeros.data(), chunk) == static_cast<ssize_t>(chunk)) {
-    }
-    err = errno;
-  }
-  ::close(fd);
-  return err == ENOSPC;
+  return FillFilesystem(gateway_dir(options_.tmpfs_gateway) + "/ballast");
 }
 
 void World::FreeDisk() {
