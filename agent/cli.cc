@@ -102,6 +102,7 @@ int RunCli(int argc, char** argv) {
       ->check(CLI::IsMember({"any", "gateway", "region"}));
 
   auto* example = config_cmd->add_subcommand("example", "print a commented config with every option at its default");
+  auto* reference = config_cmd->add_subcommand("reference", "print every option as a Markdown table (docs/CONFIG.md)");
 
   try {
     app.parse(argc, argv);
@@ -111,6 +112,10 @@ int RunCli(int argc, char** argv) {
 
   if (example->parsed()) {
     std::printf("%s", ExampleConfig().c_str());
+    return 0;
+  }
+  if (reference->parsed()) {
+    std::printf("%s", ConfigReference().c_str());
     return 0;
   }
   if (check->parsed()) {

@@ -135,7 +135,7 @@ struct Config {
   int64_t uplink_batch_min_delay_ms = 0;
   // Batches refer to the series context the region holds (protocol 3):
   // measured on the reference workload online (tests/bench/uplink_bench.cc,
-  // README) at default settings. false: every batch self-contained.
+  // docs/BENCHMARKS.md) at default settings. false: every batch self-contained.
   bool uplink_series_context = true;
   int64_t uplink_batch_max_delay_ms = 200;
   // A backlog batch's round trip (~80 ms on loopback before the links set
@@ -216,6 +216,9 @@ std::vector<OptionDoc> ListOptions();
 // A commented config listing every option at its default with its doc line
 // (what firmware-config/edgesync.example.toml holds; a test keeps them equal).
 std::string ExampleConfig();
+// docs/CONFIG.md: every option of the table with its default, what it
+// accepts and its meaning, as Markdown.
+std::string ConfigReference();
 
 // "2026-01-01T00:00:00Z" (UTC) to Unix ms; false if not of that form.
 bool ParseUtcMillis(const std::string& text, int64_t* ms);

@@ -27,6 +27,7 @@ struct OptionSpec {
   std::string section;  // "" for array-of-table items (regions)
   std::string key;
   std::string doc;
+  std::string accepts;  // what values are valid, as docs/CONFIG.md shows it ("" = any of its type)
   std::function<std::string(const Target&)> show;  // value as TOML text
   // Reads v into target; returns an error message or "".
   std::function<std::string(Target&, const toml::value&)> read;
@@ -67,6 +68,7 @@ OptionSpec<Target> Str(std::string section, std::string key, std::function<std::
   o.section = std::move(section);
   o.key = std::move(key);
   o.doc = std::move(doc);
+  for (const auto& c : choices) o.accepts += (o.accepts.empty() ? "" : ", ") + c;
   o.show = [at](const Target& t) { return Quote(at(const_cast<Target&>(t))); };
   o.read = [at, choices](Target& t, const toml::value& v) -> std::string {
     if (!v.is_string()) return "expected a string, found " + toml::stringize(v.type());
@@ -108,6 +110,8 @@ OptionSpec<Target> Int(std::string section, std::string key, std::function<int64
   o.section = std::move(section);
   o.key = std::move(key);
   o.doc = std::move(doc);
+  // The table's "no real limit" (2^50) reads as an open range.
+  o.accepts = max >= (int64_t{1} << 50) ? ">= " + std::to_string(min) : std::to_string(min) + " .. " + std::to_string(max);
   o.show = [at](const Target& t) { return std::to_string(at(const_cast<Target&>(t))); };
   o.read = [at, min, max](Target& t, const toml::value& v) -> std::string {
     if (!v.is_integer()) return "expected an integer, found " + toml::stringize(v.type());
@@ -128,6 +132,7 @@ OptionSpec<Target> Real(std::string section, std::string key, std::function<doub
   o.section = std::move(section);
   o.key = std::move(key);
   o.doc = std::move(doc);
+  o.accepts = max >= 1e15 ? ">= " + ShowDouble(min) : ShowDouble(min) + " .. " + ShowDouble(max);
   o.show = [at](const Target& t) { return ShowDouble(at(const_cast<Target&>(t))); };
   o.read = [at, min, max](Target& t, const toml::value& v) -> std::string {
     double d;
