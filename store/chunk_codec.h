@@ -1,36 +1,14 @@
 // store/chunk_codec.h: a group of readings with consecutive LSNs as one
-// compressed column block (a row of the `chunks` table, store/schema.h).
+// compressed column block (a row of the `chunks` table, store/schema.h), and
+// compaction's series blocks (the readings of one series within a span of
+// LSNs, rows of `series_chunks`).
 //
-// Each field becomes its own column of small varints before zstd squeezes
-// the block: series ids as deltas from the previous reading's (readings
-// arrive in rounds over the same series), timestamps as deltas from the
-// previous reading's (a round shares its tick), quality flags, and values as
-// decimal-scaled mantissas with their scale (store/column_coding.h), or raw
-// IEEE bits when a value is not an exact decimal, so every value
-// round-trips bit for bit. A block decodes on its own: no state is carried
-// from one chunk to the next, so chunks can be pruned in any order.
-//
-// Block: u8 format (1) | varint raw length | zstd frame (no checksum) of
-// the raw columns:
-//   varint n | for each of series, ts, quality, scale, mantissa, raw bits:
-//   varint byte length + the column.
-// The value coding (store/column_coding.h) and the frame
-// (store/column_block.h) are those of the remote chunks too; this file
-// keeps only what its columns mean.
-// Measured on the reference workload (tests/bench/storage_bench.cc): about
-// 2 bytes per reading at 1,000 readings per chunk.
-//
-// Compaction (store/compaction.h) rewrites older chunks as series blocks:
-// the readings of ONE series within a span of LSNs, each with its LSN. The
-// same six columns, coded for one series: LSN gaps (the count of other
-// series' readings in between), timestamp deltas of deltas (a fixed period
-// codes as zeros) and mantissas as changes from the previous one. Format 3
-// (zstd), or 4 (the raw columns, u8 4 | raw) when zstd's frame would be
-// larger than what it squeezes (blocks of a few readings).
-// The span's row in `chunks` keeps its LSNs and time span and a span marker
-// instead of readings (format 2: u8 2 | varint first block id | varint
-// blocks): its series blocks are rows first..first+blocks-1 of
-// `series_chunks`, written together.
+// Contract: every value round-trips bit for bit; a block decodes on its own
+// (no state carried between chunks, so they can be pruned in any order); a
+// damaged block is an error, never other readings. The byte layouts (commit
+// chunks, format 1; span markers, format 2; series blocks, formats 3 and 4)
+// are in docs/FORMATS.md, "Commit chunks" and "Series blocks", and pinned by
+// tests/unit/store/codec_golden_test.cc.
 //
 // Thread safety: stateless functions.
 #ifndef EDGESYNC_STORE_CHUNK_CODEC_H_

@@ -1,24 +1,9 @@
 // store/column_block.h: the one frame of the store's compressed column
 // blocks (commit chunks and series blocks, store/chunk_codec.h; remote
-// chunks, store/remote_chunk_codec.h):
-//   u8 format | varint raw length | zstd frame of the raw bytes,
-// or, for a format that has a plain twin, u8 plain format | the raw bytes,
-// where the raw bytes hold a codec's header varints and then its columns,
-// each as varint byte length + bytes.
-//
-// The formats differ on the wire in two ways, both in stores in the field,
-// so a BlockFormat names them rather than each codec keeping a frame:
-//   - checksum: remote chunks carry zstd's content checksum (4 bytes): a
-//     block that came over a feed and was stored is refused when damaged
-//     rather than decoded into other values. Local chunks and series blocks
-//     were written without one (their damage shows as a column error or
-//     goes unseen; adding it would change every block they write).
-//   - plain_format: a series block of a few readings is smaller as its raw
-//     columns than as a zstd frame (whose header outweighs what it squeezes),
-//     so it is written plain under its own format byte (4, beside 3).
-// Both variants compress with the same zstd parameters (level 3, content
-// size in the frame header), so one encoder writes the bytes either wrote
-// (tests/unit/store/codec_golden_test.cc pins them).
+// chunks, store/remote_chunk_codec.h), so a BlockFormat names the two ways
+// the formats in the field differ (a zstd content checksum; a plain twin for
+// blocks too small for zstd) rather than each codec keeping a frame. Layout:
+// docs/FORMATS.md, "Column blocks: the one frame".
 //
 // A block is hostile input to its reader (a damaged file): OpenBlock
 // reserves memory only up to the raw size its caller allows and the header

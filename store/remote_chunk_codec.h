@@ -1,29 +1,12 @@
-// store/remote_chunk_codec.h: other gateways' entries as one compressed
-// column block: a row of `region_chunks` (a batch a region hub applied) or
-// of `view_chunks` (what a gateway's read view took from one feed page for
-// one origin), store/schema.h.
+// store/remote_chunk_codec.h: other gateways' entries, one origin's, as one
+// compressed column block: a row of `region_chunks` (a batch a region hub
+// applied) or of `view_chunks` (what a gateway's read view took from one feed
+// page for one origin), store/schema.h.
 //
-// Unlike a local chunk (store/chunk_codec.h) the entries are one origin's,
-// in increasing but not consecutive origin LSNs (an origin's log has holes
-// where device record versions were compacted or readings pruned), and
-// device records travel among the readings. Each field is its own column of
-// small varints before zstd squeezes the block: origin LSNs as (delta - 1)
-// from the previous entry's (mostly 0), kinds, series ids and timestamps as
-// deltas from the previous entry's, quality flags, values as decimal-scaled
-// mantissas with their scale or raw IEEE bits (store/column_coding.h: every
-// value round-trips bit for bit), and a device record's name, location and
-// default unit as length-prefixed text. A block decodes on its own, so
-// blocks can be pruned in any order.
-//
-// Block: u8 format (1) | varint raw length | zstd frame, with its content
-// checksum (damage is refused, not decoded into other values), of the raw
-// columns:
-//   varint n | varint first origin LSN | for each of olsn, kind, series, ts,
-//   quality, scale, mantissa, raw bits, text: varint byte length + column.
-// The value coding (store/column_coding.h) and the frame
-// (store/column_block.h, which says why only these blocks carry a
-// checksum) are those of the local chunks too.
-// Measured by tests/bench/remote_storage_bench.cc.
+// Contract: entries in increasing, not necessarily consecutive, origin LSNs;
+// every value round-trips bit for bit; a block decodes on its own; damage is
+// refused (these blocks carry zstd's content checksum), never decoded into
+// other values. Layout: docs/FORMATS.md, "Remote chunks".
 //
 // Thread safety: stateless functions.
 #ifndef EDGESYNC_STORE_REMOTE_CHUNK_CODEC_H_

@@ -1,13 +1,9 @@
 // sync/columns.h: the column layout of change entries on the wire (the
-// `Entries` table of sync/batch.fbs), before compression.
-//
-// Readings are mostly the same few devices, metrics and units, consecutive
-// LSNs, nearby timestamps and values quantised to a sensor's resolution, so
-// each field becomes its own column of small varints that zstd squeezes to a
-// few bits: dictionaries for strings, deltas for LSNs and timestamps, and
-// values as decimal-scaled integers predicted from the previous value of the
-// same series (or metric). Any double that is not an exact decimal travels as
-// its raw IEEE bits, so every value round-trips bit for bit.
+// `Entries` table of sync/batch.fbs), before compression: dictionaries for
+// strings, deltas for LSNs and timestamps, values as decimal-scaled integers
+// predicted from the previous value of the same series, raw IEEE bits for
+// any value that is not an exact decimal, so every value round-trips bit for
+// bit. Layout: docs/FORMATS.md, "Wire batches and feed pages".
 //
 // Thread safety: stateless functions (the context ones change only the
 // context they are given).

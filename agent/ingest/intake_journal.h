@@ -6,42 +6,15 @@
 // the callback until a store commit costs one commit per message; one
 // write(2) of the readings to this journal costs a few microseconds and is
 // as durable against a process kill (the data is in the kernel's page
-// cache). With sync on (store.sync = "full") every record is also
-// fdatasync'ed, matching what a commit would give against power loss.
+// cache). With store.sync = "full" every record is also fdatasync'ed.
 //
-// Each record carries the message's intake sequence number; the store
-// commits batches together with the checkpoint of the last sequence number
-// in them (Store::AppendReadingsMarked), so at start the records after the
-// checkpoint are exactly the ones to commit again.
-//
-// Two segment files take turns: appends go to the active one; once it
-// holds segment_bytes and every record of the other one is committed, the
-// other is truncated and becomes the active one. Disk use is therefore
-// about 2 x segment_bytes; the committed prefix is dropped without copying.
-//
-// A segment written by this version opens with the 8-byte magic
-// "ESJ2\r\n\x1a\n" and holds compact records, each leaning on the ones
-// before it in the segment: varint body length | u32 checksum (XXH3 low 32
-// bits of the body) | body: varint seq delta (from the previous record's) |
-// varint count | count x (varint series: its index in the segment's
-// dictionary, or 0 followed by varint-length device id, metric and unit,
-// which become the next index | zig-zag varint ts delta from the previous
-// reading | u8 decimal scale + zig-zag varint mantissa, or scale 16 + 8
-// raw IEEE bytes (store/column_coding.h) | varint quality). A reading of the
-// reference workload takes ~14 bytes where the first format took ~60: the
-// journal is written for every reading before its PUBACK, so its bytes are
-// a large part of what the SD card is written per reading
-// (tests/bench/storage_bench.cc). The dictionary starts empty in each
-// segment, so a segment decodes on its own from its start.
-//
-// A segment without the magic is of the first format (an older version's
-// journal): u32 body length | u32 checksum | body: u64 seq | u32 count |
-// count x (u16 len + device id, u16 len + metric, u16 len + unit, i64 ts_ms,
-// f64 value, u32 quality), little endian. It is read as such, and appended
-// to in its own format until it turns.
-//
-// Either way a torn or damaged record ends its segment: it and anything
-// after it are cut off at open (a torn record was never acknowledged).
+// Contract: each record carries the message's intake sequence number; the
+// store commits batches with the checkpoint of the last sequence number in
+// them, so at start the records after the checkpoint are exactly the ones to
+// commit again. Two segments take turns (disk use about 2 x segment_bytes).
+// A torn or damaged record ends its segment and is cut off at open (a torn
+// record was never acknowledged). Both record formats (the compact one and
+// the first one, still read): docs/FORMATS.md, "Intake journal".
 //
 // Thread safety: none; the owner serialises calls.
 #ifndef EDGESYNC_AGENT_INGEST_INTAKE_JOURNAL_H_
