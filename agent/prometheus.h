@@ -7,7 +7,7 @@
 //
 // Contract: a pure function of the snapshot; fields a snapshot lacks (a
 // gateway without regions, the hub's fields on a gateway) are left out.
-// Checked by `promtool check metrics` in tests/integration/metrics_test.cc.
+// Checked by `promtool check metrics` in tests/integration/status_views_test.cc.
 //
 // Thread safety: pure functions.
 #ifndef EDGESYNC_AGENT_PROMETHEUS_H_

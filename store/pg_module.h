@@ -3,7 +3,7 @@
 //
 // Why a module: libpq brings libldap, GnuTLS, Kerberos, SASL and p11-kit
 // with it, ~3.3 MB of shared-library pages in every process that maps them
-// (README, "Gateway memory"). A gateway never opens a PostgreSQL store, so
+// (docs/LIMITS.md, gateway memory). A gateway never opens a PostgreSQL store, so
 // the `edgesync` program does not link libpq; store/pg/ is built a second
 // time as edgesync-postgresql.so, which the region role loads with dlopen.
 // Test programs link store/pg/ directly (es_store_pg) and call

@@ -45,7 +45,7 @@ int64_t Above(int64_t first, int64_t last, int64_t split) { return std::max<int6
 
 constexpr char kCompactedUpToSql[] = "SELECT ifnull((SELECT value FROM meta WHERE key='compacted_upto'), 0)";
 
-// A compacted span (chunks at or below compacted_upto, store/compaction.h)
+// A compacted span (chunks at or below compacted_upto, store/sqlite_store_compact.cc)
 // goes whole: cutting one would rewrite every series block in it. Its
 // readings are all acknowledged (only those are compacted), so taking more
 // of them than asked frees room and loses nothing the uplink needs.
