@@ -364,7 +364,7 @@ void Uplink::SendBatches(int64_t now_ms) {
       // batches grow with the rate times the round trip, and a batch per
       // commit (each batch carries ~660 bytes of its own: tens of bytes per
       // reading at 10 readings per commit) never happens while answers flow.
-      // Measured (tests/bench/uplink_bench.cc, README): see
+      // Measured (tests/bench/uplink_bench.cc, docs/BENCHMARKS.md): see
       // Config::uplink_batch_max_delay_ms.
       // batch_min_delay_ms (0 by default) holds every partial batch that
       // long first, for links where bytes cost more than latency.

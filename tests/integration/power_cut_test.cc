@@ -20,7 +20,7 @@
 //   was acknowledged but not yet committed may be lost, and is counted;
 // - store.sync = "normal": every reading committed before the store's last
 //   sync (a WAL checkpoint) survives; what is lost is counted and printed
-//   (the window the README states);
+//   (the window docs/GUARANTEES.md states);
 // - no reading is stored twice;
 // - an LSN is never given to two readings: every LSN a change-log reader saw
 //   (what the uplink could have sent upstream) keeps its reading, across
