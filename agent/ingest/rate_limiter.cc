@@ -45,13 +45,13 @@ void RateLimiter::ForgetOldAbsences(int64_t mono_ms) {
   absences_.erase(std::remove_if(absences_.begin(), absences_.end(), expired), absences_.end());
 }
 
-void RateLimiter::Credit(Bucket* b, int64_t mono_ms) {
-  if (mono_ms == kNoMono) return;
+int64_t RateLimiter::Credit(Bucket* b, int64_t mono_ms) {
+  if (mono_ms == kNoMono) return 0;
   ForgetOldAbsences(mono_ms);
+  int64_t away = 0;
   if (absences_.empty()) {
     b->credit = 0;
   } else {
-    int64_t away = 0;
     for (const Absence& a : absences_) {
       // An ongoing absence counts up to now, and at most max_away_ms back.
       const int64_t to = std::min(a.to_ms, mono_ms);
@@ -61,10 +61,18 @@ void RateLimiter::Credit(Bucket* b, int64_t mono_ms) {
     b->credit += rate_ * static_cast<double>(away) / 1e3;
   }
   b->credited_to_ms = std::max(b->credited_to_ms, mono_ms);
+  return away;
 }
 
-void RateLimiter::Refill(Bucket* b, int64_t clock_ms, int64_t arrival_ms) const {
-  const int64_t moved = std::max<int64_t>({0, clock_ms - b->clock_ms, arrival_ms - b->arrival_ms});
+void RateLimiter::Refill(Bucket* b, int64_t clock_ms, int64_t arrival_ms, int64_t credited_ms) const {
+  // Time away already credited does not refill the bucket again (a bucket
+  // would otherwise win its burst back at every pause). Bare readings' time
+  // is their arrival, so both clocks have moved by it; a device's own clock
+  // moves over a backlog message by message, so it still refills across the
+  // absence after its first message: such a device gets up to twice its rate
+  // over the time away.
+  const int64_t moved = std::max<int64_t>(
+      {0, clock_ms - b->clock_ms - credited_ms, arrival_ms - b->arrival_ms - credited_ms});
   b->tokens = std::min(burst_, b->tokens + rate_ * static_cast<double>(moved) / 1e3);
   b->clock_ms = std::max(b->clock_ms, clock_ms);
   // Our clock stepping back must not freeze this refill until it catches up.
@@ -77,7 +85,7 @@ void RateLimiter::EvictOne(int64_t now_ms) {
   int looked = 0;
   for (auto it = lru_.rbegin(); it != lru_.rend() && looked < 16; ++it, ++looked) {
     Bucket& b = buckets_[*it];
-    Refill(&b, b.clock_ms, now_ms);
+    Refill(&b, b.clock_ms, now_ms, 0);
     if (b.tokens >= burst_) {
       victim = std::prev(it.base());
       break;
@@ -109,8 +117,8 @@ bool RateLimiter::Allow(const std::string& device_id, int64_t device_ms, int64_t
   // of every time it will be given, or it would refill no more until the
   // wall clock caught up.
   if (b.clock_ms > now_ms + kMaxAheadMs) b.clock_ms = t;
-  Refill(&b, t, now_ms);
-  Credit(&b, mono_ms);
+  const int64_t credited = Credit(&b, mono_ms);
+  Refill(&b, t, now_ms, credited);
   // The credit first: it expires, the tokens do not.
   if (b.credit + b.tokens >= n) {
     const double from_credit = std::min(b.credit, n);

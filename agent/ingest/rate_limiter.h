@@ -27,15 +27,16 @@
 // (platform/clock.h: one clock for every process of a boot, blind to
 // wall-clock steps). Each bucket is then credited, on top of its burst,
 // with rate x the absence time it has not been credited yet (an absence at
-// most max_away_ms long: the broker keeps nothing for an older session), so
-// a device within its rate while we were away has its queue taken whole.
-// The credit is spent before the bucket's tokens and lasts while an absence
-// is recent: until max(its length, kMinCreditWindowMs) after Back (the
-// broker replays a queue faster than it was filled while ingest takes at
-// least twice what the sensors send), then it is dropped. A device thus
-// gets at most rate x (arrival time + time away) + burst readings; a runaway
-// loses what exceeds that. An absence the broker kept nothing for
-// (Back(queued = false)) credits nothing from then on.
+// most max_away_ms long: the broker keeps nothing for an older session),
+// and that time no longer refills it on arrival; so a device within its
+// rate while we were away has its queue taken whole. The credit is spent
+// before the bucket's tokens and lasts while an absence is recent: until
+// max(its length, kMinCreditWindowMs) after Back (the broker replays a
+// queue faster than it was filled while ingest takes at least twice what
+// the sensors send), then it is dropped. A bucket thus gives at most
+// rate x (the time since it was made, time away included) + burst
+// readings; a runaway loses what exceeds that. An absence the broker kept
+// nothing for (Back(queued = false)) credits nothing from then on.
 //
 // Memory is bounded: at most max_devices buckets are kept. When full, a
 // bucket that has refilled completely (an idle device, indistinguishable
@@ -115,10 +116,11 @@ class RateLimiter {
     int64_t to_ms;  // kOngoing while away
   };
   static constexpr int64_t kOngoing = INT64_MAX;
-  void Refill(Bucket* b, int64_t clock_ms, int64_t arrival_ms) const;
-  // Adds the absence time since the bucket's last credit; drops the credit
-  // once no absence is recent.
-  void Credit(Bucket* b, int64_t mono_ms);
+  // credited_ms: time away credited by this call (not refilled again).
+  void Refill(Bucket* b, int64_t clock_ms, int64_t arrival_ms, int64_t credited_ms) const;
+  // Adds the absence time since the bucket's last credit (returned, ms);
+  // drops the credit once no absence is recent.
+  int64_t Credit(Bucket* b, int64_t mono_ms);
   void ForgetOldAbsences(int64_t mono_ms);
   void EvictOne(int64_t now_ms);
 

@@ -199,6 +199,18 @@ TEST(RateLimiter, OnlyTheMonotonicClockMeasuresAnAbsence) {
   EXPECT_EQ(OfferBare(&l, "d", 5000, kNow + 86400000, kMono + 10000), 1000 + 200);
 }
 
+TEST(RateLimiter, TimeAwayIsCreditedOnceNotAlsoRefilledOnArrival) {
+  // A runaway with its bucket empty; the link pauses 10 s and comes back:
+  // 100/s x 10 s, not that plus the burst the arrival clock would refill.
+  RateLimiter l(100, 200, 10000, kLag);
+  EXPECT_EQ(OfferBare(&l, "hot", 1000, kNow, kMono), 200);
+  l.Away(kMono);
+  l.Back(kMono + 10000, true);
+  EXPECT_EQ(OfferBare(&l, "hot", 5000, kNow + 10000, kMono + 10000), 1000);
+  // Time after the return refills as before.
+  EXPECT_EQ(OfferBare(&l, "hot", 1000, kNow + 11000, kMono + 11000), 100);
+}
+
 TEST(RateLimiter, MemoryStaysBounded) {
   RateLimiter limiter(1, 1, 100);
   for (int i = 0; i < 10000; ++i) {
