@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -276,8 +277,8 @@ TEST(IngestBacklogTest, ARunawayDeviceLosesVisiblyAndCostsFiftyOthersNothing) {
 }
 
 // Readings without a time of their own: the gateway stamps them on arrival,
-// so only the time it measured away from the broker (docs/INGEST.md "Time
-// away") tells a backlog from a flood.
+// so only the time it measured away from the broker (docs/INGEST.md, "the
+// time edgesync was away") tells a backlog from a flood.
 
 size_t CountLines(const std::string& log, const std::string& what) {
   size_t lines = 0;
