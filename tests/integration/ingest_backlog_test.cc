@@ -355,11 +355,14 @@ void BareOutageOf30s(bool kill9, bool runaway) {
   std::printf("bare numbers, %s, 30 s away: %lld stored, missing %lld, duplicates %lld\n", kill9 ? "SIGKILL" : "SIGTERM",
               (long long)t.total, (long long)t.missing, (long long)t.duplicates);
   EXPECT_EQ(t.missing, 0);
-  EXPECT_EQ(t.duplicates, 0);
+  // The one message whose callback ran when the stop closed the link loses
+  // its PUBACK and comes again with DUP set; without a time of its own it
+  // cannot be recognised as stored (docs/INGEST.md "Redeliveries").
+  EXPECT_LE(t.duplicates, 1);
   ExpectRegionHoldsEachOnce(&eu, static_cast<uint64_t>(lsn));
   const int64_t limited = status["ingest"].value("readings_rate_limited", int64_t{-1});
   if (!runaway) {
-    EXPECT_EQ(lsn, cool_total);
+    EXPECT_EQ(lsn, cool_total + t.duplicates);
     EXPECT_EQ(limited, 0) << status.dump();
     EXPECT_EQ(status["ingest"]["rejected"].value("rate_limited", int64_t{-1}), 0) << status.dump();
     return;
@@ -371,8 +374,8 @@ void BareOutageOf30s(bool kill9, bool runaway) {
   const int64_t seconds = (NowMs() - started) / 1000 + 1;
   std::printf("runaway at 1,000/s: %lld of %d stored, %lld refused and counted, in %lld s\n", (long long)h.total,
               hot.readings, (long long)(first_limited + limited), (long long)seconds);
-  EXPECT_EQ(h.duplicates, 0);
-  EXPECT_EQ(lsn, cool_total + h.total);
+  EXPECT_LE(t.duplicates + h.duplicates, 1);
+  EXPECT_EQ(lsn, cool_total + t.duplicates + h.total + h.duplicates);
   // (A restart starts every bucket full: a burst per run.)
   EXPECT_LE(h.total, 2 * 200 + 100 * seconds) << "the runaway was not limited to its rate";
   EXPECT_EQ(first_limited + limited, h.missing) << status.dump();
@@ -482,17 +485,23 @@ TEST(IngestBacklogTest, BareNumbersAStalledStoreUnderLoadLosesNothingWithinTheRa
   nlohmann::json status;
   EXPECT_TRUE(WaitFor([&] {
     status = gw.Status();
-    return StatusField(status, "store", "last_lsn") >= total && StatusField(status, "uplink", "checkpoint") >= total;
+    return StatusField(status, "store", "last_lsn") >= total &&
+           StatusField(status, "uplink", "checkpoint") >= StatusField(status, "store", "last_lsn");
   }, 90000)) << status.dump();
-  EXPECT_GE(StatusField(status, "ingest", "pauses"), 1) << status.dump();
+  const int64_t pauses = StatusField(status, "ingest", "pauses");
+  EXPECT_GE(pauses, 1) << status.dump();
   EXPECT_EQ(status["ingest"].value("readings_rate_limited", int64_t{-1}), 0) << status.dump();
   EXPECT_EQ(gw.Stop(), 0);
+  status = gw.Status();
   ReadingTally t = Count(gw.store_path(), "stb", 10, 1600, sensors.base_ms, 12);
-  std::printf("bare numbers, store stalled 10 s: %lld stored, missing %lld, duplicates %lld\n", (long long)t.total,
-              (long long)t.missing, (long long)t.duplicates);
+  std::printf("bare numbers, store stalled 10 s: %lld stored, missing %lld, duplicates %lld, %lld pause(s)\n",
+              (long long)t.total, (long long)t.missing, (long long)t.duplicates, (long long)pauses);
   EXPECT_EQ(t.missing, 0);
-  EXPECT_EQ(t.duplicates, 0);
-  ExpectRegionHoldsEachOnce(&eu, static_cast<uint64_t>(total));
+  // At most the one message per pause whose PUBACK the disconnect cut off
+  // (see BareOutageOf30s).
+  EXPECT_LE(t.duplicates, pauses);
+  EXPECT_EQ(StatusField(status, "store", "last_lsn"), total + t.duplicates);
+  ExpectRegionHoldsEachOnce(&eu, static_cast<uint64_t>(total + t.duplicates));
 }
 
 }  // namespace
