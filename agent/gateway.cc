@@ -72,6 +72,15 @@ Status Gateway::Start() {
   ES_RETURN_IF_ERROR(NewPahoMqttLink(IngestLinkOptionsFromConfig(config_), &link_).Annotate("ingest broker"));
   Ingest* ingest = ingest_.get();
   link_->SetMessageHandler([ingest](MqttMessage&& m) { ingest->OnMessage(m.topic, m.payload, m.duplicate); });
+  // When the link was away and whether the broker kept our session: what a
+  // device may send in a burst when the broker delivers its queue.
+  link_->SetStateHandler([ingest](bool connected, bool session_present, const std::string&) {
+    if (connected) {
+      ingest->LinkUp(session_present);
+    } else {
+      ingest->LinkDown();
+    }
+  });
   for (const std::string& f : ingest_->Filters()) ES_RETURN_IF_ERROR(link_->Subscribe(f, 1));
   // The journal's readings go in before any message can be redelivered:
   // the gate keeps the link down until they are (and while the store

@@ -1,5 +1,7 @@
 #include "agent/options.h"
 
+#include <algorithm>
+
 #include "firmware-config/transport.h"
 
 namespace edgesync {
@@ -39,6 +41,10 @@ IngestOptions IngestOptionsFromConfig(const Config& c) {
   o.device_rate = c.ingest_device_rate;
   o.device_burst = static_cast<double>(c.ingest_device_burst);
   o.device_backlog_ms = c.ingest_device_backlog_s * 1000;
+  // The broker keeps an MQTT 5 session this long after we leave (3.1.1
+  // sessions never expire); a backlog counts at most device_backlog_s.
+  o.max_away_ms = (c.ingest_mqtt_version == 5 ? std::min(c.ingest_session_expiry_s, c.ingest_device_backlog_s)
+                                              : c.ingest_device_backlog_s) * 1000;
   ParseUtcMillis(c.ingest_epoch_floor, &o.epoch_floor_ms);
   o.batch_max = c.ingest_batch_max;
   o.batch_delay_ms = c.ingest_batch_delay_ms;

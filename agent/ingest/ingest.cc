@@ -39,7 +39,7 @@ Ingest::Ingest(IngestOptions options, IngestSink* sink, Clock* clock)
       sink_(sink),
       clock_(clock ? clock : SystemClock()),
       limiter_(options_.device_rate, options_.device_burst, options_.max_tracked_devices, options_.device_backlog_ms,
-               kRateReportIntervalMs) {}
+               kRateReportIntervalMs, options_.max_away_ms) {}
 
 Ingest::~Ingest() { Stop(); }
 
@@ -63,6 +63,7 @@ std::vector<std::string> Ingest::Filters() const {
 Status Ingest::Start() {
   std::unique_lock<std::mutex> lock(mu_);
   if (started_) return Status::Ok();
+  StartAbsence();
   uint64_t checkpoint = 0;
   ES_RETURN_IF_ERROR(sink_->IntakeCheckpoint(&checkpoint).Annotate("reading the intake checkpoint"));
   uint64_t last = checkpoint;
@@ -129,6 +130,13 @@ void Ingest::Stop() {
     if (!started_) return;
     stopping_ = true;
   }
+  {
+    // The link went down just before (the owner's contract): the broker
+    // queues for us from now on.
+    std::lock_guard<std::mutex> p(presence_mu_);
+    if (link_up_) WriteMark(clock_->MonotonicMillis());
+    link_up_ = false;
+  }
   cv_.notify_all();
   if (committer_.joinable()) committer_.join();
   std::lock_guard<std::mutex> lock(mu_);
@@ -141,6 +149,64 @@ void Ingest::Stop() {
   journal_.reset();
   ShowIntakeState();
   done_cv_.notify_all();
+}
+
+void Ingest::StartAbsence() {
+  std::lock_guard<std::mutex> p(presence_mu_);
+  presence_ = std::make_unique<PresenceMark>(options_.journal_dir, clock_);
+  const int64_t now = clock_->MonotonicMillis();
+  int64_t since = 0;
+  // Another boot (or no mark: a first start, or a version that kept none):
+  // the monotonic clock cannot reach back past this boot, so the absence
+  // counted is the time since boot, and the broker's answer (session
+  // present or not) decides whether it counts at all.
+  if (presence_->Read(&since) != PresenceMark::Found::kThisBoot || since > now) since = 0;
+  link_up_ = false;
+  std::lock_guard<std::mutex> l(limiter_mu_);
+  limiter_.Away(since);
+}
+
+void Ingest::WriteMark(int64_t mono_ms) {
+  Status s = presence_ ? presence_->Write(mono_ms) : Status::Ok();
+  marked_ms_ = mono_ms;
+  if (!s.ok() && !mark_failed_) {
+    ES_LOG(kWarn, "ingest: presence mark: {}; after a restart, readings queued by the broker without their own "
+           "time count as arriving now", s.ToString());
+  }
+  mark_failed_ = !s.ok();
+}
+
+void Ingest::LinkDown() {
+  std::lock_guard<std::mutex> p(presence_mu_);
+  const int64_t now = clock_->MonotonicMillis();
+  if (link_up_) WriteMark(now);
+  link_up_ = false;
+  std::lock_guard<std::mutex> l(limiter_mu_);
+  limiter_.Away(now);
+}
+
+void Ingest::LinkUp(bool session_present) {
+  std::lock_guard<std::mutex> p(presence_mu_);
+  const int64_t now = clock_->MonotonicMillis();
+  {
+    std::lock_guard<std::mutex> l(limiter_mu_);
+    const int64_t away = limiter_.away_ms(now);
+    limiter_.Back(now, session_present);
+    if (away > 0 && session_present) {
+      ES_LOG(kInfo, "ingest: the local broker kept our session; {} ms away: each device may send up to {} "
+             "readings more than its burst while the broker delivers what it queued", away,
+             static_cast<int64_t>(options_.device_rate * static_cast<double>(std::min(away, options_.max_away_ms)) /
+                                  1e3));
+    }
+  }
+  link_up_ = true;
+  WriteMark(now);
+}
+
+void Ingest::KeepPresenceMark() {
+  std::lock_guard<std::mutex> p(presence_mu_);
+  const int64_t now = clock_->MonotonicMillis();
+  if (link_up_ && now - marked_ms_ >= kPresenceMarkMs) WriteMark(now);
 }
 
 void Ingest::Reject(const std::string& topic, const std::string& payload, RejectReason reason,
@@ -349,7 +415,9 @@ bool Ingest::WithinRate(const std::string& topic, const std::string& payload, co
   int64_t report = 0;
   {
     std::lock_guard<std::mutex> lock(limiter_mu_);
-    if (limiter_.Allow(readings.front().device_id, device_ms, now, cost, &report)) return true;
+    if (limiter_.Allow(readings.front().device_id, device_ms, now, cost, &report, clock_->MonotonicMillis())) {
+      return true;
+    }
   }
   {
     std::lock_guard<std::mutex> lock(counters_mu_);

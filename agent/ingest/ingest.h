@@ -44,8 +44,11 @@
 //
 // Rejected messages are counted by reason and dead-lettered (topic, first
 // bytes, reason, time) through the sink. Rate limiting (rate_limiter.h) is
-// measured on the device's own clock where it is trusted, so a backlog the
-// broker replays after an outage is not refused; what a device over its
+// measured on the device's own clock where it is trusted, and credits each
+// device with its rate over the time the gateway was away from the broker
+// (LinkDown/LinkUp, and across a restart the presence mark,
+// presence_mark.h), so a backlog the broker replays after an outage is not
+// refused, whether its readings carry a time or not; what a device over its
 // rate loses is dropped by policy (docs/INGEST.md): counted per device,
 // logged once per device per 10 s, not dead-lettered (they are
 // well-formed, and a flood would only push real bad input out of the capped
@@ -69,6 +72,7 @@
 
 #include "agent/ingest/decoders.h"
 #include "agent/ingest/intake_journal.h"
+#include "agent/ingest/presence_mark.h"
 #include "agent/ingest/rate_limiter.h"
 #include "agent/ingest/topic_pattern.h"
 #include "platform/clock.h"
@@ -133,6 +137,10 @@ struct IngestOptions {
   // rate (a backlog kept by the broker or the device); older ones count at
   // the edge of this window.
   int64_t device_backlog_ms = int64_t{604800} * 1000;
+  // The longest absence the local broker queues for (its session's
+  // lifetime): a device is credited its rate over at most this much of the
+  // time the gateway was away.
+  int64_t max_away_ms = int64_t{604800} * 1000;
   int64_t epoch_floor_ms = 0;
   int64_t batch_max = 2000;
   int64_t batch_delay_ms = 10;
@@ -141,8 +149,8 @@ struct IngestOptions {
   int64_t busy_rate = 2000;
   int64_t batch_delay_busy_ms = 500;
   AckMode ack = AckMode::kAfterJournal;
-  // Where intake-a/b.journal live (the data directory; "" = none, only for
-  // the other modes), how large a segment grows before the other is
+  // Where intake-a/b.journal and the presence mark live (the data
+  // directory; "" = none, only for the other modes), how large a segment grows before the other is
   // reused, and whether every record is fdatasync'ed (as the store does
   // with sync = full).
   std::string journal_dir;
@@ -221,6 +229,18 @@ class Ingest {
   // wait for either.
   IngestCounters counters() const;
 
+  // The link to the local broker went down (lost, paused) / came up;
+  // session_present: the broker kept our session, so it queued for us.
+  // From the link's state handler. Until the first LinkUp after Start, the
+  // gateway counts as away since the presence mark (the previous run's last
+  // moment connected, this boot; else since boot).
+  void LinkDown();
+  void LinkUp(bool session_present);
+  // Rewrites the presence mark while the link is up, at most once per
+  // kPresenceMarkMs; called periodically (IntakeGate's thread).
+  void KeepPresenceMark();
+  static constexpr int64_t kPresenceMarkMs = 1000;
+
   // False while ingest wants no more messages (see "Intake" above).
   bool intake_open() const;
   // Waits until intake_open() differs from `open`, or timeout_ms; returns
@@ -229,6 +249,10 @@ class Ingest {
 
  private:
   void Reject(const std::string& topic, const std::string& payload, RejectReason reason, const std::string& why);
+  // Away from the broker since the presence mark (see LinkDown).
+  void StartAbsence();
+  // presence_mu_ held.
+  void WriteMark(int64_t mono_ms);
   void CommitLoop();
   // mu_ held, committing_ set by the caller: whole messages, at most
   // batch_max readings (at least one message), into batch_; returns the
@@ -267,6 +291,14 @@ class Ingest {
 
   mutable std::mutex limiter_mu_;
   RateLimiter limiter_;
+
+  // Taken before limiter_mu_ where both are: the mark's write is file I/O
+  // and must not hold up the receive thread's limiter.
+  std::mutex presence_mu_;
+  bool link_up_ = false;
+  bool mark_failed_ = false;       // said once in the log
+  int64_t marked_ms_ = INT64_MIN;  // monotonic, the presence mark's last write
+  std::unique_ptr<PresenceMark> presence_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;         // committer: work arrived / stop / commit slot free

@@ -31,6 +31,7 @@ void IntakeGate::Apply(bool open) {
 void IntakeGate::Run() {
   while (!stop_) {
     const bool open = ingest_->WaitIntakeChange(open_, kPollMs);
+    ingest_->KeepPresenceMark();
     if (open != open_) {
       open_ = open;
       Apply(open);

@@ -17,7 +17,8 @@
 // returning (call it before the link's Start, so a gateway that starts
 // with a journal to commit does not connect first), then follows every
 // change on its own thread. Stop ends the thread and leaves the link as it
-// is.
+// is. The thread also keeps ingest's presence mark fresh
+// (Ingest::KeepPresenceMark), every kPollMs.
 //
 // Thread safety: Start/Stop from the owner.
 #ifndef EDGESYNC_AGENT_INGEST_INTAKE_GATE_H_

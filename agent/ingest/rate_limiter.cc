@@ -5,15 +5,74 @@
 namespace edgesync {
 
 RateLimiter::RateLimiter(double rate_per_s, double burst, size_t max_devices, int64_t max_lag_ms,
-                         int64_t report_interval_ms)
+                         int64_t report_interval_ms, int64_t max_away_ms)
     : rate_(rate_per_s),
       burst_(burst),
       max_devices_(std::max<size_t>(1, max_devices)),
       max_lag_ms_(std::max<int64_t>(0, max_lag_ms)),
-      report_interval_ms_(report_interval_ms) {}
+      report_interval_ms_(report_interval_ms),
+      max_away_ms_(std::max<int64_t>(0, max_away_ms)) {}
 
-void RateLimiter::Refill(Bucket* b, int64_t clock_ms, int64_t arrival_ms) const {
-  const int64_t moved = std::max<int64_t>({0, clock_ms - b->clock_ms, arrival_ms - b->arrival_ms});
+void RateLimiter::Away(int64_t mono_ms) {
+  if (!absences_.empty() && absences_.back().to_ms == kOngoing) return;
+  if (absences_.size() >= kMaxAbsences) absences_.erase(absences_.begin());
+  absences_.push_back(Absence{mono_ms, kOngoing});
+}
+
+void RateLimiter::Back(int64_t mono_ms, bool queued) {
+  if (absences_.empty() || absences_.back().to_ms != kOngoing) return;
+  if (!queued) {
+    absences_.pop_back();
+    return;
+  }
+  Absence& a = absences_.back();
+  a.to_ms = std::max(mono_ms, a.from_ms);
+  // Longer than a session lives: the broker kept only its last part.
+  a.from_ms = std::max(a.from_ms, a.to_ms - max_away_ms_);
+}
+
+int64_t RateLimiter::away_ms(int64_t mono_ms) const {
+  if (absences_.empty() || absences_.back().to_ms != kOngoing) return 0;
+  return std::max<int64_t>(0, mono_ms - absences_.back().from_ms);
+}
+
+void RateLimiter::ForgetOldAbsences(int64_t mono_ms) {
+  auto expired = [&](const Absence& a) {
+    if (a.to_ms == kOngoing) return false;
+    const int64_t window = std::max(a.to_ms - a.from_ms, kMinCreditWindowMs);
+    return mono_ms - a.to_ms > window;
+  };
+  absences_.erase(std::remove_if(absences_.begin(), absences_.end(), expired), absences_.end());
+}
+
+int64_t RateLimiter::Credit(Bucket* b, int64_t mono_ms) {
+  if (mono_ms == kNoMono) return 0;
+  ForgetOldAbsences(mono_ms);
+  int64_t away = 0;
+  if (absences_.empty()) {
+    b->credit = 0;
+  } else {
+    for (const Absence& a : absences_) {
+      // An ongoing absence counts up to now, and at most max_away_ms back.
+      const int64_t to = std::min(a.to_ms, mono_ms);
+      const int64_t from = std::max({a.from_ms, b->credited_to_ms, to - max_away_ms_});
+      if (to > from) away += to - from;
+    }
+    b->credit += rate_ * static_cast<double>(away) / 1e3;
+  }
+  b->credited_to_ms = std::max(b->credited_to_ms, mono_ms);
+  return away;
+}
+
+void RateLimiter::Refill(Bucket* b, int64_t clock_ms, int64_t arrival_ms, int64_t credited_ms) const {
+  // Time away already credited does not refill the bucket again (a bucket
+  // would otherwise win its burst back at every pause). Bare readings' time
+  // is their arrival, so both clocks have moved by it; a device's own clock
+  // moves over a backlog message by message, so it still refills across the
+  // absence after its first message: such a device gets up to twice its rate
+  // over the time away.
+  const int64_t moved = std::max<int64_t>(
+      {0, clock_ms - b->clock_ms - credited_ms, arrival_ms - b->arrival_ms - credited_ms});
   b->tokens = std::min(burst_, b->tokens + rate_ * static_cast<double>(moved) / 1e3);
   b->clock_ms = std::max(b->clock_ms, clock_ms);
   // Our clock stepping back must not freeze this refill until it catches up.
@@ -26,7 +85,7 @@ void RateLimiter::EvictOne(int64_t now_ms) {
   int looked = 0;
   for (auto it = lru_.rbegin(); it != lru_.rend() && looked < 16; ++it, ++looked) {
     Bucket& b = buckets_[*it];
-    Refill(&b, b.clock_ms, now_ms);
+    Refill(&b, b.clock_ms, now_ms, 0);
     if (b.tokens >= burst_) {
       victim = std::prev(it.base());
       break;
@@ -38,7 +97,8 @@ void RateLimiter::EvictOne(int64_t now_ms) {
   lru_.erase(victim);
 }
 
-bool RateLimiter::Allow(const std::string& device_id, int64_t device_ms, int64_t now_ms, double n, int64_t* report) {
+bool RateLimiter::Allow(const std::string& device_id, int64_t device_ms, int64_t now_ms, double n, int64_t* report,
+                        int64_t mono_ms) {
   if (report != nullptr) *report = 0;
   // A time past the drift allowance is a wrong clock: it counts as arriving
   // now. One older than the lag window counts at the window's edge, so it
@@ -57,9 +117,13 @@ bool RateLimiter::Allow(const std::string& device_id, int64_t device_ms, int64_t
   // of every time it will be given, or it would refill no more until the
   // wall clock caught up.
   if (b.clock_ms > now_ms + kMaxAheadMs) b.clock_ms = t;
-  Refill(&b, t, now_ms);
-  if (b.tokens >= n) {
-    b.tokens -= n;
+  const int64_t credited = Credit(&b, mono_ms);
+  Refill(&b, t, now_ms, credited);
+  // The credit first: it expires, the tokens do not.
+  if (b.credit + b.tokens >= n) {
+    const double from_credit = std::min(b.credit, n);
+    b.credit -= from_credit;
+    b.tokens -= n - from_credit;
     return true;
   }
   const int64_t refused = static_cast<int64_t>(n);

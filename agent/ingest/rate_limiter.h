@@ -20,6 +20,24 @@
 // few digits) still gets its rate in real time instead of being refused
 // forever once its burst is spent. This at most doubles the bound above.
 //
+// Absences: readings without their own time (bare numbers) carry only our
+// arrival time, so a backlog of them looks like a flood. The gateway tells
+// the limiter when it stopped taking messages (Away) and when it took them
+// again from a session the broker kept (Back), on its monotonic clock
+// (platform/clock.h: one clock for every process of a boot, blind to
+// wall-clock steps). Each bucket is then credited, on top of its burst,
+// with rate x the absence time it has not been credited yet (an absence at
+// most max_away_ms long: the broker keeps nothing for an older session),
+// and that time no longer refills it on arrival; so a device within its
+// rate while we were away has its queue taken whole. The credit is spent
+// before the bucket's tokens and lasts while an absence is recent: until
+// max(its length, kMinCreditWindowMs) after Back (the broker replays a
+// queue faster than it was filled while ingest takes at least twice what
+// the sensors send), then it is dropped. A bucket thus gives at most
+// rate x (the time since it was made, time away included) + burst
+// readings; a runaway loses what exceeds that. An absence the broker kept
+// nothing for (Back(queued = false)) credits nothing from then on.
+//
 // Memory is bounded: at most max_devices buckets are kept. When full, a
 // bucket that has refilled completely (an idle device, indistinguishable
 // from a new one) is evicted first, else the least recently seen; an
@@ -49,16 +67,33 @@ class RateLimiter {
   // now.
   static constexpr int64_t kMaxAheadMs = 60000;
 
+  // How long after Back an absence's credit lasts, at least.
+  static constexpr int64_t kMinCreditWindowMs = 60000;
+  // At most this many absences are remembered (the oldest is forgotten).
+  static constexpr size_t kMaxAbsences = 16;
+  // mono_ms arguments: "no monotonic time given" (no absence credit).
+  static constexpr int64_t kNoMono = INT64_MIN;
+
   RateLimiter(double rate_per_s, double burst, size_t max_devices = 10000, int64_t max_lag_ms = 0,
-              int64_t report_interval_ms = 10000);
+              int64_t report_interval_ms = 10000, int64_t max_away_ms = int64_t{604800} * 1000);
+
+  // The gateway takes no messages from mono_ms on (a no-op while away).
+  void Away(int64_t mono_ms);
+  // The gateway takes messages again at mono_ms; queued: the broker kept
+  // our session (session present), else the absence is void.
+  void Back(int64_t mono_ms, bool queued);
+  // How long the current absence has lasted at mono_ms (0 when not away).
+  int64_t away_ms(int64_t mono_ms) const;
 
   // Takes n tokens from the device's bucket. device_ms: the device's own
   // time of the readings (the latest of them) or the arrival time; now_ms:
   // the gateway's wall clock. False (and counted) when the bucket holds
-  // fewer than n; then *report (if given) is the number of readings refused
-  // since the device's last report when a report is due, else 0.
+  // fewer than n (absence credit included); then *report (if given) is the
+  // number of readings refused since the device's last report when a report
+  // is due, else 0. mono_ms: the gateway's monotonic time, for the absence
+  // credit (kNoMono: none).
   bool Allow(const std::string& device_id, int64_t device_ms, int64_t now_ms, double n = 1,
-             int64_t* report = nullptr);
+             int64_t* report = nullptr, int64_t mono_ms = kNoMono);
   size_t tracked() const { return buckets_.size(); }
   int64_t evicted_rejections() const { return evicted_rejections_; }
   // The devices with the most refused readings, most first.
@@ -73,8 +108,20 @@ class RateLimiter {
     int64_t unreported = 0;          // readings refused since the last report
     int64_t reported_ms = INT64_MIN; // wall time of the last report
     std::list<std::string>::iterator lru;
+    double credit = 0;                   // tokens from absences, above the burst
+    int64_t credited_to_ms = INT64_MIN;  // monotonic: absence time up to here is credited
   };
-  void Refill(Bucket* b, int64_t clock_ms, int64_t arrival_ms) const;
+  struct Absence {
+    int64_t from_ms;
+    int64_t to_ms;  // kOngoing while away
+  };
+  static constexpr int64_t kOngoing = INT64_MAX;
+  // credited_ms: time away credited by this call (not refilled again).
+  void Refill(Bucket* b, int64_t clock_ms, int64_t arrival_ms, int64_t credited_ms) const;
+  // Adds the absence time since the bucket's last credit (returned, ms);
+  // drops the credit once no absence is recent.
+  int64_t Credit(Bucket* b, int64_t mono_ms);
+  void ForgetOldAbsences(int64_t mono_ms);
   void EvictOne(int64_t now_ms);
 
   double rate_;
@@ -82,6 +129,8 @@ class RateLimiter {
   size_t max_devices_;
   int64_t max_lag_ms_;
   int64_t report_interval_ms_;
+  int64_t max_away_ms_;
+  std::vector<Absence> absences_;  // oldest first, at most kMaxAbsences
   std::unordered_map<std::string, Bucket> buckets_;
   std::list<std::string> lru_;  // most recently seen at the front
   int64_t evicted_rejections_ = 0;

@@ -1,7 +1,7 @@
 // The running gateway's files under umask 000: the data directory 0700, the
-// store, its WAL files, the intake journal and the status file 0600. And
-// `edgesync query` reads the store of a running and of a stopped gateway
-// without creating, changing or migrating anything.
+// store, its WAL files, the intake journal, the presence mark and the status
+// file 0600. And `edgesync query` reads the store of a running and of a
+// stopped gateway without creating, changing or migrating anything.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -81,7 +81,7 @@ TEST(GatewayFilesTest, PrivateFilesUnderUmask000AndReadOnlyQueries) {
 
   EXPECT_EQ(Mode(data), 0700);
   for (const char* f : {"store.db", "store.db-wal", "store.db-shm", "intake-a.journal", "intake-b.journal",
-                        "status.json"}) {
+                        "ingest-presence", "status.json"}) {
     EXPECT_EQ(Mode(data + "/" + f), 0600) << f;
   }
 

@@ -7,6 +7,8 @@
 //   es_publisher URI CLIENT_ID DEVICES READINGS [DEVICE_PREFIX] [BASE_MS] [RATE] [FORMAT] [STEP_MS]
 //   RATE: messages/s over all devices, 0 = as fast as the broker takes them.
 //   FORMAT: json (default, sensors/<dev>/m {"v","t"}), senml (sensors/<dev>),
+//   bare (sensors/<dev>/m, the value alone: a sensor without a clock, whose
+//   readings the gateway stamps on arrival),
 //   or reference: the reference workload (tests/support/workload.h: DEVICES
 //   x 8 metrics, READINGS rounds, values random-walking at each sensor's
 //   resolution) as sensors/<dev>/<metric> {"v","t","u"}, one reading each.
@@ -87,7 +89,10 @@ int main(int argc, char** argv) {
       long long ts = base + i * step;
       std::string device = prefix + std::to_string(d);
       std::string topic;
-      if (format == "senml") {
+      if (format == "bare") {
+        topic = "sensors/" + device + "/m";
+        std::snprintf(payload, sizeof payload, "%d", i);
+      } else if (format == "senml") {
         topic = "sensors/" + device;
         std::snprintf(payload, sizeof payload, "[{\"n\":\"m\",\"v\":%d,\"t\":%lld.%03lld}]", i, ts / 1000, ts % 1000);
       } else {

@@ -266,6 +266,7 @@ TEST(Ingest, RateLimitsAFloodingDeviceOnly) {
   Ingest ingest(o, &sink, &clock);
   ASSERT_TRUE(ingest.Init().ok());
   ASSERT_TRUE(ingest.Start().ok());
+  ingest.LinkUp(true);  // connected from the start: no time away to credit
   for (int i = 0; i < 1000; ++i) ingest.OnMessage("sensors/hot/m", "1");
   for (int d = 0; d < 50; ++d) ingest.OnMessage("sensors/cool" + std::to_string(d) + "/m", "1");
   clock.Advance(1000);  // ten more tokens for the hot device
@@ -314,6 +315,123 @@ IngestOptions JournalOptions(const std::string& dir) {
   o.batch_max = 1000;
   o.batch_delay_ms = 60000;  // only Stop commits
   return o;
+}
+
+// Bare numbers (no time of their own) from `devices` devices, `each` per
+// device, interleaved as a broker replays a queue: all in one instant.
+void OfferBare(Ingest* ingest, int devices, int each) {
+  for (int i = 0; i < each; ++i) {
+    for (int d = 0; d < devices; ++d) ingest->OnMessage("sensors/dev" + std::to_string(d) + "/m", std::to_string(i));
+  }
+}
+
+// A gateway restarted after 30 s: the presence mark says when the previous
+// run last took messages, on the monotonic clock, so the bare readings the
+// broker queued meanwhile (600 per device, 20/s) are all taken, before the
+// link says it is up (the broker delivers first). The wall clock jumping a
+// day meanwhile changes nothing.
+TEST(Ingest, ABareBacklogAfterARestartInThisBootIsTakenWhole) {
+  test::TempDir dir;
+  FakeSink sink;
+  ManualClock clock(kFloor + 1000, 1);
+  IngestOptions o = JournalOptions(dir.path());  // 100/s, burst 200
+  {
+    Ingest ingest(o, &sink, &clock);
+    ASSERT_TRUE(ingest.Init().ok());
+    ASSERT_TRUE(ingest.Start().ok());
+    ingest.LinkUp(false);
+    OfferBare(&ingest, 10, 20);
+    clock.Advance(1000);
+    ingest.KeepPresenceMark();
+    ingest.Stop();  // the link went down just before
+  }
+  ASSERT_TRUE(FileExists(dir.File(PresenceMark::kFileName)));
+  clock.Advance(30000);
+  clock.SetWall(clock.WallMillis() + 86400000);
+  Ingest ingest(o, &sink, &clock);
+  ASSERT_TRUE(ingest.Init().ok());
+  ASSERT_TRUE(ingest.Start().ok());
+  OfferBare(&ingest, 10, 300);
+  ingest.LinkUp(true);
+  OfferBare(&ingest, 10, 300);
+  // A runaway beside them: 1,000/s during the 30 s loses what exceeds its
+  // rate over the absence.
+  for (int i = 0; i < 30000; ++i) ingest.OnMessage("sensors/hot/m", "1");
+  ingest.Stop();
+  IngestCounters c = ingest.counters();
+  EXPECT_EQ(sink.count(), 10u * 20 + 10u * 600 + 3200);
+  EXPECT_EQ(c.readings_rate_limited, 30000 - 3200);
+  ASSERT_EQ(c.top_rate_limited.size(), 1u);
+  EXPECT_EQ(c.top_rate_limited[0].first, "hot");
+}
+
+// The broker kept no session (it restarted without persistence): it queued
+// nothing for us, so there is nothing to credit.
+TEST(Ingest, NoCreditWhenTheBrokerKeptNoSession) {
+  test::TempDir dir;
+  FakeSink sink;
+  ManualClock clock(kFloor + 1000, 1);
+  IngestOptions o = JournalOptions(dir.path());
+  {
+    Ingest ingest(o, &sink, &clock);
+    ASSERT_TRUE(ingest.Init().ok());
+    ASSERT_TRUE(ingest.Start().ok());
+    ingest.LinkUp(false);
+    ingest.Stop();
+  }
+  clock.Advance(30000);
+  Ingest ingest(o, &sink, &clock);
+  ASSERT_TRUE(ingest.Init().ok());
+  ASSERT_TRUE(ingest.Start().ok());
+  ingest.LinkUp(false);
+  OfferBare(&ingest, 1, 600);
+  ingest.Stop();
+  EXPECT_EQ(ingest.counters().readings_rate_limited, 400);
+}
+
+// After a reboot the monotonic clock starts again: the mark of the earlier
+// boot does not count, only the time since boot (2 s here) does.
+TEST(Ingest, AfterARebootOnlyTheTimeSinceBootIsCredited) {
+  test::TempDir dir;
+  FakeSink sink;
+  ManualClock clock(kFloor + 1000, 1);
+  IngestOptions o = JournalOptions(dir.path());
+  {
+    Ingest ingest(o, &sink, &clock);
+    ASSERT_TRUE(ingest.Init().ok());
+    ASSERT_TRUE(ingest.Start().ok());
+    ingest.LinkUp(false);
+    clock.Advance(600000);
+    ingest.Stop();
+  }
+  clock.Reboot("manual-boot-2", int64_t{2000} * 1000000);
+  Ingest ingest(o, &sink, &clock);
+  ASSERT_TRUE(ingest.Init().ok());
+  ASSERT_TRUE(ingest.Start().ok());
+  OfferBare(&ingest, 1, 600);
+  ingest.LinkUp(true);
+  ingest.Stop();
+  EXPECT_EQ(ingest.counters().readings_rate_limited, 600 - 200 - 200);
+}
+
+// The link lost and back within a run (a store that refused commits paused
+// it; the broker restarted): what the broker queued meanwhile is taken.
+TEST(Ingest, ABareBacklogAfterTheLinkWasDownIsTakenWhole) {
+  FakeSink sink;
+  ManualClock clock(kFloor + 1000, 1);
+  Ingest ingest(Options(AckMode::kOnReceipt), &sink, &clock);
+  ASSERT_TRUE(ingest.Init().ok());
+  ASSERT_TRUE(ingest.Start().ok());
+  ingest.LinkUp(false);
+  OfferBare(&ingest, 10, 100);
+  ingest.LinkDown();
+  clock.Advance(10000);
+  OfferBare(&ingest, 10, 500);  // delivered before the link says it is up
+  ingest.LinkUp(true);
+  OfferBare(&ingest, 10, 500);
+  ingest.Stop();
+  EXPECT_EQ(ingest.counters().readings_rate_limited, 0);
+  EXPECT_EQ(sink.count(), 10u * 1100);
 }
 
 TEST(Ingest, AfterJournalReturnsBeforeTheCommitAndStartCommitsWhatTheJournalHolds) {

@@ -109,6 +109,108 @@ TEST(RateLimiter, ReportsOncePerDevicePerInterval) {
   EXPECT_EQ(l.TopRejected(1)[0].second, 53);
 }
 
+// Bare readings (no time of their own) arrive at `arrival_ms` on the wall
+// clock and mono_ms on the monotonic one; returns how many were allowed.
+int OfferBare(RateLimiter* l, const std::string& device, int count, int64_t arrival_ms, int64_t mono_ms) {
+  int allowed = 0;
+  for (int i = 0; i < count; ++i) allowed += l->Allow(device, arrival_ms, arrival_ms, 1, nullptr, mono_ms) ? 1 : 0;
+  return allowed;
+}
+
+constexpr int64_t kMono = 5000000;  // the gateway's monotonic ms at the outage
+
+TEST(RateLimiter, ABareBacklogQueuedWhileWeWereAwayIsTakenWhole) {
+  RateLimiter l(100, 200, 10000, kLag);
+  EXPECT_EQ(OfferBare(&l, "d", 20, kNow, kMono), 20);  // live, before
+  l.Away(kMono);
+  l.Back(kMono + 30000, true);
+  // 30 s at 20 readings/s, delivered in one instant: 600 > the burst, well
+  // within 100/s x 30 s.
+  EXPECT_EQ(OfferBare(&l, "d", 600, kNow + 30000, kMono + 30000), 600);
+  // A device first seen after the absence (a restarted gateway has no
+  // bucket at all) gets the same.
+  EXPECT_EQ(OfferBare(&l, "new", 600, kNow + 30000, kMono + 30000), 600);
+  EXPECT_TRUE(l.TopRejected(10).empty());
+}
+
+TEST(RateLimiter, MessagesTakenWhileTheLinkComesBackGetTheCreditSoFar) {
+  // The broker starts delivering before the gateway hears its link is up.
+  RateLimiter l(100, 200, 10000, kLag);
+  l.Away(kMono);
+  EXPECT_EQ(OfferBare(&l, "d", 3000, kNow + 30000, kMono + 30000), 3000);
+  l.Back(kMono + 30005, true);
+  // 5 ms more of absence: half a token; the burst is spent.
+  EXPECT_EQ(OfferBare(&l, "d", 200, kNow + 30005, kMono + 30005), 200);
+  EXPECT_EQ(OfferBare(&l, "d", 10, kNow + 30005, kMono + 30005), 0);
+}
+
+TEST(RateLimiter, ARunawayStillLosesWhatExceedsItsRateOverTheAbsence) {
+  RateLimiter l(100, 200, 10000, kLag);
+  l.Away(kMono);
+  l.Back(kMono + 30000, true);
+  // 1,000/s during the 30 s: 30,000 queued, 100 x 30 + 200 allowed.
+  EXPECT_EQ(OfferBare(&l, "hot", 30000, kNow + 30000, kMono + 30000), 3200);
+  // And after it, at its rate: 100 in the next second of 1,000.
+  EXPECT_EQ(OfferBare(&l, "hot", 1000, kNow + 31000, kMono + 31000), 100);
+  ASSERT_EQ(l.TopRejected(1).size(), 1u);
+  EXPECT_EQ(l.TopRejected(1)[0].second, 30000 - 3200 + 900);
+}
+
+TEST(RateLimiter, NoCreditWhenTheBrokerKeptNoSession) {
+  RateLimiter l(100, 200, 10000, kLag);
+  l.Away(kMono);
+  l.Back(kMono + 30000, false);  // nothing was queued for us
+  EXPECT_EQ(OfferBare(&l, "d", 600, kNow + 30000, kMono + 30000), 200);
+}
+
+TEST(RateLimiter, TheCreditLastsAsLongAsTheAbsenceAfterwardsThenGoes) {
+  RateLimiter l(100, 200, 10000, kLag);
+  l.Away(kMono);
+  l.Back(kMono + 120000, true);  // 2 minutes away: 12,000 tokens
+  EXPECT_EQ(OfferBare(&l, "d", 6000, kNow + 120000, kMono + 120000), 6000);
+  // 2 minutes on, the window is over: the 6,000 left are gone, the device
+  // has its burst.
+  EXPECT_EQ(OfferBare(&l, "d", 1000, kNow + 240001, kMono + 240001), 200);
+  // A device first seen then gets no credit either.
+  EXPECT_EQ(OfferBare(&l, "late", 1000, kNow + 240001, kMono + 240001), 200);
+}
+
+TEST(RateLimiter, ShortAbsencesGetAMinuteToBeDelivered) {
+  RateLimiter l(100, 200, 10000, kLag);
+  l.Away(kMono);
+  l.Back(kMono + 5000, true);
+  EXPECT_EQ(OfferBare(&l, "d", 700, kNow + 50000, kMono + 50000), 700);
+}
+
+TEST(RateLimiter, AnAbsenceCountsAtMostTheSessionLifetime) {
+  RateLimiter l(100, 200, 10000, kLag, 10000, /*max_away_ms=*/10000);
+  l.Away(kMono);
+  l.Back(kMono + 3600000, true);  // an hour away; the broker kept 10 s
+  EXPECT_EQ(OfferBare(&l, "d", 5000, kNow, kMono + 3600000), 1000 + 200);
+}
+
+TEST(RateLimiter, OnlyTheMonotonicClockMeasuresAnAbsence) {
+  // Our wall clock jumps a day forward during a 10 s absence: the credit is
+  // 10 s of the rate, not a day.
+  RateLimiter l(100, 200, 10000, kLag);
+  EXPECT_EQ(OfferBare(&l, "d", 200, kNow, kMono), 200);
+  l.Away(kMono);
+  l.Back(kMono + 10000, true);
+  EXPECT_EQ(OfferBare(&l, "d", 5000, kNow + 86400000, kMono + 10000), 1000 + 200);
+}
+
+TEST(RateLimiter, TimeAwayIsCreditedOnceNotAlsoRefilledOnArrival) {
+  // A runaway with its bucket empty; the link pauses 10 s and comes back:
+  // 100/s x 10 s, not that plus the burst the arrival clock would refill.
+  RateLimiter l(100, 200, 10000, kLag);
+  EXPECT_EQ(OfferBare(&l, "hot", 1000, kNow, kMono), 200);
+  l.Away(kMono);
+  l.Back(kMono + 10000, true);
+  EXPECT_EQ(OfferBare(&l, "hot", 5000, kNow + 10000, kMono + 10000), 1000);
+  // Time after the return refills as before.
+  EXPECT_EQ(OfferBare(&l, "hot", 1000, kNow + 11000, kMono + 11000), 100);
+}
+
 TEST(RateLimiter, MemoryStaysBounded) {
   RateLimiter limiter(1, 1, 100);
   for (int i = 0; i < 10000; ++i) {
