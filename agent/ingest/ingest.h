@@ -141,7 +141,7 @@ struct IngestOptions {
   // lifetime): a device is credited its rate over at most this much of the
   // time the gateway was away.
   int64_t max_away_ms = int64_t{604800} * 1000;
-  int64_t epoch_floor_ms = 0;
+  int64_t epoch_floor_ms = 1767225600000;  // 2026-01-01T00:00:00Z, the table's ingest.epoch_floor
   int64_t batch_max = 2000;
   int64_t batch_delay_ms = 10;
   // Above busy_rate readings/s (measured over the last half second or so)
@@ -154,7 +154,7 @@ struct IngestOptions {
   // reused, and whether every record is fdatasync'ed (as the store does
   // with sync = full).
   std::string journal_dir;
-  int64_t journal_segment_bytes = 1 << 20;
+  int64_t journal_segment_bytes = 4 << 20;
   bool journal_sync = false;
   // How long Start waits for the journal's records to be committed (a
   // store that refuses them ends the wait at once; intake stays closed).

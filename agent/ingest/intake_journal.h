@@ -33,7 +33,7 @@ namespace edgesync {
 
 struct IntakeJournalOptions {
   std::string dir;                    // holds intake-a.journal and intake-b.journal
-  int64_t segment_bytes = 1 << 20;
+  int64_t segment_bytes = 4 << 20;  // ingest.journal_segment_bytes
   bool sync = false;                  // fdatasync every record
 };
 
