@@ -29,6 +29,7 @@
 #include "store/hub_store_leases.h"
 #include "store/pg_module.h"
 #include "store/store.h"
+#include "sync/mqtt_link_pool.h"
 #include "sync/region_hub.h"
 
 namespace edgesync {
@@ -232,7 +233,9 @@ int RunRegionHub(const Config& config) {
     }
     hub_options.leases = leases.get();
   }
-  RegionHub hub(hub_store.get(), hub_options);
+  // The region broker makes the hub's user its client id; with a
+  // certificate the hub's CN is hub-<region> (docs/SECURITY.md).
+  RegionHub hub(hub_store.get(), hub_options, nullptr, IdentityBoundLinks("hub-" + config.hub_region));
   st = hub.Start();
   if (!st.ok()) {
     std::fprintf(stderr, "edgesync region: %s\n", st.ToString().c_str());
