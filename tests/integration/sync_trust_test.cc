@@ -87,8 +87,11 @@ void ImpersonationIsRefused(bool certificates) {
   // 4. Something retained on A's own inbox, for every later hub subscription.
   WriteAll(tmp.File("junk"), "junk");
   ASSERT_TRUE(CliPublish(eu, "gw-a", HubInboxTopic("edgesync", "eu", "gw-a"), tmp.File("junk"), true));
-  ASSERT_TRUE(WaitFor([&] { return eu.site->hub_log().find("sent by gw-a naming origin gw-b") != std::string::npos; },
-                      30000))
+  // 5. A verbatim replay of B's batch (B's reply address too) on A's inbox:
+  // refused for its origin like the forgery, both ids in the log.
+  ASSERT_TRUE(CliPublish(eu, "gw-a", HubInboxTopic("edgesync", "eu", "gw-a"), tmp.File("forged-b")));
+  ASSERT_TRUE(
+      WaitFor([&] { return Occurrences(eu.site->hub_log(), "sent by gw-a naming origin gw-b") == 2; }, 30000))
       << eu.site->hub_log() << eu.site->broker().log();
 
   // B goes on writing; every later batch is applied.
@@ -101,7 +104,8 @@ void ImpersonationIsRefused(bool certificates) {
   EXPECT_EQ(heard.find("edgesync/region/eu/in/"), std::string::npos) << "C read an inbox";
   ASSERT_EQ(eu.site->StopHub(), 0);
   std::string log = eu.site->hub_log();
-  EXPECT_NE(log.find("1 refused for naming another origin than their sender"), std::string::npos) << log;
+  EXPECT_NE(log.find("2 refused for naming another origin than their sender"), std::string::npos) << log;
+  EXPECT_EQ(log.find("not one of its reply topics"), std::string::npos) << "a replay was taken for a bad address";
   EXPECT_NE(log.find("0 jumps over a hole"), std::string::npos) << "a forged jump was applied: " << log;
   EXPECT_EQ(log.find("forged-dev"), std::string::npos);
   ExpectExactlyOnce({eu.site.get()}, b->origin(), 5000);
