@@ -114,6 +114,7 @@ class PooledLink final : public MqttLink {
       std::lock_guard<std::mutex> lock(shared_->mu);
       if (started_) return Status::Ok();
       started_ = true;
+      disconnected_ = false;
       first = shared_->started++ == 0;
       // Joining a connection that is up: the view hears of it as its own.
       if (!first && shared_->connected && state_handler_) state_handler_(true, true, "");
@@ -129,6 +130,7 @@ class PooledLink final : public MqttLink {
   Status Disconnect(int64_t timeout_ms) override {
     {
       std::lock_guard<std::mutex> lock(shared_->mu);
+      disconnected_ = true;
       if (!started_) return Status::Ok();
       started_ = false;
       if (--shared_->started > 0) return Status::Ok();
@@ -146,9 +148,10 @@ class PooledLink final : public MqttLink {
   int inflight() const override { return shared_->link->inflight(); }
   Counters counters() const override { return shared_->link->counters(); }
 
-  // Under shared_->mu.
+  // Under shared_->mu. Also before Start: a retained message answers the
+  // SUBACK of a view subscribing on a connection already up.
   bool Wants(const std::string& topic) const {
-    if (!started_ || !message_handler_) return false;
+    if (disconnected_ || !message_handler_) return false;
     for (const std::string& f : filters_) {
       if (TopicMatchesFilter(f, topic)) return true;
     }
@@ -166,6 +169,7 @@ class PooledLink final : public MqttLink {
   StateHandler state_handler_;
   std::vector<std::string> filters_;
   bool started_ = false;
+  bool disconnected_ = false;  // by Disconnect, until the next Start
 };
 
 }  // namespace

@@ -9,7 +9,8 @@
 // each want a link there: two connections under one client id would close
 // each other in turn. MqttLinkPool::Open hands out MqttLink views of one
 // shared connection instead: each view subscribes its own filters and gets
-// only the messages matching them (MQTT wildcard rules), and the state
+// only the messages matching them (MQTT wildcard rules; from its Subscribe
+// on, until it disconnects), and the state
 // events of the shared connection (a view started while it is up gets a
 // "connected" of its own). Publish, Flush, inflight and counters are the
 // shared connection's (one in-flight window); Pause and Resume pause it for
