@@ -48,16 +48,20 @@ Status RegionHub::Start() {
     // Probes are answered here, not behind queued batches: the round trip
     // measures the path to the region, not how busy its store is.
     WireKind kind;
-    if (PeekKind(m.payload, options_.limits, &kind) && kind == WireKind::kPing) {
+    const bool known = PeekKind(m.payload, options_.limits, &kind);
+    if (known && kind == WireKind::kPing) {
       Handle(m);
       return;
     }
+    // A feed request's answer (a page of up to feed_max_entries) is the
+    // most expensive work of the applier: it counts as many batches.
+    const size_t cost = known && kind == WireKind::kFeedRequest ? kFeedRequestCost : 1;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) return;
       // The sender is the topic's last level (Admit checks the rest).
       std::string sender = m.topic.substr(m.topic.rfind('/') + 1);
-      if (queue_.Push(sender, std::move(m))) {
+      if (queue_.Push(sender, std::move(m), cost)) {
         cv_.notify_one();
         return;
       }

@@ -197,10 +197,16 @@ class RegionHub {
   std::condition_variable cv_;       // worker: messages arrived
   std::condition_variable cv_lease_; // lease thread: stop
   // Received, not yet applied: fair between senders (each may hold an
-  // eighth of max_queued_messages, at least 64), taken round-robin.
+  // eighth of max_queued_messages, at least 64), taken by deficit
+  // round-robin: a turn is worth kTurnCredit batches, a feed request costs
+  // kFeedRequestCost. A gateway's window of batches goes in a few turns; a
+  // sender of nothing but feed requests gets one answered every few rounds.
+  static constexpr size_t kTurnCredit = 4;
+  static constexpr size_t kFeedRequestCost = 16;
   FairQueue<MqttMessage> queue_{options_.max_queued_messages,
                                 std::min(options_.max_queued_messages,
-                                         std::max<size_t>(64, options_.max_queued_messages / 8))};
+                                         std::max<size_t>(64, options_.max_queued_messages / 8)),
+                                kTurnCredit};
   std::atomic<int64_t> last_shed_log_ms_{-1000000};  // the shed warning, at most every 10 s
 
   WireCounters counters_;

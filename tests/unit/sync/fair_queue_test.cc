@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <map>
 #include <string>
 #include <vector>
@@ -42,6 +44,25 @@ TEST(FairQueueTest, OneKeyCannotFillTheQueueNorTakeMoreThanItsTurns) {
     }
   }
   EXPECT_LE(flood_before_others_done, 2) << "the flooder was served ahead of its turns";
+  EXPECT_TRUE(q.empty());
+}
+
+TEST(FairQueueTest, CostlyItemsTakeTurnsWorthOfCredit) {
+  // Batches cost 1, feed requests 16, a turn is worth 4 (the hub's figures).
+  FairQueue<std::string> q(1024, 128, 4);
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE(q.Push("flood", "f", 16));
+  for (int g = 0; g < 9; ++g) {
+    for (int i = 0; i < 12; ++i) EXPECT_TRUE(q.Push("gw-" + std::to_string(g), std::to_string(i)));
+  }
+  std::vector<std::string> out;
+  q.Take(64, &out);
+  ASSERT_EQ(out.size(), 64u);
+  for (const std::string& s : out) EXPECT_NE(s, "f") << "a feed request went before its credit allowed";
+  q.Take(1000, &out);
+  ASSERT_EQ(out.size(), 208u);
+  // Every gateway's twelve batches went in three turns, before the flood's first request.
+  size_t first_flood = std::find(out.begin(), out.end(), "f") - out.begin();
+  EXPECT_EQ(first_flood, 108u);
   EXPECT_TRUE(q.empty());
 }
 
