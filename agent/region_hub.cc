@@ -107,7 +107,8 @@ class HubSnapshot {
                   {"sender", s.sender_refused},
                   {"store_error", s.store_errors},
                   {"bad_message", s.bad_messages},
-                  {"bad_reply_address", s.bad_reply_addresses}}},
+                  {"bad_reply_address", s.bad_reply_addresses},
+                  {"retained", s.retained_refused}}},
                 {"origin_count", s.origin_count},
                 {"origins", origins}};
     j["rates"] = {{"batches_per_s", batches_.Update(s.batches_applied, now)},
