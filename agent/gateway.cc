@@ -16,6 +16,7 @@
 #include "platform/log.h"
 #include "platform/signals.h"
 #include "platform/systemd.h"
+#include "sync/mqtt_link_pool.h"
 
 namespace edgesync {
 
@@ -59,9 +60,13 @@ Status Gateway::Start() {
   retention_ = std::make_unique<Retention>(store_.get(), RetentionOptionsFromConfig(config_), clock_);
   ES_RETURN_IF_ERROR(retention_->Start().Annotate("retention"));
   if (!config_.regions.empty()) {
-    uplink_ = std::make_unique<Uplink>(store_.get(), UplinkOptionsFromConfig(config_), clock_);
+    // The region broker binds a client id to its identity: the uplink and
+    // the feed puller share one connection per region broker under the
+    // gateway's identity (sync/mqtt_link_pool.h).
+    MqttLinkFactory links = IdentityBoundLinks(config_.gateway_id);
+    uplink_ = std::make_unique<Uplink>(store_.get(), UplinkOptionsFromConfig(config_), clock_, links);
     ES_RETURN_IF_ERROR(uplink_->Start().Annotate("uplink"));
-    feed_puller_ = std::make_unique<FeedPuller>(store_.get(), FeedPullerOptionsFromConfig(config_), clock_);
+    feed_puller_ = std::make_unique<FeedPuller>(store_.get(), FeedPullerOptionsFromConfig(config_), clock_, links);
     ES_RETURN_IF_ERROR(feed_puller_->Start().Annotate("feed puller"));
   } else {
     ES_LOG(kWarn, "gateway {}: no [[region]] configured: readings are kept locally only", config_.gateway_id);

@@ -29,6 +29,7 @@
 #include "store/hub_store_leases.h"
 #include "store/pg_module.h"
 #include "store/store.h"
+#include "sync/mqtt_link_pool.h"
 #include "sync/region_hub.h"
 
 namespace edgesync {
@@ -106,7 +107,8 @@ class HubSnapshot {
                   {"sender", s.sender_refused},
                   {"store_error", s.store_errors},
                   {"bad_message", s.bad_messages},
-                  {"bad_reply_address", s.bad_reply_addresses}}},
+                  {"bad_reply_address", s.bad_reply_addresses},
+                  {"retained", s.retained_refused}}},
                 {"origin_count", s.origin_count},
                 {"origins", origins}};
     j["rates"] = {{"batches_per_s", batches_.Update(s.batches_applied, now)},
@@ -232,7 +234,9 @@ int RunRegionHub(const Config& config) {
     }
     hub_options.leases = leases.get();
   }
-  RegionHub hub(hub_store.get(), hub_options);
+  // The region broker makes the hub's user its client id; with a
+  // certificate the hub's CN is hub-<region> (docs/SECURITY.md).
+  RegionHub hub(hub_store.get(), hub_options, nullptr, IdentityBoundLinks("hub-" + config.hub_region));
   st = hub.Start();
   if (!st.ok()) {
     std::fprintf(stderr, "edgesync region: %s\n", st.ToString().c_str());

@@ -48,15 +48,20 @@ Status RegionHub::Start() {
     // Probes are answered here, not behind queued batches: the round trip
     // measures the path to the region, not how busy its store is.
     WireKind kind;
-    if (PeekKind(m.payload, options_.limits, &kind) && kind == WireKind::kPing) {
+    const bool known = PeekKind(m.payload, options_.limits, &kind);
+    if (known && kind == WireKind::kPing) {
       Handle(m);
       return;
     }
+    // A feed request's answer (a page of up to feed_max_entries) is the
+    // most expensive work of the applier: it counts as many batches.
+    const size_t cost = known && kind == WireKind::kFeedRequest ? kFeedRequestCost : 1;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) return;
-      if (queue_.size() < options_.max_queued_messages) {
-        queue_.push_back(std::move(m));
+      // The sender is the topic's last level (Admit checks the rest).
+      std::string sender = m.topic.substr(m.topic.rfind('/') + 1);
+      if (queue_.Push(sender, std::move(m), cost)) {
         cv_.notify_one();
         return;
       }
@@ -245,10 +250,9 @@ void RegionHub::Run() {
       if (stop_) return;
       // What queued while the last turn applied goes together: a busy hub
       // groups batches, an idle one applies each as it comes.
-      while (!queue_.empty() && taken.size() < std::max<size_t>(1, options_.max_group_batches)) {
-        taken.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
+      // Round-robin between senders: a gateway flooding the hub gets its
+      // turn like any other, not the whole applier.
+      queue_.Take(std::max<size_t>(1, options_.max_group_batches), &taken);
     }
     HandleAll(&taken);
     PublishHead(false);
@@ -267,6 +271,22 @@ bool RegionHub::Admit(const MqttMessage& message, std::string* sender, WireMessa
     // under a shard level that is not its own.
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.bad_messages;
+    return false;
+  }
+  if (message.retained) {
+    // No gateway publishes retained: the broker would hand such a message
+    // to every (re)subscribing hub, after the identity that left it was
+    // revoked too. Delivered live, a retained publish comes without the
+    // flag (MQTT 3.1.1) and is handled once like any other.
+    uint64_t n;
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      n = ++stats_.retained_refused;
+    }
+    if ((n & (n - 1)) == 0) {  // the 1st, 2nd, 4th...: a flood does not flood the log
+      ES_LOG(kWarn, "hub {}: ignored a retained message on {} (sender {}; {} so far): gateways never publish retained",
+             options_.region, message.topic, *sender, n);
+    }
     return false;
   }
   if (!Holds(shard)) {
@@ -310,6 +330,15 @@ bool RegionHub::Admit(const MqttMessage& message, std::string* sender, WireMessa
     return false;
   }
   if (m.kind != WireKind::kBatch && m.kind != WireKind::kPing && m.kind != WireKind::kFeedRequest) return false;
+  if (m.kind == WireKind::kBatch && m.batch.origin.gateway_id != *sender) {
+    // Another gateway's batch (a verbatim replay carries that gateway's
+    // reply address too): refused for its origin, ahead of the address.
+    ES_LOG(kWarn, "hub {}: refused batch {}..{} sent by {} naming origin {}: a gateway writes only its own origin",
+           options_.region, m.batch.first_lsn, m.batch.last_lsn, *sender, m.batch.origin.ToString());
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.sender_refused;
+    return false;
+  }
   if (!IsReplyTopic(options_.topic_prefix, *sender, m.reply_to)) {
     ES_LOG(kWarn, "hub {}: {} asked for an answer on {}, not one of its reply topics; dropped", options_.region,
            *sender, m.reply_to);

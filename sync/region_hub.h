@@ -34,7 +34,8 @@
 // Protocol: sync/PROTOCOL.md.
 //
 // Thread safety: Start/Stop from one thread; stats() from any thread.
-// Messages are applied by one worker thread, in arrival order; pings are answered
+// Messages are applied by one worker thread, each sender's in arrival order,
+// the senders' in turn (sync/fair_queue.h); pings are answered
 // on the MQTT receive thread, ahead of queued batches; leases are renewed on
 // a thread of their own. Stop hands the hub's shards over (Release) after
 // the last apply.
@@ -58,6 +59,7 @@
 #include "platform/status.h"
 #include "store/hub_store.h"
 #include "store/hub_store_leases.h"
+#include "sync/fair_queue.h"
 #include "sync/mqtt_link.h"
 #include "sync/uplink.h"
 #include "sync/wire.h"
@@ -73,7 +75,10 @@ struct RegionHubOptions {
   MqttLinkOptions link;                // the region broker; client id is set by the hub
   size_t feed_max_entries = 5000;      // cap on one feed page
   int64_t head_interval_ms = 100;      // at most one head notice per interval
-  size_t max_queued_messages = 1024;   // received but not yet applied; beyond it a message is shed (resent)
+  // Received but not yet applied; beyond it a message is shed (resent).
+  // One sender may hold an eighth of it (at least 64), and the applier
+  // takes the senders' messages in turn: no gateway can crowd out others.
+  size_t max_queued_messages = 1024;
   size_t max_group_batches = 64;       // queued batches applied together (one transaction where the store groups)
   size_t context_max_bytes = size_t{64} << 20;  // see Config::hub_context_max_bytes
   int zstd_level = 3;
@@ -106,6 +111,7 @@ struct RegionHubStats {
   uint64_t batches_shed = 0;        // received while the queue was full: dropped, the gateway resends
   uint64_t bad_messages = 0;        // undecodable or invalid payloads
   uint64_t bad_reply_addresses = 0;
+  uint64_t retained_refused = 0;    // retained messages on an inbox (at a (re)subscribe): ignored
   uint64_t pings = 0;
   uint64_t feed_requests = 0;
   uint64_t feed_resets = 0;
@@ -190,7 +196,17 @@ class RegionHub {
   std::mutex mu_;
   std::condition_variable cv_;       // worker: messages arrived
   std::condition_variable cv_lease_; // lease thread: stop
-  std::deque<MqttMessage> queue_;
+  // Received, not yet applied: fair between senders (each may hold an
+  // eighth of max_queued_messages, at least 64), taken by deficit
+  // round-robin: a turn is worth kTurnCredit batches, a feed request costs
+  // kFeedRequestCost. A gateway's window of batches goes in a few turns; a
+  // sender of nothing but feed requests gets one answered every few rounds.
+  static constexpr size_t kTurnCredit = 4;
+  static constexpr size_t kFeedRequestCost = 16;
+  FairQueue<MqttMessage> queue_{options_.max_queued_messages,
+                                std::min(options_.max_queued_messages,
+                                         std::max<size_t>(64, options_.max_queued_messages / 8)),
+                                kTurnCredit};
   std::atomic<int64_t> last_shed_log_ms_{-1000000};  // the shed warning, at most every 10 s
 
   WireCounters counters_;

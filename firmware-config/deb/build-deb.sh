@@ -71,6 +71,11 @@ else
   echo "build-deb: no PostgreSQL module at $module: region hubs of this package use SQLite only"
 fi
 install -m 0644 "$config_dir/edgesync.service" "$config_dir/edgesync-region.service" "$root/lib/systemd/system/"
+install -m 0644 "$here/edgesync-region-crl.service" "$here/edgesync-region-crl.timer" "$root/lib/systemd/system/"
+install -d -m 0755 "$root/usr/share/edgesync/region"
+install -m 0755 "$config_dir/region/edgesync-region-auth" "$root/usr/share/edgesync/region/"
+install -m 0644 "$config_dir/region/edgesync.acl" "$config_dir/region/mosquitto-region.conf" \
+  "$root/usr/share/edgesync/region/"
 install -m 0644 "$here/edgesync.toml" "$here/region.toml" "$root/etc/edgesync/"
 install -m 0644 "$config_dir/edgesync.example.toml" "$doc/examples/"
 install -m 0644 "$here/copyright" "$doc/copyright"

@@ -1,0 +1,228 @@
+#include "sync/mqtt_link_pool.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+namespace edgesync {
+
+bool TopicMatchesFilter(const std::string& filter, const std::string& topic) {
+  size_t f = 0, t = 0;
+  while (true) {
+    size_t fe = filter.find('/', f);
+    std::string_view flevel(filter.data() + f, (fe == std::string::npos ? filter.size() : fe) - f);
+    if (flevel == "#") return true;
+    if (t > topic.size()) return false;
+    size_t te = topic.find('/', t);
+    std::string_view tlevel(topic.data() + t, (te == std::string::npos ? topic.size() : te) - t);
+    if (flevel != "+" && flevel != tlevel) return false;
+    if (fe == std::string::npos || te == std::string::npos) {
+      // Both must end here; "a/#" also matches "a" (its parent level).
+      if (fe == std::string::npos && te == std::string::npos) return true;
+      return te == std::string::npos && filter.compare(fe, std::string::npos, "/#") == 0;
+    }
+    f = fe + 1;
+    t = te + 1;
+  }
+}
+
+std::string BoundClientId(const MqttLinkOptions& options, const std::string& certificate_identity) {
+  if (!options.credentials_file.empty()) {
+    std::string user, password;
+    if (ReadCredentialsFile(options.credentials_file, &user, &password).ok()) return user;
+    return "";  // NewPahoMqttLink reports the file
+  }
+  if (!options.cert_file.empty()) return certificate_identity;
+  return "";
+}
+
+namespace {
+
+class PooledLink;
+
+}  // namespace
+
+// One connection and the views sharing it. The real link's handlers hold a
+// raw pointer to this: link is declared last, so it is destroyed (its
+// threads joined) first.
+struct MqttLinkPool::Shared {
+  std::mutex mu;  // guards the rest but link; held while handlers run
+  std::vector<PooledLink*> views;
+  std::map<std::string, int> filters;  // subscribed filter -> views holding it
+  int started = 0;
+  bool connected = false;
+  std::unique_ptr<MqttLink> link;
+
+  void OnMessage(MqttMessage&& m);
+  void OnState(bool connected, bool session_present, const std::string& why);
+};
+
+namespace {
+
+class PooledLink final : public MqttLink {
+ public:
+  explicit PooledLink(std::shared_ptr<MqttLinkPool::Shared> shared) : shared_(std::move(shared)) {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->views.push_back(this);
+  }
+  ~PooledLink() override {
+    Disconnect(2000);
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    auto& v = shared_->views;
+    v.erase(std::remove(v.begin(), v.end(), this), v.end());
+    for (const std::string& f : filters_) {
+      if (--shared_->filters[f] == 0) shared_->filters.erase(f);
+    }
+  }
+
+  void SetMessageHandler(MessageHandler handler) override {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    message_handler_ = std::move(handler);
+  }
+  void SetStateHandler(StateHandler handler) override {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    state_handler_ = std::move(handler);
+  }
+
+  Status Subscribe(const std::string& filter, int qos) override {
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      if (std::find(filters_.begin(), filters_.end(), filter) == filters_.end()) {
+        filters_.push_back(filter);
+        ++shared_->filters[filter];
+      }
+    }
+    // Not under the lock: the SUBACK wait would hold up the receive thread.
+    return shared_->link->Subscribe(filter, qos);
+  }
+  Status Unsubscribe(const std::string& filter) override {
+    bool last = false;
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      auto it = std::find(filters_.begin(), filters_.end(), filter);
+      if (it == filters_.end()) return Status::Ok();
+      filters_.erase(it);
+      last = --shared_->filters[filter] == 0;
+      if (last) shared_->filters.erase(filter);
+    }
+    return last ? shared_->link->Unsubscribe(filter) : Status::Ok();
+  }
+
+  Status Start() override {
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      if (started_) return Status::Ok();
+      started_ = true;
+      disconnected_ = false;
+      first = shared_->started++ == 0;
+      // Joining a connection that is up: the view hears of it as its own.
+      if (!first && shared_->connected && state_handler_) state_handler_(true, true, "");
+    }
+    return first ? shared_->link->Start() : Status::Ok();
+  }
+  Status Connect(int64_t timeout_ms) override {
+    ES_RETURN_IF_ERROR(Start());
+    return WaitConnected(timeout_ms) ? Status::Ok() : Status::Unavailable("mqtt: not connected in time");
+  }
+  bool WaitConnected(int64_t timeout_ms) override { return shared_->link->WaitConnected(timeout_ms); }
+  bool connected() const override { return shared_->link->connected(); }
+  Status Disconnect(int64_t timeout_ms) override {
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      disconnected_ = true;
+      if (!started_) return Status::Ok();
+      started_ = false;
+      if (--shared_->started > 0) return Status::Ok();
+    }
+    return shared_->link->Disconnect(timeout_ms);
+  }
+  void Pause() override { shared_->link->Pause(); }
+  void Resume() override { shared_->link->Resume(); }
+  bool paused() const override { return shared_->link->paused(); }
+  Status Publish(const std::string& topic, const std::string& payload, int qos, bool retained, int64_t wait_ms,
+                 PublishDone done) override {
+    return shared_->link->Publish(topic, payload, qos, retained, wait_ms, std::move(done));
+  }
+  Status Flush(int64_t timeout_ms) override { return shared_->link->Flush(timeout_ms); }
+  int inflight() const override { return shared_->link->inflight(); }
+  Counters counters() const override { return shared_->link->counters(); }
+
+  // Under shared_->mu. Also before Start: a retained message answers the
+  // SUBACK of a view subscribing on a connection already up.
+  bool Wants(const std::string& topic) const {
+    if (disconnected_ || !message_handler_) return false;
+    for (const std::string& f : filters_) {
+      if (TopicMatchesFilter(f, topic)) return true;
+    }
+    return false;
+  }
+  void Deliver(MqttMessage&& m) { message_handler_(std::move(m)); }
+  void Tell(bool connected, bool session_present, const std::string& why) {
+    if (started_ && state_handler_) state_handler_(connected, session_present, why);
+  }
+
+ private:
+  std::shared_ptr<MqttLinkPool::Shared> shared_;
+  // Guarded by shared_->mu.
+  MessageHandler message_handler_;
+  StateHandler state_handler_;
+  std::vector<std::string> filters_;
+  bool started_ = false;
+  bool disconnected_ = false;  // by Disconnect, until the next Start
+};
+
+}  // namespace
+
+void MqttLinkPool::Shared::OnMessage(MqttMessage&& m) {
+  std::lock_guard<std::mutex> lock(mu);
+  PooledLink* last = nullptr;
+  for (PooledLink* v : views) {
+    if (!v->Wants(m.topic)) continue;
+    if (last != nullptr) last->Deliver(MqttMessage(m));
+    last = v;
+  }
+  if (last != nullptr) last->Deliver(std::move(m));
+}
+
+void MqttLinkPool::Shared::OnState(bool up, bool session_present, const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu);
+  connected = up;
+  for (PooledLink* v : views) v->Tell(up, session_present, why);
+}
+
+MqttLinkPool::MqttLinkPool(Factory factory) : factory_(std::move(factory)) {
+  if (!factory_) factory_ = NewPahoMqttLink;
+}
+
+MqttLinkPool::~MqttLinkPool() = default;
+
+Status MqttLinkPool::Open(const MqttLinkOptions& options, std::unique_ptr<MqttLink>* link) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string key = options.uri + '\n' + options.client_id;
+  std::shared_ptr<Shared> shared = shared_[key].lock();
+  if (!shared) {
+    shared = std::make_shared<Shared>();
+    ES_RETURN_IF_ERROR(factory_(options, &shared->link));
+    Shared* s = shared.get();
+    shared->link->SetMessageHandler([s](MqttMessage&& m) { s->OnMessage(std::move(m)); });
+    shared->link->SetStateHandler(
+        [s](bool up, bool session_present, const std::string& why) { s->OnState(up, session_present, why); });
+    shared_[key] = shared;
+  }
+  *link = std::make_unique<PooledLink>(std::move(shared));
+  return Status::Ok();
+}
+
+std::function<Status(const MqttLinkOptions&, std::unique_ptr<MqttLink>*)> IdentityBoundLinks(
+    const std::string& certificate_identity, MqttLinkPool::Factory factory) {
+  auto pool = std::make_shared<MqttLinkPool>(std::move(factory));
+  return [pool, certificate_identity](const MqttLinkOptions& options, std::unique_ptr<MqttLink>* link) {
+    MqttLinkOptions bound = options;
+    std::string id = BoundClientId(options, certificate_identity);
+    if (!id.empty()) bound.client_id = id;
+    return pool->Open(bound, link);
+  };
+}
+
+}  // namespace edgesync

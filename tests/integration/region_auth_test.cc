@@ -1,0 +1,132 @@
+// firmware-config/region/edgesync-region-auth with real openssl and a real
+// Mosquitto: the commands of docs/SECURITY.md as written; ids that would
+// overwrite the CA's or the broker's files refused; every certificate of an
+// id revoked, renewals included; a CRL past its next update makes the broker
+// refuse client certificates, and refresh-crl (what
+// edgesync-region-crl.timer runs) brings them back.
+#include <gtest/gtest.h>
+
+#include "tests/integration/region_auth.h"
+
+namespace edgesync::test {
+namespace {
+
+// Runs a command; its stdout.
+std::string Output(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
+
+TEST(RegionAuthTest, DocumentedCommandsWorkAsWritten) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/auth";
+  RegionSite::MakeDir(dir);
+  // "Setting up a region broker", "Adding a gateway", "Revoking a gateway".
+  ASSERT_TRUE(Auth(dir, "init"));
+  ASSERT_TRUE(Auth(dir, "init-ca"));
+  ASSERT_TRUE(Auth(dir, "issue-server broker.example.net 192.0.2.10")) << ReadAll(dir + "/auth.log");
+  ASSERT_TRUE(Auth(dir, "add-hub eu"));
+  ASSERT_TRUE(Auth(dir, "add-hub eu '' 2"));
+  ASSERT_TRUE(Auth(dir, "add-gateway gw-0042"));
+  ASSERT_TRUE(Auth(dir, "issue-cert gw-0042"));
+  ASSERT_TRUE(Auth(dir, "issue-cert hub-eu"));
+  std::string san = Output("openssl x509 -in '" + dir + "/ca/server.crt' -noout -ext subjectAltName");
+  EXPECT_NE(san.find("DNS:broker.example.net"), std::string::npos) << san;
+  EXPECT_NE(san.find("IP Address:192.0.2.10"), std::string::npos) << san;
+  std::string passwd = ReadAll(dir + "/passwd");
+  EXPECT_NE(passwd.find("hub-eu:"), std::string::npos);
+  EXPECT_NE(passwd.find("hub-eu.2:"), std::string::npos);
+  EXPECT_NE(passwd.find("gw-0042:"), std::string::npos);
+  std::string acl = ReadAll(dir + "/acl");
+  EXPECT_NE(acl.find("user hub-eu.2\ntopic read edgesync/region/eu/in/+/+"), std::string::npos) << acl;
+
+  // Several names and an IPv6 address.
+  ASSERT_TRUE(Auth(dir, "issue-server broker.example.net mqtt.example.net 2001:db8::10"));
+  san = Output("openssl x509 -in '" + dir + "/ca/server.crt' -noout -ext subjectAltName");
+  EXPECT_NE(san.find("DNS:mqtt.example.net"), std::string::npos) << san;
+  EXPECT_NE(san.find("IP Address:2001:DB8:0:0:0:0:0:10"), std::string::npos) << san;
+  EXPECT_FALSE(Auth(dir, "issue-server 'bad name'"));
+  EXPECT_FALSE(Auth(dir, "issue-server"));
+
+  // Renewal, then revocation: both certificates revoked, the CRL lists both.
+  ASSERT_TRUE(Auth(dir, "issue-cert gw-0042"));
+  ASSERT_TRUE(Auth(dir, "revoke gw-0042"));
+  std::string index = ReadAll(dir + "/ca/index.txt");
+  EXPECT_EQ(Occurrences(index, "/CN=gw-0042\n"), 2) << index;
+  EXPECT_EQ(Occurrences("\n" + index, "\nR\t"), 2) << index;
+  std::string crl = Output("openssl crl -in '" + dir + "/ca/crl.pem' -noout -text");
+  EXPECT_EQ(Occurrences(crl, "Serial Number:"), 2) << crl;
+  EXPECT_EQ(ReadAll(dir + "/passwd").find("gw-0042:"), std::string::npos);
+  // Again: nothing left to revoke is not an error; an id never seen is.
+  EXPECT_TRUE(Auth(dir, "revoke gw-0042"));
+  EXPECT_FALSE(Auth(dir, "revoke gw-never"));
+  // The hub's certificate and the server's are untouched.
+  EXPECT_EQ(Occurrences("\n" + ReadAll(dir + "/ca/index.txt"), "\nV\t"), 3);  // two servers, hub-eu
+}
+
+TEST(RegionAuthTest, IdsNamingTheCaOrBrokerFilesAreRefused) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/auth";
+  RegionSite::MakeDir(dir);
+  ASSERT_TRUE(Auth(dir, "init"));
+  ASSERT_TRUE(Auth(dir, "init-ca"));
+  ASSERT_TRUE(Auth(dir, "issue-server localhost 127.0.0.1"));
+  const std::string ca_key = ReadAll(dir + "/ca/ca.key"), server_key = ReadAll(dir + "/ca/server.key");
+  const std::string crl = ReadAll(dir + "/ca/crl.pem"), index = ReadAll(dir + "/ca/index.txt");
+  for (const char* id : {"ca", "server", "crl", "index", "serial", "crlnumber", "openssl", "new", "acl", "passwd",
+                         "ca.key", "../ca"}) {
+    EXPECT_FALSE(Auth(dir, std::string("issue-cert '") + id + "'")) << id;
+    EXPECT_FALSE(Auth(dir, std::string("add-gateway '") + id + "' pw")) << id;
+  }
+  EXPECT_EQ(ReadAll(dir + "/ca/ca.key"), ca_key);
+  EXPECT_EQ(ReadAll(dir + "/ca/server.key"), server_key);
+  EXPECT_EQ(ReadAll(dir + "/ca/crl.pem"), crl);
+  EXPECT_EQ(ReadAll(dir + "/ca/index.txt"), index);
+  // The CA still issues and revokes.
+  ASSERT_TRUE(Auth(dir, "issue-cert gw-1"));
+  ASSERT_TRUE(Auth(dir, "revoke gw-1"));
+}
+
+TEST(RegionAuthTest, AnExpiredCrlLocksCertificatesOutUntilRefreshed) {
+  TempDir tmp;
+  AuthRegion eu(tmp.path(), true, {"gw-b"});
+  ASSERT_TRUE(eu.site->broker().Start()) << eu.site->broker().log();
+  WriteAll(tmp.File("probe"), "probe");
+  const std::string topic = HubInboxTopic("edgesync", "eu", "gw-b");
+  ASSERT_TRUE(CliPublish(eu, "gw-b", topic, tmp.File("probe"))) << eu.site->broker().log();
+
+  // A CRL whose next update passes: after it, no client certificate gets in.
+  ASSERT_TRUE(Auth(eu.auth, "refresh-crl 2"));
+  SleepMs(3000);
+  ASSERT_TRUE(eu.site->broker().Restart());
+  EXPECT_FALSE(CliPublish(eu, "gw-b", topic, tmp.File("probe"))) << "a certificate got in past the CRL's next update";
+
+  // The refresh the timer runs: 30 days again, and the broker restarted.
+  ASSERT_TRUE(Auth(eu.auth, "refresh-crl"));
+  ASSERT_TRUE(eu.site->broker().Restart());
+  EXPECT_TRUE(CliPublish(eu, "gw-b", topic, tmp.File("probe"))) << eu.site->broker().log();
+}
+
+TEST(RegionAuthTest, TheCrlTimerRefreshesWellWithinTheCrlLifetime) {
+  // The unit runs the script's refresh and restarts the broker; the timer
+  // fires weekly, a quarter of the CRL's 30 days.
+  const std::string deb = std::string(EDGESYNC_SOURCE_DIR) + "/firmware-config/deb/";
+  std::string service = ReadAll(deb + "edgesync-region-crl.service");
+  std::string timer = ReadAll(deb + "edgesync-region-crl.timer");
+  EXPECT_NE(service.find("ExecStart=/usr/share/edgesync/region/edgesync-region-auth refresh-crl\n"), std::string::npos);
+  EXPECT_NE(service.find("try-restart mosquitto.service"), std::string::npos);
+  EXPECT_NE(timer.find("OnCalendar=weekly\n"), std::string::npos);
+  EXPECT_NE(ReadAll(AuthScript()).find("crl_days=30\n"), std::string::npos);
+  std::string build = ReadAll(deb + "build-deb.sh");
+  EXPECT_NE(build.find("edgesync-region-crl.timer"), std::string::npos);
+  EXPECT_NE(build.find("region/edgesync-region-auth"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace edgesync::test

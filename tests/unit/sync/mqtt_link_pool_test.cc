@@ -1,0 +1,115 @@
+// MqttLinkPool: links of one (broker, client id) share one connection; each
+// view gets the messages of its own filters and the connection's state, a
+// view started late hears it is connected, and the connection goes down
+// with its last view. IdentityBoundLinks gives a link its identity's client
+// id. TopicMatchesFilter follows MQTT's wildcard rules.
+#include "sync/mqtt_link_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "platform/files.h"
+#include "tests/support/process.h"
+#include "tests/unit/sync/fake_link.h"
+
+namespace edgesync {
+namespace {
+
+TEST(TopicMatchesFilterTest, FollowsMqttWildcards) {
+  EXPECT_TRUE(TopicMatchesFilter("a/b/c", "a/b/c"));
+  EXPECT_FALSE(TopicMatchesFilter("a/b/c", "a/b"));
+  EXPECT_FALSE(TopicMatchesFilter("a/b", "a/b/c"));
+  EXPECT_TRUE(TopicMatchesFilter("a/+/c", "a/x/c"));
+  EXPECT_FALSE(TopicMatchesFilter("a/+/c", "a/x/d"));
+  EXPECT_TRUE(TopicMatchesFilter("a/+", "a/"));
+  EXPECT_TRUE(TopicMatchesFilter("a/#", "a/b/c"));
+  EXPECT_TRUE(TopicMatchesFilter("a/#", "a"));
+  EXPECT_TRUE(TopicMatchesFilter("#", "a/b"));
+  EXPECT_FALSE(TopicMatchesFilter("es/reply/gw-b/up", "es/reply/gw-b/feed"));
+  EXPECT_TRUE(TopicMatchesFilter("es/region/+/head", "es/region/eu/head"));
+}
+
+struct Recorder {
+  std::vector<std::string> topics;
+  std::vector<bool> states;
+  void Attach(MqttLink* link) {
+    link->SetMessageHandler([this](MqttMessage&& m) { topics.push_back(m.topic); });
+    link->SetStateHandler([this](bool up, bool, const std::string&) { states.push_back(up); });
+  }
+};
+
+TEST(MqttLinkPoolTest, ViewsShareOneConnectionAndGetTheirOwnMessages) {
+  std::vector<FakeLink*> made;
+  MqttLinkPool pool([&](const MqttLinkOptions&, std::unique_ptr<MqttLink>* l) {
+    auto f = std::make_unique<FakeLink>([](const std::string&, const std::string&, FakeLink*) {});
+    made.push_back(f.get());
+    *l = std::move(f);
+    return Status::Ok();
+  });
+  MqttLinkOptions o;
+  o.uri = "tcp://127.0.0.1:1";
+  o.client_id = "gw-b";
+  std::unique_ptr<MqttLink> up, feed, other;
+  ASSERT_TRUE(pool.Open(o, &up).ok());
+  ASSERT_TRUE(pool.Open(o, &feed).ok());
+  MqttLinkOptions o2 = o;
+  o2.client_id = "gw-c";
+  ASSERT_TRUE(pool.Open(o2, &other).ok());
+  ASSERT_EQ(made.size(), 2u) << "one connection per (broker, client id)";
+
+  Recorder ru, rf;
+  ru.Attach(up.get());
+  rf.Attach(feed.get());
+  ASSERT_TRUE(up->Subscribe("es/reply/gw-b/up", 1).ok());
+  ASSERT_TRUE(feed->Subscribe("es/reply/gw-b/feed", 1).ok());
+  ASSERT_TRUE(feed->Subscribe("es/region/+/head", 0).ok());
+  ASSERT_TRUE(up->Start().ok());
+  EXPECT_EQ(ru.states, std::vector<bool>{true});
+  // Started once the connection is up: told so, once.
+  ASSERT_TRUE(feed->Start().ok());
+  EXPECT_EQ(rf.states, std::vector<bool>{true});
+
+  made[0]->DeliverOn("es/reply/gw-b/up", "ack");
+  made[0]->DeliverOn("es/reply/gw-b/feed", "page");
+  made[0]->DeliverOn("es/region/eu/head", "head");
+  EXPECT_EQ(ru.topics, std::vector<std::string>{"es/reply/gw-b/up"});
+  EXPECT_EQ(rf.topics, (std::vector<std::string>{"es/reply/gw-b/feed", "es/region/eu/head"}));
+
+  // The connection stays up until its last view disconnects.
+  ASSERT_TRUE(up->Disconnect(100).ok());
+  EXPECT_TRUE(made[0]->connected());
+  made[0]->DeliverOn("es/reply/gw-b/up", "late");
+  EXPECT_EQ(ru.topics.size(), 1u) << "a disconnected view got a message";
+  ASSERT_TRUE(feed->Disconnect(100).ok());
+  EXPECT_FALSE(made[0]->connected());
+}
+
+TEST(MqttLinkPoolTest, IdentityBoundLinksUseTheIdentitysClientId) {
+  test::TempDir tmp;
+  std::vector<std::string> ids;
+  auto factory = [&](const MqttLinkOptions& o, std::unique_ptr<MqttLink>* l) {
+    ids.push_back(o.client_id);
+    *l = std::make_unique<FakeLink>([](const std::string&, const std::string&, FakeLink*) {});
+    return Status::Ok();
+  };
+  auto links = IdentityBoundLinks("gw-b", factory);
+  MqttLinkOptions o;
+  o.uri = "tcp://127.0.0.1:1";
+  o.client_id = "es-up-gw-b";
+  std::unique_ptr<MqttLink> anonymous, with_password, with_certificate, second;
+  ASSERT_TRUE(links(o, &anonymous).ok());  // no identity: its own client id stands
+  ASSERT_TRUE(WriteFileAtomic(tmp.path() + "/cred", "gw-b:secret\n").ok());
+  o.credentials_file = tmp.path() + "/cred";
+  ASSERT_TRUE(links(o, &with_password).ok());
+  o.client_id = "es-feed-gw-b";
+  ASSERT_TRUE(links(o, &second).ok());  // the same identity: the same connection
+  o.credentials_file.clear();
+  o.uri = "ssl://127.0.0.1:2";
+  o.cert_file = "/dev/null";
+  ASSERT_TRUE(links(o, &with_certificate).ok());
+  EXPECT_EQ(ids, (std::vector<std::string>{"es-up-gw-b", "gw-b", "gw-b"}));
+}
+
+}  // namespace
+}  // namespace edgesync
