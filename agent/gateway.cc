@@ -195,6 +195,7 @@ nlohmann::json Gateway::StatusJson() {
                    {"resends", u.resends},           {"ack_timeouts", u.ack_timeouts},
                    {"answer_wait_ms", u.answer_wait_ms},
                    {"refusals", u.refusals},         {"acks_ignored", u.acks_ignored},
+                   {"acks_late", u.acks_late},
                    {"context_batches", u.context_batches}, {"context_misses", u.context_misses},
                    {"region_switches", u.region_switches},
                    {"inflight", u.inflight},         {"regions", regions},
@@ -215,6 +216,7 @@ nlohmann::json Gateway::StatusJson() {
                          {"resets", r.resets},
                          {"epoch", r.epoch},
                          {"pages_ignored", r.bad_pages},
+                         {"pages_late", r.late_pages},
                          {"store_errors", r.store_errors},
                          {"last_error", r.last_error}});
     }
