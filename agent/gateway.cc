@@ -231,7 +231,8 @@ nlohmann::json Gateway::StatusJson() {
 
 std::map<std::string, double> Gateway::ChartPoints(const nlohmann::json& s) {
   std::map<std::string, double> points;
-  points["ingest_per_s"] = s["rates"].value("ingest_per_s", 0.0);
+  // A counter: the chart shows its mean rate over each step (StatusBoard).
+  if (s.contains("ingest")) points["ingest_total"] = s["ingest"].value("readings_committed", 0.0);
   if (s.contains("backlog")) points["backlog"] = s["backlog"].value("readings", 0.0);
   if (s.contains("uplink")) {
     for (const auto& r : s["uplink"]["regions"]) {
