@@ -209,6 +209,7 @@ nlohmann::json Gateway::StatusJson() {
                    {"resends", u.resends},           {"ack_timeouts", u.ack_timeouts},
                    {"answer_wait_ms", u.answer_wait_ms},
                    {"refusals", u.refusals},         {"acks_ignored", u.acks_ignored},
+                   {"acks_late", u.acks_late},
                    {"context_batches", u.context_batches}, {"context_misses", u.context_misses},
                    {"region_switches", u.region_switches},
                    {"inflight", u.inflight},         {"regions", regions},
@@ -229,6 +230,7 @@ nlohmann::json Gateway::StatusJson() {
                          {"resets", r.resets},
                          {"epoch", r.epoch},
                          {"pages_ignored", r.bad_pages},
+                         {"pages_late", r.late_pages},
                          {"store_errors", r.store_errors},
                          {"last_error", r.last_error}});
     }
@@ -243,7 +245,8 @@ nlohmann::json Gateway::StatusJson() {
 
 std::map<std::string, double> Gateway::ChartPoints(const nlohmann::json& s) {
   std::map<std::string, double> points;
-  points["ingest_per_s"] = s["rates"].value("ingest_per_s", 0.0);
+  // A counter: the chart shows its mean rate over each step (StatusBoard).
+  if (s.contains("ingest")) points["ingest_total"] = s["ingest"].value("readings_committed", 0.0);
   if (s.contains("backlog")) points["backlog"] = s["backlog"].value("readings", 0.0);
   if (s.contains("uplink")) {
     for (const auto& r : s["uplink"]["regions"]) {

@@ -183,6 +183,11 @@ void GatewayMetrics(Writer* w, const json& s) {
     Counter(w, "edgesync_uplink_resends_total", "Times the uplink resent from its checkpoint.", u, "resends");
     Counter(w, "edgesync_uplink_ack_timeouts_total", "Batches not acknowledged in time.", u, "ack_timeouts");
     Counter(w, "edgesync_uplink_refusals_total", "Batches a region refused.", u, "refusals");
+    Counter(w, "edgesync_uplink_acks_ignored_total",
+            "Answers ignored: to no batch in flight, from another region or for another origin.", u, "acks_ignored");
+    Counter(w, "edgesync_uplink_acks_late_total",
+            "Of the answers ignored, late answers to batches given up on and resent (routine after an outage).", u,
+            "acks_late");
     Counter(w, "edgesync_uplink_region_switches_total", "Changes of the write region.", u, "region_switches");
     Gauge(w, "edgesync_uplink_inflight_batches", "Batches sent and not yet acknowledged.", u, "inflight");
     w->Histogram("edgesync_uplink_ack_latency_seconds", "Time from sending a batch to its acknowledgement.",
@@ -213,6 +218,11 @@ void GatewayMetrics(Writer* w, const json& s) {
                 "Region feed entries not yet pulled (the most behind shard: head - position).",
                 Num(r, "lag"), l);
       Counter(w, "edgesync_feed_applied_total", "Feed entries new to the read view.", r, "applied", l);
+      Counter(w, "edgesync_feed_pages_ignored_total", "Feed pages ignored: not to our request, or out of bounds.", r,
+              "pages_ignored", l);
+      Counter(w, "edgesync_feed_pages_late_total",
+              "Of the pages ignored, late answers to requests given up on (routine after an outage).", r,
+              "pages_late", l);
       Counter(w, "edgesync_feed_resets_total", "Explicit feed resets.", r, "resets", l);
     }
   }

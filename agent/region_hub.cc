@@ -118,8 +118,9 @@ class HubSnapshot {
   }
 
   static std::map<std::string, double> ChartPoints(const nlohmann::json& s) {
-    return {{"applied_batches_per_s", s["rates"].value("batches_per_s", 0.0)},
-            {"applied_readings_per_s", s["rates"].value("readings_per_s", 0.0)}};
+    // Counters: the charts show their mean rates over each step (StatusBoard).
+    return {{"applied_batches_total", s["hub"].value("batches_applied", 0.0)},
+            {"applied_readings_total", s["hub"].value("entries_applied", 0.0)}};
   }
 
  private:

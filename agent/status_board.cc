@@ -19,7 +19,25 @@ void StatusBoard::Publish(const nlohmann::json& snapshot, const std::map<std::st
     latest_ = snapshot;
     // Wall time may step back (NTP); a new point is due after a step either way.
     if (history_.empty() || now_wall_ms - last_point_ms_ >= history_every_ms_ || now_wall_ms < last_point_ms_) {
-      history_.push_back({now_wall_ms, chart_points});
+      Point point{now_wall_ms, {}};
+      std::map<std::string, double> counters;
+      const std::string kTotal = "_total";
+      for (const auto& [name, v] : chart_points) {
+        if (name.size() <= kTotal.size() || name.compare(name.size() - kTotal.size(), kTotal.size(), kTotal) != 0) {
+          point.values[name] = v;
+          continue;
+        }
+        counters[name] = v;
+        auto before = last_counters_.find(name);
+        const int64_t step_ms = now_wall_ms - last_point_ms_;
+        // No mean without a step before it, across a wall-clock step back,
+        // or for a counter that went back (restarted).
+        if (history_.empty() || before == last_counters_.end() || step_ms <= 0 || v < before->second) continue;
+        point.values[name.substr(0, name.size() - kTotal.size()) + "_per_s"] =
+            (v - before->second) * 1000.0 / static_cast<double>(step_ms);
+      }
+      last_counters_ = std::move(counters);
+      history_.push_back(std::move(point));
       while (history_.size() > kHistoryPoints) history_.pop_front();
       last_point_ms_ = now_wall_ms;
     }

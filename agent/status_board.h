@@ -8,7 +8,12 @@
 // Contract: Publish(snapshot, chart_points) stores the latest snapshot,
 // writes it to the status file (not fsynced: it is rewritten every second
 // and only a running process's figures matter), and appends chart_points
-// to the history when a history step is due.
+// to the history when a history step is due. A chart point named
+// "<x>_total" is an ever-growing counter: the history holds, as series
+// "<x>_per_s", its mean rate over the step that ends at the point (its
+// increase divided by the step's time), so a steady rate charts as that
+// rate whatever the step; the first point and a counter that went back
+// have none.
 //
 // Thread safety: Publish from the role's main loop; Latest and HistoryJson
 // from any thread (the HTTP server's).
@@ -30,7 +35,8 @@ class StatusBoard {
   static constexpr int64_t kHistoryEveryMs = 10000;
 
   explicit StatusBoard(std::string status_path, int64_t history_every_ms = kHistoryEveryMs);
-  // chart_points: series name -> value ("ingest_per_s", "rtt_ms:eu", ...).
+  // chart_points: series name -> value ("backlog", "rtt_ms:eu", ...), or
+  // counter ("ingest_total", charted as "ingest_per_s").
   void Publish(const nlohmann::json& snapshot, const std::map<std::string, double>& chart_points,
                int64_t now_wall_ms);
   nlohmann::json Latest() const;
@@ -49,10 +55,12 @@ class StatusBoard {
   nlohmann::json latest_;       // guarded by mu_
   std::deque<Point> history_;   // guarded by mu_
   int64_t last_point_ms_ = 0;   // guarded by mu_
+  std::map<std::string, double> last_counters_;  // at the last point; guarded by mu_
 };
 
 // Smoothed per-second rate of an ever-growing counter, sampled at least
-// 500 ms apart (a per-second figure jumps with batching).
+// 500 ms apart (a per-second figure jumps with batching): the snapshot's
+// momentary rates. Charts use the mean over their step instead (above).
 class RateMeter {
  public:
   double Update(uint64_t counter, int64_t now_mono_ms);

@@ -167,6 +167,9 @@ void PrintText(const json& j) {
     std::printf("uplink    write region %s, %.0f batches sent, %.0f acknowledgements, %.1f readings/s acknowledged\n",
                 u.value("write_region", "").empty() ? "none" : u.value("write_region", "").c_str(),
                 Num(j, "uplink", "batches_sent"), Num(j, "uplink", "acks"), Num(j, "rates", "acked_per_s"));
+    std::printf("          %.0f resends, %.0f answer timeouts; answers ignored %.0f (late, to resent batches: %.0f)\n",
+                Num(j, "uplink", "resends"), Num(j, "uplink", "ack_timeouts"), Num(j, "uplink", "acks_ignored"),
+                Num(j, "uplink", "acks_late"));
     for (const json& r : u.value("regions", json::array())) {
       double rtt = r.value("rtt_ms", -1.0);
       std::printf("  region  %-12s %s, round trip %s\n", r.value("name", "").c_str(),
@@ -176,8 +179,9 @@ void PrintText(const json& j) {
   }
   if (j.contains("read_view")) {
     for (const json& r : j["read_view"].value("regions", json::array())) {
-      std::printf("  feed    %-12s position %.0f, head %.0f, lag %.0f entries\n", r.value("name", "").c_str(),
-                  r.value("position", 0.0), r.value("head", 0.0), r.value("lag", 0.0));
+      std::printf("  feed    %-12s position %.0f, head %.0f, lag %.0f entries; pages ignored %.0f (late: %.0f)\n",
+                  r.value("name", "").c_str(), r.value("position", 0.0), r.value("head", 0.0), r.value("lag", 0.0),
+                  r.value("pages_ignored", 0.0), r.value("pages_late", 0.0));
     }
   }
   if (j.contains("hub")) {

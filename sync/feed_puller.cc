@@ -8,6 +8,12 @@
 #include "store/token.h"
 
 namespace edgesync {
+namespace {
+
+// Late pages are said in one line once none came for this long.
+constexpr int64_t kLatePagesQuietMs = 5000;
+
+}  // namespace
 
 FeedPuller::FeedPuller(Store* store, FeedPullerOptions options, Clock* clock, MqttLinkFactory factory)
     : store_(store),
@@ -121,6 +127,11 @@ void FeedPuller::Run() {
         Pull(i, now);
       }
       r.progress->Update(MaxPosition(r.position.shards), ShardLag(r.position.shards, r.head), now);
+      if (r.late_unsaid > 0 && now - r.last_late_ms >= kLatePagesQuietMs) {
+        ES_LOG(kInfo, "feed {}: ignored {} late page(s) answering requests given up on during an outage (pages_late)",
+               r.name, r.late_unsaid);
+        r.late_unsaid = 0;
+      }
     }
   }
 }
@@ -207,6 +218,20 @@ void FeedPuller::Publish(FeedRegionStats* s, const Region& r) {
 }
 
 void FeedPuller::BadPage(size_t index, const WireMessage& m, const char* why) {
+  Region& r = regions_[index];
+  if (m.correlation_id != 0 && m.correlation_id != r.outstanding && m.feed_page.region == r.name) {
+    // The answer to a request given up on, once a newer one is out or none
+    // is: routine after an outage. Counted, and said in one line once they
+    // stop (Run).
+    ES_LOG(kDebug, "feed {}: ignored a late page (correlation {}): it answers no outstanding request", r.name,
+           m.correlation_id);
+    ++r.late_unsaid;
+    r.last_late_ms = clock_->MonotonicMillis();
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.regions[index].bad_pages;
+    ++stats_.regions[index].late_pages;
+    return;
+  }
   ES_LOG(kWarn, "feed {}: ignored a page (correlation {}, after {}, next {}, head {}): {}", regions_[index].name,
          m.correlation_id, ShardPositionsText(m.feed_page.after), ShardPositionsText(m.feed_page.next),
          ShardPositionsText(m.feed_page.head), why);

@@ -73,6 +73,9 @@ struct FeedRegionStats {
   uint64_t skipped_own = 0;
   uint64_t resets = 0;
   uint64_t bad_pages = 0;      // answers ignored: not to our request, or out of bounds
+  // Of bad_pages: answers to a request given up on (timed out, or its
+  // connection lost) arriving late, as every outage brings.
+  uint64_t late_pages = 0;
   uint64_t store_errors = 0;   // pages the store refused (retried with backoff)
   std::string epoch;       // the hub epoch of position
   std::string last_error;  // the last refusal by the store, "" after a page is applied
@@ -108,6 +111,8 @@ class FeedPuller {
     int64_t next_pull_ms = 0;
     std::unique_ptr<Backoff> backoff;
     std::unique_ptr<ProgressLog> progress;  // catch-up lines in the log
+    uint64_t late_unsaid = 0;    // late pages not yet said in the log's summarising line
+    int64_t last_late_ms = 0;
   };
   struct Event {
     size_t region;

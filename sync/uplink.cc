@@ -13,6 +13,8 @@ constexpr int64_t kTickMs = 10;
 // A slow region's answers may make a batch wait up to this many times
 // uplink.ack_timeout_ms (10 s by default: 80 s) before it is resent.
 constexpr int64_t kMaxAnswerWaitFactor = 8;
+// Late answers are said in one line once none came for this long.
+constexpr int64_t kLateAnswersQuietMs = 5000;
 
 }  // namespace
 
@@ -147,6 +149,11 @@ void Uplink::Run() {
       }
     }
     SendBatches(now);
+    if (late_acks_unsaid_ > 0 && now - last_late_ack_ms_ >= kLateAnswersQuietMs) {
+      ES_LOG(kInfo, "uplink: ignored {} late answer(s) to batches resent after an outage (acks_late)",
+             late_acks_unsaid_);
+      late_acks_unsaid_ = 0;
+    }
 
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.write_region = write_region_ >= 0 ? options_.regions[write_region_].name : "";
@@ -220,8 +227,23 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
   // outcome the resend will learn again.
   auto batch = std::find_if(inflight_.begin(), inflight_.end(),
                             [&](const InFlight& f) { return f.correlation_id == correlation_id; });
-  if (correlation_id == 0 || batch == inflight_.end()) {
-    return IgnoreAck(region, correlation_id, "no batch in flight has that correlation id");
+  if (correlation_id == 0) return IgnoreAck(region, correlation_id, "it has no correlation id");
+  if (batch == inflight_.end() && correlation_id > correlation_) {
+    return IgnoreAck(region, correlation_id, "no batch was sent with that correlation id");
+  }
+  if (batch == inflight_.end()) {
+    // Our origin and the region's name, to a batch sent and no longer in
+    // flight: the answer to a batch given up on (or a replay), which every
+    // outage brings by the dozen. Counted, and said in one line once they
+    // stop (Run).
+    ES_LOG(kDebug, "uplink: ignored a late answer (correlation {}) from region {}: no batch in flight has that "
+           "correlation id", correlation_id, name);
+    ++late_acks_unsaid_;
+    last_late_ack_ms_ = NowMs();
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.acks_ignored;
+    ++stats_.acks_late;
+    return;
   }
   if (batch->region != region) return IgnoreAck(region, correlation_id, "the batch was sent to another region");
   selector_->OnBatchAnswered(region, NowMs());

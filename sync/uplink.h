@@ -105,6 +105,9 @@ struct UplinkStats {
   uint64_t context_batches = 0;   // batches sent referring to the region's series context
   uint64_t context_misses = 0;    // NoContext answers: the region did not hold it (restart, eviction, handover)
   uint64_t acks_ignored = 0;      // answers to no batch in flight, from another region or for another origin
+  // Of acks_ignored: answers to batches given up on (a rewind after a
+  // timeout or a lost connection) that arrive late, as every outage brings.
+  uint64_t acks_late = 0;
   uint64_t region_switches = 0;
   uint64_t bad_messages = 0;      // undecodable answers
   size_t inflight = 0;
@@ -191,6 +194,10 @@ class Uplink {
   uint64_t checkpoint_ = 0;
   uint64_t next_after_ = 0;        // the next batch starts after this LSN
   int64_t resume_at_ms_ = 0;       // sending paused until then (backoff)
+  // Late answers not yet said in the log's one summarising line, and when
+  // the last came (the line waits for them to stop).
+  uint64_t late_acks_unsaid_ = 0;
+  int64_t last_late_ack_ms_ = 0;
   int64_t pending_since_ms_ = -1;  // first time unsent entries were seen
   int64_t wake_at_ms_ = -1;        // the coalescing batch's deadline (-1 = none)
   uint64_t correlation_ = 0;

@@ -2,17 +2,23 @@
 // sensors -> Mosquitto -> `edgesync gateway` -> region broker -> `edgesync
 // region`. /metrics passes `promtool check metrics` (Debian prometheus) for
 // both roles; the status page renders in headless Chromium (Debian
-// chromium; a screenshot goes to build/test-output/) and the figures in its
-// DOM equal `edgesync status --json` taken at the same moment; `status`
-// reads a stopped gateway's store and says so.
+// chromium; screenshots of the gateway during and after a cable pull and of
+// the hub go to build/test-output/status_views/) and the figures in its DOM
+// equal `edgesync status --json` taken at the same moment; its charts plot
+// the sensors' steady rate as that rate; a cable pull (the region's broker
+// hangs, then comes back) leaves the error card and the warn-level log free
+// of its routine consequences, which are counted instead; `status` reads a
+// stopped gateway's store and says so.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <regex>
 #include <string>
 
@@ -49,6 +55,7 @@ class GatewayUnderTest {
   GatewayUnderTest(const std::string& root, const std::string& local_uri, RegionSite* region)
       : dir_(root + "/gw"), port_(FreePort()) {
     RegionSite::MakeDir(dir_);
+    ::chmod(dir_.c_str(), 0700);  // else the gateway warns that others may read it
     std::ofstream(config()) << "[gateway]\nid = \"gw-views\"\ndata_dir = " << Q(dir_) << "\n\n"
                             << "[ingest]\nbroker_uri = " << Q(local_uri)
                             << "\ndevice_rate = 100000.0\ndevice_burst = 100000\n\n"
@@ -107,6 +114,53 @@ std::string Chromium(const std::string& flags, const std::string& url, const std
   return out;
 }
 
+// The rows a chart of the page plotted (its data-plotted attribute:
+// [[t_ms, series...], ...]), from a dumped DOM.
+json Plotted(const std::string& dom, const std::string& chart_id) {
+  std::smatch m;
+  std::regex attr("id=\"" + chart_id + "\"[^>]*data-plotted=\"([^\"]*)\"");
+  if (!std::regex_search(dom, m, attr)) return json();
+  std::string text = std::regex_replace(m[1].str(), std::regex("&quot;"), "\"");
+  return json::parse(text, nullptr, false);
+}
+
+// Every point of `rows` (column `column`) whose step lies inside
+// [from_ms, to_ms] (all of it at the steady rate) is that rate, within 15%
+// (the edges of a step cut a group commit or a batch). A momentary rate
+// sampled at the point would not be: it follows the bursts. Returns the
+// number of points checked.
+int ExpectSteady(const json& rows, size_t column, int64_t from_ms, int64_t to_ms, double rate, const char* what) {
+  int checked = 0;
+  for (size_t i = 1; rows.is_array() && i < rows.size(); ++i) {
+    int64_t begin = rows[i - 1][0].get<int64_t>(), end = rows[i][0].get<int64_t>();
+    if (begin < from_ms || end > to_ms || !rows[i][column].is_number()) continue;
+    double v = rows[i][column].get<double>();
+    EXPECT_GE(v, 0.85 * rate) << what << " at " << end << ": " << rows.dump();
+    EXPECT_LE(v, 1.15 * rate) << what << " at " << end << ": " << rows.dump();
+    ++checked;
+  }
+  return checked;
+}
+
+// What the log says at warn level of a region's link going down: the
+// outage itself, which an operator may need to act on if it lasts.
+constexpr char kOutageLines[] = "connection lost|cannot connect|a connect never completed|no healthy region";
+
+// The log's warn and error lines ("<time> warning <text>") other than those
+// saying that a region's link is down: the outage itself, said once per
+// link and reconnect attempt series.
+std::vector<std::string> UnexpectedWarnings(const std::string& log) {
+  std::vector<std::string> out;
+  std::istringstream in(log);
+  std::string line;
+  std::regex level("^\\S+ (warning|error|critical) ");
+  std::regex outage(kOutageLines);
+  while (std::getline(in, line)) {
+    if (std::regex_search(line, level) && !std::regex_search(line, outage)) out.push_back(line);
+  }
+  return out;
+}
+
 bool PromtoolAccepts(const std::string& metrics, const std::string& file) {
   std::string out;
   int rc = PromtoolCheck(metrics, file, &out);
@@ -124,44 +178,140 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
   GatewayUnderTest gw(dir.path(), local.uri(), &eu);
   ASSERT_TRUE(gw.Start());
   ASSERT_TRUE(WaitForPort(gw.port(), 30000)) << gw.log();
+  ASSERT_TRUE(WaitForPort(hub_port, 30000));
   SleepMs(500);  // the subscription must exist before the sensors publish
+
+  // Sensors at a steady 100 readings/s for 40 s. The steady span is from
+  // the first snapshot with a reading committed to the last one short of
+  // all of them (the page's snapshot times).
+  constexpr double kRate = 100;
   Process sensors;
-  ASSERT_TRUE(sensors.Start({EDGESYNC_PUBLISHER, local.uri(), "views-sensors", "10", "300", "views", "1800000000000"}));
-  ASSERT_EQ(sensors.Wait(120000), 0);
-  // Sensors stopped: every figure below is stable once the backlog is drained.
+  ASSERT_TRUE(sensors.Start({EDGESYNC_PUBLISHER, local.uri(), "views-sensors", "10", "400", "views", "1800000000000",
+                             "100"}));
+  int64_t steady_from = -1, steady_to = -1;
+  while (sensors.running()) {
+    json j = json::parse(Get(gw.port(), "/status.json"), nullptr, false);
+    if (j.is_object() && j.contains("ingest")) {
+      double committed = At(j, "ingest.readings_committed");
+      if (committed > 0 && steady_from < 0) steady_from = j["time_ms"].get<int64_t>();
+      if (committed > 0 && committed < 4000) steady_to = j["time_ms"].get<int64_t>();
+    }
+    SleepMs(100);
+  }
+  ASSERT_EQ(sensors.Wait(1000), 0);
+  ASSERT_GT(steady_from, 0);
+  ASSERT_GT(steady_to, steady_from);
+  ASSERT_TRUE(WaitFor([&] { return At(gw.Status(), "backlog.readings") == 0; }, 60000)) << gw.log();
+
+  // The cable pull: the region's broker hangs (as an unplugged uplink
+  // looks) while more sensors publish: batches are in flight when it
+  // hangs, and answers to them may come after the resend.
+  eu.broker().Freeze();
+  Process more;
+  ASSERT_TRUE(more.Start({EDGESYNC_PUBLISHER, local.uri(), "views-more", "10", "200", "views-more",
+                          "1800000000000", "200"}));
+  json during;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        during = gw.Status();
+        return during.is_object() && during.contains("uplink") && during["uplink"].value("write_region", "x").empty() &&
+               At(during, "backlog.readings") > 0;
+      },
+      60000))
+      << during.dump() << gw.log();
+  const std::string out = OutputDir();
+  const std::string url = "http://127.0.0.1:" + std::to_string(gw.port()) + "/";
+  std::string during_dom = Chromium("--virtual-time-budget=15000 --dump-dom", url, dir.File("chrome-during"));
+  WriteAll(out + "/gateway_during_outage_dom.html", during_dom);
+  // No write region says so, and why.
+  EXPECT_NE(during_dom.find("data-key=\"uplink.write_region\" data-value=\"\" title=\"no healthy region"),
+            std::string::npos)
+      << during_dom;
+  std::string during_png = out + "/gateway_during_outage.png";
+  std::remove(during_png.c_str());
+  Chromium("--virtual-time-budget=15000 --window-size=1280,1500 --screenshot=" + during_png, url,
+           dir.File("chrome-during-shot"));
+  EXPECT_GT(ReadAll(during_png).size(), 10000u) << "no screenshot at " << during_png;
+  ASSERT_EQ(more.Wait(120000), 0);
+  eu.broker().Thaw();
+
+  // Every figure below is stable once the backlog is drained.
   json s;
   ASSERT_TRUE(WaitFor(
       [&] {
         s = gw.Status();
         // The live snapshot: a figure read from the store while the
         // gateway's first status is not written yet would pass too early.
-        return s.is_object() && s.value("running", false) && At(s, "store.last_lsn") == 3000 &&
-               At(s, "backlog.readings") == 0;
+        return s.is_object() && s.value("running", false) && At(s, "store.last_lsn") == 6000 &&
+               At(s, "backlog.readings") == 0 && !s["uplink"].value("write_region", "").empty();
       },
-      60000))
+      90000))
       << s.dump() << gw.log();
+  ASSERT_TRUE(WaitFor([&] { return At(json::parse(Get(hub_port, "/status.json"), nullptr, false),
+                                      "hub.entries_applied") == 6000; }, 60000));
+  // Late answers are said in one line once they stop.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        s = gw.Status();
+        return At(s, "uplink.acks_late") == 0 || gw.log().find("late answer(s) to batches resent") != std::string::npos;
+      },
+      30000))
+      << gw.log();
   EXPECT_EQ(s["running"], true);
   // The entry count is current (it read 0 for 30 s after a start before).
-  EXPECT_EQ(At(s, "store.entries"), 3000) << s.dump();
-  EXPECT_EQ(At(s, "ingest.readings_committed"), 3000);
+  EXPECT_EQ(At(s, "store.entries"), 6000) << s.dump();
+  EXPECT_EQ(At(s, "ingest.readings_committed"), 6000);
   EXPECT_EQ(s["uplink"]["write_region"], "eu");
   EXPECT_GT(At(s, "store.free_bytes"), 0);
   EXPECT_GT(At(s, "store.file_bytes"), 0);
   EXPECT_EQ(s["store"]["ranges"].size(), 4u);
-  EXPECT_EQ(At(s, "upstream.checkpoint"), 3000);
-  EXPECT_TRUE(s["recent_errors"].is_array());
+  EXPECT_EQ(At(s, "upstream.checkpoint"), 6000);
   ASSERT_TRUE(WaitFor([&] { return At(gw.Status(), "uplink.regions.0.rtt_ms") >= 0; }, 30000));
+
+  // What the outage did is counted: batches in flight when the broker hung
+  // were given up and resent; the answers ignored were all late ones
+  // (nothing forged here).
+  EXPECT_GE(At(s, "uplink.resends"), 1) << s.dump();
+  EXPECT_EQ(At(s, "uplink.acks_ignored"), At(s, "uplink.acks_late")) << s.dump();
+  EXPECT_EQ(At(s, "read_view.regions.0.pages_ignored"), At(s, "read_view.regions.0.pages_late")) << s.dump();
+  // ... and none of it is in the error card nor warned about in the log:
+  // only that the region's link was down.
+  EXPECT_TRUE(s["recent_errors"].is_array());
+  for (const json& e : s["recent_errors"]) {
+    std::string text = e.value("text", "");
+    EXPECT_TRUE(std::regex_search(text, std::regex(kOutageLines)))
+        << "routine line in recent errors: " << text;
+  }
+  WriteAll(out + "/gateway.log", gw.log());
+  EXPECT_EQ(UnexpectedWarnings(gw.log()), std::vector<std::string>()) << gw.log();
+  std::string status_text;
+  ASSERT_EQ(Shell(std::string(EDGESYNC_BINARY) + " status --config " + gw.config(), dir.File("gw-status.txt"),
+                  &status_text),
+            0);
+  char late_line[160];
+  std::snprintf(late_line, sizeof late_line, "answers ignored %.0f (late, to resent batches: %.0f)",
+                At(s, "uplink.acks_ignored"), At(s, "uplink.acks_late"));
+  EXPECT_NE(status_text.find(late_line), std::string::npos) << status_text;
 
   // Prometheus, gateway.
   int code = 0;
   std::string metrics = Get(gw.port(), "/metrics", &code);
   EXPECT_EQ(code, 200);
   EXPECT_TRUE(PromtoolAccepts(metrics, dir.File("gateway.prom")));
-  EXPECT_NE(metrics.find("edgesync_ingest_readings_committed_total 3000\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("edgesync_ingest_readings_committed_total 6000\n"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("edgesync_uplink_ack_latency_seconds_bucket{le=\"+Inf\"}"), std::string::npos);
   EXPECT_NE(metrics.find("edgesync_store_commit_latency_seconds_count"), std::string::npos);
   EXPECT_NE(metrics.find("edgesync_region_round_trip_seconds{region=\"eu\"}"), std::string::npos);
   EXPECT_NE(metrics.find("edgesync_backlog_readings 0\n"), std::string::npos);
+  json late_now = gw.Status();
+  EXPECT_NE(metrics.find("edgesync_uplink_acks_late_total " +
+                         std::to_string(static_cast<int64_t>(At(late_now, "uplink.acks_late"))) + "\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("edgesync_feed_pages_late_total{region=\"eu\"} " +
+                         std::to_string(static_cast<int64_t>(At(late_now, "read_view.regions.0.pages_late"))) + "\n"),
+            std::string::npos)
+      << metrics;
 
   // The status page: nothing from outside (every script and style is ours).
   std::string page = Get(gw.port(), "/", &code);
@@ -173,15 +323,23 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
   ASSERT_TRUE(history.is_object());
   EXPECT_GE(history["points"].size(), 1u);
 
-  const std::string out = OutputDir();
-  const std::string url = "http://127.0.0.1:" + std::to_string(gw.port()) + "/";
   std::string dom = Chromium("--virtual-time-budget=15000 --dump-dom", url, dir.File("chrome-dom"));
   json now = gw.Status();
   WriteAll(out + "/gateway_dom.html", dom);
-  std::regex cell("data-key=\"([a-z_.0-9]+)\"[^>]*>([^<]*)<");
+  std::regex cell("data-key=\"([a-z_.0-9]+)\"(?: data-value=\"([^\"]*)\")?[^>]*>([^<]*)<");
   int compared = 0;
   for (auto it = std::sregex_iterator(dom.begin(), dom.end(), cell); it != std::sregex_iterator(); ++it) {
-    std::string key = (*it)[1], text = (*it)[2];
+    std::string key = (*it)[1], value = (*it)[2], text = (*it)[3];
+    if (key.find("bytes") != std::string::npos) {
+      // Sizes for people, as `edgesync status` prints them.
+      EXPECT_TRUE(std::regex_match(text, std::regex("[0-9]+ B|[0-9]+\\.[0-9] (KiB|MiB|GiB|TiB)"))) << key << ": " << text;
+    }
+    if (key.find("age_s") != std::string::npos) {
+      // An age, or none with nothing waiting.
+      EXPECT_TRUE(std::regex_match(text, std::regex("[0-9]+ s|[0-9]+ (min|h|d) [0-9]+ (s|min|h)")) ||
+                  (text == "-" && At(now, "backlog.readings") == 0))
+          << key << ": " << text;
+    }
     // Figures that move while nothing is ingested (rates decay, sizes and
     // round trips change with checkpoints and probes) are not compared.
     if (key.rfind("rates.", 0) == 0 || key.find("rtt_ms") != std::string::npos || key.find("bytes") != std::string::npos ||
@@ -189,12 +347,26 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
         key == "uplink.write_region") {
       continue;
     }
-    EXPECT_EQ(text, std::to_string(static_cast<int64_t>(At(now, key)))) << key;
+    EXPECT_EQ(value, std::to_string(static_cast<int64_t>(At(now, key)))) << key;
+    EXPECT_EQ(text, value) << key << ": a count is shown exactly";
     ++compared;
   }
-  EXPECT_GE(compared, 10) << dom;
-  EXPECT_NE(dom.find("data-key=\"uplink.write_region\">eu<"), std::string::npos);
+  EXPECT_GE(compared, 12) << dom;
+  EXPECT_NE(dom.find("data-key=\"uplink.write_region\" data-value=\"eu\">eu<"), std::string::npos);
+  // The page's error card: nothing routine either.
+  std::smatch card;
+  ASSERT_TRUE(std::regex_search(dom, card, std::regex("<div id=\"errors\">([^<]*)</div>"))) << dom;
+  std::istringstream card_lines(card[1].str());
+  for (std::string line; std::getline(card_lines, line);) {
+    EXPECT_TRUE(line == "none" || std::regex_search(line, std::regex(kOutageLines))) << "in the error card: " << line;
+  }
+  EXPECT_NE(dom.find("data-key=\"uplink.acks_late\""), std::string::npos) << dom;
   EXPECT_NE(dom.find("data-history-points"), std::string::npos) << "charts were drawn";
+  // The ingest chart plots the sensors' rate over the steady span.
+  json plotted = Plotted(dom, "c_ingest");
+  ASSERT_TRUE(plotted.is_array()) << dom;
+  EXPECT_GE(ExpectSteady(plotted, 1, steady_from, steady_to, kRate, "gateway ingest chart"), 1)
+      << "no chart point inside " << steady_from << ".." << steady_to << ": " << plotted.dump();
 
   std::string png = out + "/gateway_status_page.png";
   std::remove(png.c_str());
@@ -207,14 +379,14 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
   json hub = json::parse(Get(hub_port, "/status.json"), nullptr, false);
   ASSERT_TRUE(hub.is_object());
   EXPECT_EQ(hub["role"], "region");
-  EXPECT_EQ(At(hub, "hub.entries_applied"), 3000) << hub.dump();
-  EXPECT_EQ(At(hub, "store.remote_entries"), 3000) << "the count is current on a hub too";
+  EXPECT_EQ(At(hub, "hub.entries_applied"), 6000) << hub.dump();
+  EXPECT_EQ(At(hub, "store.remote_entries"), 6000) << "the count is current on a hub too";
   ASSERT_EQ(hub["hub"]["origins"].size(), 1u);
-  EXPECT_EQ(At(hub, "hub.origins.0.high_water"), 3000);
+  EXPECT_EQ(At(hub, "hub.origins.0.high_water"), 6000);
   EXPECT_EQ(hub["hub"]["refusals"]["gap"], 0);
   std::string hub_metrics = Get(hub_port, "/metrics");
   EXPECT_TRUE(PromtoolAccepts(hub_metrics, dir.File("hub.prom")));
-  EXPECT_NE(hub_metrics.find("edgesync_hub_entries_applied_total 3000\n"), std::string::npos) << hub_metrics;
+  EXPECT_NE(hub_metrics.find("edgesync_hub_entries_applied_total 6000\n"), std::string::npos) << hub_metrics;
   // One hub on SQLite holds every shard for good.
   EXPECT_NE(hub_metrics.find("edgesync_hub_shards_held 32\n"), std::string::npos) << hub_metrics;
   EXPECT_NE(hub_metrics.find("edgesync_hub_lease_renewal_age_seconds "), std::string::npos) << hub_metrics;
@@ -222,21 +394,34 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
   ASSERT_EQ(Shell(std::string(EDGESYNC_BINARY) + " status --config " + eu.config(), dir.File("hub-status.txt"),
                   &hub_status),
             0);
-  EXPECT_NE(hub_status.find("3000 readings applied"), std::string::npos) << hub_status;
-  std::string hub_dom =
-      Chromium("--virtual-time-budget=15000 --dump-dom", "http://127.0.0.1:" + std::to_string(hub_port) + "/",
-               dir.File("chrome-hub"));
-  EXPECT_NE(hub_dom.find("data-key=\"hub.entries_applied\">3000<"), std::string::npos) << hub_dom;
-  Chromium("--virtual-time-budget=15000 --window-size=1280,1200 --screenshot=" + out + "/hub_status_page.png",
-           "http://127.0.0.1:" + std::to_string(hub_port) + "/", dir.File("chrome-hub-shot"));
+  EXPECT_NE(hub_status.find("6000 readings applied"), std::string::npos) << hub_status;
+  const std::string hub_url = "http://127.0.0.1:" + std::to_string(hub_port) + "/";
+  std::string hub_dom = Chromium("--virtual-time-budget=15000 --dump-dom", hub_url, dir.File("chrome-hub"));
+  WriteAll(out + "/hub_dom.html", hub_dom);
+  EXPECT_NE(hub_dom.find("data-key=\"hub.entries_applied\" data-value=\"6000\">6000<"), std::string::npos) << hub_dom;
+  // The gateway's name in its own column, beside the origin's figures.
+  EXPECT_NE(hub_dom.find("<td>gw-views</td>"), std::string::npos) << hub_dom;
+  EXPECT_NE(hub_dom.find("data-key=\"hub.origins.0.high_water\" data-value=\"6000\">6000<"), std::string::npos);
+  // The hub's chart: the readings it applied per second over the steady
+  // span are the sensors' rate (a second inside each end: the uplink's
+  // batching shifts the hub's span).
+  json hub_plotted = Plotted(hub_dom, "c_hub");
+  ASSERT_TRUE(hub_plotted.is_array()) << hub_dom;
+  EXPECT_GE(ExpectSteady(hub_plotted, 2, steady_from + 1000, steady_to - 1000, kRate, "hub readings chart"), 1)
+      << hub_plotted.dump();
+  std::string hub_png = out + "/hub_status_page.png";
+  std::remove(hub_png.c_str());
+  Chromium("--virtual-time-budget=15000 --window-size=1280,1200 --screenshot=" + hub_png, hub_url,
+           dir.File("chrome-hub-shot"));
+  EXPECT_GT(ReadAll(hub_png).size(), 10000u) << "no screenshot at " << hub_png;
 
   // Stopped: the store's figures, read-only, marked as such.
   EXPECT_EQ(gw.Stop(), 0);
   json stopped = gw.Status();
   EXPECT_EQ(stopped["running"], false) << stopped.dump();
   EXPECT_NE(stopped.value("note", "").find("not running"), std::string::npos);
-  EXPECT_EQ(At(stopped, "store.entries"), 3000);
-  EXPECT_EQ(At(stopped, "upstream.checkpoint"), 3000);
+  EXPECT_EQ(At(stopped, "store.entries"), 6000);
+  EXPECT_EQ(At(stopped, "upstream.checkpoint"), 6000);
   EXPECT_EQ(At(stopped, "backlog.readings"), 0);
   EXPECT_FALSE(stopped.contains("ingest"));
 }

@@ -121,6 +121,7 @@ TEST(SyncAckTrustTest, ForgedReplayedAndStaleAnswersAreCountedAndIgnored) {
   ASSERT_TRUE(ignored_reaches(2));
   hub.Answer(sent[0].correlation_id, ack("eu", Origin{"gw-other", me.epoch}, 500));
   ASSERT_TRUE(ignored_reaches(3));
+  EXPECT_EQ(uplink.stats().acks_late, 0u) << "forged answers are not taken for late ones";
   EXPECT_EQ(Checkpoint(store.get()), 0u);
   // The real answer to the first batch.
   hub.Answer(sent[0].correlation_id, ack("eu", me, 500));
@@ -141,6 +142,8 @@ TEST(SyncAckTrustTest, ForgedReplayedAndStaleAnswersAreCountedAndIgnored) {
   ASSERT_TRUE(WaitFor([&] { return uplink.stats().refusals == 1; }, 10000));
   hub.Answer(sent[3].correlation_id, ack("eu", me, 2000));
   ASSERT_TRUE(ignored_reaches(6));
+  // The replays and the stale answer are late ones (routine after an outage).
+  EXPECT_EQ(uplink.stats().acks_late, 3u);
   SleepMs(300);
   EXPECT_EQ(Checkpoint(store.get()), 1000u);
   EXPECT_EQ(uplink.stats().acks, 2u);

@@ -112,6 +112,26 @@ TEST(StatusBoard, SeriesMissingAtAPointAreNull) {
   EXPECT_EQ(h["points"][1][2], 7);
 }
 
+TEST(StatusBoard, CountersChartAsTheirMeanRateOverEachStep) {
+  StatusBoard board("", 10000);
+  // 160 readings/s, committed in bursts every 2 s: every step's mean is 160
+  // though the rate at the moment of a point is 320 or 0.
+  uint64_t total = 0;
+  for (int s = 0; s <= 30; ++s) {
+    total += (s % 2 == 0) ? 320 : 0;
+    board.Publish({}, {{"ingest_total", static_cast<double>(total)}, {"backlog", 5}}, 1000000 + s * 1000);
+  }
+  json h = board.HistoryJson();
+  EXPECT_EQ(h["series"], json::array({"backlog", "ingest_per_s"}));
+  ASSERT_EQ(h["points"].size(), 4u);
+  EXPECT_TRUE(h["points"][0][2].is_null()) << "no step before the first point";
+  for (size_t i = 1; i < 4; ++i) EXPECT_DOUBLE_EQ(h["points"][i][2].get<double>(), 160.0) << i;
+  EXPECT_EQ(h["points"][3][1], 5);
+  // A counter that went back (a restart) has no mean at that point.
+  board.Publish({}, {{"ingest_total", 10}}, 1000000 + 40000);
+  EXPECT_TRUE(board.HistoryJson()["points"].back()[2].is_null());
+}
+
 TEST(RateMeter, PerSecondFromACounter) {
   RateMeter r;
   EXPECT_EQ(r.Update(0, 0), 0);

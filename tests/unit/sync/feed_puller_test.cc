@@ -318,6 +318,9 @@ TEST_F(ManualHubTest, EveryKindOfBadPageIsCountedAndChangesNothing) {
   }
   ASSERT_TRUE(test::WaitFor([&] { return RegionStats().bad_pages == bad.size(); }, 5000))
       << RegionStats().bad_pages << " of " << bad.size() << " bad pages counted";
+  // Only the page to another request of ours is a late one (routine: not
+  // warned about); the others are warned about.
+  EXPECT_EQ(RegionStats().late_pages, 1u);
   {
     std::lock_guard<std::mutex> lock(store_.mu);
     EXPECT_TRUE(store_.remote.empty()) << "a bad page reached the read view";
@@ -334,6 +337,7 @@ TEST_F(ManualHubTest, EveryKindOfBadPageIsCountedAndChangesNothing) {
   // ...and only once: a replay of it answers no outstanding request.
   Deliver(id, GoodPage(req, 3, 23));
   ASSERT_TRUE(test::WaitFor([&] { return RegionStats().bad_pages == bad.size() + 1; }, 5000));
+  EXPECT_EQ(RegionStats().late_pages, 2u);
   puller_->Stop();
   std::lock_guard<std::mutex> lock(store_.mu);
   EXPECT_EQ(store_.remote.size(), 3u);
