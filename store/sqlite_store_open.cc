@@ -169,7 +169,7 @@ Status OpenStore(const StoreOptions& options, std::unique_ptr<Store>* store) {
     return Status::InvalidArgument("store limits must not be negative");
   }
   if (::access(options.path.c_str(), F_OK) != 0) {
-    if (!options.create_if_missing || options.read_only) return Status::NotFound("no store at " + options.path);
+    if (!options.create_if_missing || options.read_only) return Status::NotFound("no store there");
     ES_RETURN_IF_ERROR(CreateStoreFile(options).Annotate("creating it"));
   }
   ES_RETURN_IF_ERROR(PrecheckFile(options.path));
