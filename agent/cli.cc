@@ -92,6 +92,11 @@ int RunCli(int argc, char** argv) {
   auto* status_json_flag = status->add_flag("--json", status_json, "the whole snapshot as JSON (docs/STATUS.md)");
   status_json_flag->excludes(status->get_option("--line"));
 
+  auto* reidentify = app.add_subcommand(
+      "reidentify", "give a stopped gateway's store, and every reading it holds, the config's gateway.id as a new "
+                    "origin (docs/DEPLOY.md)");
+  reidentify->add_option("-c,--config", config_path, "config file (TOML) with the new gateway.id")->required();
+
   auto* config_cmd = app.add_subcommand("config", "configuration tools");
   config_cmd->require_subcommand(1);
   std::string check_path;
@@ -138,12 +143,20 @@ int RunCli(int argc, char** argv) {
     return 0;
   }
 
-  ConfigRole role = gateway->parsed() ? ConfigRole::kGateway : region->parsed() ? ConfigRole::kRegion : ConfigRole::kAny;
+  ConfigRole role = gateway->parsed() || reidentify->parsed() ? ConfigRole::kGateway
+                    : region->parsed()                          ? ConfigRole::kRegion
+                                                                : ConfigRole::kAny;
   Config config;
-  if (!LoadOrReport(config_path, role, &config)) return 1;
+  if (!LoadOrReport(config_path, role, &config)) {
+    // EX_CONFIG (sysexits.h) from the services: their units do not restart
+    // on it (RestartPreventExitStatus), since only an edit can help; the
+    // unit shows failed, with the reason in its journal.
+    return gateway->parsed() || region->parsed() ? kExitConfig : 1;
+  }
   ApplyLogLevel(config, log_level);
   if (gateway->parsed()) return RunGateway(config);
   if (region->parsed()) return RunRegionHub(config);
+  if (reidentify->parsed()) return RunReidentify(config);
   if (query->parsed()) return RunQuery(config, query_options);
   if (devices->parsed()) return RunDevices(config, devices_format);
   if (feed->parsed()) return RunFeed(config, feed_options);

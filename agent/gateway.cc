@@ -56,7 +56,8 @@ Status Gateway::Start() {
   ES_RETURN_IF_ERROR(MakePrivateDir(config_.data_dir).Annotate("data_dir"));
   StoreOptions so = StoreOptionsFromConfig(config_);
   so.clock = clock_;
-  ES_RETURN_IF_ERROR(Store::Open(so, &store_).Annotate("opening store " + so.path));
+  so.take_id_while_empty = true;  // an id set after a first start, before any reading, takes effect
+  ES_RETURN_IF_ERROR(Store::Open(so, &store_));
   retention_ = std::make_unique<Retention>(store_.get(), RetentionOptionsFromConfig(config_), clock_);
   ES_RETURN_IF_ERROR(retention_->Start().Annotate("retention"));
   if (!config_.regions.empty()) {

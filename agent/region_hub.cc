@@ -206,10 +206,11 @@ int RunRegionHub(const Config& config) {
     // The PostgreSQL store lives in a module (store/pg_module.h): this
     // program does not map libpq and its libraries unless a hub uses them.
     if (st.ok()) st = LoadPgModule(&pg);
-    if (st.ok()) st = pg->open_hub_store(ho, &hub_store);
+    if (st.ok()) st = pg->open_hub_store(ho, &hub_store).Annotate("opening the hub store " + where);
   }
   if (!st.ok()) {
-    std::fprintf(stderr, "edgesync region: opening the hub store %s: %s\n", where.c_str(), st.ToString().c_str());
+    // Store::Open names the SQLite store itself.
+    std::fprintf(stderr, "edgesync region: %s\n", st.ToString().c_str());
     return 1;
   }
   ES_LOG(kInfo, "region {}: hub store {} ({}), epoch {}", config.hub_region, where, hub_store->backend(),

@@ -48,6 +48,12 @@ int RunFeed(const Config& config, const FeedOptions& options);
 // feed --lease OWNER (agent/feed_lease.cc).
 int RunLeasedFeed(const Config& config, const FeedOptions& options);
 int RunStatus(const Config& config, StatusFormat format);
+// `edgesync reidentify`: the stopped gateway's store takes the config's
+// gateway.id (StoreOptions::reidentify); 0 when it has it (now or already).
+int RunReidentify(const Config& config);
+// Exit status of `edgesync gateway` and `region` for a config they cannot
+// use (EX_CONFIG of sysexits.h; the units' RestartPreventExitStatus).
+constexpr int kExitConfig = 78;
 
 // Opens the config's store for the read-only commands: never creates it,
 // never migrates or writes it, skips the open-time check (the running

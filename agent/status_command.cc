@@ -51,6 +51,8 @@ Status StoppedSnapshot(const Config& config, json* out) {
   json j;
   j["role"] = config.hub_region.empty() ? "gateway" : "region";
   if (!config.gateway_id.empty()) j["gateway_id"] = config.gateway_id;
+  // Where a running hub's snapshot names its region (every view reads it there).
+  if (!config.hub_region.empty()) j["hub"] = {{"region", config.hub_region}};
   j["running"] = false;
   j["note"] = "not running: figures read from the store (read-only); live counters appear while it runs";
   j["time_ms"] = SystemClock()->WallMillis();

@@ -4,7 +4,8 @@
 // created beside it; see store/store_lock.h); the running gateway may keep
 // writing meanwhile (SQLite WAL readers do not block it). The store is
 // closed before anything is printed: a reader paused on a full pipe must
-// not hold up a gateway that starts or stops.
+// not hold up a gateway that starts or stops. `edgesync reidentify` is the
+// one that writes: a stopped gateway's store takes a new gateway id.
 #include <time.h>
 
 #include <algorithm>
@@ -395,6 +396,28 @@ int RunFeed(const Config& config, const FeedOptions& options) {
     st = OpenStoreForReading(config, &store);
     if (!st.ok()) return Fail("feed", st);
   }
+}
+
+int RunReidentify(const Config& config) {
+  std::unique_ptr<Store> store;
+  Status st = OpenStoreForReading(config, &store);
+  if (!st.ok()) return Fail("reidentify", st);
+  const Origin before = store->origin();
+  store.reset();
+  if (before.gateway_id == config.gateway_id) {
+    std::printf("%s: already gateway '%s' (origin %s): nothing to do\n", config.StorePath().c_str(),
+                config.gateway_id.c_str(), before.ToString().c_str());
+    return 0;
+  }
+  StoreOptions o = StoreOptionsFromConfig(config);
+  o.create_if_missing = false;
+  o.reidentify = true;
+  st = Store::Open(o, &store);
+  if (!st.ok()) return Fail("reidentify", st);
+  std::printf("%s: gateway '%s' (origin %s), was '%s' (origin %s); every reading kept\n",
+              config.StorePath().c_str(), store->origin().gateway_id.c_str(), store->origin().ToString().c_str(),
+              before.gateway_id.c_str(), before.ToString().c_str());
+  return 0;
 }
 
 }  // namespace edgesync

@@ -268,7 +268,8 @@ void CheckSemantics(const toml::value& root, ConfigRole role, Config* c, Checker
     return t.contains(key) ? &t.at(key) : nullptr;
   };
   if (role == ConfigRole::kGateway && c->gateway_id.empty()) {
-    check->Error(nullptr, "gateway.id", "missing: every gateway needs an id");
+    check->Error(nullptr, "gateway.id",
+                 "missing: every gateway needs an id of its own in the fleet; set [gateway] id (docs/DEPLOY.md)");
   }
   if (!c->gateway_id.empty() && !IsTopicSafeId(c->gateway_id)) {
     check->Error(at("gateway", "id"), "gateway.id", "must be 1..64 of [A-Za-z0-9_-] (it goes into MQTT topics)");

@@ -205,12 +205,20 @@ class SqliteStore : public Store {
   // holds lock_ as a reader; *name is the SQLite URI.
   Status ReadOnlyName(std::string* name);
   Status InitWriter();
+  // Binds the store (meta gateway_id, epoch) to options_.gateway_id as the
+  // options allow (StoreOptions::take_id_while_empty, reidentify), or
+  // refuses; *epoch is then the store's epoch.
+  Status TakeGatewayId(const std::string& bound_to, std::string* epoch);
+  Status LoadFormerOrigins();
 
   StoreOptions options_;
   Clock* clock_;
   // Declared before the connections: destroyed after they are closed.
   StoreLock lock_;
   Origin origin_;
+  // Origins this store had before `edgesync reidentify` (meta
+  // former_origins): their entries are its own local rows.
+  std::vector<Origin> former_origins_;
   int schema_version_ = 0;
   int64_t wal_max_bytes_ = 0;  // the WAL's size once it has grown to its limit
 

@@ -52,9 +52,9 @@ uint32_t Be32(const unsigned char* p) {
 Status PrecheckFile(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return Status::IoError("stat " + path + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + " is not a regular file");
-  if (st.st_size == 0) return Status::Corruption(path + " is empty (truncated store file); refusing to open it");
-  if (st.st_size < 100) return Status::Corruption(path + " is truncated (" + std::to_string(st.st_size) + " bytes)");
+  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument("it is not a regular file");
+  if (st.st_size == 0) return Status::Corruption("it is empty (truncated store file); refusing to open it");
+  if (st.st_size < 100) return Status::Corruption("it is truncated (" + std::to_string(st.st_size) + " bytes)");
   unsigned char h[100];
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::IoError("open " + path + ": " + std::strerror(errno));
@@ -62,12 +62,12 @@ Status PrecheckFile(const std::string& path) {
   ::close(fd);
   if (n != static_cast<ssize_t>(sizeof(h))) return Status::IoError("reading the header of " + path);
   if (std::memcmp(h, "SQLite format 3", 16) != 0) {
-    return Status::Corruption(path + " is not a SQLite database (bad header); refusing to open it");
+    return Status::Corruption("it is not a SQLite database (bad header); refusing to open it");
   }
   uint32_t page_size = (uint32_t{h[16]} << 8) | h[17];
   if (page_size == 1) page_size = 65536;
   if (page_size < 512 || (page_size & (page_size - 1)) != 0) {
-    return Status::Corruption(path + " has an invalid page size in its header");
+    return Status::Corruption("it has an invalid page size in its header");
   }
   // With a non-empty WAL the main file may legitimately lag its header
   // (a checkpoint interrupted by a crash); the WAL then completes it.
@@ -78,7 +78,7 @@ Status PrecheckFile(const std::string& path) {
     bool size_valid = Be32(h + 24) == Be32(h + 92) && pages > 0;
     uint64_t want = uint64_t{pages} * page_size;
     if (st.st_size % page_size != 0 || (size_valid && static_cast<uint64_t>(st.st_size) < want)) {
-      return Status::Corruption(path + " is truncated: " + std::to_string(st.st_size) + " bytes, header says " +
+      return Status::Corruption("it is truncated: " + std::to_string(st.st_size) + " bytes, header says " +
                                 std::to_string(want) + "; refusing to open it");
     }
   }
@@ -143,7 +143,7 @@ Status CreateStoreFile(const StoreOptions& o) {
     }
     if (err != EINVAL && err != ENOSYS) {
       ::unlink(tmp.c_str());
-      return Status::IoError("creating " + o.path + ": " + std::strerror(err));
+      return Status::IoError("renaming " + tmp + " into place: " + std::strerror(err));
     }
     // The filesystem cannot refuse to replace (e.g. vfat): check, then rename.
     if (::access(o.path.c_str(), F_OK) == 0) {
@@ -151,16 +151,13 @@ Status CreateStoreFile(const StoreOptions& o) {
       return Status::Ok();
     }
     if (::rename(tmp.c_str(), o.path.c_str()) != 0) {
-      return Status::IoError("creating " + o.path + ": " + std::strerror(errno));
+      return Status::IoError("renaming " + tmp + " into place: " + std::strerror(errno));
     }
   }
   return SyncPath(DirOf(o.path));
 }
 
-}  // namespace
-
-Status Store::Open(const StoreOptions& options, std::unique_ptr<Store>* store) {
-  if (options.path.empty()) return Status::InvalidArgument("store path is empty");
+Status OpenStore(const StoreOptions& options, std::unique_ptr<Store>* store) {
   if (!options.gateway_id.empty()) ES_RETURN_IF_ERROR(ValidateKey("gateway id", options.gateway_id));
   if (options.initial_ranges < 1 || options.initial_ranges > 4096) {
     return Status::InvalidArgument("store.initial_ranges must be 1..4096");
@@ -172,14 +169,22 @@ Status Store::Open(const StoreOptions& options, std::unique_ptr<Store>* store) {
     return Status::InvalidArgument("store limits must not be negative");
   }
   if (::access(options.path.c_str(), F_OK) != 0) {
-    if (!options.create_if_missing || options.read_only) return Status::NotFound("no store at " + options.path);
-    ES_RETURN_IF_ERROR(CreateStoreFile(options).Annotate("creating store " + options.path));
+    if (!options.create_if_missing || options.read_only) return Status::NotFound("no store there");
+    ES_RETURN_IF_ERROR(CreateStoreFile(options).Annotate("creating it"));
   }
   ES_RETURN_IF_ERROR(PrecheckFile(options.path));
   auto s = std::make_unique<SqliteStore>(options);
-  ES_RETURN_IF_ERROR(s->Init().Annotate("opening store " + options.path));
+  ES_RETURN_IF_ERROR(s->Init());
   *store = std::move(s);
   return Status::Ok();
+}
+
+}  // namespace
+
+// The one place that names the context: callers add none of their own.
+Status Store::Open(const StoreOptions& options, std::unique_ptr<Store>* store) {
+  if (options.path.empty()) return Status::InvalidArgument("store path is empty");
+  return OpenStore(options, store).Annotate("opening store " + options.path);
 }
 
 SqliteStore::SqliteStore(const StoreOptions& options)
@@ -235,7 +240,7 @@ Status SqliteStore::ReadOnlyName(std::string* name) {
     *name = base + "?mode=ro";
     return Status::Ok();
   }
-  return Status::Unavailable(path + " has a write-ahead log but not its -shm index; reading it read-only would "
+  return Status::Unavailable("it has a write-ahead log but not its -shm index; reading it read-only would "
                              "create files beside it. Start the gateway (or region) on it once, then read it");
 }
 
@@ -264,16 +269,16 @@ Status SqliteStore::Init() {
   ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA application_id", &app_id));
   ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA user_version", &version));
   if (app_id != kApplicationId) {
-    return Status::Corruption(path + " is a SQLite database but not an edgesync store; refusing to open it");
+    return Status::Corruption("it is a SQLite database but not an edgesync store; refusing to open it");
   }
   if (version > kSchemaVersion) {
-    return Status::Unsupported(path + " was written by a newer edgesync (schema " + std::to_string(version) +
+    return Status::Unsupported("it was written by a newer edgesync (schema " + std::to_string(version) +
                                ", this build knows up to " + std::to_string(kSchemaVersion) +
                                "); upgrade edgesync, the file is left untouched");
   }
-  if (version < 1) return Status::Corruption(path + " has no schema version");
+  if (version < 1) return Status::Corruption("it has no schema version");
   if (options_.read_only && version < kSchemaVersion) {
-    return Status::Unsupported(path + " has schema " + std::to_string(version) + ", older than this build's " +
+    return Status::Unsupported("it has schema " + std::to_string(version) + ", older than this build's " +
                                std::to_string(kSchemaVersion) +
                                "; a read-only open does not migrate it: run the gateway (or region) on it once");
   }
@@ -302,12 +307,13 @@ Status SqliteStore::Init() {
   std::string epoch, gateway;
   ES_RETURN_IF_ERROR(write_db_.QueryText("SELECT value FROM meta WHERE key='epoch'", &epoch));
   ES_RETURN_IF_ERROR(write_db_.QueryText("SELECT value FROM meta WHERE key='gateway_id'", &gateway));
-  if (!IsEpoch(epoch) || gateway.empty()) return Status::Corruption(path + ": store identity (epoch) is missing");
+  if (!IsEpoch(epoch) || gateway.empty()) return Status::Corruption("its identity (epoch) is missing");
   if (!options_.gateway_id.empty() && options_.gateway_id != gateway) {
-    return Status::InvalidArgument(path + " belongs to gateway '" + gateway + "', not '" + options_.gateway_id +
-                                   "'; use that gateway id or another store path");
+    ES_RETURN_IF_ERROR(TakeGatewayId(gateway, &epoch));
+    gateway = options_.gateway_id;
   }
   origin_ = Origin{gateway, epoch};
+  ES_RETURN_IF_ERROR(LoadFormerOrigins());
 
   ES_RETURN_IF_ERROR(read_db_.Open(name, flags));
   sqlite3_busy_timeout(read_db_.get(), options_.busy_timeout_ms);
@@ -407,6 +413,80 @@ Status SqliteStore::InitWriter() {
       ES_RETURN_IF_ERROR(MigrateSchema(&write_db_, static_cast<int>(version)));
     }
     ES_RETURN_IF_ERROR(txn.Commit());
+  }
+  return Status::Ok();
+}
+
+Status SqliteStore::TakeGatewayId(const std::string& bound_to, std::string* epoch) {
+  const std::string& path = options_.path;
+  const std::string& id = options_.gateway_id;
+  int64_t high = 0;
+  ES_RETURN_IF_ERROR(write_db_.QueryInt(kHighLsnSql, &high));
+  const bool empty = high == 0;
+  if (options_.read_only || !(options_.reidentify || (empty && options_.take_id_while_empty))) {
+    std::string how = "use that gateway id or another store path";
+    if (options_.take_id_while_empty) {
+      how = "set gateway.id back to '" + bound_to + "', or give the store and its readings the new id with " +
+            "`edgesync reidentify` (docs/DEPLOY.md)";
+    }
+    return Status::InvalidArgument("it belongs to gateway '" + bound_to + "'" +
+                                   (empty ? "" : " and holds its readings") + ", not '" + id + "'; " + how);
+  }
+  // A new origin only where one may be known upstream: an empty store's
+  // origin never left it.
+  const bool new_origin = !empty;
+  // A gateway running on the store would go on under the old origin.
+  bool other_writer = false;
+  ES_RETURN_IF_ERROR(lock_.OtherWriterOpen(&other_writer));
+  if (other_writer) {
+    return Status::Unavailable("another process has the store open for writing (a running gateway?); stop it, "
+                               "then give the store its new id");
+  }
+  std::string new_epoch = *epoch;
+  if (new_origin) ES_RETURN_IF_ERROR(MakeEpoch(&new_epoch));
+  Txn txn(&write_db_);
+  ES_RETURN_IF_ERROR(txn.Begin());
+  Stmt put;
+  ES_RETURN_IF_ERROR(put.Prepare(&write_db_, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)"));
+  auto set = [&](const char* key, const std::string& value) {
+    put.Bind(1, std::string_view(key));
+    put.Bind(2, std::string_view(value));
+    return put.Run();
+  };
+  if (new_origin) {
+    std::string former;
+    ES_RETURN_IF_ERROR(write_db_.QueryText("SELECT value FROM meta WHERE key='former_origins'", &former));
+    ES_RETURN_IF_ERROR(set("former_origins", former + Origin{bound_to, *epoch}.ToString() + "\n"));
+    ES_RETURN_IF_ERROR(set("epoch", new_epoch));
+  }
+  ES_RETURN_IF_ERROR(set("gateway_id", id));
+  ES_RETURN_IF_ERROR(txn.Commit());
+  if (new_origin) {
+    ES_LOG(kWarn, "store {}: re-identified: its origin is now {}/{} (was {}/{}); its {} LSNs stay, what regions "
+                  "acknowledged stays there under the old origin",
+           path, id, new_epoch, bound_to, *epoch, high);
+  } else {
+    ES_LOG(kInfo, "store {}: holds no reading yet: takes gateway id '{}' (was '{}')", path, id, bound_to);
+  }
+  *epoch = new_epoch;
+  return Status::Ok();
+}
+
+Status SqliteStore::LoadFormerOrigins() {
+  std::string former;
+  ES_RETURN_IF_ERROR(write_db_.QueryText("SELECT value FROM meta WHERE key='former_origins'", &former));
+  former_origins_.clear();
+  size_t start = 0;
+  while (start < former.size()) {
+    size_t end = former.find('\n', start);
+    if (end == std::string::npos) end = former.size();
+    const std::string line = former.substr(start, end - start);
+    const size_t slash = line.rfind('/');
+    if (slash == std::string::npos || !IsEpoch(line.substr(slash + 1))) {
+      return Status::Corruption("a former origin is unreadable: '" + line + "'");
+    }
+    former_origins_.push_back(Origin{line.substr(0, slash), line.substr(slash + 1)});
+    start = end + 1;
   }
   return Status::Ok();
 }

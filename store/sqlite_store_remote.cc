@@ -209,6 +209,18 @@ Status SqliteStore::ApplyViewOrigin(int64_t origin_id, std::vector<const ChangeE
 
 Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t* applied) {
   *applied = 0;
+  // Entries of an origin this store had before it was re-identified are its
+  // own local rows (same LSNs), as the feed puller skips the current one's.
+  auto former = [&](const RemoteEntry& r) {
+    return std::find(former_origins_.begin(), former_origins_.end(), r.origin) != former_origins_.end();
+  };
+  if (!former_origins_.empty() && std::any_of(entries.begin(), entries.end(), former)) {
+    std::vector<RemoteEntry> rest;
+    for (const RemoteEntry& r : entries) {
+      if (!former(r)) rest.push_back(r);
+    }
+    return ApplyRemote(rest, applied);
+  }
   const Origin* checked = nullptr;  // entries mostly share one origin: validate it once
   for (size_t i = 0; i < entries.size(); ++i) {
     const RemoteEntry& r = entries[i];

@@ -86,6 +86,21 @@ struct StoreOptions {
   // b-trees' interior pages, the last leaves and the small tables, far less
   // than this; the rest is one pread from the OS page cache away.
   int64_t cache_kib = 256;
+  // A store bound to another gateway id than gateway_id (a writable open):
+  // - with take_id_while_empty, a store holding no entry of its own (none
+  //   ingested, ever: no region knows its origin) takes gateway_id and keeps
+  //   its epoch. The gateway role sets it, so an id corrected after a first
+  //   start (before any reading) just takes effect.
+  // - with reidentify, any store takes gateway_id as a new origin (gateway_id,
+  //   a fresh epoch): its entries keep their LSNs and stay local rows, the
+  //   uplink's checkpoint stays (a region joins the new origin at it), and
+  //   the old origin is a former one: its entries served back by a region
+  //   feed are this store's own (not applied to the read view, as the
+  //   current origin's). What regions acknowledged stays there under the old
+  //   origin (`edgesync reidentify`).
+  // - otherwise the open is refused.
+  bool take_id_while_empty = false;
+  bool reidentify = false;
 };
 
 // A partition key range: hashes h with min <= h < max. The last range has

@@ -85,6 +85,13 @@ void StoreLock::EndTransition() {
   struct flock f = Range(kGateByte, F_UNLCK);
   ::fcntl(fd_, F_OFD_SETLK, &f);
 }
+Status StoreLock::OtherWriterOpen(bool* other) {
+  // Our own shared lock on the byte is no conflict for our descriptor.
+  struct flock f = Range(kWritersByte, F_WRLCK);
+  if (::fcntl(fd_, F_OFD_GETLK, &f) != 0) return Status::IoError(path_ + ": F_OFD_GETLK: " + std::strerror(errno));
+  *other = f.l_type != F_UNLCK;
+  return Status::Ok();
+}
 
 Status StoreLock::OpenReader(const std::string& path, int timeout_ms, bool* writer_open) {
   ES_RETURN_IF_ERROR(Open(path, false));

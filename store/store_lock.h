@@ -50,6 +50,9 @@ class StoreLock {
   // timeout_ms it closes anyway and says so). Nothing if it never opened.
   void BeginWriterClose(int timeout_ms);
   void EndTransition();
+  // Writer, between BeginWriterOpen and EndTransition (no writer can join
+  // then): *other = another read-write Store has the file open.
+  Status OtherWriterOpen(bool* other);
 
   // Reader: shares the gate for the lock's life; *writer_open tells whether
   // a read-write Store has the file open now.

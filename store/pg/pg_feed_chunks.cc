@@ -300,7 +300,8 @@ Status ReadChunkPage(PgConn* conn, PgFeedDictionary* dict, const ShardPositions&
                      const std::string& shards, const std::string& afters, FeedRead* page) {
   PgResult r;
   ES_RETURN_IF_ERROR(conn->Query(
-      "SELECT shard, last_seq, n, origin, data, tail FROM (SELECT x.*, sum(x.fresh) OVER (ORDER BY x.seq) AS upto "
+      "SELECT shard, last_seq, n, origin, data, tail FROM (SELECT x.*, sum(x.fresh) OVER (ORDER BY x.seq) "
+      "AS fresh_so_far "
       "FROM unnest($1::int[], $2::bigint[]) AS p(shard, after) CROSS JOIN LATERAL ("
       "SELECT y.shard, y.last_seq, y.n, y.seq, y.origin, y.data, false AS tail, "
       "y.last_seq - GREATEST(p.after, y.last_seq - y.n) AS fresh FROM es_feed_chunks y "
@@ -308,7 +309,7 @@ Status ReadChunkPage(PgConn* conn, PgFeedDictionary* dict, const ShardPositions&
       "UNION ALL (SELECT y.shard, y.last_seq, y.n, y.seq, y.origin, y.data, true, "
       "y.last_seq - GREATEST(p.after, y.last_seq - y.n) FROM es_feed_chunks y "
       "WHERE y.shard = p.shard AND y.last_seq > p.after + $3 ORDER BY y.last_seq LIMIT 1)) x) c "
-      "WHERE c.upto - c.fresh < $3 ORDER BY c.seq",
+      "WHERE c.fresh_so_far - c.fresh < $3 ORDER BY c.seq",
       {shards, afters, std::to_string(max_entries)}, &r));
   std::vector<std::vector<RemoteChunkEntry>> chunks(static_cast<size_t>(r.rows()));
   std::vector<int64_t> series, origins;

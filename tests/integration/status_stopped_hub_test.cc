@@ -1,0 +1,37 @@
+// `edgesync status` of a region hub that is not running: the figures come
+// from its store, and every view still names the hub's region.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/integration/sync_sites.h"
+#include "tests/support/cli_run.h"
+#include "tests/support/process.h"
+#include "tests/support/status_file.h"
+
+namespace edgesync::test {
+namespace {
+
+TEST(StatusStoppedHubTest, EveryViewNamesTheRegion) {
+  TempDir dir;
+  RegionSite eu(dir.path(), "eu-west");
+  ASSERT_TRUE(eu.Start());
+  // Up (its store made, its status file written), then stopped gracefully.
+  const std::string status_path = dir.path() + "/eu-west/hub/status.json";
+  ASSERT_TRUE(WaitFor([&] { return ReadStatusFile(status_path).value("running", false); }, 60000)) << eu.hub_log();
+  ASSERT_EQ(eu.StopHub(), 0);
+  std::string out;
+  ASSERT_EQ(RunEdgesync({"status", "--json", "-c", eu.config()}, dir.File("json.txt"), &out), 0) << out;
+  nlohmann::json j = nlohmann::json::parse(out);
+  EXPECT_FALSE(j.value("running", true));
+  EXPECT_EQ(j.value("role", ""), "region");
+  EXPECT_EQ(j["hub"].value("region", ""), "eu-west") << out;
+  ASSERT_EQ(RunEdgesync({"status", "--line", "-c", eu.config()}, dir.File("line.txt"), &out), 0) << out;
+  EXPECT_EQ(out.rfind("region eu-west |", 0), 0u) << out;
+  EXPECT_NE(out.find("not running"), std::string::npos) << out;
+  ASSERT_EQ(RunEdgesync({"status", "-c", eu.config()}, dir.File("text.txt"), &out), 0) << out;
+  EXPECT_NE(out.find("role      region eu-west (not running)"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace edgesync::test
