@@ -201,7 +201,8 @@ nlohmann::json Gateway::StatusJson() {
     json regions = json::array();
     for (const auto& r : u.regions) {
       regions.push_back({{"name", r.name}, {"connected", r.connected}, {"healthy", r.healthy},
-                         {"rtt_ms", r.rtt_ms}, {"high_water", r.high_water}});
+                         {"rtt_ms", r.rtt_ms}, {"high_water", r.high_water}, {"acked", r.acked},
+                         {"refilling", r.refilling}, {"refill_to", r.refill_to}, {"lost", r.lost}});
     }
     j["uplink"] = {{"write_region", u.write_region}, {"checkpoint", u.checkpoint},
                    {"last_lsn", u.last_lsn},         {"backlog", u.backlog},
@@ -213,6 +214,8 @@ nlohmann::json Gateway::StatusJson() {
                    {"acks_late", u.acks_late},
                    {"context_batches", u.context_batches}, {"context_misses", u.context_misses},
                    {"region_switches", u.region_switches},
+                   {"region_regressions", u.region_regressions}, {"refills_pending", u.refills_pending},
+                   {"refill_lost", u.refill_lost},
                    {"inflight", u.inflight},         {"regions", regions},
                    {"ack_latency", HistogramJson(u.ack_latency)}};
   }

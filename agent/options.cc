@@ -79,6 +79,7 @@ StoreOptions StoreOptionsFromConfig(const Config& c) {
   o.split_max_entries = c.store_split_max_entries;
   o.split_max_bytes = c.store_split_max_bytes;
   o.retention_age_ms = c.store_retention_age_s * 1000;
+  o.ack_grace_ms = c.store_ack_grace_s * 1000;
   o.disk_policy = c.store_disk_policy == "drop-oldest" ? StoreOptions::DiskPolicy::kDropOldest
                                                        : StoreOptions::DiskPolicy::kRejectNew;
   o.max_bytes = c.store_max_bytes;

@@ -189,6 +189,13 @@ void GatewayMetrics(Writer* w, const json& s) {
             "Of the answers ignored, late answers to batches given up on and resent (routine after an outage).", u,
             "acks_late");
     Counter(w, "edgesync_uplink_region_switches_total", "Changes of the write region.", u, "region_switches");
+    Counter(w, "edgesync_uplink_region_regressions_total",
+            "Answers saying a region's store lost what it had acknowledged (it is refilled).", u, "region_regressions");
+    Gauge(w, "edgesync_uplink_refills_pending", "Regions to refill (or to ask) after losing what they acknowledged.", u,
+          "refills_pending");
+    Counter(w, "edgesync_uplink_refill_lost_total",
+            "LSNs a region had acknowledged and lost that this gateway no longer held to refill it with.", u,
+            "refill_lost");
     Gauge(w, "edgesync_uplink_inflight_batches", "Batches sent and not yet acknowledged.", u, "inflight");
     w->Histogram("edgesync_uplink_ack_latency_seconds", "Time from sending a batch to its acknowledgement.",
                  u.value("ack_latency", json()));
@@ -243,6 +250,12 @@ void HubMetrics(Writer* w, const json& s) {
   Counter(w, "edgesync_hub_feed_resets_total", "Explicit resets sent to feed readers.", h, "feed_resets");
   Counter(w, "edgesync_hub_hole_jumps_total", "Batches applied from a base above the high-water mark (failover).", h,
           "hole_jumps");
+  Counter(w, "edgesync_hub_regressed_total",
+          "Batches answered Regressed: the sender's record names a store of another epoch or a higher mark.", h,
+          "regressed");
+  Counter(w, "edgesync_hub_lost_at_origin_total",
+          "LSNs refilling gateways no longer held (pruned after this region acknowledged them and lost them).", h,
+          "lost_at_origin");
   // Shards and their leases (store/hub_store_leases.h; one hub on SQLite
   // holds every shard for good).
   w->Sample("edgesync_hub_shards_held", "gauge", "Region shards this hub holds (listens to and applies).",
@@ -282,6 +295,8 @@ void HubMetrics(Writer* w, const json& s) {
               "Apply time minus the newest reading's time of the origin's last batch.", Num(o, "lag_ms") / 1000.0,
               l);
     Counter(w, "edgesync_hub_origin_entries_applied_total", "Entries applied per origin.", o, "entries", l);
+    Counter(w, "edgesync_hub_origin_lost_total",
+            "LSNs the origin no longer held when it refilled this region after the region lost them.", o, "lost", l);
   }
 }
 

@@ -74,7 +74,8 @@ class HubSnapshot {
                          {"batches", o.batches},
                          {"entries", o.entries},
                          {"last_batch_ms", o.last_batch_wall_ms},
-                         {"lag_ms", o.lag_ms}});
+                         {"lag_ms", o.lag_ms},
+                         {"lost", o.lost}});
     }
     j["hub"] = {{"region", config_.hub_region},
                 {"connected", hub_->connected()},
@@ -85,6 +86,8 @@ class HubSnapshot {
                 {"feed_requests", s.feed_requests},
                 {"feed_resets", s.feed_resets},
                 {"hole_jumps", s.hole_jumps},
+                {"regressed", s.regressed},
+                {"lost_at_origin", s.lost_at_origin},
                 {"pings", s.pings},
                 {"already_held", s.batches_already_held},
                 {"shed", s.batches_shed},

@@ -55,6 +55,9 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              "a range splits in two past this many bytes of entries"),
       Int<C>("store", "retention_age_s", [](C& c) -> int64_t& { return c.store_retention_age_s; }, 0, kBig,
              "readings acknowledged upstream and older than this may be pruned"),
+      Int<C>("store", "ack_grace_s", [](C& c) -> int64_t& { return c.store_ack_grace_s; }, 0, kBig,
+             "acknowledged readings are also kept this long after their acknowledgement (unless space runs "
+             "low), so that a region that lost its store is refilled from them; 0 = no grace"),
       Str<C>("store", "disk_policy", [](C& c) -> std::string& { return c.store_disk_policy; },
              "when the store is full: reject-new refuses new readings; drop-oldest drops the oldest "
              "unacknowledged ones (each counted)",

@@ -54,6 +54,13 @@ struct Config {
   int64_t store_split_max_entries = 1000000;
   int64_t store_split_max_bytes = 64 << 20;
   int64_t store_retention_age_s = 7 * 86400;
+  // Acknowledged readings are also kept this long after their
+  // acknowledgement under normal space, so that a region whose store is lost
+  // (a dead disk, a rebuilt machine, a restored backup) is refilled by its
+  // gateways. 72 h: a hub lost on a Friday evening and rebuilt on Monday
+  // morning; the cost is disk only where retention_age_s is shorter than
+  // that or acknowledgements come late (space pressure prunes regardless).
+  int64_t store_ack_grace_s = 72 * 3600;
   std::string store_disk_policy = "reject-new";
   int64_t store_max_bytes = 0;
   int64_t store_tombstone_retention_s = 30 * 86400;

@@ -19,6 +19,8 @@ const char* ApplyOutcomeName(ApplyOutcome outcome) {
       return "gap";
     case ApplyOutcome::kInvalid:
       return "invalid";
+    case ApplyOutcome::kRegressed:
+      return "regressed";
   }
   return "?";
 }
@@ -64,6 +66,15 @@ ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held) {
   const std::vector<ChangeEntry>& entries = *batch.entries;
   ApplyPlan plan;
   plan.base = batch.base_lsn;
+  if (held < batch.held_claim) {
+    // Checked before the jump below: base_lsn would otherwise move the mark
+    // over what this store lost, and nobody would resend it.
+    plan.outcome = ApplyOutcome::kRegressed;
+    plan.new_high_water = held;
+    plan.detail = "origin " + batch.origin.ToString() + ": high-water " + std::to_string(held) +
+                  ", below the " + std::to_string(batch.held_claim) + " this store acknowledged to it";
+    return plan;
+  }
   // The span may open with LSNs the gateway's log compacted away: when it
   // joins what is held (here, or elsewhere per base_lsn), they are no gap.
   if (!entries.empty() && batch.first_lsn > 0 && entries.front().lsn > batch.first_lsn &&

@@ -20,6 +20,8 @@
 //     elsewhere after a failover); nothing is written.
 //   - already held: every entry is at or below the mark and base_lsn adds
 //     nothing; nothing is written.
+//   - regressed: the origin's mark is below held_claim, what the store
+//     acknowledged to the sender before (it lost it); nothing is written.
 //   - applied: the new entries joined the region feed and the mark moved, in
 //     one transaction, with the mark's update a compare-and-set on the value
 //     read: two writers can never both apply the same span.
@@ -61,9 +63,14 @@ struct OriginBatch {
   // 0 = the first entry's LSN.
   uint64_t first_lsn = 0;
   const std::vector<ChangeEntry>* entries = nullptr;  // LSN order; not owned
+  // The mark the sender was told this store holds of the origin (0 = no
+  // claim). A mark below it means the store lost what it acknowledged
+  // (re-created, restored from a backup): nothing is applied, and a jump
+  // to base_lsn could not hide the loss.
+  uint64_t held_claim = 0;
 };
 
-enum class ApplyOutcome { kApplied, kAlreadyHeld, kGap, kInvalid };
+enum class ApplyOutcome { kApplied, kAlreadyHeld, kGap, kInvalid, kRegressed };
 const char* ApplyOutcomeName(ApplyOutcome outcome);
 
 struct ApplyResult {

@@ -119,6 +119,9 @@ class SqliteStore : public Store {
   Status SpaceLow(bool* low);
   // PruneStep's parts, inside its transaction.
   Status PruneReadings(int64_t max_rows, int64_t now, bool space_low, PruneResult* result);
+  // The highest LSN acknowledged at least ack_grace_ms before now (wall),
+  // from a few (time, acknowledged LSN) samples kept in meta.
+  Status AckGraceBound(int64_t now, int64_t acked, int64_t* bound);
   Status PruneTombstones(int64_t max_rows, int64_t now, PruneResult* result);
   Status PruneRemote(int64_t max_rows, int64_t now, bool space_low, PruneResult* result);
   // from_cache: inside a write transaction after RefreshWriteRanges, the

@@ -274,6 +274,11 @@ Status SqliteStore::SpaceLow(bool* low) {
 Status SqliteStore::PruneReadings(int64_t max_rows, int64_t now, bool space_low, PruneResult* result) {
   int64_t acked = 0;
   ES_RETURN_IF_ERROR(write_db_.QueryInt("SELECT ifnull(max(lsn), 0) FROM acks", &acked));
+  if (acked > 0 && options_.ack_grace_ms > 0) {
+    int64_t bound = 0;
+    ES_RETURN_IF_ERROR(AckGraceBound(now, acked, &bound));
+    if (!space_low) acked = std::min(acked, bound);
+  }
   if (acked <= 0) return Status::Ok();
   const int64_t cutoff = now - options_.retention_age_ms;
   int64_t upto = 0, count = 0, early = 0, compacted = 0;
@@ -321,6 +326,33 @@ Status SqliteStore::PruneReadings(int64_t max_rows, int64_t now, bool space_low,
   result->readings += count;
   result->early += early;
   if (more || count >= max_rows) result->more = true;
+  return Status::Ok();
+}
+
+// Samples of (wall time, acknowledged LSN), one taken whenever the newest is
+// a quarter of the grace old: the newest sample at least the grace old
+// bounds what may go, so a reading stays between the grace and 1.25 times
+// it after its acknowledgement. Five samples: the oldest is always past the
+// grace once the store has been acknowledging that long. A clock stepped
+// back only delays pruning.
+Status SqliteStore::AckGraceBound(int64_t now, int64_t acked, int64_t* bound) {
+  constexpr int kSamples = 5;
+  const int64_t period = std::max<int64_t>(1, options_.ack_grace_ms / (kSamples - 1));
+  int64_t at[kSamples], lsn[kSamples];
+  int oldest = 0;
+  int64_t newest_at = INT64_MIN;
+  *bound = 0;
+  for (int i = 0; i < kSamples; ++i) {
+    ES_RETURN_IF_ERROR(GetMetaInt(&write_db_, "ack_grace_at_" + std::to_string(i), &at[i]));
+    ES_RETURN_IF_ERROR(GetMetaInt(&write_db_, "ack_grace_lsn_" + std::to_string(i), &lsn[i]));
+    if (at[i] < at[oldest]) oldest = i;
+    newest_at = std::max(newest_at, at[i]);
+    if (at[i] > 0 && at[i] <= now - options_.ack_grace_ms) *bound = std::max(*bound, lsn[i]);
+  }
+  if (newest_at <= 0 || now - newest_at >= period) {
+    ES_RETURN_IF_ERROR(SetMetaInt("ack_grace_at_" + std::to_string(oldest), now));
+    ES_RETURN_IF_ERROR(SetMetaInt("ack_grace_lsn_" + std::to_string(oldest), acked));
+  }
   return Status::Ok();
 }
 

@@ -40,6 +40,11 @@ struct StoreOptions {
   int64_t split_max_entries = 1000000;
   int64_t split_max_bytes = int64_t{64} << 20;
   int64_t retention_age_ms = int64_t{7} * 86400 * 1000;
+  // Under normal space, an acknowledged reading is kept at least this long
+  // after its acknowledgement as well (a region that loses its store is
+  // refilled from here; see Config::store_ack_grace_s). Space pressure
+  // prunes acknowledged readings oldest first regardless. 0 = none.
+  int64_t ack_grace_ms = 0;
   enum class DiskPolicy { kRejectNew, kDropOldest };
   DiskPolicy disk_policy = DiskPolicy::kRejectNew;
   int64_t max_bytes = 0;        // 0 = only the filesystem limits the store

@@ -25,6 +25,7 @@ Status RegionHub::Start() {
   }
   static_assert(kRegionShards <= 64, "held_ is a 64-bit mask");
   epoch_ = store_->epoch();
+  epoch_tag_ = EpochTag(epoch_);
   leases_ = options_.leases;
   if (leases_ == nullptr) {
     sole_leases_ = NewSoleOwnerLeases(kRegionShards);
@@ -323,7 +324,7 @@ bool RegionHub::Admit(const MqttMessage& message, std::string* sender, WireMessa
         m.batch.origin.gateway_id == *sender) {
       // Tell the sender why, so it does not wait for its timeout.
       WireAck ack{options_.region, m.batch.origin, 0, no_context ? AckCode::kNoContext : AckCode::kBadBatch,
-                  st.ToString()};
+                  st.ToString(), epoch_};
       store_->HighWater(m.batch.origin, &ack.high_water);
       Reply(m.reply_to, EncodeAck(m.correlation_id, ack));
     }
@@ -351,7 +352,7 @@ bool RegionHub::Admit(const MqttMessage& message, std::string* sender, WireMessa
       std::lock_guard<std::mutex> lock(stats_mu_);
       ++stats_.pings;
     }
-    link_->Publish(m.reply_to, EncodePong(m.correlation_id, options_.region, m.ping_sent_ns), 0, false, 0);
+    link_->Publish(m.reply_to, EncodePong(m.correlation_id, options_.region, m.ping_sent_ns, epoch_), 0, false, 0);
     return false;
   }
   return true;
@@ -457,8 +458,20 @@ void RegionHub::ApplyBatches(std::vector<PendingBatch>* pending) {
       ++stats_.sender_refused;
       continue;
     }
+    if (b.region_epoch != 0 && b.region_epoch != epoch_tag_) {
+      // The sender's record is of another store (this one was re-created):
+      // what it acknowledged is gone. Applying would jump over the loss.
+      ApplyResult r;
+      r.outcome = ApplyOutcome::kRegressed;
+      Status st = store_->HighWater(b.origin, &r.high_water);
+      r.before = r.high_water;
+      r.detail = "the region's store is of another epoch (" + epoch_ + ") than the one that acknowledged " +
+                 std::to_string(b.region_held) + " to " + b.origin.ToString();
+      Answer(p, st, r);
+      continue;
+    }
     admitted.push_back(&p);
-    batches.push_back(OriginBatch{b.origin, b.base_lsn, b.first_lsn, &b.entries});
+    batches.push_back(OriginBatch{b.origin, b.base_lsn, b.first_lsn, &b.entries, b.region_held});
   }
   std::vector<ApplyResult> results;
   Status st = batches.empty() ? Status::Ok() : store_->ApplyBatches(batches, &results);
@@ -472,11 +485,15 @@ void RegionHub::Answer(const PendingBatch& p, const Status& status, const ApplyR
   ack.region = options_.region;
   ack.origin = b.origin;
   ack.high_water = r.high_water;
+  ack.epoch = epoch_;
   // A jump over a hole: everything up to base is declared held elsewhere
   // (after a failover). Only the origin's own, authenticated sender gets
   // here; still, it moves the mark without the entries, so it is on record.
   const bool applied = status.ok() && r.outcome == ApplyOutcome::kApplied;
   const bool jumped = applied && b.base_lsn > r.before;
+  // A refill's jump over what its sender no longer holds: lost to the
+  // region for good, so counted and named, never silent.
+  const uint64_t lost = jumped && b.base_lost ? b.base_lsn - r.before : 0;
   const bool held = status.ok() && (r.outcome == ApplyOutcome::kApplied || r.outcome == ApplyOutcome::kAlreadyHeld);
   int64_t newest_ts = INT64_MIN;  // outside the lock: stats() waits on it
   if (held) {
@@ -508,13 +525,21 @@ void RegionHub::Answer(const PendingBatch& p, const Status& status, const ApplyR
       o.last_batch_wall_ms = clock_->WallMillis();
       if (newest_ts != INT64_MIN) o.lag_ms = std::max<int64_t>(0, o.last_batch_wall_ms - newest_ts);
       if (jumped) ++stats_.hole_jumps;
+      o.lost += lost;
+      stats_.lost_at_origin += lost;
+    } else if (r.outcome == ApplyOutcome::kRegressed) {
+      ++stats_.regressed;
     } else if (r.outcome == ApplyOutcome::kGap) {
       ++stats_.gaps_refused;
     } else {
       ++stats_.batches_invalid;
     }
   }
-  if (jumped) {
+  if (lost > 0) {
+    ES_LOG(kWarn, "hub {}: origin {} no longer holds {}..{} (pruned after this region had acknowledged it, before "
+           "the region lost it): {} LSNs lost to the region; its feed readers never get them", options_.region,
+           b.origin.ToString(), r.before + 1, b.base_lsn, lost);
+  } else if (jumped) {
     ES_LOG(kInfo, "hub {}: origin {} jumped over {}..{} (held {}, its sender {} declares base {})", options_.region,
            b.origin.ToString(), r.before + 1, b.base_lsn, r.before, p.sender, b.base_lsn);
   }
@@ -527,6 +552,9 @@ void RegionHub::Answer(const PendingBatch& p, const Status& status, const ApplyR
     ack.message = r.detail;
   } else if (r.outcome == ApplyOutcome::kInvalid) {
     ack.code = AckCode::kBadBatch;
+    ack.message = r.detail;
+  } else if (r.outcome == ApplyOutcome::kRegressed) {
+    ack.code = AckCode::kRegressed;
     ack.message = r.detail;
   }
   if (ack.code != AckCode::kOk) {

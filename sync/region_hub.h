@@ -96,6 +96,9 @@ struct HubOriginStats {
   // that batch: how far behind the region this origin's data arrives (a
   // gateway draining a backlog shows its age here).
   int64_t lag_ms = 0;
+  // LSNs the origin declared it no longer held when it refilled this
+  // region after the region lost them (Batch.base_lost), since the hub started.
+  uint64_t lost = 0;
 };
 
 struct RegionHubStats {
@@ -107,6 +110,11 @@ struct RegionHubStats {
   uint64_t gaps_refused = 0;
   uint64_t sender_refused = 0;      // batches whose origin is not the topic's sender
   uint64_t hole_jumps = 0;          // batches applied from base_lsn above the high-water mark
+  // Batches answered Regressed: the sender's record of this region names a
+  // store of another epoch or a mark above the one held (the store was
+  // re-created or restored); the sender refills from the mark.
+  uint64_t regressed = 0;
+  uint64_t lost_at_origin = 0;      // LSNs refilling origins no longer held (HubOriginStats::lost, all origins)
   uint64_t store_errors = 0;
   uint64_t batches_shed = 0;        // received while the queue was full: dropped, the gateway resends
   uint64_t bad_messages = 0;        // undecodable or invalid payloads
@@ -213,7 +221,8 @@ class RegionHub {
   // Each origin's series context (sync/series_context.h), read and moved
   // only where batches are decoded (the worker, in arrival order).
   SeriesContextCache contexts_{0};
-  std::string epoch_;  // the store's epoch: feed pages and head notices carry it
+  std::string epoch_;  // the store's epoch: feed pages, head notices, answers and pongs carry it
+  uint64_t epoch_tag_ = 0;  // EpochTag(epoch_)
   ShardPositions head_published_{};
   int64_t last_head_ms_ = 0;
   mutable std::mutex stats_mu_;

@@ -46,6 +46,12 @@ Status Uplink::Start() {
   // batch it names, and a guessable id would make forging one cheap.
   correlation_ = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
   next_after_ = checkpoint_;
+  stream_mark_ = checkpoint_;
+  records_.assign(options_.regions.size(), RegionRecord{});
+  for (size_t i = 0; i < options_.regions.size(); ++i) {
+    ES_RETURN_IF_ERROR(store_->GetCheckpoint("upstream:" + options_.regions[i].name, &records_[i].acked));
+    ES_RETURN_IF_ERROR(store_->GetCheckpoint("upstream-epoch:" + options_.regions[i].name, &records_[i].epoch_tag));
+  }
 
   std::vector<RegionSelector::Region> regions;
   links_.clear();
@@ -133,6 +139,7 @@ void Uplink::Run() {
     int64_t now = NowMs();
     Probe(now);
     Choose(now);
+    ChooseTarget(now);
     if (!inflight_.empty() && now - inflight_.front().sent_ms > answer_wait_ms_) {
       {
         std::lock_guard<std::mutex> lock(stats_mu_);
@@ -163,6 +170,7 @@ void Uplink::Run() {
     stats_.backlog = stats_.last_lsn > checkpoint_ ? stats_.last_lsn - checkpoint_ : 0;
     stats_.inflight = inflight_.size();
     stats_.region_switches = static_cast<uint64_t>(selector_->switches());
+    stats_.refills_pending = 0;
     stats_.bad_messages = wire_counters_.rejected();
     stats_.regions.resize(links_.size());
     for (size_t i = 0; i < links_.size(); ++i) {
@@ -172,6 +180,11 @@ void Uplink::Run() {
       r.healthy = selector_->Healthy(i, now);
       r.rtt_ms = selector_->rtt_us(i) < 0 ? -1 : selector_->rtt_us(i) / 1000.0;
       r.high_water = region_high_water_[i];
+      r.acked = records_[i].acked;
+      r.refilling = records_[i].refilling;
+      r.refill_to = records_[i].refill_to;
+      r.lost = records_[i].lost;
+      if (records_[i].refilling || records_[i].suspect) ++stats_.refills_pending;
     }
     drain_progress_.Update(checkpoint_, stats_.backlog, now);
   }
@@ -186,7 +199,7 @@ void Uplink::HandleEvent(Event& event) {
       context_refused_[event.region] = false;  // it may have been upgraded meanwhile
     }
     context_proven_[event.region] = false;
-    if (static_cast<int>(event.region) == write_region_) {
+    if (static_cast<int>(event.region) == target_) {
       // Publishes in flight on a lost connection may be gone: go back to the
       // checkpoint; the link reconnects with its own backoff.
       Rewind(event.connected ? "reconnected" : "connection lost", false);
@@ -202,6 +215,17 @@ void Uplink::HandleEvent(Event& event) {
   if (m.kind == WireKind::kPong) {
     int64_t rtt_ns = event.received_ns - m.ping_sent_ns;
     if (rtt_ns >= 0 && rtt_ns < int64_t{600} * 1000000000) selector_->OnProbeAnswered(event.region, rtt_ns / 1000, now);
+    RegionRecord& rec = records_[event.region];
+    // A store of another epoch than the one that acknowledged our log may
+    // have lost it (a re-created store; "" is a hub of protocol 3). Our
+    // next batch to it names our record and its answer says.
+    if (!m.pong_epoch.empty() && rec.acked > 0 && !rec.refilling && !rec.suspect &&
+        EpochTag(m.pong_epoch) != rec.epoch_tag) {
+      rec.suspect = true;
+      ES_LOG(kInfo, "uplink: region {} answers with store epoch {}, not the one that acknowledged {} of ours; "
+             "asking it what it holds", options_.regions[event.region].name, m.pong_epoch, rec.acked);
+      if (static_cast<int>(event.region) == target_) Rewind("the region's store changed", false);
+    }
   } else if (m.kind == WireKind::kAck) {
     HandleAck(event.region, m.correlation_id, m.ack);
   }
@@ -263,6 +287,7 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
     Rewind("the region does not hold the series context", false);
     return;
   }
+  if (ack.code == AckCode::kRegressed) return HandleRegressed(region, ack);
   if (ack.code != AckCode::kOk) {
     {
       std::lock_guard<std::mutex> lock(stats_mu_);
@@ -291,28 +316,90 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
   }
   // The region may hold more than this batch (sent before); the checkpoint
   // still moves only as far as what this answer acknowledges of ours.
-  uint64_t hw = std::min(ack.high_water, batch->last);
-  if (hw > checkpoint_) {
-    Status st = store_->AckUpstream(name, hw);
-    if (st.ok()) st = store_->SetCheckpoint("upstream:" + name, hw);
-    if (st.ok()) st = store_->SetCheckpoint("upstream", hw);
-    if (!st.ok()) {
-      // The answer is not lost: the region answers again on the resend.
-      ES_LOG(kError, "uplink: recording acknowledgement {} from {}: {}", hw, name, st.ToString());
-      return;
-    }
-    checkpoint_ = hw;
-    backoff_.Reset();
-  }
+  const uint64_t hw = std::min(ack.high_water, batch->last);
+  if (!RecordAck(region, ack, hw, batch->lost)) return;
   int64_t now = NowMs();
   // Answered in time: the wait comes back to what the answers need with
   // room (four times this one's round trip), never below ack_timeout_ms.
   answer_wait_ms_ = std::max(options_.ack_timeout_ms, std::min(answer_wait_ms_, 4 * (now - batch->sent_ms)));
-  while (!inflight_.empty() && inflight_.front().last <= checkpoint_) {
+  while (!inflight_.empty() && inflight_.front().last <= stream_mark_) {
     ack_latency_.Observe(static_cast<double>(now - inflight_.front().sent_ms) / 1000.0);
     inflight_.pop_front();
   }
-  if (next_after_ < checkpoint_) next_after_ = checkpoint_;
+  if (next_after_ < stream_mark_) next_after_ = stream_mark_;
+}
+
+bool Uplink::RecordAck(size_t region, const WireAck& ack, uint64_t hw, uint64_t lost) {
+  const std::string& name = options_.regions[region].name;
+  RegionRecord& rec = records_[region];
+  Status st;
+  if (!rec.refilling && rec.epoch_tag == 0 && !ack.epoch.empty()) {
+    // The first answer naming the store: our record is of it from now on.
+    st = store_->SetCheckpoint("upstream-epoch:" + name, EpochTag(ack.epoch));
+    if (st.ok()) rec.epoch_tag = EpochTag(ack.epoch);
+  }
+  if (st.ok() && hw > rec.acked) {
+    st = store_->AckUpstream(name, hw);
+    if (st.ok()) st = store_->SetCheckpoint("upstream:" + name, hw);
+    if (st.ok()) rec.acked = hw;
+  }
+  if (st.ok() && hw > checkpoint_) {
+    st = store_->SetCheckpoint("upstream", hw);
+    if (st.ok()) checkpoint_ = hw;
+  }
+  if (!st.ok()) {
+    // The answer is not lost: the region answers again on the resend.
+    ES_LOG(kError, "uplink: recording acknowledgement {} from {}: {}", hw, name, st.ToString());
+    return false;
+  }
+  backoff_.Reset();
+  rec.suspect = false;  // it answered our record Ok: it holds what it acknowledged
+  stream_mark_ = std::max(stream_mark_, hw);
+  if (lost > 0) {
+    rec.lost += lost;
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.refill_lost += lost;
+  }
+  if (rec.refilling) {
+    rec.refill_mark = std::max(rec.refill_mark, hw);
+    if (rec.refill_mark >= rec.refill_to) {
+      // Refilled: the store of this epoch is our record of the region now.
+      st = store_->SetCheckpoint("upstream-epoch:" + name, rec.refill_tag);
+      if (!st.ok()) {
+        ES_LOG(kError, "uplink: recording the refill of region {}: {}", name, st.ToString());
+        return true;  // the next answer tries again
+      }
+      rec.epoch_tag = rec.refill_tag;
+      rec.refilling = false;
+      ES_LOG(kWarn, "uplink: region {} holds our log up to {} again (refilled{}{})", name, rec.refill_mark,
+             rec.lost > 0 ? "; LSNs we no longer held: " : "", rec.lost > 0 ? std::to_string(rec.lost) : "");
+    }
+  }
+  return true;
+}
+
+void Uplink::HandleRegressed(size_t region, const WireAck& ack) {
+  const std::string& name = options_.regions[region].name;
+  RegionRecord& rec = records_[region];
+  const uint64_t to = std::max(rec.acked, rec.refilling ? rec.refill_to : 0);
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.region_regressions;
+  }
+  ES_LOG(kWarn, "uplink: region {} lost what it acknowledged of ours: its store{}{} holds our log up to {}, it "
+         "had acknowledged {} ({}); resending it from {}", name, ack.epoch.empty() ? "" : " of epoch ", ack.epoch,
+         ack.high_water, to, ack.message, ack.high_water);
+  rec.suspect = false;
+  rec.refilling = true;
+  rec.refill_tag = ack.epoch.empty() ? rec.epoch_tag : EpochTag(ack.epoch);
+  rec.refill_mark = ack.high_water;
+  rec.refill_to = to;
+  if (rec.refill_mark >= rec.refill_to) {
+    rec.refilling = false;  // nothing to resend after all
+    rec.epoch_tag = rec.refill_tag;
+    store_->SetCheckpoint("upstream-epoch:" + name, rec.refill_tag);
+  }
+  if (static_cast<int>(region) == target_) Rewind("the region lost what it acknowledged", false);
 }
 
 void Uplink::Probe(int64_t now_ms) {
@@ -342,21 +429,54 @@ void Uplink::Choose(int64_t now_ms) {
   Rewind("write region changed", false);
 }
 
+void Uplink::ChooseTarget(int64_t now_ms) {
+  int target = write_region_;
+  const bool write_needs = target >= 0 && (records_[target].refilling || records_[target].suspect);
+  for (size_t i = 0; i < links_.size() && !write_needs; ++i) {
+    if ((records_[i].refilling || records_[i].suspect) && links_[i]->connected() && selector_->Healthy(i, now_ms)) {
+      target = static_cast<int>(i);
+      break;
+    }
+  }
+  if (target == target_) return;
+  const int before = target_;
+  target_ = target;
+  if (target >= 0 && target != write_region_) {
+    ES_LOG(kInfo, "uplink: sending to region {} until it holds what it acknowledged of ours (write region {})",
+           options_.regions[target].name, write_region_ >= 0 ? options_.regions[write_region_].name : "none");
+  } else if (before >= 0 && before != write_region_ && target >= 0) {
+    ES_LOG(kInfo, "uplink: back to the write region {}", options_.regions[target].name);
+  }
+  Rewind("target region changed", false);
+}
+
+uint64_t Uplink::StreamStart() const {
+  if (target_ < 0) return checkpoint_;
+  const RegionRecord& rec = records_[target_];
+  if (rec.refilling) return rec.refill_mark;
+  // The question to a suspect region is a batch: one with the last entry
+  // it acknowledged, in case nothing new is to be sent.
+  if (rec.suspect && rec.acked > 0) return std::min(checkpoint_, rec.acked - 1);
+  return checkpoint_;
+}
+
 void Uplink::Rewind(const char* why, bool with_backoff) {
-  if (!inflight_.empty() || next_after_ != checkpoint_) {
-    ES_LOG(kInfo, "uplink: resending from checkpoint {} ({})", checkpoint_, why);
+  const uint64_t start = StreamStart();
+  if (!inflight_.empty() || next_after_ != start) {
+    ES_LOG(kInfo, "uplink: resending from {} ({})", start, why);
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.resends;
   }
   inflight_.clear();
-  next_after_ = checkpoint_;
+  next_after_ = start;
+  stream_mark_ = start;
   pending_since_ms_ = -1;
   context_.Reset();
   if (with_backoff) resume_at_ms_ = NowMs() + backoff_.Next();
 }
 
 SeriesContext* Uplink::NextContext() {
-  if (!options_.series_context || context_refused_[write_region_]) return nullptr;
+  if (!options_.series_context || context_refused_[target_]) return nullptr;
   if (plain_batches_left_ > 0) {
     --plain_batches_left_;
     context_.Reset();
@@ -366,10 +486,11 @@ SeriesContext* Uplink::NextContext() {
 }
 
 void Uplink::SendBatches(int64_t now_ms) {
-  if (write_region_ < 0 || now_ms < resume_at_ms_) return;
-  MqttLink* link = links_[write_region_].get();
+  if (target_ < 0 || now_ms < resume_at_ms_) return;
+  MqttLink* link = links_[target_].get();
   if (!link->connected()) return;
-  const std::string& region = options_.regions[write_region_].name;
+  const std::string& region = options_.regions[target_].name;
+  const RegionRecord& rec = records_[target_];
   while (inflight_.size() < options_.window && !stop_) {
     uint64_t last = store_->LastLsn();
     if (last <= next_after_) {
@@ -408,19 +529,58 @@ void Uplink::SendBatches(int64_t now_ms) {
       return;
     }
     pending_since_ms_ = -1;
-    if (batch.entries.empty()) return;
+    if (batch.entries.empty()) {
+      RegionRecord& r = records_[target_];
+      if (r.refilling || r.suspect) {
+        // Nothing left to send it from here on (pruned): the region cannot
+        // be refilled nor asked; what it lost is lost, said here.
+        const uint64_t gone = r.refilling && r.refill_to > r.refill_mark ? r.refill_to - r.refill_mark : 0;
+        ES_LOG(kWarn, "uplink: region {}: we no longer hold our log after {} to {} it{}; {} LSNs lost to it",
+               region, next_after_, r.refilling ? "refill" : "ask", r.refilling ? "" : " with", gone);
+        r.lost += gone;
+        {
+          std::lock_guard<std::mutex> lock(stats_mu_);
+          stats_.refill_lost += gone;
+        }
+        if (r.refilling) {
+          r.epoch_tag = r.refill_tag;
+          store_->SetCheckpoint("upstream-epoch:" + region, r.refill_tag);
+        }
+        r.refilling = r.suspect = false;
+        Rewind("nothing left to refill the region with", false);
+      }
+      return;
+    }
     batch.origin = origin_;
     // The span starts right after the previous batch: LSNs the log compacted
     // away (superseded device records) are covered, not a gap.
     batch.first_lsn = next_after_ + 1;
     batch.last_lsn = batch.entries.back().lsn;
-    batch.base_lsn = checkpoint_;
+    // After a refill the stream may stand below the checkpoint: the base
+    // never lies inside the batch.
+    batch.base_lsn = std::min(checkpoint_, next_after_);
+    batch.region_epoch = rec.epoch_tag;
+    batch.region_held = rec.acked;
+    uint64_t lost = 0;
+    if (rec.refilling) {
+      // No jump over what the region lost: from its mark on, except over
+      // what we no longer hold (pruned after it acknowledged it), which it
+      // is told is lost rather than taking it for compacted LSNs.
+      batch.region_epoch = rec.refill_tag;
+      batch.region_held = rec.refill_mark;
+      batch.base_lsn = rec.refill_mark;
+      if (batch.entries.front().lsn > next_after_ + 1) {
+        batch.base_lsn = batch.entries.front().lsn - 1;
+        batch.base_lost = true;
+        lost = batch.base_lsn - next_after_;
+      }
+    }
     std::string payload;
     if (++correlation_ == 0) ++correlation_;
     uint64_t correlation_id = correlation_;
     SeriesContext* context = NextContext();
     const bool with_context = context != nullptr && !context->empty();
-    encode_.context_names_origin = !context_proven_[write_region_];
+    encode_.context_names_origin = !context_proven_[target_];
     st = EncodeBatch(reply_topic_, correlation_id, batch, encode_, &payload, context);
     if (st.ok()) {
       st = link->Publish(HubInboxTopic(options_.topic_prefix, region, options_.gateway_id), payload, 1, false, 1000);
@@ -430,7 +590,7 @@ void Uplink::SendBatches(int64_t now_ms) {
       Rewind("send failed", true);
       return;
     }
-    inflight_.push_back({correlation_id, static_cast<size_t>(write_region_), batch.last_lsn, now_ms, with_context});
+    inflight_.push_back({correlation_id, static_cast<size_t>(target_), batch.last_lsn, now_ms, with_context, lost});
     next_after_ = batch.last_lsn;
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.batches_sent;

@@ -24,7 +24,12 @@
 // series_context is off; after any rewind the next batch is self-contained,
 // a NoContext answer rewinds at once (no backoff), and a region that refuses
 // a context batch as undecodable (an older hub) gets self-contained batches
-// until it reconnects. Region choice: sync/region_selector.h.
+// until it reconnects. Each batch names what the region's store
+// acknowledged to us before and of which epoch; a store that lost it
+// (re-created, restored) answers Regressed with its actual mark, and the
+// uplink refills it from there (also a region that is not the write region,
+// found by the epoch in its pongs), jumping with base_lost only over what
+// it no longer holds itself. Region choice: sync/region_selector.h.
 // Protocol: sync/PROTOCOL.md.
 //
 // Thread safety: Start/Stop from one thread; NotifyAppended and stats() from
@@ -87,6 +92,12 @@ struct UplinkRegionStats {
   bool healthy = false;
   double rtt_ms = -1;
   uint64_t high_water = 0;  // last answer from this region
+  uint64_t acked = 0;       // the highest mark its store acknowledged to us (upstream:<region>)
+  // Its store lost what it acknowledged (re-created or restored): batches
+  // go to it from its actual mark until it holds refill_to again.
+  bool refilling = false;
+  uint64_t refill_to = 0;
+  uint64_t lost = 0;        // LSNs it had acknowledged that we no longer held to refill it with
 };
 
 struct UplinkStats {
@@ -109,6 +120,12 @@ struct UplinkStats {
   // timeout or a lost connection) that arrive late, as every outage brings.
   uint64_t acks_late = 0;
   uint64_t region_switches = 0;
+  // Regions found to have lost what they acknowledged (answered Regressed),
+  // refills still to finish, and LSNs we no longer held when refilling
+  // (pruned after the region acknowledged them; the region was told).
+  uint64_t region_regressions = 0;
+  size_t refills_pending = 0;
+  uint64_t refill_lost = 0;
   uint64_t bad_messages = 0;      // undecodable answers
   size_t inflight = 0;
   std::vector<UplinkRegionStats> regions;
@@ -146,6 +163,23 @@ class Uplink {
     uint64_t last = 0;
     int64_t sent_ms = 0;
     bool with_context = false;  // coded against the series context
+    uint64_t lost = 0;          // a refill's first batch: LSNs it declares we no longer hold
+  };
+  // What a region's store acknowledged to us, and of which epoch (kept in
+  // the store: checkpoints upstream:<region> and upstream-epoch:<region>).
+  struct RegionRecord {
+    uint64_t acked = 0;
+    uint64_t epoch_tag = 0;  // EpochTag of its store's epoch; 0 = not known yet
+    // Its pong names another epoch than epoch_tag: the next batch to it,
+    // naming our record, lets the hub say whether it lost anything.
+    bool suspect = false;
+    // A refill: its store (epoch refill_tag) holds our log up to
+    // refill_mark, below the refill_to it had acknowledged.
+    bool refilling = false;
+    uint64_t refill_tag = 0;
+    uint64_t refill_mark = 0;
+    uint64_t refill_to = 0;
+    uint64_t lost = 0;
   };
 
   void Run();
@@ -154,6 +188,14 @@ class Uplink {
   void IgnoreAck(size_t region, uint64_t correlation_id, const char* why);
   void Probe(int64_t now_ms);
   void Choose(int64_t now_ms);
+  // Where batches go: a region to refill (or to check) while it is healthy,
+  // the write region otherwise. Rewinds when that changes.
+  void ChooseTarget(int64_t now_ms);
+  // Where a stream to target_ starts: its refill mark, else the checkpoint.
+  uint64_t StreamStart() const;
+  void HandleRegressed(size_t region, const WireAck& ack);
+  // Records an Ok answer's mark hw from region; false if the store failed.
+  bool RecordAck(size_t region, const WireAck& ack, uint64_t hw, uint64_t lost);
   void SendBatches(int64_t now_ms);
   void Rewind(const char* why, bool with_backoff);
   // The context the next batch is coded with (nullptr: self-contained, none kept).
@@ -191,7 +233,12 @@ class Uplink {
   // ThreadSanitizer), as TCP would without backing off its retransmit timer.
   int64_t answer_wait_ms_ = 0;
   int write_region_ = -1;
+  int target_ = -1;                // the region batches go to (ChooseTarget)
+  std::vector<RegionRecord> records_;
   uint64_t checkpoint_ = 0;
+  // The highest mark target_ acknowledged of this stream (since the last
+  // rewind): batches at or below it are answered.
+  uint64_t stream_mark_ = 0;
   uint64_t next_after_ = 0;        // the next batch starts after this LSN
   int64_t resume_at_ms_ = 0;       // sending paused until then (backoff)
   // Late answers not yet said in the log's one summarising line, and when

@@ -195,6 +195,9 @@ Status DecodeBatch(const wire::Batch* b, const DecodeLimits& limits, WireBatch* 
   out->context_lsn = b->context_lsn();
   out->context_hash = b->context_hash();
   out->keep_context = b->keep_context();
+  out->region_epoch = b->region_epoch();
+  out->region_held = b->region_held();
+  out->base_lost = b->base_lost();
   out->entries.clear();
   auto bad = [counters](const std::string& why) {
     if (counters) ++counters->bad_entries;
@@ -313,7 +316,8 @@ Status EncodeBatch(const std::string& reply_to, uint64_t correlation_id, const W
   auto b = wire::CreateBatch(fbb, origin, lean ? 0 : batch.first_lsn, batch.last_lsn, batch.base_lsn,
                              static_cast<uint32_t>(batch.entries.size()), wire::Codec::Zstd,
                              with_context ? wire::Encoding::ColumnsContext : wire::Encoding::ColumnsV1,
-                             static_cast<uint32_t>(raw.size()), body, context_lsn, context_hash, context != nullptr);
+                             static_cast<uint32_t>(raw.size()), body, context_lsn, context_hash, context != nullptr,
+                             batch.region_epoch, batch.region_held, batch.base_lost);
   *out = Finish(fbb, lean ? std::string() : reply_to, correlation_id, wire::Body::Batch, b.Union());
   return Status::Ok();
 }
@@ -323,8 +327,21 @@ std::string EncodeAck(uint64_t correlation_id, const WireAck& ack) {
   auto region = fbb.CreateString(ack.region);
   auto origin = MakeOrigin(fbb, ack.origin);
   auto message = fbb.CreateString(ack.message);
-  auto a = wire::CreateBatchAck(fbb, region, origin, ack.high_water, static_cast<wire::AckStatus>(ack.code), message);
+  auto epoch = ack.epoch.empty() ? Offset<flatbuffers::String>() : fbb.CreateString(ack.epoch);
+  auto a = wire::CreateBatchAck(fbb, region, origin, ack.high_water, static_cast<wire::AckStatus>(ack.code), message,
+                                epoch);
   return Finish(fbb, "", correlation_id, wire::Body::BatchAck, a.Union());
+}
+
+uint64_t EpochTag(const std::string& epoch) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : epoch) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  // 63 bits: the gateway keeps it as a store checkpoint (a SQLite integer).
+  h &= 0x7fffffffffffffffull;
+  return h == 0 ? 1 : h;
 }
 
 std::string EncodePing(const std::string& reply_to, uint64_t correlation_id, int64_t sent_ns) {
@@ -333,10 +350,12 @@ std::string EncodePing(const std::string& reply_to, uint64_t correlation_id, int
   return Finish(fbb, reply_to, correlation_id, wire::Body::Ping, p.Union());
 }
 
-std::string EncodePong(uint64_t correlation_id, const std::string& region, int64_t sent_ns) {
+std::string EncodePong(uint64_t correlation_id, const std::string& region, int64_t sent_ns,
+                       const std::string& epoch) {
   FlatBufferBuilder fbb(128);
   auto r = fbb.CreateString(region);
-  auto p = wire::CreatePong(fbb, r, sent_ns);
+  auto e = epoch.empty() ? Offset<flatbuffers::String>() : fbb.CreateString(epoch);
+  auto p = wire::CreatePong(fbb, r, sent_ns, e);
   return Finish(fbb, "", correlation_id, wire::Body::Pong, p.Union());
 }
 
@@ -468,7 +487,8 @@ Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireM
       message->ack.high_water = a->high_water();
       message->ack.code = static_cast<AckCode>(a->status());
       message->ack.message = Str(a->message());
-      if (static_cast<uint8_t>(a->status()) > static_cast<uint8_t>(AckCode::kNoContext)) {
+      message->ack.epoch = Str(a->epoch());
+      if (static_cast<uint8_t>(a->status()) > static_cast<uint8_t>(AckCode::kRegressed)) {
         if (counters) ++counters->unsupported;
         return Status::Unsupported("ack: unknown status");
       }
@@ -482,6 +502,7 @@ Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireM
       message->kind = WireKind::kPong;
       message->ping_sent_ns = m->body_as_Pong()->sent_ns();
       message->pong_region = Str(m->body_as_Pong()->region());
+      message->pong_epoch = Str(m->body_as_Pong()->epoch());
       break;
     case wire::Body::FeedRequest: {
       const wire::FeedRequest* r = m->body_as_FeedRequest();

@@ -31,7 +31,10 @@ namespace edgesync {
 // 3: uplink batches may refer to the origin's series context (Encoding
 // ColumnsContext, Batch.context_lsn/context_hash/keep_context, AckStatus
 // NoContext; sync/series_context.h).
-constexpr uint16_t kWireVersion = 3;
+// 4: a gateway tells a region what it knows of its store (Batch.region_epoch,
+// region_held, base_lost; AckStatus Regressed; BatchAck.epoch, Pong.epoch)
+// and refills a region that lost what it acknowledged.
+constexpr uint16_t kWireVersion = 4;
 
 struct DecodeLimits {
   size_t max_payload_bytes = size_t{16} << 20;  // compressed MQTT payload
@@ -66,7 +69,7 @@ struct WireCounters {
 
 enum class WireKind { kBatch, kAck, kPing, kPong, kFeedRequest, kFeedPage, kFeedHead };
 
-enum class AckCode : uint8_t { kOk = 0, kGap = 1, kBadBatch = 2, kStoreError = 3, kNoContext = 4 };
+enum class AckCode : uint8_t { kOk = 0, kGap = 1, kBadBatch = 2, kStoreError = 3, kNoContext = 4, kRegressed = 5 };
 
 struct WireBatch {
   Origin origin;
@@ -79,6 +82,12 @@ struct WireBatch {
   uint64_t context_lsn = 0;
   uint64_t context_hash = 0;
   bool keep_context = false;
+  // Protocol 4: the sender's record of the receiving region's store
+  // (EpochTag of its epoch, 0 = any; the mark it acknowledged, 0 = none)
+  // and whether the jump to base_lsn is over a span the sender lost.
+  uint64_t region_epoch = 0;
+  uint64_t region_held = 0;
+  bool base_lost = false;
   std::vector<ChangeEntry> entries;
 };
 
@@ -88,6 +97,7 @@ struct WireAck {
   uint64_t high_water = 0;
   AckCode code = AckCode::kOk;
   std::string message;
+  std::string epoch;  // the hub store's epoch ("" from a hub of protocol 3)
 };
 
 struct WireFeedPage {
@@ -115,6 +125,7 @@ struct WireMessage {
   WireAck ack;
   int64_t ping_sent_ns = 0;     // kPing, kPong
   std::string pong_region;      // kPong
+  std::string pong_epoch;       // kPong: the hub store's epoch ("" from a hub of protocol 3)
   ShardPositions feed_after{};  // kFeedRequest
   // A request without per-shard positions (a reader of the single-sequence
   // feed) and its position there.
@@ -141,7 +152,12 @@ Status EncodeBatch(const std::string& reply_to, uint64_t correlation_id, const W
                    const EncodeOptions& options, std::string* out, SeriesContext* context = nullptr);
 std::string EncodeAck(uint64_t correlation_id, const WireAck& ack);
 std::string EncodePing(const std::string& reply_to, uint64_t correlation_id, int64_t sent_ns);
-std::string EncodePong(uint64_t correlation_id, const std::string& region, int64_t sent_ns);
+std::string EncodePong(uint64_t correlation_id, const std::string& region, int64_t sent_ns,
+                       const std::string& epoch = "");
+// A 63-bit tag of a hub store's epoch (64-bit FNV-1a of its bytes, the top
+// bit cleared; never 0): what a
+// gateway keeps of a region's epoch beside its acknowledged mark.
+uint64_t EpochTag(const std::string& epoch);
 std::string EncodeFeedRequest(const std::string& reply_to, uint64_t correlation_id, const ShardPositions& after,
                               uint32_t max_entries, const std::string& epoch);
 Status EncodeFeedPage(uint64_t correlation_id, const WireFeedPage& page, const EncodeOptions& options,

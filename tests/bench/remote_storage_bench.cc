@@ -119,7 +119,7 @@ Figures Chunked(const std::string& dir, const std::vector<ChangeEntry>& all) {
     std::vector<ChangeEntry> b(all.begin() + static_cast<ptrdiff_t>(i),
                                all.begin() + static_cast<ptrdiff_t>(std::min(all.size(), i + kBatch)));
     ApplyResult r;
-    if (!Check(hs->Apply(OriginBatch{kOrigin, 0, 0, &b}, &r), "apply") || r.outcome != ApplyOutcome::kApplied) return f;
+    if (!Check(hs->Apply(OriginBatch{kOrigin, 0, 0, &b, 0}, &r), "apply") || r.outcome != ApplyOutcome::kApplied) return f;
   }
   f.hub_batches_s = static_cast<double>(batches) / std::chrono::duration<double>(Steady::now() - t0).count();
   // The gateway's read view pulls the feed in pages.
@@ -158,7 +158,7 @@ Figures Chunked(const std::string& dir, const std::vector<ChangeEntry>& all) {
     for (int i = 0; i < kFleetOrigins; ++i) {
       std::vector<ChangeEntry> b = FleetBatch(all, i, round);
       ApplyResult r;
-      if (!Check(fs->Apply(OriginBatch{FleetOrigin(i), 0, 0, &b}, &r), "fleet apply") ||
+      if (!Check(fs->Apply(OriginBatch{FleetOrigin(i), 0, 0, &b, 0}, &r), "fleet apply") ||
           r.outcome != ApplyOutcome::kApplied) {
         return f;
       }
@@ -327,7 +327,7 @@ PgFigures Postgres(const std::string& dir, const std::vector<ChangeEntry>& all) 
       }
     }
     for (int i = 0; i < kFleetOrigins; ++i) {
-      group.push_back(OriginBatch{FleetOrigin(i), 0, 0, &batches[static_cast<size_t>(i)]});
+      group.push_back(OriginBatch{FleetOrigin(i), 0, 0, &batches[static_cast<size_t>(i)], 0});
       if (group.size() < kGroup && i + 1 < kFleetOrigins) continue;
       std::vector<ApplyResult> results;
       if (!Check(hs->ApplyBatches(group, &results), "postgresql apply")) return f;

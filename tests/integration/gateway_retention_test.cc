@@ -20,7 +20,7 @@ TEST(GatewayRetentionTest, PrunesWhatTheRegionAcknowledgedAndKeepsWhatItDidNot) 
   RegionSite eu(dir.path(), "eu");
   ASSERT_TRUE(eu.Start());
   GatewayProgram gw(dir.path(), "gw-ret", local.uri(), {&eu},
-                    "[store]\nretention_age_s = 2\nretention_interval_s = 1\n");
+                    "[store]\nretention_age_s = 2\nack_grace_s = 0\nretention_interval_s = 1\n");
   ASSERT_TRUE(gw.StartWithIngest());
 
   // Acknowledged by the region, then older than 2 s: pruned.

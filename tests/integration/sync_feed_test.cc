@@ -2,8 +2,8 @@
 // region's feed, skips its own origin, and ends up with the other's readings
 // exactly once; a restarted puller continues from its checkpoint. A hub
 // whose store is lost mid-run (SIGKILL, store deleted, restarted: a new
-// epoch, sequences from 1 again) resets its readers explicitly and no
-// reading is skipped.
+// epoch, sequences from 1 again) resets its readers explicitly, its gateway
+// refills it and no reading is skipped.
 #include <cstdio>
 #include <filesystem>
 
@@ -150,15 +150,16 @@ TEST(SyncFeedTest, AHubRebuiltFromNothingResetsItsReadersAndNoReadingIsSkipped) 
   Fill(a, &g.wa, 2000);
   Fill(b, &g.wb, 2000);
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(a) == 6000 && Checkpoint(b) == 6000; }, 60000)) << g.eu.hub_log();
-  // The new eu store holds a's 4001..6000 as sequences 1..2000: b's old
-  // position (4000) would have skipped all of them without the reset.
+  // The new eu store holds a's 1..6000 (a refilled it) as sequences
+  // 1..6000: b's old position (4000) would have skipped 4000 of them
+  // without the reset.
   ASSERT_TRUE(WaitFor([&] { return RemoteReadings(b, "a-") == 6000 && RemoteReadings(a, "b-") == 6000; }, 60000))
       << "b holds " << RemoteReadings(b, "a-") << " of a's readings; a holds " << RemoteReadings(a, "b-")
       << " of b's";
   FeedPosition after;
   ASSERT_TRUE(b->GetFeedPosition("eu", &after).ok());
   EXPECT_NE(after.epoch, before.epoch);
-  EXPECT_EQ(after.shards[RegionShardOf("gw-a")], 2000u);  // the one-writer hub moves every shard with its sequence
+  EXPECT_EQ(after.shards[RegionShardOf("gw-a")], 6000u);  // the one-writer hub moves every shard with its sequence
   EXPECT_GE(pb.stats().regions[0].resets, 1u);
   // a may hold all of b's readings through us before it next reads eu (a
   // rebuilt hub first takes its shard leases): the reset comes with that read.
@@ -170,7 +171,11 @@ TEST(SyncFeedTest, AHubRebuiltFromNothingResetsItsReadersAndNoReadingIsSkipped) 
   ASSERT_EQ(g.eu.StopHub(), 0);
   std::string log = g.eu.hub_log();
   EXPECT_NE(log.find("of another hub epoch"), std::string::npos) << log;
-  EXPECT_NE(log.find("jumped over 1..4000"), std::string::npos) << log;  // a's next batch, base 4000
+  // a's next batch named the store that had acknowledged 4000: refused as
+  // regressed, then a resent 1..6000 instead of jumping over 1..4000.
+  EXPECT_NE(log.find("(regressed)"), std::string::npos) << log;
+  EXPECT_EQ(log.find("jumped over"), std::string::npos) << log;
+  ExpectExactlyOnce({&g.eu}, g.a->origin(), 6000);
 }
 
 }  // namespace

@@ -281,9 +281,10 @@ int Run(const Args& args) {
               static_cast<long long>(audit.pruned_after_ack));
   std::printf("  lost by a SIGKILLed local broker before it handed them on (Mosquitto's PUBACK is in memory): %lld\n",
               static_cast<long long>(audit.lost_at_local_broker_kill));
-  std::printf("  held by no region because only the wiped hub store had them: %lld (and so missing from %lld read "
-              "views)\n",
-              static_cast<long long>(audit.only_in_wiped_hub), static_cast<long long>(audit.read_view_missing_wiped));
+  std::printf("  held by no region because only the wiped hub store had them: %lld still held by their gateway "
+              "(must be 0: refilled); %lld pruned by it before the refill (and so missing from %lld read views)\n",
+              static_cast<long long>(audit.only_in_wiped_hub), static_cast<long long>(audit.pruned_before_refill),
+              static_cast<long long>(audit.read_view_missing_wiped));
   std::printf("  missing from a read view: %lld; integrity failures: %lld; extras (stored, never acknowledged): %lld\n",
               static_cast<long long>(audit.read_view_missing), static_cast<long long>(audit.integrity_failures),
               static_cast<long long>(audit.extras));

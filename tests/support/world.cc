@@ -418,6 +418,9 @@ bool World::Drained(int64_t quiet_ms) {
   for (int g = 0; g < options_.gateways; ++g) {
     nlohmann::json s = GatewayStatus(g);
     if (!s.value("running", false) || StatusField(s, "backlog", "readings") != 0) return false;
+    // A region that lost what it acknowledged is refilled from the
+    // gateways' logs, also with no backlog.
+    if (s.contains("uplink") && s["uplink"].value("refills_pending", int64_t{0}) != 0) return false;
     // Nothing new committed for quiet_ms: the local broker's queue is empty.
     int64_t committed = StatusField(s["ingest"], "", "readings_committed");
     auto& [seen, since] = quiet_[static_cast<size_t>(g)];

@@ -190,7 +190,13 @@ struct AuditResult {
   int64_t stored = 0;                 // distinct accepted readings in their gateway's store
   int64_t lost = 0;                   // accepted, missing anywhere it must be, not explained below
   int64_t lost_at_local_broker_kill = 0;  // accepted by a local broker SIGKILLed before it handed them on
-  int64_t only_in_wiped_hub = 0;      // held by no region because the one that had them lost its store
+  // Held by their gateway, acknowledged by a region that then lost its
+  // store, and in no region at the end: the gateway did not refill it.
+  int64_t only_in_wiped_hub = 0;
+  // Held by no region because the one that had them lost its store, and
+  // pruned by their gateway (for space, after the acknowledgement) before
+  // it could refill that region: nothing can serve them again.
+  int64_t pruned_before_refill = 0;
   int64_t duplicated = 0;             // extra copies: in a gateway's store, a region, or a read view
   int64_t region_duplicates = 0;      // of those, (origin, LSN) or reading held twice by one region
   int64_t lsn_gaps = 0;               // LSNs missing from a gateway's change log (1..last), not pruned
@@ -199,13 +205,15 @@ struct AuditResult {
   // checked in the regions and the read views.
   int64_t pruned_after_ack = 0;
   int64_t read_view_missing = 0;      // (reading, other gateway) pairs missing from a read view
-  // Of the only_in_wiped_hub readings, (reading, other gateway) pairs whose
-  // read view had not pulled them before the wipe: no region serves them now.
+  // Of the pruned_before_refill readings, (reading, other gateway) pairs
+  // whose read view had not pulled them before the wipe: no region serves
+  // them now.
   int64_t read_view_missing_wiped = 0;
   int64_t extras = 0;                 // stored readings no sensor saw acknowledged (allowed)
   int64_t integrity_failures = 0;     // stores failing their integrity check (see Audit)
   // Gateways whose (local + read view) set differs from the union of the
-  // regions' sets (only checked when no hub store was wiped).
+  // regions' sets (checked unless something a wiped hub store held is in
+  // no region at the end).
   int64_t views_differ = 0;
   // Per store ("region0", "gw3") and for the union of the regions
   // ("regions"): entries per quarter of the partition hash space and an
@@ -213,8 +221,8 @@ struct AuditResult {
   std::map<std::string, std::string> summaries;
   std::vector<std::string> problems;  // the first few findings, for people
   bool ok() const {
-    return lost == 0 && duplicated == 0 && lsn_gaps == 0 && read_view_missing == 0 && integrity_failures == 0 &&
-           views_differ == 0;
+    return lost == 0 && only_in_wiped_hub == 0 && duplicated == 0 && lsn_gaps == 0 && read_view_missing == 0 &&
+           integrity_failures == 0 && views_differ == 0;
   }
   nlohmann::json ToJson() const;
 };

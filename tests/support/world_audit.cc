@@ -139,6 +139,7 @@ nlohmann::json AuditResult::ToJson() const {
           {"lost", lost},
           {"lost_at_local_broker_kill", lost_at_local_broker_kill},
           {"only_in_wiped_hub", only_in_wiped_hub},
+          {"pruned_before_refill", pruned_before_refill},
           {"duplicated", duplicated},
           {"region_duplicates", region_duplicates},
           {"lsn_gaps", lsn_gaps},
@@ -313,6 +314,13 @@ AuditResult Audit(const World& world, const WipedEntries& wiped) {
     }
   }
 
+  // Once everything the wiped hub store held is back in some region (its
+  // gateways refilled it), every view is the regions' union again.
+  bool wiped_all_back = true;
+  for (const auto& [ol, reading] : wiped) {
+    if (in_regions.count(ol) == 0) wiped_all_back = false;
+  }
+
   // 4. Every gateway's read view: reading -> copies (other gateways' only).
   std::vector<std::map<Key, int>> view(G);
   for (int h = 0; h < G; ++h) {
@@ -338,7 +346,7 @@ AuditResult Audit(const World& world, const WipedEntries& wiped) {
       }
     }
     out.summaries[world.gateway_id(h)] = view_summary[h].ToString();
-    if (wiped.empty() && out.summaries[world.gateway_id(h)] != out.summaries["regions"]) {
+    if (wiped_all_back && out.summaries[world.gateway_id(h)] != out.summaries["regions"]) {
       ++out.views_differ;
       Note(&out, world.gateway_id(h) + " (local + read view) holds " + out.summaries[world.gateway_id(h)] +
                      ", the regions " + out.summaries["regions"]);
@@ -405,11 +413,17 @@ AuditResult Audit(const World& world, const WipedEntries& wiped) {
       }
       continue;
     }
-    bool wiped_only = false;
+    // Pruned by its gateway before it could refill the region that lost
+    // it: the one way a reading may end in no region.
+    bool pruned_unrefilled = false;
     if (in_regions.count(ol) == 0) {
-      if (wiped.count(ol) != 0) {
+      if (wiped.count(ol) != 0 && it == local.end()) {
+        ++out.pruned_before_refill;
+        pruned_unrefilled = true;
+      } else if (wiped.count(ol) != 0) {
         ++out.only_in_wiped_hub;
-        wiped_only = true;
+        Note(&out, "in no region, though its gateway holds it: " + ol.first + " LSN " + std::to_string(ol.second) +
+                       " (only the wiped hub store had it)");
       } else {
         ++out.lost;
         Note(&out, "in no region: " + ol.first + " LSN " + std::to_string(ol.second));
@@ -419,7 +433,7 @@ AuditResult Audit(const World& world, const WipedEntries& wiped) {
       if (h == k.g) continue;
       auto v = view[h].find(k);
       int copies = v == view[h].end() ? 0 : v->second;
-      if (copies == 0 && wiped_only) {
+      if (copies == 0 && pruned_unrefilled) {
         ++out.read_view_missing_wiped;
       } else if (copies == 0) {
         ++out.read_view_missing;

@@ -349,6 +349,32 @@ TEST_P(HubStoreTest, ABaseDeclaresEverythingBelowItHeldElsewhere) {
   EXPECT_EQ(r.applied, 0u);
 }
 
+// A sender told earlier that the store held up to 20 (held_claim): a mark
+// of 10 means the store lost 11..20 (restored from a backup). Refused as
+// regressed, before the base could jump over the loss; nothing written.
+TEST_P(HubStoreTest, AMarkBelowWhatTheSenderWasToldIsRegressedAndWritesNothing) {
+  HubStore* s = Open();
+  ASSERT_NE(s, nullptr);
+  Apply(s, Batch(kGw1, Entries(1, 10)));
+  auto e = Entries(31, 35);
+  OriginBatch b = Batch(kGw1, e, 30);
+  b.held_claim = 20;
+  ApplyResult r = Apply(s, b);
+  EXPECT_EQ(r.outcome, ApplyOutcome::kRegressed) << ApplyOutcomeName(r.outcome);
+  EXPECT_EQ(r.high_water, 10u);
+  EXPECT_NE(r.detail.find("below"), std::string::npos) << r.detail;
+  EXPECT_EQ(Feed(s).size(), 10u);
+  uint64_t held = 0;
+  ASSERT_TRUE(s->HighWater(kGw1, &held).ok());
+  EXPECT_EQ(held, 10u);
+  // The refill from the actual mark names it, and applies.
+  auto refill = Entries(11, 20);
+  OriginBatch f = Batch(kGw1, refill, 10);
+  f.held_claim = 10;
+  EXPECT_EQ(Apply(s, f).outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(Apply(s, b).outcome, ApplyOutcome::kApplied) << "held 20 now: the base may jump to 30";
+}
+
 TEST_P(HubStoreTest, ASpanWhoseFirstLsnsWereCompactedJoinsTheMark) {
   HubStore* s = Open();
   ASSERT_NE(s, nullptr);

@@ -32,6 +32,50 @@ TEST_F(StoreRetentionTest, PrunesOnlyAcknowledgedAndOld) {
   EXPECT_EQ(p.readings, 100);
 }
 
+// ack_grace_ms: what a region acknowledged stays that long after the
+// acknowledgement too (a region that loses its store is refilled from it),
+// unless space runs low.
+TEST_F(StoreRetentionTest, KeepsAcknowledgedReadingsForTheGraceAfterTheirAcknowledgement) {
+  StoreOptions o = Options();
+  o.retention_age_ms = 0;
+  o.ack_grace_ms = kDay;
+  auto s = OpenStore(o);
+  AppendResult r;
+  ASSERT_TRUE(s->AppendReadings(Batch(100), &r).ok());  // 1..100
+  ASSERT_TRUE(s->AckUpstream("eu", 100).ok());
+  PruneResult p;
+  ASSERT_TRUE(s->Prune(&p).ok());
+  EXPECT_EQ(p.readings, 0);
+  clock_.Advance(kDay / 2);
+  ASSERT_TRUE(s->Prune(&p).ok());
+  EXPECT_EQ(p.readings, 0) << "acknowledged half a day ago";
+  clock_.Advance(kDay / 2 + kDay / 24);
+  ASSERT_TRUE(s->AppendReadings(Batch(100), &r).ok());  // 101..200, acknowledged now
+  ASSERT_TRUE(s->AckUpstream("eu", 200).ok());
+  ASSERT_TRUE(s->Prune(&p).ok());
+  EXPECT_EQ(p.readings, 100) << "1..100 were acknowledged over a day ago, 101..200 just now";
+  clock_.Advance(kDay - 1);
+  ASSERT_TRUE(s->Prune(&p).ok());
+  EXPECT_EQ(p.readings, 0) << "101..200: acknowledged a moment less than the grace ago";
+  clock_.Advance(1);
+  ASSERT_TRUE(s->Prune(&p).ok());
+  EXPECT_EQ(p.readings, 100);
+}
+
+TEST_F(StoreRetentionTest, SpacePressurePrunesAcknowledgedReadingsDespiteTheGrace) {
+  StoreOptions o = Options();
+  o.ack_grace_ms = kDay;
+  o.min_free_bytes = INT64_MAX / 4;  // the filesystem always "nears full"
+  auto s = OpenStore(o);
+  AppendResult r;
+  ASSERT_TRUE(s->AppendReadings(Batch(100), &r).ok());
+  ASSERT_TRUE(s->AckUpstream("eu", 60).ok());
+  PruneResult p;
+  ASSERT_TRUE(s->Prune(&p).ok());
+  EXPECT_EQ(p.readings, 60);
+  EXPECT_EQ(p.early, 60);
+}
+
 TEST_F(StoreRetentionTest, PrunesLargeBacklogsInChunks) {
   auto s = OpenStore();
   AppendResult r;

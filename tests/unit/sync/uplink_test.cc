@@ -28,6 +28,11 @@ struct ScriptedHub {
   std::vector<std::pair<FakeLink*, std::string>> held;  // answers kHold keeps back
   std::vector<int64_t> held_at_ms;                      // when each was kept back (steady clock)
   SeriesContextCache contexts{size_t{64} << 20};         // decodes batches that refer to earlier ones
+  // Protocol 4: the store's epoch, named in answers and pongs; a batch
+  // whose record names another one, or a mark above high_water, is
+  // answered Regressed ("" = a hub of protocol 3: no check).
+  std::string epoch;
+  int regressed = 0;
 
   void OnPublish(const std::string&, const std::string& payload, FakeLink* link) {
     WireMessage m;
@@ -35,7 +40,12 @@ struct ScriptedHub {
     Status st = DecodeMessage(payload, {}, &m, nullptr, &contexts, &sender);
     ASSERT_TRUE(st.ok()) << st.ToString();
     if (m.kind == WireKind::kPing) {
-      link->Deliver(EncodePong(m.correlation_id, "eu", m.ping_sent_ns));
+      std::string e;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        e = epoch;
+      }
+      link->Deliver(EncodePong(m.correlation_id, "eu", m.ping_sent_ns, e));
       return;
     }
     ASSERT_EQ(m.kind, WireKind::kBatch);
@@ -45,9 +55,14 @@ struct ScriptedHub {
     b.entries.clear();
     received.push_back(b);
     if (mode == Mode::kSilent) return;
-    WireAck ack{"eu", m.batch.origin, high_water, AckCode::kOk, ""};
+    WireAck ack{"eu", m.batch.origin, high_water, AckCode::kOk, "", ""};
+    ack.epoch = epoch;
     uint64_t start = std::max(high_water, m.batch.base_lsn);
-    if (mode == Mode::kRefuseOnce && refusals == 0) {
+    if (!epoch.empty() && ((m.batch.region_epoch != 0 && m.batch.region_epoch != EpochTag(epoch)) ||
+                           m.batch.region_held > high_water)) {
+      ++regressed;
+      ack.code = AckCode::kRegressed;
+    } else if (mode == Mode::kRefuseOnce && refusals == 0) {
       ++refusals;
       ack.code = AckCode::kGap;
     } else if (m.batch.first_lsn <= start + 1 && m.batch.last_lsn > high_water) {
@@ -181,6 +196,62 @@ TEST_F(UplinkTest, CheckpointMovesOnlyOnTheRegionsAnswer) {
 // A region that answers every batch later than ack_timeout_ms (a busy hub):
 // the uplink waits longer after each timeout instead of resending forever
 // (each resend's answer would come late again and be ignored), and drains.
+// The region's store is re-created (a new epoch, nothing held): the next
+// batch names the old store, is answered Regressed, and the uplink resends
+// the region everything from its actual mark (0), once, then goes on.
+TEST_F(UplinkTest, ARegionThatLostItsStoreIsRefilledFromItsMark) {
+  hub_.mode = ScriptedHub::Mode::kAnswer;
+  hub_.epoch = "e1";
+  auto uplink = Make();
+  ASSERT_TRUE(uplink->Start().ok());
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 10000; }, 30000));
+  uint64_t tag = 0;
+  store_->GetCheckpoint("upstream-epoch:eu", &tag);
+  EXPECT_EQ(tag, EpochTag("e1"));
+  {
+    std::lock_guard<std::mutex> lock(hub_.mu);
+    hub_.epoch = "e2";
+    hub_.high_water = 0;
+    hub_.received.clear();
+  }
+  test::SensorWorkload more(100, 1790000000000);
+  AppendResult r;
+  ASSERT_TRUE(store_->AppendReadings(more.Take(1000), &r).ok());
+  uplink->NotifyAppended();
+  ASSERT_TRUE(test::WaitFor(
+      [&] {
+        uint64_t held = 0;
+        {
+          std::lock_guard<std::mutex> lock(hub_.mu);
+          held = hub_.high_water;
+        }
+        return held == 11000 && uplink->stats().refills_pending == 0;
+      },
+      30000))
+      << "checkpoint " << Checkpoint();
+  UplinkStats s = uplink->stats();
+  uplink->Stop();
+  EXPECT_EQ(Checkpoint(), 11000u);
+  EXPECT_GE(s.region_regressions, 1u);
+  EXPECT_EQ(s.refill_lost, 0u);
+  EXPECT_FALSE(s.regions[0].refilling);
+  store_->GetCheckpoint("upstream-epoch:eu", &tag);
+  EXPECT_EQ(tag, EpochTag("e2"));
+  std::lock_guard<std::mutex> lock(hub_.mu);
+  EXPECT_GE(hub_.regressed, 1);
+  // The refill starts at the region's mark without a jump, and no batch of
+  // it jumps over anything.
+  bool from_one = false;
+  for (const WireBatch& b : hub_.received) {
+    if (b.first_lsn == 1) from_one = true;
+    if (b.region_epoch == EpochTag("e2")) {
+      EXPECT_LT(b.base_lsn, b.first_lsn);
+      EXPECT_FALSE(b.base_lost);
+    }
+  }
+  EXPECT_TRUE(from_one);
+}
+
 TEST_F(UplinkTest, ARegionAnsweringLaterThanTheTimeoutIsWaitedForLonger) {
   options_.ack_timeout_ms = 300;
   options_.batch_max_delay_ms = 0;

@@ -113,6 +113,41 @@ TEST(WireTest, BatchRoundTripsEveryField) {
   ExpectSameEntries(batch.entries, m.batch.entries);
 }
 
+// Protocol 4: a batch names the sender's record of the region's store, and
+// answers and pongs name the store's epoch; a hub of protocol 3 sends none
+// (empty), and a batch without a record decodes with zeros.
+TEST(WireTest, TheRegionRecordAndTheHubEpochRoundTrip) {
+  WireBatch batch = MakeBatch({{"dev-a", "temperature", 1780000000000, 21.5, "C", 0}}, 10);
+  WireMessage m = RoundTrip(batch);
+  EXPECT_EQ(m.batch.region_epoch, 0u);
+  EXPECT_EQ(m.batch.region_held, 0u);
+  EXPECT_FALSE(m.batch.base_lost);
+  batch.region_epoch = EpochTag("0123456789abcdef0123456789abcdef");
+  batch.region_held = 4000;
+  batch.base_lost = true;
+  m = RoundTrip(batch);
+  EXPECT_EQ(m.batch.region_epoch, EpochTag("0123456789abcdef0123456789abcdef"));
+  EXPECT_EQ(m.batch.region_held, 4000u);
+  EXPECT_TRUE(m.batch.base_lost);
+  EXPECT_NE(EpochTag("a"), EpochTag("b"));
+  EXPECT_NE(EpochTag(""), 0u);
+  // A gateway keeps the tag as a store checkpoint: at most 2^63 - 1.
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_LE(EpochTag("epoch-" + std::to_string(i)), static_cast<uint64_t>(INT64_MAX));
+  }
+
+  WireAck ack{"eu", kOrigin, 12, AckCode::kRegressed, "lost", ""};
+  ack.epoch = "fedcba";
+  ASSERT_TRUE(DecodeMessage(EncodeAck(9, ack), {}, &m, nullptr).ok());
+  EXPECT_EQ(m.ack.code, AckCode::kRegressed);
+  EXPECT_EQ(m.ack.epoch, "fedcba");
+  EXPECT_EQ(m.ack.high_water, 12u);
+  ASSERT_TRUE(DecodeMessage(EncodePong(5, "eu", 42, "fedcba"), {}, &m, nullptr).ok());
+  EXPECT_EQ(m.pong_epoch, "fedcba");
+  ASSERT_TRUE(DecodeMessage(EncodePong(5, "eu", 42), {}, &m, nullptr).ok());
+  EXPECT_EQ(m.pong_epoch, "");
+}
+
 TEST(WireTest, ABatchSpanMayOpenBeforeItsFirstEntry) {
   WireBatch batch = MakeBatch({{"dev-a", "t", 1, 1.5, "C", 0}, {"dev-a", "t", 2, 2.5, "C", 0}}, 20);
   batch.first_lsn = 17;  // 17..19 were compacted away
@@ -169,7 +204,7 @@ TEST(WireTest, SmallMessagesRoundTrip) {
   EXPECT_EQ(m.kind, WireKind::kPong);
   EXPECT_EQ(m.pong_region, "eu");
   EXPECT_EQ(m.ping_sent_ns, 42);
-  WireAck ack{"eu", kOrigin, 991, AckCode::kGap, "gap after 991"};
+  WireAck ack{"eu", kOrigin, 991, AckCode::kGap, "gap after 991", ""};
   ASSERT_TRUE(DecodeMessage(EncodeAck(9, ack), {}, &m, nullptr).ok());
   EXPECT_EQ(m.kind, WireKind::kAck);
   EXPECT_EQ(m.ack.region, "eu");
