@@ -7,11 +7,43 @@
 namespace edgesync {
 namespace {
 
-// The server's message without its trailing newline.
+// libpq's message on one line: its lines (a message and its continuation,
+// "server closed the connection unexpectedly / This probably means ...")
+// joined by a space, each without its indentation, so that a Status read
+// by an operator or written to the log stays one record.
 std::string Trim(const char* m) {
-  std::string s = m ? m : "";
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
+  std::string out;
+  std::string line;
+  auto flush = [&] {
+    size_t b = line.find_first_not_of(" \t\r");
+    size_t e = line.find_last_not_of(" \t\r");
+    if (b != std::string::npos) out += (out.empty() ? "" : " ") + line.substr(b, e - b + 1);
+    line.clear();
+  };
+  for (const char* c = m ? m : ""; *c; ++c) {
+    if (*c == '\n') {
+      flush();
+    } else {
+      line += *c;
+    }
+  }
+  flush();
+  return out;
+}
+
+// A failed statement's error from the server's fields: severity, message,
+// and its detail and hint when given. Not libpq's text, which adds the
+// statement again with a caret line under the failing position.
+std::string ServerError(const PGresult* r) {
+  const char* primary = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+  if (primary == nullptr) return Trim(PQresultErrorMessage(r));
+  const char* severity = PQresultErrorField(r, PG_DIAG_SEVERITY);
+  const char* detail = PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL);
+  const char* hint = PQresultErrorField(r, PG_DIAG_MESSAGE_HINT);
+  std::string m = std::string(severity ? severity : "ERROR") + ": " + Trim(primary);
+  if (detail) m += " (detail: " + Trim(detail) + ")";
+  if (hint) m += " (hint: " + Trim(hint) + ")";
+  return m;
 }
 
 // The statement an error names: all of it (an operator must see which
@@ -105,7 +137,7 @@ Status PgConn::Check(PGresult* r, const std::string& sql, PgResult* out) {
   }
   if (PQstatus(c_) != CONNECTION_OK) return Status::Unavailable("PostgreSQL connection lost: " + Trim(PQerrorMessage(c_)));
   const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
-  std::string m = Statement(sql) + ": " + Trim(r ? PQresultErrorMessage(r) : PQerrorMessage(c_));
+  std::string m = Statement(sql) + ": " + (r ? ServerError(r) : Trim(PQerrorMessage(c_)));
   std::string code = state ? state : "";
   // 23505 unique_violation: another writer inserted the same (origin, LSN)
   // first; 40001 serialization_failure; 40P01 deadlock_detected.
