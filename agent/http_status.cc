@@ -1,6 +1,12 @@
 #include "agent/http_status.h"
 
 #include <httplib.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "agent/prometheus.h"
 #include "agent/status_assets.h"
@@ -24,6 +30,50 @@ bool SplitHostPort(const std::string& listen, std::string* host, int* port) {
   return true;
 }
 
+namespace {
+
+// httplib's default socket options add SO_REUSEPORT, with which a second
+// process binds the same address and the kernel splits requests between the
+// two. SO_REUSEADDR alone still lets a restarted process bind while the old
+// connections linger in TIME_WAIT, and a taken address fails to bind.
+void ExclusiveSocketOptions(socket_t sock) {
+  int yes = 1;
+  setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+}
+
+// Why host:port cannot be bound, as the kernel says it (httplib only says
+// that it could not): binds a socket of the same options once more.
+std::string BindFailure(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  std::string service = std::to_string(port);
+  int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found);
+  if (rc != 0) return gai_strerror(rc);
+  std::string why = "cannot bind";
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    ExclusiveSocketOptions(fd);
+    int bound = bind(fd, a->ai_addr, a->ai_addrlen);
+    int err = errno;
+    close(fd);
+    if (bound != 0) {
+      why = std::strerror(err);
+      break;
+    }
+  }
+  freeaddrinfo(found);
+  return why;
+}
+
+}  // namespace
+
 HttpStatusServer::HttpStatusServer(const StatusBoard* board) : board_(board) {}
 
 HttpStatusServer::~HttpStatusServer() { Stop(); }
@@ -34,6 +84,7 @@ Status HttpStatusServer::Start(const std::string& listen) {
   if (!SplitHostPort(listen, &host, &port)) return Status::InvalidArgument("metrics.listen: expected host:port");
   server_ = std::make_unique<httplib::Server>();
   server_->new_task_queue = [] { return new httplib::ThreadPool(2); };
+  server_->set_socket_options(ExclusiveSocketOptions);
   const StatusBoard* board = board_;
   auto text = [](std::string_view body, const char* type) {
     return [body, type](const httplib::Request&, httplib::Response& res) {
@@ -62,7 +113,9 @@ Status HttpStatusServer::Start(const std::string& listen) {
   }
   if (port_ <= 0) {
     server_.reset();
-    return Status::Unavailable("cannot listen on " + listen + " (address in use or not local?)");
+    std::string why = BindFailure(host, port);
+    if (why.find("in use") != std::string::npos) why += ": another process (a second gateway or hub?) serves it";
+    return Status::Unavailable("metrics.listen " + listen + ": " + why);
   }
   httplib::Server* server = server_.get();
   thread_ = std::thread([server] { server->listen_after_bind(); });

@@ -2,7 +2,8 @@
 // region hub. While the process runs it publishes the snapshot every second
 // in its status file (agent/status_board.h), live counters included; when
 // it is stopped (no fresh status file from a live process) the store is
-// opened for reading and the store's figures are shown, saying so.
+// opened for reading and the store's figures are shown, saying so; for a
+// region hub, the hub store's (SQLite or PostgreSQL, agent/hub_reads.h).
 #include <signal.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "agent/hub_reads.h"
 #include "agent/roles.h"
 #include "agent/store_figures.h"
 #include "platform/clock.h"
@@ -41,13 +43,29 @@ bool LiveSnapshot(const Config& config, json* out) {
   return true;
 }
 
+// A stopped hub's region feed, whichever store holds it: the same figures
+// for the same entries (the PostgreSQL store has no file figures).
+Status HubStoreFigures(const Config& config, json* j) {
+  std::unique_ptr<Store> sqlite;
+  std::unique_ptr<HubStore> hub;
+  ES_RETURN_IF_ERROR(OpenHubStoreForReading(config, &sqlite, &hub));
+  FeedBoundsInfo bounds;
+  ES_RETURN_IF_ERROR(hub->FeedBounds(&bounds));
+  (*j)["region_feed"] = {{"backend", hub->backend()}, {"entries", bounds.numbered}, {"epoch", hub->epoch()}};
+  (*j)["hub"] = {{"region", config.hub_region}, {"feed_head", bounds.numbered}};
+  if (sqlite) {
+    StoreStats stats;
+    ES_RETURN_IF_ERROR(sqlite->Stats(&stats));
+    j->update(StoreFigures(sqlite.get(), stats, config.data_dir, {}, SystemClock()->WallMillis()));
+  } else {
+    HubStoreStats hs;
+    ES_RETURN_IF_ERROR(hub->Stats(&hs));
+    (*j)["store"] = {{"backend", hs.backend}, {"ok", true}, {"feed_oldest", hs.feed_oldest}, {"feed_head", hs.feed_head}};
+  }
+  return Status::Ok();
+}
+
 Status StoppedSnapshot(const Config& config, json* out) {
-  std::unique_ptr<Store> store;
-  ES_RETURN_IF_ERROR(OpenStoreForReading(config, &store));
-  StoreStats stats;
-  ES_RETURN_IF_ERROR(store->Stats(&stats));
-  std::vector<std::string> regions;
-  for (const RegionConfig& r : config.regions) regions.push_back(r.name);
   json j;
   j["role"] = config.hub_region.empty() ? "gateway" : "region";
   if (!config.gateway_id.empty()) j["gateway_id"] = config.gateway_id;
@@ -56,6 +74,17 @@ Status StoppedSnapshot(const Config& config, json* out) {
   j["running"] = false;
   j["note"] = "not running: figures read from the store (read-only); live counters appear while it runs";
   j["time_ms"] = SystemClock()->WallMillis();
+  if (!config.hub_region.empty()) {
+    ES_RETURN_IF_ERROR(HubStoreFigures(config, &j));
+    *out = std::move(j);
+    return Status::Ok();
+  }
+  std::unique_ptr<Store> store;
+  ES_RETURN_IF_ERROR(OpenStoreForReading(config, &store));
+  StoreStats stats;
+  ES_RETURN_IF_ERROR(store->Stats(&stats));
+  std::vector<std::string> regions;
+  for (const RegionConfig& r : config.regions) regions.push_back(r.name);
   j.update(StoreFigures(store.get(), stats, config.data_dir, regions, SystemClock()->WallMillis()));
   *out = std::move(j);
   return Status::Ok();
@@ -126,7 +155,10 @@ void PrintText(const json& j) {
               j.value("gateway_id", j.value("hub", json::object()).value("region", "")).c_str(),
               j.value("running", false) ? "running" : "not running");
   if (j.contains("note")) std::printf("          %s\n", j["note"].get<std::string>().c_str());
-  if (j.contains("store")) {
+  if (j.contains("store") && j["store"].value("backend", "") == "postgresql") {
+    std::printf("store     PostgreSQL, region feed head %.0f, oldest %.0f\n", Num(j, "store", "feed_head"),
+                Num(j, "store", "feed_oldest"));
+  } else if (j.contains("store")) {
     const json& s = j["store"];
     std::printf("store     %s, %s free, %.0f entries (%.0f in the read view), LSN head %.0f, %zu ranges\n",
                 Bytes(Num(j, "store", "file_bytes")).c_str(), Bytes(Num(j, "store", "free_bytes")).c_str(),
@@ -221,6 +253,10 @@ void PrintText(const json& j) {
       std::printf("  origin  %s high water %.0f, lag %.1f s\n", o.value("origin", "").c_str(),
                   o.value("high_water", 0.0), o.value("lag_ms", 0.0) / 1000.0);
     }
+  }
+  if (j.contains("region_feed")) {
+    std::printf("feed      region feed: %.0f entries numbered (%s store)\n", Num(j, "region_feed", "entries"),
+                j["region_feed"].value("backend", "").c_str());
   }
   const json errors = j.value("recent_errors", json::array());
   if (!errors.empty()) {

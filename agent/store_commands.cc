@@ -1,5 +1,7 @@
 // `edgesync query`, `edgesync devices` and `edgesync feed`: read-only views
-// of a gateway's store: a table for people, JSON lines or CSV for scripts.
+// of a gateway's or region hub's store: a table for people, JSON lines or
+// CSV for scripts. A hub whose store is PostgreSQL is read through the hub
+// store (agent/hub_reads.h); `feed` of a hub reads its region feed.
 // They open the store the config names read only (no migration, no file
 // created beside it; see store/store_lock.h); the running gateway may keep
 // writing meanwhile (SQLite WAL readers do not block it). The store is
@@ -17,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/hub_reads.h"
 #include "agent/options.h"
 #include "agent/roles.h"
 #include "platform/clock.h"
@@ -282,18 +285,20 @@ int RunQuery(const Config& config, const QueryOptions& options) {
   if (!options.from.empty()) st = ParseTimeArg(options.from, now, &q.from_ms);
   if (st.ok() && !options.to.empty()) st = ParseTimeArg(options.to, now, &q.to_ms);
   if (!st.ok()) return Fail("query", st);
-  std::unique_ptr<Store> store;
-  st = OpenStoreForReading(config, &store);
-  if (!st.ok()) return Fail("query", st);
   q.device_id = options.device_id;
   q.metric = options.metric;
   // One row more than shown tells whether the limit cut the answer.
   q.limit = options.limit + 1;
   q.newest_first = !options.oldest_first;
   std::vector<QueryRow> rows;
-  st = store->Query(q, &rows);
-  if (!st.ok()) return Fail("query", st);
-  store.reset();
+  {
+    std::unique_ptr<Store> store;
+    std::unique_ptr<HubStore> hub;
+    st = HubStoreIsRemote(config) ? OpenHubStoreForReading(config, &store, &hub) : OpenStoreForReading(config, &store);
+    if (!st.ok()) return Fail("query", st);
+    st = hub ? QueryRegionFeed(hub.get(), q, &rows) : store->Query(q, &rows);
+    if (!st.ok()) return Fail("query", st);
+  }
   bool cut = static_cast<int64_t>(rows.size()) > options.limit;
   if (cut) rows.resize(static_cast<size_t>(options.limit));
   Table table({"time", "device", "metric", "value", "unit", "quality", "origin", "lsn", "local"});
@@ -317,13 +322,16 @@ int RunQuery(const Config& config, const QueryOptions& options) {
 }
 
 int RunDevices(const Config& config, OutputFormat format) {
-  std::unique_ptr<Store> store;
-  Status st = OpenStoreForReading(config, &store);
-  if (!st.ok()) return Fail("devices", st);
   std::vector<DeviceSummary> devices;
-  st = store->ListDevices(&devices);
-  if (!st.ok()) return Fail("devices", st);
-  store.reset();
+  {
+    std::unique_ptr<Store> store;
+    std::unique_ptr<HubStore> hub;
+    Status st =
+        HubStoreIsRemote(config) ? OpenHubStoreForReading(config, &store, &hub) : OpenStoreForReading(config, &store);
+    if (!st.ok()) return Fail("devices", st);
+    st = hub ? ListRegionFeedDevices(hub.get(), &devices) : store->ListDevices(&devices);
+    if (!st.ok()) return Fail("devices", st);
+  }
   Table table({"device", "origin", "local", "readings", "first", "last"});
   for (const DeviceSummary& d : devices) {
     table.Add({d.device_id, d.origin.ToString(), d.local ? "true" : "false", std::to_string(d.readings),
@@ -341,7 +349,93 @@ int RunDevices(const Config& config, OutputFormat format) {
   return 0;
 }
 
+namespace {
+
+// `feed` of a region hub: its region feed, one stream for the whole region
+// (no ranges), each entry with its origin and its place in the feed (shard,
+// sequence: numbers the backend draws, so they differ between a SQLite and
+// a PostgreSQL store holding the same entries).
+int RunRegionFeed(const Config& config, const FeedOptions& options) {
+  if (!options.lease_owner.empty()) {
+    return Fail("feed", Status::InvalidArgument("--lease shares a gateway's ranges; a region feed is read whole "
+                                                "(resume it from its continuation)"));
+  }
+  if (options.range_id != -1) {
+    return Fail("feed", Status::InvalidArgument("a region feed has no ranges: leave out --range"));
+  }
+  if (options.max_entries < 1) return Fail("feed", Status::InvalidArgument("--max must be at least 1"));
+  std::unique_ptr<Store> sqlite;
+  std::unique_ptr<HubStore> hub;
+  Status st = OpenHubStoreForReading(config, &sqlite, &hub);
+  if (!st.ok()) return Fail("feed", st);
+  const std::string epoch = hub->epoch();
+  if (options.list_ranges) {
+    FeedBoundsInfo bounds;
+    st = hub->FeedBounds(&bounds);
+    if (!st.ok()) return Fail("feed", st);
+    PrintLine({{"region_feed", hub->backend()},
+               {"epoch", epoch},
+               {"entries", bounds.numbered},
+               {"beginning", RegionFeedToken(epoch, bounds.pruned)},
+               {"head", RegionFeedToken(epoch, bounds.head)}});
+    return 0;
+  }
+  ShardPositions after{};
+  if (options.from == "now") {
+    FeedBoundsInfo bounds;
+    st = hub->FeedBounds(&bounds);
+    after = bounds.head;
+  } else if (options.from != "beginning") {
+    st = ParseRegionFeedToken(options.from, epoch, &after);
+  }
+  if (!st.ok()) return Fail("feed", st);
+  if (options.follow) Signals::Install();
+  for (;;) {
+    FeedRead page;
+    st = hub->ReadFeed(after, static_cast<size_t>(options.max_entries), &page);
+    if (!st.ok()) return Fail("feed", st);
+    // A SQLite store is closed while printing and waiting, as a gateway's
+    // is: a hub that starts meanwhile must not wait for a follower.
+    if (sqlite) {
+      hub.reset();
+      sqlite.reset();
+    }
+    for (const RegionFeedEntry& e : page.entries) {
+      nlohmann::json j = FeedEntryJson(e.remote.entry);
+      j["origin"] = e.remote.origin.ToString();
+      j["shard"] = e.shard;
+      j["seq"] = e.seq;
+      PrintLine(j);
+    }
+    if (page.reset) {
+      PrintLine({{"reset", true}, {"continuation", RegionFeedToken(epoch, page.next)}});
+    }
+    const bool moved = page.next != after;
+    after = page.next;
+    if (!options.follow) {
+      PrintLine({{"continuation", RegionFeedToken(epoch, after)}, {"entries", page.entries.size()}});
+      return 0;
+    }
+    if (!page.entries.empty()) {
+      PrintLine({{"continuation", RegionFeedToken(epoch, after)}, {"entries", page.entries.size()}});
+      std::fflush(stdout);
+    }
+    if (!moved) Signals::WaitForSignal(options.poll_ms);
+    if (Signals::StopRequested()) {
+      std::fflush(stdout);
+      return 0;
+    }
+    if (!hub) {
+      st = OpenHubStoreForReading(config, &sqlite, &hub);
+      if (!st.ok()) return Fail("feed", st);
+    }
+  }
+}
+
+}  // namespace
+
 int RunFeed(const Config& config, const FeedOptions& options) {
+  if (!config.hub_region.empty()) return RunRegionFeed(config, options);
   if (!options.lease_owner.empty()) return RunLeasedFeed(config, options);
   std::unique_ptr<Store> store;
   Status st = OpenStoreForReading(config, &store);

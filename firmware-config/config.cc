@@ -18,6 +18,11 @@
 namespace edgesync {
 namespace {
 
+// [metrics] listen of the region role when the file does not set it (the
+// gateway's is Config's default): a gateway and a hub on one machine must
+// not reach for the same address.
+constexpr char kRegionMetricsListen[] = "127.0.0.1:9465";
+
 using config_internal::Bool;
 using config_internal::Int;
 using config_internal::OptionSpec;
@@ -168,7 +173,10 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
 
       Str<C>("metrics", "listen", [](C& c) -> std::string& { return c.metrics_listen; },
              "host:port of the status page (/) and Prometheus metrics (/metrics); loopback by default "
-             "(the page has no login: expose it only where anyone may read it); \"\" = off"),
+             "(the page has no login: expose it only where anyone may read it); a region hub's default is " +
+                 std::string(kRegionMetricsListen) +
+                 "; an address another process holds is an error at start (the process runs without the "
+                 "page); \"\" = off"),
 
       Str<C>("hub", "region", [](C& c) -> std::string& { return c.hub_region; },
              "this hub's region name; required for `edgesync region`"),
@@ -263,7 +271,6 @@ class Checker {
   std::vector<ConfigError>* errors_;
 };
 
-
 void CheckSemantics(const toml::value& root, ConfigRole role, Config* c, Checker* check) {
   auto at = [&](const char* section, const char* key) -> const toml::value* {
     if (!root.contains(section) || !root.at(section).is_table()) return nullptr;
@@ -290,6 +297,7 @@ void CheckSemantics(const toml::value& root, ConfigRole role, Config* c, Checker
   if (!ParseUtcMillis(c->ingest_epoch_floor, &floor_ms)) {
     check->Error(at("ingest", "epoch_floor"), "ingest.epoch_floor", "expected YYYY-MM-DDTHH:MM:SSZ");
   }
+  if (role == ConfigRole::kRegion && at("metrics", "listen") == nullptr) c->metrics_listen = kRegionMetricsListen;
   if (!c->metrics_listen.empty()) {
     size_t colon = c->metrics_listen.rfind(':');
     int64_t port = -1;

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -125,6 +126,36 @@ void KeepRecent(LogLevel level, std::string_view line) {
   while (r.lines.size() > kRecentErrorLines) r.lines.pop_front();
 }
 
+// One record, one line, whatever the text holds (a PostgreSQL client error
+// spans lines): journald and log shippers split records at newlines. Line
+// breaks and other control characters are written as escapes; a backslash is
+// doubled so that an escape in the text itself stays distinguishable.
+std::string OneLine(std::string_view line) {
+  // Client libraries end their messages with a newline of their own.
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  if (std::none_of(line.begin(), line.end(),
+                   [](char c) { return c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+    return std::string(line);
+  }
+  std::string out;
+  out.reserve(line.size() + 16);
+  for (char c : line) {
+    switch (c) {
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\\': out += "\\\\"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+          out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<RecentLogLine> RecentErrors() {
@@ -133,7 +164,10 @@ std::vector<RecentLogLine> RecentErrors() {
   return {r.lines.begin(), r.lines.end()};
 }
 
-void LogLine(LogLevel level, std::string_view line) {
+// Every record is one line (OneLine): line breaks and other control
+// characters in the text are written as \n, \r, \t or \xNN, a backslash as \\.
+void LogLine(LogLevel level, std::string_view text) {
+  const std::string line = OneLine(text);
   KeepRecent(level, line);
   auto logger = Logger();
   static const bool journal = StderrIsJournal();

@@ -54,6 +54,8 @@ class RegionSelector {
 
   bool Healthy(size_t region, int64_t now_ms) const;
   int64_t rtt_us(size_t region) const { return state_[region].rtt_us; }
+  // When the region last answered a probe or a batch (-1: not since it connected).
+  int64_t last_answer_ms(size_t region) const { return state_[region].last_answer_ms; }
   int64_t switches() const { return switches_; }
 
  private:

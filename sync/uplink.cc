@@ -145,14 +145,30 @@ void Uplink::Run() {
         std::lock_guard<std::mutex> lock(stats_mu_);
         ++stats_.ack_timeouts;
       }
+      const size_t region = inflight_.front().region;
+      // Silent: not one answer, probes included, since the overdue batch
+      // went (a stopped hub behind a live broker); else the region answers,
+      // only not this batch in time (a busy hub).
+      const int64_t heard_ms = selector_->last_answer_ms(region);
+      const int64_t silent_for_ms = now - std::max(heard_ms, inflight_.front().sent_ms);
+      const bool silent = heard_ms <= inflight_.front().sent_ms;
       // A hub of protocol 2 leaves a lean context batch unanswered (it
       // cannot tell whose it is): the next ones name their origin again.
-      context_proven_[inflight_.front().region] = false;
+      context_proven_[region] = false;
       Rewind("no answer within uplink.ack_timeout_ms", true);
       const int64_t longest = kMaxAnswerWaitFactor * options_.ack_timeout_ms;
-      if (answer_wait_ms_ < longest) {
-        answer_wait_ms_ = std::min(longest, 2 * answer_wait_ms_);
-        ES_LOG(kInfo, "uplink: the region answers slowly; batches now wait {} ms for their answer", answer_wait_ms_);
+      const int64_t before = answer_wait_ms_;
+      if (answer_wait_ms_ < longest) answer_wait_ms_ = std::min(longest, 2 * answer_wait_ms_);
+      if (silent) {
+        ES_LOG(kWarn,
+               "uplink: region {} has answered nothing, not even a probe, for {} ms (its hub stopped?); "
+               "batches now wait {} ms for their answer",
+               options_.regions[region].name, silent_for_ms, answer_wait_ms_);
+      } else if (answer_wait_ms_ != before) {
+        ES_LOG(kInfo,
+               "uplink: region {} answers probes but not batches within {} ms (a busy hub); batches now wait {} ms "
+               "for their answer",
+               options_.regions[region].name, before, answer_wait_ms_);
       }
     }
     SendBatches(now);

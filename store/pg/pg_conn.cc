@@ -7,11 +7,58 @@
 namespace edgesync {
 namespace {
 
-// The server's message without its trailing newline.
+// libpq's message on one line: its lines (a message and its continuation,
+// "server closed the connection unexpectedly / This probably means ...")
+// joined by a space, each without its indentation, so that a Status read
+// by an operator or written to the log stays one record.
 std::string Trim(const char* m) {
-  std::string s = m ? m : "";
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
+  std::string out;
+  std::string line;
+  auto flush = [&] {
+    size_t b = line.find_first_not_of(" \t\r");
+    size_t e = line.find_last_not_of(" \t\r");
+    if (b != std::string::npos) out += (out.empty() ? "" : " ") + line.substr(b, e - b + 1);
+    line.clear();
+  };
+  for (const char* c = m ? m : ""; *c; ++c) {
+    if (*c == '\n') {
+      flush();
+    } else {
+      line += *c;
+    }
+  }
+  flush();
+  return out;
+}
+
+// A failed statement's error from the server's fields: severity, message,
+// and its detail and hint when given. Not libpq's text, which adds the
+// statement again with a caret line under the failing position.
+std::string ServerError(const PGresult* r) {
+  const char* primary = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+  if (primary == nullptr) return Trim(PQresultErrorMessage(r));
+  const char* severity = PQresultErrorField(r, PG_DIAG_SEVERITY);
+  const char* detail = PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL);
+  const char* hint = PQresultErrorField(r, PG_DIAG_MESSAGE_HINT);
+  std::string m = std::string(severity ? severity : "ERROR") + ": " + Trim(primary);
+  if (detail) m += " (detail: " + Trim(detail) + ")";
+  if (hint) m += " (hint: " + Trim(hint) + ")";
+  return m;
+}
+
+// The statement an error names: all of it (an operator must see which
+// table and which privilege), its layout's line breaks and indentation
+// folded into single spaces so that it reads as one line.
+std::string Statement(const std::string& sql) {
+  std::string out;
+  out.reserve(sql.size());
+  for (char c : sql) {
+    const bool blank = c == ' ' || c == '\n' || c == '\t' || c == '\r';
+    if (blank && (out.empty() || out.back() == ' ')) continue;
+    out += blank ? ' ' : c;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
 }
 
 }  // namespace
@@ -81,7 +128,7 @@ Status PgConn::EnsureConnected() {
   return Status::Ok();
 }
 
-Status PgConn::Check(PGresult* r, const std::string& what, PgResult* out) {
+Status PgConn::Check(PGresult* r, const std::string& sql, PgResult* out) {
   PgResult owned(r);
   ExecStatusType t = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
   if (t == PGRES_COMMAND_OK || t == PGRES_TUPLES_OK || t == PGRES_COPY_IN) {
@@ -90,7 +137,7 @@ Status PgConn::Check(PGresult* r, const std::string& what, PgResult* out) {
   }
   if (PQstatus(c_) != CONNECTION_OK) return Status::Unavailable("PostgreSQL connection lost: " + Trim(PQerrorMessage(c_)));
   const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
-  std::string m = what + ": " + Trim(r ? PQresultErrorMessage(r) : PQerrorMessage(c_));
+  std::string m = Statement(sql) + ": " + (r ? ServerError(r) : Trim(PQerrorMessage(c_)));
   std::string code = state ? state : "";
   // 23505 unique_violation: another writer inserted the same (origin, LSN)
   // first; 40001 serialization_failure; 40P01 deadlock_detected.
@@ -103,7 +150,7 @@ Status PgConn::Check(PGresult* r, const std::string& what, PgResult* out) {
   return Status::IoError(m);
 }
 
-Status PgConn::Exec(const std::string& sql) { return Check(PQexec(c_, sql.c_str()), sql.substr(0, 40), nullptr); }
+Status PgConn::Exec(const std::string& sql) { return Check(PQexec(c_, sql.c_str()), sql, nullptr); }
 
 Status PgConn::Query(const std::string& sql, const std::vector<std::string>& params, PgResult* out) {
   std::vector<const char*> values;
@@ -111,18 +158,18 @@ Status PgConn::Query(const std::string& sql, const std::vector<std::string>& par
   for (const std::string& p : params) values.push_back(p.c_str());
   PGresult* r = PQexecParams(c_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
                              nullptr, 0);
-  return Check(r, sql.substr(0, 40), out);
+  return Check(r, sql, out);
 }
 
 Status PgConn::CopyIn(const std::string& copy_sql, const std::string& data) {
-  ES_RETURN_IF_ERROR(Check(PQexec(c_, copy_sql.c_str()), "COPY", nullptr));
+  ES_RETURN_IF_ERROR(Check(PQexec(c_, copy_sql.c_str()), copy_sql, nullptr));
   if (PQputCopyData(c_, data.data(), static_cast<int>(data.size())) != 1 || PQputCopyEnd(c_, nullptr) != 1) {
     return Status::Unavailable("PostgreSQL COPY: " + Trim(PQerrorMessage(c_)));
   }
   // The COPY's own outcome, then the end of the command.
   Status st = Status::Ok();
   while (PGresult* r = PQgetResult(c_)) {
-    Status s = Check(r, "COPY", nullptr);
+    Status s = Check(r, copy_sql, nullptr);
     if (st.ok()) st = s;
   }
   return st;

@@ -79,7 +79,8 @@ class PgConn {
 
  private:
   explicit PgConn(PGconn* c) : c_(c) {}
-  Status Check(PGresult* r, const std::string& what, PgResult* out);
+  // An error names the whole statement `sql` and the server's message.
+  Status Check(PGresult* r, const std::string& sql, PgResult* out);
   PGconn* c_;
 };
 

@@ -135,6 +135,26 @@ TEST(ConfigTest, RegionRoleNeedsHubRegion) {
   EXPECT_EQ(errors[0].key, "hub.region");
 }
 
+// A gateway and a hub on one machine, both at their defaults, do not reach
+// for the same status address; a set address is kept whatever the role.
+TEST(ConfigTest, TheStatusAddressDefaultsDifferByRole) {
+  Config gateway, hub, any, set;
+  std::vector<ConfigError> errors;
+  ASSERT_TRUE(ParseConfig("[gateway]\nid = \"gw\"\n", "g.toml", ConfigRole::kGateway, &gateway, &errors).ok());
+  ASSERT_TRUE(ParseConfig("[hub]\nregion = \"eu\"\n", "h.toml", ConfigRole::kRegion, &hub, &errors).ok());
+  EXPECT_EQ(gateway.metrics_listen, "127.0.0.1:9464");
+  EXPECT_EQ(hub.metrics_listen, "127.0.0.1:9465");
+  EXPECT_NE(gateway.metrics_listen, hub.metrics_listen);
+  ASSERT_TRUE(ParseConfig("[hub]\nregion = \"eu\"\n[metrics]\nlisten = \"127.0.0.1:9464\"\n", "s.toml",
+                          ConfigRole::kRegion, &set, &errors)
+                  .ok());
+  EXPECT_EQ(set.metrics_listen, "127.0.0.1:9464");
+  ASSERT_TRUE(ParseConfig("[hub]\nregion = \"eu\"\n[metrics]\nlisten = \"\"\n", "o.toml", ConfigRole::kRegion, &set,
+                          &errors)
+                  .ok());
+  EXPECT_EQ(set.metrics_listen, "") << "off stays off";
+}
+
 TEST(ConfigTest, TheHubStoreIsSqliteOrAPostgresqlUri) {
   const std::string head = "[hub]\nregion = \"eu\"\n";
   Config c;

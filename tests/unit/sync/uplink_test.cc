@@ -22,6 +22,7 @@ struct ScriptedHub {
   enum class Mode { kSilent, kAnswer, kRefuseOnce, kHold };
   std::mutex mu;
   Mode mode = Mode::kSilent;
+  int pings_to_answer = -1;  // -1: every one; then none once it reaches 0
   uint64_t high_water = 0;
   std::vector<WireBatch> received;  // bounds and base only
   int refusals = 0;
@@ -43,6 +44,8 @@ struct ScriptedHub {
       std::string e;
       {
         std::lock_guard<std::mutex> lock(mu);
+        if (pings_to_answer == 0) return;
+        if (pings_to_answer > 0) --pings_to_answer;
         e = epoch;
       }
       link->Deliver(EncodePong(m.correlation_id, "eu", m.ping_sent_ns, e));
@@ -271,6 +274,38 @@ TEST_F(UplinkTest, ARegionAnsweringLaterThanTheTimeoutIsWaitedForLonger) {
   EXPECT_GE(s.ack_timeouts, 1u);
   EXPECT_GE(s.answer_wait_ms, 1200) << "the wait grew past the answers' delay";
   EXPECT_LE(s.answer_wait_ms, 8 * options_.ack_timeout_ms);
+}
+
+// The log says which of the two an answer timeout was: a region that
+// answers nothing at all (its hub stopped behind a live broker) or one that
+// answers its probes and not the batch in time (a busy hub).
+TEST_F(UplinkTest, ATimeoutAfterTheRegionFellSilentIsNotCalledSlow) {
+  options_.probe_interval_ms = 5000;  // the region stays healthy through the test
+  hub_.pings_to_answer = 1;           // the probe that chooses it, then nothing
+  auto uplink = Make();
+  testing::internal::CaptureStderr();
+  ASSERT_TRUE(uplink->Start().ok());
+  bool timed_out = test::WaitFor([&] { return uplink->stats().ack_timeouts >= 1; }, 30000);
+  uplink->Stop();
+  std::string log = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(timed_out);
+  EXPECT_NE(log.find("uplink: region eu has answered nothing, not even a probe, for "), std::string::npos) << log;
+  EXPECT_EQ(log.find("answers probes but not batches"), std::string::npos) << log;
+}
+
+TEST_F(UplinkTest, ATimeoutWhileTheRegionAnswersProbesIsCalledSlow) {
+  auto uplink = Make();  // probes every 100 ms, each answered; batches never
+  testing::internal::CaptureStderr();
+  ASSERT_TRUE(uplink->Start().ok());
+  bool timed_out = test::WaitFor([&] { return uplink->stats().ack_timeouts >= 1; }, 30000);
+  uplink->Stop();
+  std::string log = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(timed_out);
+  EXPECT_NE(log.find("uplink: region eu answers probes but not batches within 400 ms (a busy hub); batches now "
+                     "wait 800 ms"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("answered nothing"), std::string::npos) << log;
 }
 
 TEST_F(UplinkTest, ARefusalSendsItBackToTheCheckpoint) {

@@ -1,0 +1,144 @@
+#include "agent/hub_reads.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "agent/roles.h"
+#include "store/pg_module.h"
+
+namespace edgesync {
+namespace {
+
+// A page of the scan: large enough that a region of millions of entries is
+// read in few round trips, small enough to stay a few MB in memory.
+constexpr size_t kScanPage = 10000;
+
+// The SQLite store's order of query rows (store/sqlite_store_query.cc):
+// time, then origin, then LSN at the origin.
+bool OldestFirst(const QueryRow& a, const QueryRow& b) {
+  if (a.reading.ts_ms != b.reading.ts_ms) return a.reading.ts_ms < b.reading.ts_ms;
+  if (a.origin.gateway_id != b.origin.gateway_id) return a.origin.gateway_id < b.origin.gateway_id;
+  if (a.origin.epoch != b.origin.epoch) return a.origin.epoch < b.origin.epoch;
+  return a.lsn < b.lsn;
+}
+
+}  // namespace
+
+bool HubStoreIsRemote(const Config& config) { return !config.hub_store.empty(); }
+
+Status OpenHubStoreForReading(const Config& config, std::unique_ptr<Store>* sqlite, std::unique_ptr<HubStore>* hub) {
+  sqlite->reset();
+  hub->reset();
+  if (!HubStoreIsRemote(config)) {
+    ES_RETURN_IF_ERROR(OpenStoreForReading(config, sqlite));
+    *hub = NewSqliteHubStore(sqlite->get());
+    return Status::Ok();
+  }
+  HubStoreOptions o;
+  o.location = config.hub_store;
+  o.password_file = config.hub_password_file;
+  o.feed_retention_ms = config.hub_feed_retention_s * 1000;
+  o.application_name = "edgesync-cli";
+  const PgModuleApi* pg = nullptr;
+  ES_RETURN_IF_ERROR(LoadPgModule(&pg));
+  Status st = pg->open_hub_store(o, hub);
+  // The location never holds a password (the store refuses one).
+  return st.Annotate("hub store " + config.hub_store);
+}
+
+Status ScanRegionFeed(HubStore* hub, const std::function<Status(const RegionFeedEntry&)>& visit) {
+  ShardPositions after{};
+  for (;;) {
+    FeedRead page;
+    ES_RETURN_IF_ERROR(hub->ReadFeed(after, kScanPage, &page));
+    for (const RegionFeedEntry& e : page.entries) ES_RETURN_IF_ERROR(visit(e));
+    // Retention pruned below `after` meanwhile: what is left starts at next.
+    if (page.reset) {
+      after = page.next;
+      continue;
+    }
+    if (page.entries.empty() && page.next == after) return Status::Ok();
+    after = page.next;
+  }
+}
+
+Status QueryRegionFeed(HubStore* hub, const QueryRequest& q, std::vector<QueryRow>* rows) {
+  rows->clear();
+  if (q.limit <= 0) return Status::InvalidArgument("query limit must be positive");
+  if (q.from_ms >= q.to_ms) return Status::Ok();
+  const size_t limit = static_cast<size_t>(q.limit);
+  auto in_answer_order = [&](const QueryRow& a, const QueryRow& b) {
+    return q.newest_first ? OldestFirst(b, a) : OldestFirst(a, b);
+  };
+  ES_RETURN_IF_ERROR(ScanRegionFeed(hub, [&](const RegionFeedEntry& e) {
+    const ChangeEntry& c = e.remote.entry;
+    if (c.kind != ChangeEntry::Kind::kReading || c.reading.device_id != q.device_id) return Status::Ok();
+    if (!q.metric.empty() && c.reading.metric != q.metric) return Status::Ok();
+    if (c.reading.ts_ms < q.from_ms || c.reading.ts_ms >= q.to_ms) return Status::Ok();
+    rows->push_back(QueryRow{e.remote.origin, e.remote.origin_lsn, false, c.reading});
+    // Memory stays bounded by the limit however long the history.
+    if (rows->size() > 2 * limit) {
+      std::nth_element(rows->begin(), rows->begin() + static_cast<ptrdiff_t>(limit), rows->end(), in_answer_order);
+      rows->resize(limit);
+    }
+    return Status::Ok();
+  }));
+  std::sort(rows->begin(), rows->end(), in_answer_order);
+  if (rows->size() > limit) rows->resize(limit);
+  return Status::Ok();
+}
+
+Status ListRegionFeedDevices(HubStore* hub, std::vector<DeviceSummary>* devices) {
+  devices->clear();
+  std::map<std::pair<std::string, std::string>, DeviceSummary> by_origin;  // (device, origin)
+  ES_RETURN_IF_ERROR(ScanRegionFeed(hub, [&](const RegionFeedEntry& e) {
+    const ChangeEntry& c = e.remote.entry;
+    if (c.kind != ChangeEntry::Kind::kReading) return Status::Ok();
+    auto [it, added] = by_origin.try_emplace({c.reading.device_id, e.remote.origin.ToString()});
+    DeviceSummary& d = it->second;
+    if (added) {
+      d = DeviceSummary{c.reading.device_id, e.remote.origin, false, 0, c.reading.ts_ms, c.reading.ts_ms};
+    }
+    ++d.readings;
+    d.first_ts_ms = std::min(d.first_ts_ms, c.reading.ts_ms);
+    d.last_ts_ms = std::max(d.last_ts_ms, c.reading.ts_ms);
+    return Status::Ok();
+  }));
+  // (device, origin text) order: the SQLite store's order for remote rows.
+  for (auto& [key, d] : by_origin) devices->push_back(std::move(d));
+  return Status::Ok();
+}
+
+std::string RegionFeedToken(const std::string& epoch, const ShardPositions& positions) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out = "region:" + epoch + ":";
+  for (unsigned char c : EncodeShardPositions(positions)) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+Status ParseRegionFeedToken(const std::string& token, const std::string& epoch, ShardPositions* positions) {
+  const std::string prefix = "region:";
+  size_t colon = token.find(':', prefix.size());
+  if (token.rfind(prefix, 0) != 0 || colon == std::string::npos) {
+    return Status::InvalidArgument("not a region feed continuation: " + token);
+  }
+  if (token.compare(prefix.size(), colon - prefix.size(), epoch) != 0 || colon - prefix.size() != epoch.size()) {
+    return Status::InvalidArgument("the continuation is of another hub store (epoch " +
+                                   token.substr(prefix.size(), colon - prefix.size()) + ", the store's is " + epoch +
+                                   "): start again with --from beginning");
+  }
+  std::string hex = token.substr(colon + 1);
+  if (hex.size() % 2 != 0 || hex.size() > 2 * kMaxShardPositionsBytes ||
+      hex.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return Status::InvalidArgument("not a region feed continuation: " + token);
+  }
+  std::string bytes;
+  for (size_t i = 0; i < hex.size(); i += 2) bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  return DecodeShardPositions(bytes, positions);
+}
+
+}  // namespace edgesync
