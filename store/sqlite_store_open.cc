@@ -458,6 +458,12 @@ Status SqliteStore::TakeGatewayId(const std::string& bound_to, std::string* epoc
     ES_RETURN_IF_ERROR(write_db_.QueryText("SELECT value FROM meta WHERE key='former_origins'", &former));
     ES_RETURN_IF_ERROR(set("former_origins", former + Origin{bound_to, *epoch}.ToString() + "\n"));
     ES_RETURN_IF_ERROR(set("epoch", new_epoch));
+    // What each region acknowledged, and of which store (the uplink's
+    // per-region records), was of the old origin: kept, the new origin
+    // would claim it and be refilled from LSN 1, a second copy of what the
+    // region holds under the old one.
+    ES_RETURN_IF_ERROR(write_db_.Exec(
+        "DELETE FROM checkpoints WHERE name LIKE 'upstream:%' OR name LIKE 'upstream-epoch:%'"));
   }
   ES_RETURN_IF_ERROR(set("gateway_id", id));
   ES_RETURN_IF_ERROR(txn.Commit());
