@@ -454,8 +454,11 @@ TEST(IngestBacklogTest, BareNumbersTenMinutesAwayLoseNothingWithinTheRate) {
 }
 
 // The store stalls 10 s under load (another process holds its write lock):
-// ingest pauses its link, the broker queues ~830 bare readings per device,
-// then delivers them at once. 10 devices at ~83 readings/s, within 100/s.
+// ingest pauses its link, the broker queues ~500 bare readings per device,
+// then delivers them at once. 10 devices at 50 readings/s, half their
+// 100/s: a publisher that an instrumented (sanitizer) build slows down
+// catches up in bursts, and a device publishing near its limit then really
+// exceeds it while the queue drains.
 TEST(IngestBacklogTest, BareNumbersAStalledStoreUnderLoadLosesNothingWithinTheRate) {
   TempDir dir;
   Broker local(dir.File("local"));
@@ -464,7 +467,7 @@ TEST(IngestBacklogTest, BareNumbersAStalledStoreUnderLoadLosesNothingWithinTheRa
   ASSERT_TRUE(eu.Start());
   Gateway gw(dir, &local, &eu, "batch_max = 100\n");
   ASSERT_TRUE(gw.Start()) << gw.log();
-  Sensors sensors{10, 1600, 12, "stb", "bare"};
+  Sensors sensors{10, 1600, 20, "stb", "bare"};
   ASSERT_TRUE(sensors.Start(local, dir.File("sensors.log")));
   SleepMs(3000);
   Process locker;
@@ -493,7 +496,7 @@ TEST(IngestBacklogTest, BareNumbersAStalledStoreUnderLoadLosesNothingWithinTheRa
   EXPECT_EQ(status["ingest"].value("readings_rate_limited", int64_t{-1}), 0) << status.dump();
   EXPECT_EQ(gw.Stop(), 0);
   status = gw.Status();
-  ReadingTally t = Count(gw.store_path(), "stb", 10, 1600, sensors.base_ms, 12);
+  ReadingTally t = Count(gw.store_path(), "stb", 10, 1600, sensors.base_ms, 20);
   std::printf("bare numbers, store stalled 10 s: %lld stored, missing %lld, duplicates %lld, %lld pause(s)\n",
               (long long)t.total, (long long)t.missing, (long long)t.duplicates, (long long)pauses);
   EXPECT_EQ(t.missing, 0);
