@@ -292,7 +292,7 @@ void HubMetrics(Writer* w, const json& s) {
     w->Sample("edgesync_hub_origin_high_water", "gauge", "Highest contiguous LSN held per origin.",
               Num(o, "high_water"), l);
     w->Sample("edgesync_hub_origin_lag_seconds", "gauge",
-              "Apply time minus the newest reading's time of the origin's last batch.", Num(o, "lag_ms") / 1000.0,
+              "Age of the origin's newest reading applied while its gateway drains a backlog; 0 when caught up.", Num(o, "lag_ms") / 1000.0,
               l);
     Counter(w, "edgesync_hub_origin_entries_applied_total", "Entries applied per origin.", o, "entries", l);
     Counter(w, "edgesync_hub_origin_lost_total",

@@ -523,7 +523,15 @@ void RegionHub::Answer(const PendingBatch& p, const Status& status, const ApplyR
       ++o.batches;
       o.entries += r.applied;
       o.last_batch_wall_ms = clock_->WallMillis();
-      if (newest_ts != INT64_MIN) o.lag_ms = std::max<int64_t>(0, o.last_batch_wall_ms - newest_ts);
+      // While its sender holds more, the origin is as far behind as this
+      // batch's newest reading; a batch that leaves nothing behind it means
+      // caught up, whatever the age of its readings (an idle gateway's
+      // last batch does not read as a lag that grows or stays).
+      if (!b.more) {
+        o.lag_ms = 0;
+      } else if (newest_ts != INT64_MIN) {
+        o.lag_ms = std::max<int64_t>(0, o.last_batch_wall_ms - newest_ts);
+      }
       if (jumped) ++stats_.hole_jumps;
       o.lost += lost;
       stats_.lost_at_origin += lost;

@@ -92,9 +92,10 @@ struct HubOriginStats {
   uint64_t batches = 0;             // applied since the hub started
   uint64_t entries = 0;             // new entries applied since the hub started
   int64_t last_batch_wall_ms = 0;   // when the last batch was applied
-  // Wall time of the last apply minus the newest reading's timestamp in
-  // that batch: how far behind the region this origin's data arrives (a
-  // gateway draining a backlog shows its age here).
+  // How far behind the region this origin's data arrives: while its last
+  // batch said the sender held more (Batch.more, a backlog draining), that
+  // batch's apply time minus its newest reading's timestamp; 0 once a batch
+  // left nothing behind it (caught up, however idle since).
   int64_t lag_ms = 0;
   // LSNs the origin declared it no longer held when it refilled this
   // region after the region lost them (Batch.base_lost), since the hub started.

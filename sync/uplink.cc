@@ -577,6 +577,9 @@ void Uplink::SendBatches(int64_t now_ms) {
     batch.base_lsn = std::min(checkpoint_, next_after_);
     batch.region_epoch = rec.epoch_tag;
     batch.region_held = rec.acked;
+    // The hub reads this origin's lag from it: 0 once a batch leaves
+    // nothing behind it.
+    batch.more = last > batch.last_lsn;
     uint64_t lost = 0;
     if (rec.refilling) {
       // No jump over what the region lost: from its mark on, except over

@@ -88,6 +88,8 @@ struct WireBatch {
   uint64_t region_epoch = 0;
   uint64_t region_held = 0;
   bool base_lost = false;
+  // The sender's log held more than this batch when it was sent.
+  bool more = false;
   std::vector<ChangeEntry> entries;
 };
 

@@ -383,6 +383,9 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
   EXPECT_EQ(At(hub, "store.remote_entries"), 6000) << "the count is current on a hub too";
   ASSERT_EQ(hub["hub"]["origins"].size(), 1u);
   EXPECT_EQ(At(hub, "hub.origins.0.high_water"), 6000);
+  // Caught up (its last batch left nothing behind it): no lag, however old
+  // that batch's readings are by now.
+  EXPECT_EQ(At(hub, "hub.origins.0.lag_ms"), 0) << hub.dump();
   EXPECT_EQ(hub["hub"]["refusals"]["gap"], 0);
   std::string hub_metrics = Get(hub_port, "/metrics");
   EXPECT_TRUE(PromtoolAccepts(hub_metrics, dir.File("hub.prom")));
@@ -402,6 +405,7 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
   // The gateway's name in its own column, beside the origin's figures.
   EXPECT_NE(hub_dom.find("<td>gw-views</td>"), std::string::npos) << hub_dom;
   EXPECT_NE(hub_dom.find("data-key=\"hub.origins.0.high_water\" data-value=\"6000\">6000<"), std::string::npos);
+  EXPECT_NE(hub_dom.find("data-key=\"hub.origins.0.lag_ms\" data-value=\"0\""), std::string::npos) << hub_dom;
   // The hub's chart: the readings it applied per second over the steady
   // span are the sensors' rate (a second inside each end: the uplink's
   // batching shifts the hub's span).

@@ -48,13 +48,15 @@ class RegionHubStatusTest : public ::testing::Test {
     ASSERT_TRUE(hub_->Start().ok());
   }
 
-  // One batch of one reading from `gateway`, `age_ms` old: its lag at the hub.
-  void Send(const std::string& gateway, int64_t age_ms) {
+  // Batch `lsn` of one reading from `gateway`, `age_ms` old; `more`: its
+  // sender holds more (a backlog drains), so the age is its lag at the hub.
+  void Send(const std::string& gateway, int64_t age_ms, bool more = true, uint64_t lsn = 1) {
     WireBatch b;
     b.origin = {gateway, "0123456789abcdef0123456789abcdef"};
-    b.first_lsn = b.last_lsn = 1;
+    b.first_lsn = b.last_lsn = lsn;
+    b.more = more;
     ChangeEntry e;
-    e.lsn = 1;
+    e.lsn = lsn;
     e.reading = Reading{"dev-1", "temp", SystemClock()->WallMillis() - age_ms, 21.5, "C", 0};
     b.entries.push_back(e);
     std::string payload;
@@ -79,6 +81,33 @@ std::string Gateway(int i) {
   char name[16];
   std::snprintf(name, sizeof name, "gw-%02d", i);
   return name;
+}
+
+TEST_F(RegionHubStatusTest, AnOriginLagsWhileItsBacklogDrainsAndReadsZeroOnceCaughtUp) {
+  // Draining: the batch's newest reading is 10 minutes old, more waits.
+  Send("gw-a", 600000, true, 1);
+  ASSERT_TRUE(test::WaitFor([&] { return Acks() == 1; }, 20000));
+  RegionHubStats s = hub_->stats();
+  ASSERT_EQ(s.origins.size(), 1u);
+  EXPECT_GE(s.origins[0].lag_ms, 600000);
+  // The last batch of the backlog, still old, leaves nothing behind it:
+  // caught up, whatever its readings' age.
+  Send("gw-a", 300000, false, 2);
+  ASSERT_TRUE(test::WaitFor([&] { return Acks() == 2; }, 20000));
+  s = hub_->stats();
+  ASSERT_EQ(s.origins.size(), 1u);
+  EXPECT_EQ(s.origins[0].high_water, 2u);
+  EXPECT_EQ(s.origins[0].lag_ms, 0);
+  // Idle after: still 0 (the age shows in last_batch_wall_ms instead).
+  EXPECT_EQ(hub_->stats().origins[0].lag_ms, 0);
+  // A new backlog: it lags again.
+  Send("gw-a", 120000, true, 3);
+  ASSERT_TRUE(test::WaitFor([&] { return Acks() == 3; }, 20000));
+  s = hub_->stats();
+  EXPECT_GE(s.origins[0].lag_ms, 120000);
+  EXPECT_LT(s.origins[0].lag_ms, 300000);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (AckCode c : acks_) EXPECT_EQ(c, AckCode::kOk);
 }
 
 TEST_F(RegionHubStatusTest, ListsEveryOriginOrTheMostLaggingWithTheirCount) {

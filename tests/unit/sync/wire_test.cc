@@ -129,6 +129,10 @@ TEST(WireTest, TheRegionRecordAndTheHubEpochRoundTrip) {
   EXPECT_EQ(m.batch.region_epoch, EpochTag("0123456789abcdef0123456789abcdef"));
   EXPECT_EQ(m.batch.region_held, 4000u);
   EXPECT_TRUE(m.batch.base_lost);
+  // A batch that leaves more of its sender's log behind it says so.
+  EXPECT_FALSE(m.batch.more);
+  batch.more = true;
+  EXPECT_TRUE(RoundTrip(batch).batch.more);
   EXPECT_NE(EpochTag("a"), EpochTag("b"));
   EXPECT_NE(EpochTag(""), 0u);
   // A gateway keeps the tag as a store checkpoint: at most 2^63 - 1.
