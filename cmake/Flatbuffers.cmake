@@ -11,10 +11,11 @@ function(edgesync_flatbuffers_schemas target dir)
     file(RELATIVE_PATH rel ${CMAKE_SOURCE_DIR} ${schema})
     get_filename_component(rel_dir ${rel} DIRECTORY)
     get_filename_component(stem ${schema} NAME_WE)
-    set(out ${CMAKE_BINARY_DIR}/gen/${rel_dir}/${stem}_generated.h)
+    # Under the folder's own generated root (CMakeLists.txt, edgesync_library).
+    set(out ${CMAKE_BINARY_DIR}/gen/${dir}/${rel_dir}/${stem}_generated.h)
     add_custom_command(
       OUTPUT ${out}
-      COMMAND ${FLATC} --cpp --scoped-enums -o ${CMAKE_BINARY_DIR}/gen/${rel_dir} ${schema}
+      COMMAND ${FLATC} --cpp --scoped-enums -o ${CMAKE_BINARY_DIR}/gen/${dir}/${rel_dir} ${schema}
       DEPENDS ${schema}
       COMMENT "flatc ${rel}")
     list(APPEND outputs ${out})

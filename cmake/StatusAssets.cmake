@@ -11,7 +11,7 @@ endif()
 
 function(edgesync_status_assets target)
   set(page ${CMAKE_SOURCE_DIR}/agent/status_page.html)
-  set(out ${CMAKE_BINARY_DIR}/gen/agent/status_assets.h)
+  set(out ${CMAKE_BINARY_DIR}/gen/agent/agent/status_assets.h)
   add_custom_command(
     OUTPUT ${out}
     COMMAND ${CMAKE_COMMAND} -DOUT=${out} -DPAGE=${page} -DJS=${DYGRAPHS_JS} -DCSS=${DYGRAPHS_CSS}

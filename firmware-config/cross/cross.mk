@@ -56,21 +56,25 @@ cross: cross-configure
 
 # The unit tests and fuzz replays of the target build, run under qemu-user.
 # Integration tests (real Mosquitto and processes on the build machine) run in
-# `make test` only. The unit tests run as JOBS GoogleTest shards side by
-# side (GTEST_TOTAL_SHARDS/GTEST_SHARD_INDEX; qemu-user passes the
-# environment on): one emulated process keeps one core busy, and under qemu
-# the suite takes about ten times its native time. Each shard's output goes
-# to $(CROSS_DIR)/unit_tests.shard<N>.log, printed whole when it fails.
+# `make test` only. Each layer's unit test program (unit_<layer>_tests)
+# runs as JOBS GoogleTest shards side by side (GTEST_TOTAL_SHARDS/
+# GTEST_SHARD_INDEX; qemu-user passes the environment on): one emulated
+# process keeps one core busy, and under qemu the suite takes about ten
+# times its native time. Each shard's output goes to
+# $(CROSS_DIR)/<program>.shard<N>.log, printed whole when it fails.
 test-arm: cross-configure
 	cmake --build $(CROSS_DIR) --target unit_tests $(CROSS_FUZZ_TARGETS) -j $(JOBS)
 	$(if $(CROSS_FUZZ_TARGETS),cd $(CROSS_DIR) && ctest --output-on-failure -j $(JOBS) -R '^fuzz_corpus\.')
-	@cd $(CROSS_DIR) && rm -f unit_tests.shard*.log && pids="" && \
-	  for i in $$(seq 0 $$(( $(JOBS) - 1 ))); do \
-	    GTEST_TOTAL_SHARDS=$(JOBS) GTEST_SHARD_INDEX=$$i $(CROSS_RUN) tests/unit_tests >unit_tests.shard$$i.log 2>&1 & \
-	    pids="$$pids $$!"; \
-	  done; \
-	  rc=0; i=0; for p in $$pids; do \
-	    if wait $$p; then tail -n 1 unit_tests.shard$$i.log | sed "s/^/shard $$i: /"; \
-	    else rc=1; echo "== unit_tests shard $$i of $(JOBS) FAILED:"; cat unit_tests.shard$$i.log; fi; \
-	    i=$$((i + 1)); \
+	@cd $(CROSS_DIR) && rm -f tests/unit_*.shard*.log && rc=0 && \
+	  for prog in tests/unit_*_tests; do \
+	    pids=""; \
+	    for i in $$(seq 0 $$(( $(JOBS) - 1 ))); do \
+	      GTEST_TOTAL_SHARDS=$(JOBS) GTEST_SHARD_INDEX=$$i $(CROSS_RUN) $$prog >$$prog.shard$$i.log 2>&1 & \
+	      pids="$$pids $$!"; \
+	    done; \
+	    i=0; for p in $$pids; do \
+	      if wait $$p; then tail -n 1 $$prog.shard$$i.log | sed "s|^|$$prog shard $$i: |"; \
+	      else rc=1; echo "== $$prog shard $$i of $(JOBS) FAILED:"; cat $$prog.shard$$i.log; fi; \
+	      i=$$((i + 1)); \
+	    done; \
 	  done; exit $$rc
