@@ -3,10 +3,18 @@
 // overwrite the CA's or the broker's files refused; every certificate of an
 // id revoked, renewals included; a CRL past its next update makes the broker
 // refuse client certificates, and refresh-crl (what
-// edgesync-region-crl.timer runs) brings them back. A hub clears what it
-// finds retained on its inbox.
+// edgesync-region-crl.timer runs) brings them back. Nothing a revoked
+// identity left stays on the broker: `revoke --broker` ends its persistent
+// session (queued answers included) and clears its retained inbox messages,
+// with passwords and with certificates, and revokes all the same when the
+// broker is out of reach; a hub clears what it finds retained on its inbox.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+
+#include "sync/mqtt_link.h"
 #include "sync/wire.h"
 #include "tests/integration/region_auth.h"
 
@@ -77,6 +85,142 @@ TEST(RegionAuthTest, DocumentedCommandsWorkAsWritten) {
 // identity and broker) gets them at its subscription.
 std::string RetainedOnInboxes(const std::string& args) {
   return Output("mosquitto_sub" + args + " -q 1 -t 'edgesync/region/eu/in/+/+' --retained-only -W 3 -F %t 2>/dev/null");
+}
+
+// A persistent session of `id` at the region broker (clean start off):
+// whether the broker still held one at connect, and what arrives in it.
+class SessionProbe {
+ public:
+  ~SessionProbe() { Close(); }
+  bool Open(AuthRegion& eu, const std::string& id) {
+    MqttLinkOptions o = eu.As(id);
+    o.client_id = id;
+    o.clean_start = false;
+    if (!NewPahoMqttLink(o, &link_).ok()) return false;
+    link_->SetStateHandler([this](bool up, bool present, const std::string&) {
+      if (up) session_present_ = present;
+    });
+    link_->SetMessageHandler([this](MqttMessage&& m) {
+      std::lock_guard<std::mutex> lock(mu_);
+      received_.push_back(m.payload);
+    });
+    return link_->Connect(10000).ok() && link_->Subscribe(ReplyTopic("edgesync", id, "up"), 1).ok();
+  }
+  void Close() {
+    if (link_) link_->Disconnect(2000);
+    link_.reset();
+  }
+  bool session_present() const { return session_present_; }
+  std::vector<std::string> received() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return received_;
+  }
+  bool Received(const std::string& payload) {
+    std::vector<std::string> r = received();
+    return std::find(r.begin(), r.end(), payload) != r.end();
+  }
+
+ private:
+  std::unique_ptr<MqttLink> link_;
+  std::atomic<bool> session_present_{false};
+  std::mutex mu_;
+  std::vector<std::string> received_;
+};
+
+void RevokedIdentityLeavesNothing(bool certificates) {
+  TempDir tmp;
+  AuthRegion eu(tmp.path(), certificates, {"gw-a", "gw-b"});
+  Broker& broker = eu.site->broker();
+  ASSERT_TRUE(broker.Start()) << broker.log();
+  // A and B each leave a retained message on their inbox (mosquitto_pub
+  // connects with a clean session, so first), then persistent sessions
+  // subscribed to their answers, offline, where an answer queues.
+  WriteAll(tmp.File("left"), "left behind");
+  WriteAll(tmp.File("queued"), "queued answer");
+  for (const char* id : {"gw-a", "gw-b"}) {
+    ASSERT_TRUE(CliPublish(eu, id, HubInboxTopic("edgesync", "eu", id), tmp.File("left"), true)) << id;
+    SessionProbe session;
+    ASSERT_TRUE(session.Open(eu, id)) << id << broker.log();
+    session.Close();
+    ASSERT_TRUE(CliPublish(eu, "hub-eu", ReplyTopic("edgesync", id, "up"), tmp.File("queued"))) << id;
+  }
+  const std::string hub_args = eu.CliArgs("hub-eu", "hub-eu");
+  std::string retained = RetainedOnInboxes(hub_args);
+  ASSERT_NE(retained.find(HubInboxTopic("edgesync", "eu", "gw-a")), std::string::npos) << retained;
+  ASSERT_NE(retained.find(HubInboxTopic("edgesync", "eu", "gw-b")), std::string::npos) << retained;
+
+  // Revoking A at the broker, which the script reloads itself; then the
+  // restart a certificate revocation needs.
+  const std::string revoke = "--reload 'kill -HUP " + std::to_string(broker.pid()) +
+                             "' revoke gw-a --broker 127.0.0.1:" + std::to_string(eu.port());
+  ASSERT_TRUE(Auth(eu.auth, revoke)) << ReadAll(eu.auth + "/auth.log");
+  std::string said = ReadAll(eu.auth + "/auth.log");
+  EXPECT_NE(said.find("'gw-a': its session at 127.0.0.1:" + std::to_string(eu.port()) +
+                      " ended, 1 retained message(s) cleared"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(ReadAll(eu.auth + "/acl").find("user gw-a"), std::string::npos) << "the one-time read access stayed";
+  if (certificates) {
+    // The one-time certificate is revoked with A's own.
+    std::string index = ReadAll(eu.auth + "/ca/index.txt");
+    EXPECT_EQ(Occurrences(index, "/CN=gw-a\n"), 2) << index;
+    EXPECT_EQ(Occurrences("\n" + index, "\nR\t"), 2) << index;
+  } else {
+    EXPECT_EQ(ReadAll(eu.auth + "/passwd").find("gw-a:"), std::string::npos);
+  }
+  ASSERT_TRUE(broker.Restart()) << broker.log();
+  EXPECT_FALSE(CliPublish(eu, "gw-a", HubInboxTopic("edgesync", "eu", "gw-a"), tmp.File("left")))
+      << "a revoked identity connected";
+
+  // A hub subscribing now gets B's retained message, nothing of A's.
+  retained = RetainedOnInboxes(hub_args);
+  EXPECT_NE(retained.find(HubInboxTopic("edgesync", "eu", "gw-b")), std::string::npos) << retained;
+  EXPECT_EQ(retained.find(HubInboxTopic("edgesync", "eu", "gw-a")), std::string::npos) << retained;
+
+  // A's id issued again: the broker holds no session for it, and the answer
+  // queued for the revoked identity is gone (the marker, sent after the
+  // subscription, is all that arrives). B's session was kept, with its answer.
+  ASSERT_TRUE(Auth(eu.auth, certificates ? "issue-cert gw-a" : "add-gateway gw-a gw-a-secret"));
+  ASSERT_TRUE(broker.Restart()) << broker.log();
+  SessionProbe a, b;
+  ASSERT_TRUE(a.Open(eu, "gw-a")) << broker.log();
+  ASSERT_TRUE(b.Open(eu, "gw-b")) << broker.log();
+  EXPECT_FALSE(a.session_present());
+  EXPECT_TRUE(b.session_present());
+  WriteAll(tmp.File("marker"), "marker");
+  ASSERT_TRUE(CliPublish(eu, "hub-eu", ReplyTopic("edgesync", "gw-a", "up"), tmp.File("marker")));
+  ASSERT_TRUE(WaitFor([&] { return a.Received("marker"); }, 10000));
+  EXPECT_EQ(a.received(), std::vector<std::string>{"marker"});
+  EXPECT_TRUE(WaitFor([&] { return b.Received("queued answer"); }, 10000)) << "B's kept session lost its answer";
+}
+
+TEST(RegionAuthTest, RevokingAtTheBrokerEndsThePasswordIdentitysSessionAndRetainedMessages) {
+  RevokedIdentityLeavesNothing(false);
+}
+
+TEST(RegionAuthTest, RevokingAtTheBrokerEndsTheCertificateIdentitysSessionAndRetainedMessages) {
+  RevokedIdentityLeavesNothing(true);
+}
+
+TEST(RegionAuthTest, RevokingGoesOnWithTheBrokerOutOfReach) {
+  TempDir tmp;
+  AuthRegion eu(tmp.path(), false, {"gw-a"});
+  ASSERT_TRUE(eu.site->broker().Start()) << eu.site->broker().log();
+  const int port = eu.port();
+  eu.site->broker().Stop();
+  ASSERT_TRUE(Auth(eu.auth, "--reload true revoke gw-a --broker 127.0.0.1:" + std::to_string(port)));
+  std::string said = ReadAll(eu.auth + "/auth.log");
+  EXPECT_NE(said.find("'gw-a': could not connect to the broker at 127.0.0.1:" + std::to_string(port)),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("revoking anyway"), std::string::npos) << said;
+  EXPECT_EQ(ReadAll(eu.auth + "/passwd").find("gw-a:"), std::string::npos);
+  EXPECT_EQ(ReadAll(eu.auth + "/acl").find("user gw-a"), std::string::npos);
+  EXPECT_NE(ReadAll(eu.auth + "/revoked").find("gw-a\n"), std::string::npos);
+  // A malformed broker address is refused before anything changes.
+  ASSERT_TRUE(Auth(eu.auth, "add-gateway gw-c gw-c-secret"));
+  EXPECT_FALSE(Auth(eu.auth, "revoke gw-c --broker localhost"));
+  EXPECT_NE(ReadAll(eu.auth + "/passwd").find("gw-c:"), std::string::npos);
 }
 
 TEST(RegionAuthTest, TheHubClearsWhatIsLeftRetainedOnItsInbox) {
