@@ -3,7 +3,7 @@
 # dpkg what is already there and installs only what is missing, printing it.
 #
 #   firmware-config/deps.sh [--check] GROUP...
-#   groups: build test demo fuzz deb cross-arm64 cross-armhf
+#   groups: build test demo region fuzz deb cross-arm64 cross-armhf
 #
 # --check only reports (exit 1 if something is missing). Not root: prints the
 # command to run instead of running it.
@@ -14,6 +14,9 @@ pkgs_build="cmake make g++ pkg-config file libsqlite3-dev libpaho-mqttpp-dev lib
   libfmt-dev libtoml11-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libjs-dygraphs libpq-dev"
 pkgs_test="libgtest-dev libgmock-dev mosquitto mosquitto-clients openssl sqlite3 procps nats-server prometheus chromium faketime postgresql"
 pkgs_demo="mosquitto mosquitto-clients"
+# A region broker's machine: mosquitto_passwd for the identities, openssl
+# for the CA, mosquitto_sub for `edgesync-region-auth revoke --broker`.
+pkgs_region="mosquitto mosquitto-clients openssl"
 pkgs_fuzz="clang libclang-rt-14-dev"
 # Packaging (make deb) and its test, which installs the package with dpkg:
 # dpkg-shlibdeps, strip, lintian, systemd-analyze, adduser for postinst.
@@ -34,6 +37,7 @@ for group in "$@"; do
     build) wanted="$wanted $pkgs_build" ;;
     test) wanted="$wanted $pkgs_build $pkgs_test $pkgs_deb" ;;
     demo) wanted="$wanted $pkgs_build $pkgs_demo" ;;
+    region) wanted="$wanted $pkgs_region" ;;
     fuzz) wanted="$wanted $pkgs_build $pkgs_fuzz" ;;
     deb) wanted="$wanted $pkgs_deb" ;;
     cross-arm64) wanted="$wanted $pkgs_cross_arm64" ;;

@@ -267,27 +267,38 @@ void RegionHub::Reply(const std::string& to, const std::string& payload) {
 
 bool RegionHub::Admit(const MqttMessage& message, std::string* sender, WireMessage* out) {
   int shard = -1;
-  if (!InboxSender(options_.topic_prefix, options_.region, message.topic, sender, &shard)) {
-    // A broker delivering outside our subscription, or a gateway publishing
-    // under a shard level that is not its own.
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    ++stats_.bad_messages;
-    return false;
-  }
-  if (message.retained) {
+  const bool inbox = InboxSender(options_.topic_prefix, options_.region, message.topic, sender, &shard);
+  if (message.retained && message.topic.rfind(options_.topic_prefix + "/region/" + options_.region + "/in/", 0) == 0) {
     // No gateway publishes retained: the broker would hand such a message
     // to every (re)subscribing hub, after the identity that left it was
-    // revoked too. Delivered live, a retained publish comes without the
-    // flag (MQTT 3.1.1) and is handled once like any other.
+    // revoked too, so it is cleared (a zero-length retained publish on its
+    // topic; the hub's ACL lets it write its region's inboxes), under any
+    // shard level. Delivered live, a retained publish comes without the
+    // flag (MQTT 3.1.1) and is handled once like any other; the next
+    // subscription clears it.
+    Status cleared = link_->Publish(message.topic, "", 1, true, 5000);
     uint64_t n;
     {
       std::lock_guard<std::mutex> lock(stats_mu_);
       n = ++stats_.retained_refused;
     }
     if ((n & (n - 1)) == 0) {  // the 1st, 2nd, 4th...: a flood does not flood the log
-      ES_LOG(kWarn, "hub {}: ignored a retained message on {} (sender {}; {} so far): gateways never publish retained",
-             options_.region, message.topic, *sender, n);
+      ES_LOG(kWarn, "hub {}: ignored a retained message on {} (sender {}; {} so far) and {}: gateways never publish "
+             "retained", options_.region, message.topic, *sender, n,
+             cleared.ok() ? std::string("published its clearing") : "could not clear it (" + cleared.ToString() + ")");
     }
+    return false;
+  }
+  if (message.payload.empty()) {
+    // Nothing to apply: what clears a retained message, the hub's own
+    // clearing coming back through its subscription included.
+    return false;
+  }
+  if (!inbox) {
+    // A broker delivering outside our subscription, or a gateway publishing
+    // under a shard level that is not its own.
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.bad_messages;
     return false;
   }
   if (!Holds(shard)) {

@@ -30,7 +30,11 @@
 // context the hub keeps for that origin (bounded by context_max_bytes, least
 // recently used evicted first); one naming a context not held is answered
 // NoContext and its gateway resends self-contained. After applying, a small retained FeedHead notice goes to
-// <prefix>/region/<region>/head so readers know when to pull.
+// <prefix>/region/<region>/head so readers know when to pull. A retained
+// message on an inbox (handed over at a (re)subscribe) is ignored, counted
+// and cleared from the broker with a zero-length retained publish, which
+// needs write access to the region's inboxes; zero-length messages are
+// ignored.
 // Protocol: sync/PROTOCOL.md.
 //
 // Thread safety: Start/Stop from one thread; stats() from any thread.
@@ -120,7 +124,7 @@ struct RegionHubStats {
   uint64_t batches_shed = 0;        // received while the queue was full: dropped, the gateway resends
   uint64_t bad_messages = 0;        // undecodable or invalid payloads
   uint64_t bad_reply_addresses = 0;
-  uint64_t retained_refused = 0;    // retained messages on an inbox (at a (re)subscribe): ignored
+  uint64_t retained_refused = 0;    // retained messages on an inbox (at a (re)subscribe): ignored and cleared
   uint64_t pings = 0;
   uint64_t feed_requests = 0;
   uint64_t feed_resets = 0;

@@ -82,8 +82,9 @@ struct AuthRegion {
     }
     site = std::make_unique<RegionSite>(root, "eu", bo);
   }
+  // Starts the broker unless it runs, then the hub.
   bool Start() {
-    if (!site->broker().Start()) return false;
+    if (!site->broker().running() && !site->broker().Start()) return false;
     if (certs) {
       std::string ca = auth + "/ca/";
       return site->StartHub(uri(), "ca_file = " + Q(ca + "ca.crt") + "\ncert_file = " + Q(ca + "hub-eu.crt") +
