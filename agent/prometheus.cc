@@ -246,6 +246,9 @@ void HubMetrics(Writer* w, const json& s) {
   Counter(w, "edgesync_hub_entries_applied_total", "Entries new to the region.", h, "entries_applied");
   Gauge(w, "edgesync_hub_feed_head", "The region feed's head sequence number.", h, "feed_head");
   Counter(w, "edgesync_hub_feed_requests_total", "Feed pages served.", h, "feed_requests");
+  Counter(w, "edgesync_hub_feed_requests_superseded_total",
+          "Feed requests dropped unanswered: a newer one of the same sender came before their turn.", h,
+          "feed_requests_superseded");
   Counter(w, "edgesync_hub_pings_total", "Round-trip probes answered.", h, "pings");
   Counter(w, "edgesync_hub_feed_resets_total", "Explicit resets sent to feed readers.", h, "feed_resets");
   Counter(w, "edgesync_hub_hole_jumps_total", "Batches applied from a base above the high-water mark (failover).", h,

@@ -84,6 +84,7 @@ class HubSnapshot {
                 {"entries_applied", s.entries_applied},
                 {"feed_head", s.head_seq},
                 {"feed_requests", s.feed_requests},
+                {"feed_requests_superseded", s.feed_requests_superseded},
                 {"feed_resets", s.feed_resets},
                 {"hole_jumps", s.hole_jumps},
                 {"regressed", s.regressed},
@@ -220,6 +221,22 @@ int RunRegionHub(const Config& config) {
          hub_store->epoch());
   RegionHubOptions hub_options = RegionHubOptionsFromConfig(config);
   hub_options.hub_id = HubId(config);
+  // PostgreSQL: feed pages are read on a connection of their own, so a page
+  // never waits for an apply's transaction nor holds one up (the store
+  // serialises its calls on its connection). SQLite reads on a connection of
+  // its own already.
+  std::unique_ptr<HubStore> feed_store;
+  if (store == nullptr) {
+    HubStoreOptions fo = ho;
+    fo.application_name += "-feed";
+    st = pg->open_hub_store(fo, &feed_store);
+    if (!st.ok()) {
+      std::fprintf(stderr, "edgesync region: opening the hub store %s for feed reads: %s\n", where.c_str(),
+                   st.ToString().c_str());
+      return 1;
+    }
+    hub_options.feed_store = feed_store.get();
+  }
   std::unique_ptr<ShardLeases> leases;  // PostgreSQL: shared with the region's other hubs
   if (store == nullptr) {
     ShardLeaseOptions lo;

@@ -223,6 +223,11 @@ void PrintText(const json& j) {
     std::printf("hub       %.0f batches and %.0f readings applied (%.1f/s), feed head %.0f\n",
                 Num(j, "hub", "batches_applied"), Num(j, "hub", "entries_applied"), Num(j, "rates", "readings_per_s"),
                 Num(j, "hub", "feed_head"));
+    if (h.contains("feed_requests")) {
+      std::printf("          feed pages %.0f served, %.0f resets; %.0f requests superseded by a newer one of their "
+                  "sender\n",
+                  Num(j, "hub", "feed_requests"), Num(j, "hub", "feed_resets"), Num(j, "hub", "feed_requests_superseded"));
+    }
     if (h.contains("shards") && h["shards"].is_array()) {
       std::string renewed = "never";
       if (Num(j, "hub", "lease_renewed_ago_ms") >= 0 && h.contains("lease_renewed_ago_ms")) {

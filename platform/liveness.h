@@ -70,7 +70,7 @@ class LivenessRegistry {
 
 // One worker thread's heartbeat: registered for its lifetime, idle until its
 // first Beat() (a worker fed by callbacks may wait long for its first work).
-// Worker names: ingest, committer, uplink, feed-puller, hub-applier.
+// Worker names: ingest, committer, uplink, feed-puller, hub-applier, hub-feed.
 class Heartbeat {
  public:
   explicit Heartbeat(std::string worker, LivenessRegistry* registry = LivenessRegistry::Process());

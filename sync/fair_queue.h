@@ -3,12 +3,12 @@
 // topic).
 //
 // One FIFO per key, served by deficit round-robin: each item has a cost (the
-// hub: a batch 1, a feed request, whose page is its most expensive answer,
-// more), each key's turn adds `quantum` to its credit, and a key's items are
-// taken while their cost fits its credit. So each key with items gets the
-// same share of the work per round, whatever it sends and however much:
-// a key with a thousand feed requests queued does not get a thousand turns,
-// nor a thousand batches' worth of them. Push refuses an item when the queue
+// hub's batches cost 1 each; its feed requests queue apart, in
+// sync/feed_queue.h), each key's turn adds `quantum` to its credit, and a
+// key's items are taken while their cost fits its credit. So each key with
+// items gets the same share of the work per round, whatever it sends and
+// however much: a key with a thousand items queued does not get a thousand
+// turns. Push refuses an item when the queue
 // holds `capacity` items, or when its key already holds `share` of them:
 // one key cannot fill the queue either. Items of one key keep their order.
 //

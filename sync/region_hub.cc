@@ -5,6 +5,7 @@
 
 #include "platform/liveness.h"
 #include "platform/log.h"
+#include "platform/thread_priority.h"
 
 namespace edgesync {
 
@@ -13,6 +14,7 @@ RegionHub::RegionHub(HubStore* store, RegionHubOptions options, Clock* clock, Mq
       options_(std::move(options)),
       clock_(clock ? clock : SystemClock()),
       factory_(factory ? std::move(factory) : MqttLinkFactory(NewPahoMqttLink)),
+      feed_store_(options_.feed_store ? options_.feed_store : store),
       contexts_(options_.context_max_bytes) {}
 
 RegionHub::~RegionHub() { Stop(); }
@@ -54,15 +56,14 @@ Status RegionHub::Start() {
       Handle(m);
       return;
     }
-    // A feed request's answer (a page of up to feed_max_entries) is the
-    // most expensive work of the applier: it counts as many batches.
-    const size_t cost = known && kind == WireKind::kFeedRequest ? kFeedRequestCost : 1;
-    {
+    // The sender is the topic's last level (Admit checks the rest).
+    std::string sender = m.topic.substr(m.topic.rfind('/') + 1);
+    if (known && kind == WireKind::kFeedRequest) {
+      if (QueueFeedRequest(sender, std::move(m))) return;
+    } else {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) return;
-      // The sender is the topic's last level (Admit checks the rest).
-      std::string sender = m.topic.substr(m.topic.rfind('/') + 1);
-      if (queue_.Push(sender, std::move(m), cost)) {
+      if (queue_.Push(sender, std::move(m))) {
         cv_.notify_one();
         return;
       }
@@ -84,12 +85,13 @@ Status RegionHub::Start() {
       last_shed_log_ms_ = now;
       ES_LOG(kWarn, "hub {}: receive queue full ({} messages not yet applied): a message from {} was shed, {} so far; "
              "its gateway resends it. Raise hub.max_queued_messages above gateways x uplink.window",
-             options_.region, options_.max_queued_messages, m.topic, shed);
+             options_.region, options_.max_queued_messages, sender, shed);
     }
   });
   stop_ = false;
   LeaseRound();
   worker_ = std::thread([this] { Run(); });
+  feed_worker_ = std::thread([this] { ServeFeed(); });
   ES_RETURN_IF_ERROR(link_->Start());
   lease_thread_ = std::thread([this] { LeaseLoop(); });
   ES_LOG(kInfo, "hub {}: {} listening on {}, holding {} of {} shards", options_.region, options_.hub_id,
@@ -188,11 +190,16 @@ void RegionHub::Stop() {
     cv_.notify_all();
     cv_lease_.notify_all();
   }
+  {
+    std::lock_guard<std::mutex> lock(feed_mu_);  // the feed thread checks stop_ under it
+    feed_cv_.notify_all();
+  }
   // First off the broker: an apply under way then answers into a closed link
   // at once instead of waiting out each publish's timeout.
   link_->Disconnect(2000);
   if (lease_thread_.joinable()) lease_thread_.join();
   worker_.join();
+  feed_worker_.join();
   // Hand the shards over: no apply of ours runs any more, so the next holder
   // is the only one. The others take them at their next round rather than
   // after the leases' expiry; what gateways send meanwhile goes unanswered
@@ -257,6 +264,46 @@ void RegionHub::Run() {
     }
     HandleAll(&taken);
     PublishHead(false);
+  }
+}
+
+bool RegionHub::QueueFeedRequest(const std::string& sender, MqttMessage message) {
+  FeedQueue<MqttMessage>::Pushed pushed;
+  {
+    std::lock_guard<std::mutex> lock(feed_mu_);
+    if (stop_) return true;
+    pushed = feed_queue_.Push(sender, std::move(message));
+    if (pushed == FeedQueue<MqttMessage>::Pushed::kQueued) feed_cv_.notify_one();
+  }
+  if (pushed == FeedQueue<MqttMessage>::Pushed::kSuperseded) {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.feed_requests_superseded;
+  }
+  return pushed != FeedQueue<MqttMessage>::Pushed::kRefused;
+}
+
+void RegionHub::ServeFeed() {
+  Heartbeat beat("hub-feed");
+  // Pages yield the CPU to the applier (and, on a shared machine, to the
+  // broker): while both want it, a page costs batches a fraction of what it
+  // would at the same priority, and with no batch waiting a reader still
+  // gets every idle cycle, its pages back to back.
+  Status st = LowerThisThreadPriority(kFeedNiceIncrement);
+  if (!st.ok()) ES_LOG(kWarn, "hub {}: feed pages are built at the applier's priority: {}", options_.region,
+                       st.ToString());
+  MqttMessage message;
+  std::string sender;
+  while (true) {
+    beat.Beat();  // each page is bounded (feed_max_entries), each wait timed
+    {
+      std::unique_lock<std::mutex> lock(feed_mu_);
+      feed_cv_.wait_for(lock, std::chrono::milliseconds(options_.head_interval_ms),
+                        [this] { return stop_ || !feed_queue_.empty(); });
+      if (stop_) return;
+      if (!feed_queue_.Take(&sender, &message)) continue;
+    }
+    WireMessage m;
+    if (Admit(message, &sender, &m) && m.kind == WireKind::kFeedRequest) HandleFeedRequest(m);
   }
 }
 
@@ -381,11 +428,11 @@ void RegionHub::HandleAll(std::vector<MqttMessage>* messages) {
     if (!Admit(message, &p.sender, &p.message)) continue;
     if (p.message.kind == WireKind::kBatch) {
       pending.push_back(std::move(p));
-      continue;
+    } else if (p.message.kind == WireKind::kFeedRequest) {
+      // The receive thread sends feed requests to the feed thread; one that
+      // came here anyway goes there too: pages are never built here.
+      QueueFeedRequest(p.sender, message);
     }
-    // A feed request sees every batch that arrived before it.
-    ApplyBatches(&pending);
-    HandleFeedRequest(p.message);
   }
   ApplyBatches(&pending);
 }
@@ -396,7 +443,7 @@ void RegionHub::HandleFeedRequest(const WireMessage& m) {
   page.after = m.feed_after;
   page.epoch = epoch_;
   FeedBoundsInfo bounds;
-  Status st = store_->FeedBounds(&bounds);
+  Status st = feed_store_->FeedBounds(&bounds);
   // A position of another epoch, or past our head in some shard, was given
   // out by a store that is gone (re-created): its numbers mean nothing
   // here. An empty epoch is a reader that has not heard one yet; its
@@ -413,7 +460,7 @@ void RegionHub::HandleFeedRequest(const WireMessage& m) {
   if (st.ok() && why == nullptr) {
     size_t max = std::clamp<size_t>(m.feed_max_entries, 1, options_.feed_max_entries);
     FeedRead read;
-    st = store_->ReadFeed(m.feed_after, max, &read);
+    st = feed_store_->ReadFeed(m.feed_after, max, &read);
     page.entries = std::move(read.entries);
     page.next = read.next;
     page.head = read.head;

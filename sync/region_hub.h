@@ -23,7 +23,8 @@
 // in one. Pings are echoed at once (round-trip probes). Feed requests
 // ("changes after S, at most N", S one position per shard) are answered
 // with a page, its per-shard continuation
-// and the head; a position that can no longer be served (pruned, past the
+// and the head, apart from the batches (sync/feed_queue.h: a sender's newer
+// request supersedes its queued one, senders' requests are served in turn); a position that can no longer be served (pruned, past the
 // head, or of another epoch: the store was re-created) gets an explicit
 // reset. Pages and head notices carry the store's epoch. A batch coded
 // against its origin's series context (protocol 3) is decoded against the
@@ -38,8 +39,14 @@
 // Protocol: sync/PROTOCOL.md.
 //
 // Thread safety: Start/Stop from one thread; stats() from any thread.
-// Messages are applied by one worker thread, each sender's in arrival order,
-// the senders' in turn (sync/fair_queue.h); pings are answered
+// Batches are applied by one worker thread, each sender's in arrival order,
+// the senders' in turn (sync/fair_queue.h). Feed pages are built by a
+// thread of their own, so a page (up to feed_max_entries read, encoded and
+// compressed) never holds up a batch; it reads through options.feed_store,
+// which a backend with one connection per store should give it (the
+// PostgreSQL store serialises its calls on its connection). A page may miss
+// batches received before its request and not yet applied: the reader gets
+// them on its next page (the head notice tells it). Pings are answered
 // on the MQTT receive thread, ahead of queued batches; leases are renewed on
 // a thread of their own. Stop hands the hub's shards over (Release) after
 // the last apply.
@@ -64,6 +71,7 @@
 #include "store/hub_store.h"
 #include "store/hub_store_leases.h"
 #include "sync/fair_queue.h"
+#include "sync/feed_queue.h"
 #include "sync/mqtt_link.h"
 #include "sync/uplink.h"
 #include "sync/wire.h"
@@ -78,10 +86,16 @@ struct RegionHubOptions {
   int64_t lease_ttl_ms = 10000;        // leases are renewed every third of it
   MqttLinkOptions link;                // the region broker; client id is set by the hub
   size_t feed_max_entries = 5000;      // cap on one feed page
+  // Feed pages are read through it (not owned); nullptr = the hub's store.
+  // A second store on the same data keeps page reads off the applier's
+  // connection where a backend serialises its calls.
+  HubStore* feed_store = nullptr;
   int64_t head_interval_ms = 100;      // at most one head notice per interval
-  // Received but not yet applied; beyond it a message is shed (resent).
-  // One sender may hold an eighth of it (at least 64), and the applier
-  // takes the senders' messages in turn: no gateway can crowd out others.
+  // Batches received but not yet applied; beyond it a message is shed
+  // (resent). One sender may hold an eighth of it (at least 64), and the
+  // applier takes the senders' batches in turn: no gateway can crowd out
+  // others. Feed requests wait apart, one per sender, for at most this many
+  // senders.
   size_t max_queued_messages = 1024;
   size_t max_group_batches = 64;       // queued batches applied together (one transaction where the store groups)
   size_t context_max_bytes = size_t{64} << 20;  // see Config::hub_context_max_bytes
@@ -127,6 +141,10 @@ struct RegionHubStats {
   uint64_t retained_refused = 0;    // retained messages on an inbox (at a (re)subscribe): ignored and cleared
   uint64_t pings = 0;
   uint64_t feed_requests = 0;
+  // Feed requests dropped unanswered because a newer one of the same sender
+  // came before their turn (a reader has one outstanding; a flood of them
+  // costs one page per turn).
+  uint64_t feed_requests_superseded = 0;
   uint64_t feed_resets = 0;
   uint64_t head_seq = 0;            // entries the region feed numbered (every shard; FeedBoundsInfo::numbered)
   uint64_t not_owned = 0;           // messages of a shard this hub does not hold: dropped, resent by the gateway
@@ -171,12 +189,16 @@ class RegionHub {
     WireMessage message;
   };
   void Run();
+  // The feed thread: serves queued feed requests, one sender's at a time.
+  void ServeFeed();
   // Decodes and checks a message and answers a ping; true for a batch or a
   // feed request to handle.
   bool Admit(const MqttMessage& message, std::string* sender, WireMessage* m);
   void Handle(const MqttMessage& message);
   void HandleAll(std::vector<MqttMessage>* messages);
-  void HandleFeedRequest(const WireMessage& m);
+  // To the feed thread (false: as many senders as max_queued_messages wait).
+  bool QueueFeedRequest(const std::string& sender, MqttMessage message);
+  void HandleFeedRequest(const WireMessage& m);  // the feed thread only
   // Applies the batches as one group and answers each.
   void ApplyBatches(std::vector<PendingBatch>* pending);
   void Answer(const PendingBatch& p, const Status& status, const ApplyResult& result);
@@ -195,6 +217,8 @@ class RegionHub {
   MqttLinkFactory factory_;
   std::unique_ptr<MqttLink> link_;
   std::thread worker_;
+  std::thread feed_worker_;
+  HubStore* feed_store_;  // options_.feed_store, or store_
   std::thread lease_thread_;
   std::atomic<bool> stop_{false};
   std::unique_ptr<ShardLeases> sole_leases_;  // when options_.leases is nullptr
@@ -209,17 +233,25 @@ class RegionHub {
   std::mutex mu_;
   std::condition_variable cv_;       // worker: messages arrived
   std::condition_variable cv_lease_; // lease thread: stop
-  // Received, not yet applied: fair between senders (each may hold an
-  // eighth of max_queued_messages, at least 64), taken by deficit
-  // round-robin: a turn is worth kTurnCredit batches, a feed request costs
-  // kFeedRequestCost. A gateway's window of batches goes in a few turns; a
-  // sender of nothing but feed requests gets one answered every few rounds.
+  // Batches received, not yet applied: fair between senders (each may hold
+  // an eighth of max_queued_messages, at least 64), taken by deficit
+  // round-robin, a turn worth kTurnCredit batches: a gateway's window of
+  // batches goes in a few turns.
   static constexpr size_t kTurnCredit = 4;
-  static constexpr size_t kFeedRequestCost = 16;
+  // The feed thread's nice value above the hub's: about a third of the
+  // CPU time of a normal thread while both want it.
+  static constexpr int kFeedNiceIncrement = 5;
   FairQueue<MqttMessage> queue_{options_.max_queued_messages,
                                 std::min(options_.max_queued_messages,
                                          std::max<size_t>(64, options_.max_queued_messages / 8)),
                                 kTurnCredit};
+  // Feed requests not yet answered, at most one per sender (a newer one
+  // supersedes it), for as many senders as max_queued_messages. Guarded by
+  // feed_mu_ (never held with mu_ nor while a page is built); feed_cv_
+  // wakes the feed thread.
+  std::mutex feed_mu_;
+  std::condition_variable feed_cv_;
+  FeedQueue<MqttMessage> feed_queue_{options_.max_queued_messages};
   std::atomic<int64_t> last_shed_log_ms_{-1000000};  // the shed warning, at most every 10 s
 
   WireCounters counters_;

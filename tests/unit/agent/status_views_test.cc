@@ -78,11 +78,16 @@ TEST(PrometheusText, HubSnapshotHasRefusalsAndOriginsByLabel) {
               {"hub",
                {{"entries_applied", 9},
                 {"feed_head", 9},
+                {"feed_requests_superseded", 4},
                 {"refusals", {{"gap", 1}, {"bad_message", 0}}},
                 {"origins", json::array({{{"origin", "gw-1/ab\"c"}, {"high_water", 9}, {"lag_ms", 1500}}})}}}};
   std::string text = PrometheusText(hub);
   ExpectWellFormed(text);
   EXPECT_NE(text.find("edgesync_hub_refusals_total{reason=\"gap\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE edgesync_hub_feed_requests_superseded_total counter\n"
+                      "edgesync_hub_feed_requests_superseded_total 4\n"),
+            std::string::npos)
+      << text;
   // Label values are escaped.
   EXPECT_NE(text.find("edgesync_hub_origin_lag_seconds{origin=\"gw-1/ab\\\"c\"} 1.5\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("edgesync_ingest"), std::string::npos);
