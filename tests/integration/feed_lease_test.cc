@@ -16,6 +16,7 @@
 
 #include "store/store.h"
 #include "tests/support/process.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -70,7 +71,7 @@ TEST(FeedLeaseTest, OwnersShareRangesSurviveAKillAndRebalanceOnJoin) {
   o.gateway_id = "gw-lease";
   o.initial_ranges = 4;
   std::unique_ptr<Store> store;
-  ASSERT_TRUE(Store::Open(o, &store).ok());
+  ASSERT_OK(Store::Open(o, &store));
   uint64_t written = 0;
   auto write = [&](int n) {
     std::vector<Reading> v;
@@ -78,7 +79,7 @@ TEST(FeedLeaseTest, OwnersShareRangesSurviveAKillAndRebalanceOnJoin) {
       v.push_back(Reading{"dev" + std::to_string((written + i) % 64), "t", static_cast<int64_t>(written + i), 1, "", 0});
     }
     AppendResult r;
-    ASSERT_TRUE(store->AppendReadings(v, &r).ok());
+    ASSERT_OK(store->AppendReadings(v, &r));
     written = r.last_lsn;
   };
   write(500);
@@ -142,7 +143,7 @@ TEST(FeedLeaseTest, OwnersShareRangesSurviveAKillAndRebalanceOnJoin) {
   // A SIGTERMed owner gives its ranges back at once.
   EXPECT_EQ(a.Stop(), 0);
   std::vector<Lease> leases;
-  ASSERT_TRUE(store->ListLeases(&leases).ok());
+  ASSERT_OK(store->ListLeases(&leases));
   for (const Lease& l : leases) EXPECT_NE(l.owner, "owner-a");
   c.Stop();
   d.Stop();

@@ -12,6 +12,7 @@
 
 #include "tests/integration/sync_sites.h"
 #include "tests/tools/fleet.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -59,7 +60,7 @@ void RunFleet(int queue, bool kill_hub) {
   o.backoff_max_ms = 2000;
   Fleet fleet(o);
   Status st = fleet.Start();
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   const uint64_t per_origin = o.batches_per_gateway * static_cast<uint64_t>(fleet.readings_per_batch());
   const uint64_t total = per_origin * static_cast<uint64_t>(o.gateways);
 

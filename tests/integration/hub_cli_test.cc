@@ -21,6 +21,7 @@
 #include "tests/support/postgres.h"
 #include "tests/support/process.h"
 #include "tests/support/workload.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -57,8 +58,8 @@ std::vector<ChangeEntry> OriginLog(size_t n) {
 class HubCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(MakeDirs(dir_.File("sqlite")).ok());
-    ASSERT_TRUE(MakeDirs(dir_.File("pg-hub")).ok());
+    ASSERT_OK(MakeDirs(dir_.File("sqlite")));
+    ASSERT_OK(MakeDirs(dir_.File("pg-hub")));
     pg_ = std::make_unique<Postgres>(dir_.File("pg"));
     ASSERT_TRUE(pg_->Start()) << pg_->log();
     ASSERT_TRUE(pg_->CreateDatabase("region")) << pg_->log();
@@ -82,11 +83,11 @@ class HubCliTest : public ::testing::Test {
     so.path = dir_.File("sqlite/store.db");
     so.gateway_id = "hub-eu";
     std::unique_ptr<Store> store;
-    ASSERT_TRUE(Store::Open(so, &store).ok());
+    ASSERT_OK(Store::Open(so, &store));
     std::unique_ptr<HubStore> sqlite = NewSqliteHubStore(store.get());
     std::unique_ptr<HubStore> pg;
     Status st = OpenPostgresHubStore(HubStoreOptionsFor(*pg_, "region"), &pg);
-    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_OK(st);
     for (size_t b = from; b < to; ++b) {
       for (size_t i = 0; i < logs_.size(); ++i) {
         std::vector<ChangeEntry> part(logs_[i].begin() + b * kBatch, logs_[i].begin() + (b + 1) * kBatch);
@@ -97,7 +98,7 @@ class HubCliTest : public ::testing::Test {
         for (HubStore* hub : {sqlite.get(), pg.get()}) {
           ApplyResult r;
           st = hub->Apply(batch, &r);
-          ASSERT_TRUE(st.ok()) << hub->backend() << ": " << st.ToString();
+          ASSERT_OK(st) << hub->backend() << ": " << st.ToString();
           ASSERT_EQ(r.outcome, ApplyOutcome::kApplied) << hub->backend() << ": " << r.detail;
         }
       }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "tests/integration/sync_sites.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -34,7 +35,7 @@ TEST(HubPostgresTest, DatabaseKilledDuringTheDrainLosesAndDuplicatesNothing) {
     o.regions.push_back(RegionAt("eu", eu.broker().uri()));
     uplinks.push_back(std::make_unique<Uplink>(stores.back().get(), o));
   }
-  for (auto& u : uplinks) ASSERT_TRUE(u->Start().ok());
+  for (auto& u : uplinks) ASSERT_OK(u->Start());
   Store* first = stores[0].get();
   const uint64_t last = first->LastLsn();
   int kills = 0;

@@ -20,6 +20,7 @@
 #include "sync/wire.h"
 #include "tests/integration/sync_sites.h"
 #include "tests/support/http_get.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -51,7 +52,7 @@ TEST(HubShardsTest, ASecondHubOnOneSqliteStoreIsRefused) {
   UplinkOptions uo = FastUplinkOptions("gw-1");
   uo.regions.push_back(RegionAt("eu", eu.broker().uri()));
   Uplink up(store.get(), uo);
-  ASSERT_TRUE(up.Start().ok());
+  ASSERT_OK(up.Start());
   EXPECT_TRUE(WaitFor([&] { return Checkpoint(store.get()) == store->LastLsn(); }, 60000)) << eu.hub_log();
   up.Stop();
 }
@@ -99,7 +100,7 @@ struct Gateway {
 // Readings of each other origin in the gateway's read view.
 std::map<std::string, int64_t> ReadView(Store* store) {
   std::vector<DeviceSummary> devices;
-  EXPECT_TRUE(store->ListDevices(&devices).ok());
+  EXPECT_OK(store->ListDevices(&devices));
   std::map<std::string, int64_t> by_origin;
   for (const auto& d : devices) {
     if (!d.local) by_origin[d.origin.gateway_id] += d.readings;
@@ -230,8 +231,8 @@ TEST(HubShardsTest, ThreeHubsOneKilledAndAFourthAddedLoseAndDuplicateNothing) {
     fo.backoff_max_ms = 1000;
     fo.regions.push_back(RegionAt("eu", broker.uri()));
     g.puller = std::make_unique<FeedPuller>(g.store.get(), fo);
-    ASSERT_TRUE(g.uplink->Start().ok());
-    ASSERT_TRUE(g.puller->Start().ok());
+    ASSERT_OK(g.uplink->Start());
+    ASSERT_OK(g.puller->Start());
   }
   auto write_round = [&] {
     for (Gateway& g : gateways) {
@@ -299,13 +300,13 @@ TEST(HubShardsTest, ThreeHubsOneKilledAndAFourthAddedLoseAndDuplicateNothing) {
   }
   // The region holds every entry of every gateway exactly once.
   std::unique_ptr<HubStore> region;
-  ASSERT_TRUE(OpenPostgresHubStore(HubStoreOptionsFor(pg, "hub"), &region).ok());
+  ASSERT_OK(OpenPostgresHubStore(HubStoreOptionsFor(pg, "hub"), &region));
   std::map<std::pair<std::string, uint64_t>, int> held;
   ShardPositions after{};
   FeedRead read;
   std::vector<RegionFeedEntry>& page = read.entries;
   do {
-    ASSERT_TRUE(region->ReadFeed(after, 10000, &read).ok());
+    ASSERT_OK(region->ReadFeed(after, 10000, &read));
     ASSERT_FALSE(read.reset);
     after = read.next;
     for (const auto& e : page) {

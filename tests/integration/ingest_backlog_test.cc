@@ -24,6 +24,7 @@
 #include "tests/integration/sync_sites.h"
 #include "tests/support/reading_tally.h"
 #include "tests/support/status_file.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -423,7 +424,7 @@ TEST(IngestBacklogTest, BareNumbersTenMinutesAwayLoseNothingWithinTheRate) {
     PresenceMark mark(dir.File("gw"), SystemClock());
     int64_t at = 0;
     ASSERT_EQ(mark.Read(&at), PresenceMark::Found::kThisBoot) << "the stop left no presence mark of this boot";
-    ASSERT_TRUE(mark.Write(at - 570000).ok());
+    ASSERT_OK(mark.Write(at - 570000));
   }
   Sensors sensors{10, 300, 100, "ten", "bare"};
   ASSERT_TRUE(sensors.Start(local, dir.File("sensors.log")));

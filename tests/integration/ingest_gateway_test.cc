@@ -18,6 +18,7 @@
 #include "tests/support/process.h"
 #include "tests/support/reading_tally.h"
 #include "tests/support/status_file.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync {
 namespace {
@@ -71,10 +72,10 @@ using Tally = test::ReadingTally;
 Tally Count(Env& env, const std::string& prefix, int devices, int readings) {
   Config config;
   std::vector<ConfigError> errors;
-  EXPECT_TRUE(LoadConfig(env.config_path, ConfigRole::kGateway, &config, &errors).ok());
+  EXPECT_OK(LoadConfig(env.config_path, ConfigRole::kGateway, &config, &errors));
   std::unique_ptr<Store> store;
   Status s = Store::Open(StoreOptionsFromConfig(config), &store);
-  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_OK(s);
   if (!s.ok()) return Tally{};
   Tally t = test::TallyReadings(store.get(), prefix, devices, readings, 1800000000000, 1);
   EXPECT_EQ(t.wrong_time, 0) << prefix;
@@ -264,11 +265,11 @@ TEST(IngestGateway, BadInputIsCountedAndDeadLetteredNeverACrash) {
   EXPECT_NE(test::ReadAll(out).find("\"dead_letters\": 8"), std::string::npos) << test::ReadAll(out);
   Config config;
   std::vector<ConfigError> errors;
-  ASSERT_TRUE(LoadConfig(env.config_path, ConfigRole::kGateway, &config, &errors).ok());
+  ASSERT_OK(LoadConfig(env.config_path, ConfigRole::kGateway, &config, &errors));
   std::unique_ptr<Store> store;
-  ASSERT_TRUE(Store::Open(StoreOptionsFromConfig(config), &store).ok());
+  ASSERT_OK(Store::Open(StoreOptionsFromConfig(config), &store));
   std::vector<DeadLetter> letters;
-  ASSERT_TRUE(store->ListDeadLetters(100, &letters).ok());
+  ASSERT_OK(store->ListDeadLetters(100, &letters));
   ASSERT_EQ(letters.size(), 8u);
   for (const auto& l : letters) {
     EXPECT_FALSE(l.reason.empty());

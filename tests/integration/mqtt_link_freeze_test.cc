@@ -11,6 +11,7 @@
 #include "sync/mqtt_link.h"
 #include "tests/support/broker.h"
 #include "tests/support/process.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -29,8 +30,8 @@ TEST(MqttLinkFreezeTest, LinksReconnectAfterTheBrokerHungAndCameBack) {
     o.reconnect_min_ms = 50;
     o.reconnect_max_ms = 500;
     std::unique_ptr<MqttLink> link;
-    ASSERT_TRUE(NewPahoMqttLink(o, &link).ok());
-    ASSERT_TRUE(link->Connect(5000).ok());
+    ASSERT_OK(NewPahoMqttLink(o, &link));
+    ASSERT_OK(link->Connect(5000));
     links.push_back(std::move(link));
   }
   for (int round = 0; round < 2; ++round) {
@@ -53,7 +54,7 @@ TEST(MqttLinkFreezeTest, LinksReconnectAfterTheBrokerHungAndCameBack) {
       EXPECT_TRUE(links[i]->WaitConnected(20000)) << "link " << i << " never came back (round " << round << ")";
     }
     for (auto& l : links) {
-      EXPECT_TRUE(l->Publish("freeze/t", "x", 1, false, 5000, nullptr).ok());
+      EXPECT_OK(l->Publish("freeze/t", "x", 1, false, 5000, nullptr));
     }
   }
 }
@@ -74,13 +75,13 @@ TEST(MqttLinkFreezeTest, ConnectsOnceAHungBrokerAnswersAfterConnectTimeouts) {
   o.reconnect_min_ms = 50;
   o.reconnect_max_ms = 300;
   std::unique_ptr<MqttLink> link;
-  ASSERT_TRUE(NewPahoMqttLink(o, &link).ok());
-  ASSERT_TRUE(link->Start().ok());
+  ASSERT_OK(NewPahoMqttLink(o, &link));
+  ASSERT_OK(link->Start());
   SleepMs(7000);  // at least two connect attempts time out
   EXPECT_FALSE(link->connected());
   broker.Thaw();
   ASSERT_TRUE(link->WaitConnected(20000));
-  EXPECT_TRUE(link->Publish("freeze/t", "x", 1, false, 5000, nullptr).ok());
+  EXPECT_OK(link->Publish("freeze/t", "x", 1, false, 5000, nullptr));
   link->Disconnect(2000);
 }
 

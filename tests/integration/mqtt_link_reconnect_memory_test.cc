@@ -36,6 +36,7 @@
 #include "tests/support/broker.h"
 #include "tests/support/process.h"
 #include "tests/support/tcp_proxy.h"
+#include "tests/support/status_assert.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 // The sanitizer allocator's count of live bytes (GCC 12 ships the function in
@@ -69,11 +70,11 @@ TEST_P(MqttLinkReconnectMemoryTest, LiveHeapStaysFlatOverRepeatedReconnects) {
   o.reconnect_min_ms = 1;
   o.reconnect_max_ms = 20;
   std::unique_ptr<MqttLink> link;
-  ASSERT_TRUE(NewPahoMqttLink(o, &link).ok());
+  ASSERT_OK(NewPahoMqttLink(o, &link));
   std::atomic<int64_t> received{0};
   link->SetMessageHandler([&received](MqttMessage&&) { received++; });
-  ASSERT_TRUE(link->Subscribe("memory/+", 1).ok());
-  ASSERT_TRUE(link->Connect(10000).ok());
+  ASSERT_OK(link->Subscribe("memory/+", 1));
+  ASSERT_OK(link->Connect(10000));
 
   // One reconnect: cut, wait for the link to notice, restore, wait for it to
   // be back, then one QoS 1 round trip through the resumed session.
@@ -105,7 +106,7 @@ TEST_P(MqttLinkReconnectMemoryTest, LiveHeapStaysFlatOverRepeatedReconnects) {
   // once reported per session.
   EXPECT_LT(growth, 80 * kReconnects) << "live heap grew by " << growth << " bytes over " << kReconnects
                                       << " reconnects";
-  EXPECT_TRUE(link->Disconnect(5000).ok());
+  EXPECT_OK(link->Disconnect(5000));
 }
 
 INSTANTIATE_TEST_SUITE_P(Versions, MqttLinkReconnectMemoryTest, ::testing::Values(4, 5),

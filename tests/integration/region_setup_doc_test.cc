@@ -21,6 +21,7 @@
 #include "tests/support/broker.h"
 #include "tests/support/postgres.h"
 #include "tests/support/process.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -65,7 +66,7 @@ class RegionSetupDocTest : public ::testing::Test {
   void SetUp() override {
     pg_ = std::make_unique<Postgres>(tmp_.File("pg"));
     ASSERT_TRUE(pg_->Start()) << pg_->log();
-    ASSERT_TRUE(MakeDirs(tmp_.File("pki")).ok());
+    ASSERT_OK(MakeDirs(tmp_.File("pki")));
     ASSERT_TRUE(MakeTestPki(tmp_.File("pki")));
   }
   void TearDown() override {
@@ -143,19 +144,19 @@ TEST_F(RegionSetupDocTest, ThePagesStepsGiveAHubItsStoreOverTls) {
   toml = Replace(toml, "db.example.net:5432", "localhost:" + port);
   toml = Replace(toml, "/etc/edgesync/pg-ca.crt", tmp_.File("pki/ca.crt"));
   toml = Replace(toml, "/etc/edgesync/pg-password", password_file_);
-  ASSERT_TRUE(MakeDirs(tmp_.File("hub")).ok());
+  ASSERT_OK(MakeDirs(tmp_.File("hub")));
   const std::string config_path = tmp_.File("hub.toml");
   WriteAll(config_path, "[gateway]\ndata_dir = \"" + tmp_.File("hub") + "\"\n\n" + toml);
   Config config;
   std::vector<ConfigError> errors;
-  ASSERT_TRUE(LoadConfig(config_path, ConfigRole::kRegion, &config, &errors).ok())
+  ASSERT_OK(LoadConfig(config_path, ConfigRole::kRegion, &config, &errors))
       << (errors.empty() ? "" : errors[0].ToString());
   ASSERT_NE(config.hub_store.find("sslmode=verify-full"), std::string::npos);
 
   // The hub's store opens: schema made, a batch applied, over TLS.
   std::unique_ptr<HubStore> hub;
   Status st = Open(config.hub_store, &hub);
-  ASSERT_TRUE(st.ok()) << st.ToString() << "\n" << pg_->log();
+  ASSERT_OK(st) << pg_->log();
   std::vector<ChangeEntry> entries(3);
   for (size_t i = 0; i < entries.size(); ++i) {
     entries[i].lsn = i + 1;
@@ -165,7 +166,7 @@ TEST_F(RegionSetupDocTest, ThePagesStepsGiveAHubItsStoreOverTls) {
   batch.origin = Origin{"gw-1", "0123456789abcdef0123456789abcdef"};
   batch.entries = &entries;
   ApplyResult applied;
-  ASSERT_TRUE(hub->Apply(batch, &applied).ok());
+  ASSERT_OK(hub->Apply(batch, &applied));
   EXPECT_EQ(applied.outcome, ApplyOutcome::kApplied);
   hub.reset();
   std::unique_ptr<HubStore> plain;
@@ -212,7 +213,7 @@ TEST_F(RegionSetupDocTest, WithoutOwnershipTheErrorNamesTheStatementAndThePagesG
 
   for (const std::string& s : Statements(DocBlock("grants-instead-of-ownership"))) ASSERT_TRUE(Sql("edgesync_eu", s));
   st = Open(location, &hub);
-  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_OK(st);
 }
 #endif
 

@@ -27,6 +27,7 @@
 #include "tests/support/broker.h"
 #include "tests/support/http_get.h"
 #include "tests/support/process.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -35,7 +36,7 @@ using json = nlohmann::json;
 
 std::string OutputDir() {
   std::string dir = std::string(EDGESYNC_TEST_OUTPUT_DIR) + "/status_views";
-  EXPECT_TRUE(MakeDirs(dir).ok());
+  EXPECT_OK(MakeDirs(dir));
   return dir;
 }
 

@@ -8,6 +8,7 @@
 #include "store/store.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/process.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -40,13 +41,13 @@ class StoreCliTest : public ::testing::Test {
     o.gateway_id = "gw-cli";
     o.initial_ranges = 2;
     std::unique_ptr<Store> s;
-    ASSERT_TRUE(Store::Open(o, &s).ok());
+    ASSERT_OK(Store::Open(o, &s));
     std::vector<Reading> v;
     for (int i = 0; i < 20; ++i) v.push_back(Reading{"dev" + std::to_string(i % 4), "temp", 1000 + i, i * 1.5, "C", 0});
     AppendResult r;
-    ASSERT_TRUE(s->AppendReadings(v, &r).ok());
+    ASSERT_OK(s->AppendReadings(v, &r));
     uint64_t lsn = 0;
-    ASSERT_TRUE(s->UpsertDevice(DeviceRecord{"dev1", "Boiler", "cellar", "C", false}, &lsn).ok());
+    ASSERT_OK(s->UpsertDevice(DeviceRecord{"dev1", "Boiler", "cellar", "C", false}, &lsn));
   }
 
   std::string RunOut(std::vector<std::string> args) {
@@ -129,7 +130,7 @@ TEST_F(StoreCliTest, DevicesListsLocalAndReadViewDevices) {
     StoreOptions o;
     o.path = dir_.File("store.db");
     std::unique_ptr<Store> s;
-    ASSERT_TRUE(Store::Open(o, &s).ok());
+    ASSERT_OK(Store::Open(o, &s));
     RemoteEntry e;
     e.origin = Origin{"gw-other", std::string(32, 'b')};
     e.origin_lsn = 7;
@@ -137,7 +138,7 @@ TEST_F(StoreCliTest, DevicesListsLocalAndReadViewDevices) {
     e.entry.kind = ChangeEntry::Kind::kReading;
     e.entry.reading = Reading{"far-1", "hum", 5000, 40, "%", 0};
     int64_t applied = 0;
-    ASSERT_TRUE(s->ApplyRemote({e}, &applied).ok());
+    ASSERT_OK(s->ApplyRemote({e}, &applied));
     ASSERT_EQ(applied, 1);
   }
   std::string out;
@@ -169,13 +170,13 @@ TEST_F(StoreCliTest, FeedFollowPrintsChangesAsTheyArrive) {
   StoreOptions o;
   o.path = dir_.File("store.db");
   std::unique_ptr<Store> s;
-  ASSERT_TRUE(Store::Open(o, &s).ok());
+  ASSERT_OK(Store::Open(o, &s));
   std::vector<Reading> v;
   for (int i = 0; i < 40; ++i) v.push_back(Reading{"late" + std::to_string(i), "temp", 9000 + i, 1, "", 0});
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(v, &r).ok());
+  ASSERT_OK(s->AppendReadings(v, &r));
   std::vector<RangeInfo> ranges;
-  ASSERT_TRUE(s->ListRanges(&ranges).ok());
+  ASSERT_OK(s->ListRanges(&ranges));
   size_t in_range_1 = 0;
   for (const Reading& x : v) {
     for (const RangeInfo& ri : ranges) {

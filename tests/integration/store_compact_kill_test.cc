@@ -16,6 +16,7 @@
 #include "store/store.h"
 #include "tests/support/kill_writer.h"
 #include "tests/support/process.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -69,20 +70,20 @@ TEST(StoreCompactKillTest, SigkillDuringCompactionLosesAndDuplicatesNothing) {
     for (uint64_t lsn : reported) reported_max = std::max(reported_max, lsn);
     {
       Db db;
-      ASSERT_TRUE(db.Open(path, SQLITE_OPEN_READWRITE).ok());
+      ASSERT_OK(db.Open(path, SQLITE_OPEN_READWRITE));
       std::string result;
-      ASSERT_TRUE(db.QueryText("PRAGMA integrity_check", &result).ok());
+      ASSERT_OK(db.QueryText("PRAGMA integrity_check", &result));
       ASSERT_EQ(result, "ok") << "round " << round;
-      ASSERT_TRUE(db.QueryInt("SELECT count(*) FROM series_chunks", &blocks_seen).ok());
+      ASSERT_OK(db.QueryInt("SELECT count(*) FROM series_chunks", &blocks_seen));
     }
     std::unique_ptr<Store> store;
     Status st = Store::Open(Opts(path), &store);
-    ASSERT_TRUE(st.ok()) << "round " << round << ": " << st.ToString();
+    ASSERT_OK(st) << "round " << round << ": " << st.ToString();
     ASSERT_GE(store->LastLsn(), reported_max) << "round " << round;
     std::vector<ChangeEntry> all, page;
     uint64_t after = 0;
     for (;;) {
-      ASSERT_TRUE(store->ReadLog(after, 20000, &page).ok()) << "round " << round;
+      ASSERT_OK(store->ReadLog(after, 20000, &page)) << "round " << round;
       if (page.empty()) break;
       after = page.back().lsn;
       all.insert(all.end(), page.begin(), page.end());
@@ -103,7 +104,7 @@ TEST(StoreCompactKillTest, SigkillDuringCompactionLosesAndDuplicatesNothing) {
         q.to_ms = INT64_MAX;
         q.limit = QueryRequest::kMaxRows;
         std::vector<QueryRow> rows;
-        ASSERT_TRUE(store->Query(q, &rows).ok());
+        ASSERT_OK(store->Query(q, &rows));
         ASSERT_EQ(rows.size(), count) << key.first << "/" << key.second << ", round " << round;
         for (const QueryRow& r : rows) ASSERT_EQ(r.reading.value, static_cast<double>(r.lsn));
       }

@@ -14,6 +14,7 @@
 #include "store/store.h"
 #include "tests/support/kill_writer.h"
 #include "tests/support/process.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -89,14 +90,14 @@ TEST(StoreCrashTest, SurvivesRepeatedSigkill) {
 
     {
       Db db;  // an independent integrity check, beyond the one at open
-      ASSERT_TRUE(db.Open(path, SQLITE_OPEN_READWRITE).ok());
+      ASSERT_OK(db.Open(path, SQLITE_OPEN_READWRITE));
       std::string result;
-      ASSERT_TRUE(db.QueryText("PRAGMA integrity_check", &result).ok());
+      ASSERT_OK(db.QueryText("PRAGMA integrity_check", &result));
       ASSERT_EQ(result, "ok") << "round " << round;
     }
     std::unique_ptr<Store> store;
     Status st = Store::Open(Opts(path, full), &store);
-    ASSERT_TRUE(st.ok()) << "round " << round << ": " << st.ToString();
+    ASSERT_OK(st) << "round " << round << ": " << st.ToString();
     ASSERT_GE(store->LastLsn(), reported_max) << "a reported-committed batch is missing, round " << round;
     std::vector<ChangeEntry> all;
     ASSERT_TRUE(ReadWholeLog(store.get(), &all)) << "round " << round;
@@ -156,14 +157,14 @@ TEST(StoreCrashTest, ChunkPruningSurvivesSigkill) {
 
     std::unique_ptr<Store> store;
     Status st = Store::Open(Opts(path, false), &store);
-    ASSERT_TRUE(st.ok()) << "round " << round << ": " << st.ToString();
+    ASSERT_OK(st) << "round " << round << ": " << st.ToString();
     ASSERT_GE(store->LastLsn(), reported_max) << "a reported-committed batch is missing, round " << round;
     std::vector<ChangeEntry> all;
     ASSERT_TRUE(ReadWholeLog(store.get(), &all)) << "round " << round;
     ASSERT_FALSE(all.empty()) << "round " << round;
     EXPECT_EQ(all.back().lsn, store->LastLsn()) << "round " << round;
     StoreStats stats;
-    ASSERT_TRUE(store->Stats(&stats).ok());
+    ASSERT_OK(store->Stats(&stats));
     EXPECT_GE(stats.acked_lsn, acked_max);
     EXPECT_LE(all.front().lsn, stats.acked_lsn + 1) << "an unacknowledged reading was pruned, round " << round;
     for (size_t i = 0; i < all.size(); ++i) {

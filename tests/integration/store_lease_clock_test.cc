@@ -10,6 +10,7 @@
 #include "platform/clock.h"
 #include "store/store.h"
 #include "tests/support/process.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -46,7 +47,7 @@ TEST(StoreLeaseClockTest, SteppedHolderKeepsItsLiveLeaseAndLosesItWhenDead) {
   o.path = dir.File("store.db");
   o.gateway_id = "lease-gw";
   o.lease_expiry_ms = kExpiryMs;
-  { std::unique_ptr<Store> s; ASSERT_TRUE(Store::Open(o, &s).ok()); }
+  { std::unique_ptr<Store> s; ASSERT_OK(Store::Open(o, &s)); }
 
   const std::string spec = dir.File("faketime");
   WriteAll(spec, "+0\n");
@@ -59,7 +60,7 @@ TEST(StoreLeaseClockTest, SteppedHolderKeepsItsLiveLeaseAndLosesItWhenDead) {
 
   std::unique_ptr<Store> contender;
   o.gateway_id.clear();
-  ASSERT_TRUE(Store::Open(o, &contender).ok());
+  ASSERT_OK(Store::Open(o, &contender));
   Lease lease;
 
   // Two days back: by the wall, the holder last renewed two days ago.

@@ -14,6 +14,7 @@
 #include "store/store.h"
 #include "store/token.h"
 #include "tests/support/process.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -118,13 +119,13 @@ TEST(StoreLeaseProcessesTest, TakeoverAfterSigkillResumesFromCheckpoint) {
   const std::string path = dir.File("store.db");
   {
     std::unique_ptr<Store> store;
-    ASSERT_TRUE(Store::Open(Opts(path), &store).ok());
+    ASSERT_OK(Store::Open(Opts(path), &store));
     std::vector<Reading> batch;
     for (int i = 0; i < kReadings; ++i) {
       batch.push_back(Reading{"dev" + std::to_string(i % 61), "temp", i, 1.0 * i, "", 0});
     }
     AppendResult r;
-    ASSERT_TRUE(store->AppendReadings(batch, &r).ok());
+    ASSERT_OK(store->AppendReadings(batch, &r));
   }  // closed before forking: no SQLite connection crosses a fork
   const std::string log_a = dir.File("a.log"), log_b = dir.File("b.log");
   pid_t a = Spawn(path, "consumer-a", log_a, 25);  // slow: still busy when killed

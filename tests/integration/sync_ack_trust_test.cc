@@ -14,6 +14,7 @@
 #include "sync/wire.h"
 #include "tests/integration/sync_sites.h"
 #include "tests/support/mqtt_client.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -102,7 +103,7 @@ TEST(SyncAckTrustTest, ForgedReplayedAndStaleAnswersAreCountedAndIgnored) {
   o.ack_timeout_ms = 600000;  // nothing here may be resolved by a timeout
   o.regions.push_back(RegionAt("eu", broker.uri()));
   Uplink uplink(store.get(), o);
-  ASSERT_TRUE(uplink.Start().ok());
+  ASSERT_OK(uplink.Start());
   ASSERT_TRUE(WaitFor([&] { return hub.Batches().size() >= 4; }, 30000));
   std::vector<WireMessage> sent = hub.Batches();
   ASSERT_EQ(sent[0].batch.last_lsn, 500u);

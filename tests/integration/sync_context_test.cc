@@ -16,6 +16,7 @@
 #include "tests/integration/sync_sites.h"
 #include "tests/support/mqtt_client.h"
 #include "tests/support/status_file.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -44,7 +45,7 @@ TEST(SyncContextTest, AHubRestartedMidStreamLosesTheContextAndNothingElse) {
   UplinkOptions o = ContextUplinkOptions();
   o.regions.push_back(RegionAt("eu", eu.broker().uri()));
   Uplink uplink(store.get(), o);
-  ASSERT_TRUE(uplink.Start().ok());
+  ASSERT_OK(uplink.Start());
   Trickle(store.get(), &workload, 20000, 200);
   ASSERT_TRUE(WaitFor([&] { return uplink.stats().context_batches > 10; }, 30000));
   // Killed with batches referring to its context still coming: the new hub
@@ -91,7 +92,7 @@ TEST(SyncContextTest, FailoverToAnotherRegionAndBackStartsTheContextAfresh) {
   o.regions.push_back(RegionAt("eu", eu.broker().uri(), 0));
   o.regions.push_back(RegionAt("us", far.uri(), 1));
   Uplink uplink(store.get(), o);
-  ASSERT_TRUE(uplink.Start().ok());
+  ASSERT_OK(uplink.Start());
   Trickle(store.get(), &workload, 16000, 400);
   ASSERT_TRUE(WaitFor([&] { return uplink.stats().write_region == "eu" && uplink.stats().context_batches > 5; },
                       30000));
@@ -134,7 +135,7 @@ TEST(SyncContextTest, AHubEvictingContextsUnderATinyBoundLosesNothing) {
     UplinkOptions o = ContextUplinkOptions(id);
     o.regions.push_back(RegionAt("eu", eu.broker().uri()));
     uplinks.push_back(std::make_unique<Uplink>(stores.back().get(), o));
-    ASSERT_TRUE(uplinks.back()->Start().ok());
+    ASSERT_OK(uplinks.back()->Start());
   }
   std::vector<std::thread> writers;
   for (int g = 0; g < kGateways; ++g) {
@@ -254,7 +255,7 @@ TEST(SyncContextTest, AHubOfThePreviousProtocolGetsSelfContainedBatches) {
   UplinkOptions o = ContextUplinkOptions();
   o.regions.push_back(RegionAt("eu", broker.uri()));
   Uplink uplink(store.get(), o);
-  ASSERT_TRUE(uplink.Start().ok());
+  ASSERT_OK(uplink.Start());
   Trickle(store.get(), &workload, 8000, 200);
   const uint64_t last = store->LastLsn();
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(store.get()) == last; }, 60000))

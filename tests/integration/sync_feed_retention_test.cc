@@ -5,6 +5,7 @@
 
 #include "sync/feed_puller.h"
 #include "tests/integration/sync_sites.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -23,7 +24,7 @@ FeedPullerOptions PullerOptions(const std::string& gateway, RegionSite& eu) {
 
 int64_t ReadViewRows(Store* store) {
   StoreStats s;
-  EXPECT_TRUE(store->Stats(&s).ok());
+  EXPECT_OK(store->Stats(&s));
   return s.remote_entries;
 }
 
@@ -38,14 +39,14 @@ TEST(SyncFeedRetentionTest, HubPrunesItsFeedAndAReaderBehindGetsAnExplicitReset)
   UplinkOptions ua = FastUplinkOptions("gw-a");
   ua.regions.push_back(RegionAt("eu", eu.broker().uri()));
   Uplink up(a.get(), ua);
-  ASSERT_TRUE(up.Start().ok());
+  ASSERT_OK(up.Start());
 
   // b reads the first 800 of a's readings, then goes away.
   Fill(a.get(), &wa, 800);
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(a.get()) == 800; }, 30000));
   {
     FeedPuller pb(b.get(), PullerOptions("gw-b", eu));
-    ASSERT_TRUE(pb.Start().ok());
+    ASSERT_OK(pb.Start());
     ASSERT_TRUE(WaitFor([&] { return Checkpoint(b.get(), "feed:eu") == 800; }, 30000));
   }
   EXPECT_EQ(ReadViewRows(b.get()), 800);
@@ -64,7 +65,7 @@ TEST(SyncFeedRetentionTest, HubPrunesItsFeedAndAReaderBehindGetsAnExplicitReset)
   // b comes back behind the pruned point: an explicit reset, not a silent
   // rewind or skip; then it follows what arrives next.
   FeedPuller pb(b.get(), PullerOptions("gw-b", eu));
-  ASSERT_TRUE(pb.Start().ok());
+  ASSERT_OK(pb.Start());
   ASSERT_TRUE(WaitFor([&] { return pb.stats().regions[0].resets >= 1; }, 30000));
   Fill(a.get(), &wa, 800);
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(b.get(), "feed:eu") == 9600; }, 30000));

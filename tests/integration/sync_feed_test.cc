@@ -11,6 +11,7 @@
 
 #include "sync/feed_puller.h"
 #include "tests/integration/sync_sites.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -33,7 +34,7 @@ int64_t RemoteRows(Store* store, const std::string& device) {
   q.device_id = device;
   q.limit = 100000;
   std::vector<QueryRow> rows;
-  EXPECT_TRUE(store->Query(q, &rows).ok());
+  EXPECT_OK(store->Query(q, &rows));
   int64_t remote = 0;
   for (const auto& r : rows) remote += !r.local;
   return remote;
@@ -57,8 +58,8 @@ struct TwoGateways {
     ub.regions.push_back(RegionAt("us", us.broker().uri()));
     up_a = std::make_unique<Uplink>(a.get(), ua);
     up_b = std::make_unique<Uplink>(b.get(), ub);
-    EXPECT_TRUE(up_a->Start().ok());
-    EXPECT_TRUE(up_b->Start().ok());
+    EXPECT_OK(up_a->Start());
+    EXPECT_OK(up_b->Start());
   }
   ~TwoGateways() {
     up_a->Stop();
@@ -80,8 +81,8 @@ TEST(SyncFeedTest, EachGatewaySeesTheOthersReadingsOnce) {
   {
     FeedPuller pa(a, PullerOptions("gw-a", eu, us));
     FeedPuller pb(b, PullerOptions("gw-b", eu, us));
-    ASSERT_TRUE(pa.Start().ok());
-    ASSERT_TRUE(pb.Start().ok());
+    ASSERT_OK(pa.Start());
+    ASSERT_OK(pb.Start());
     // A puller counts a page after the transaction that applied it and moved
     // its position: the counts are waited for too, not read at once.
     ASSERT_TRUE(WaitFor(
@@ -113,7 +114,7 @@ TEST(SyncFeedTest, EachGatewaySeesTheOthersReadingsOnce) {
   Fill(b, &g.wb, 800);
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(b) == 8800; }, 30000));
   FeedPuller again(a, PullerOptions("gw-a", eu, us));
-  ASSERT_TRUE(again.Start().ok());
+  ASSERT_OK(again.Start());
   ASSERT_TRUE(WaitFor(
       [&] { return Checkpoint(a, "feed:us") == 8800 && again.stats().regions[1].applied >= 800u; }, 30000));
   EXPECT_EQ(again.stats().regions[1].applied, 800u);
@@ -137,11 +138,11 @@ TEST(SyncFeedTest, AHubRebuiltFromNothingResetsItsReadersAndNoReadingIsSkipped) 
   TwoGateways g(tmp.path(), 4000);
   Store *a = g.a.get(), *b = g.b.get();
   FeedPuller pa(a, PullerOptions("gw-a", g.eu, g.us)), pb(b, PullerOptions("gw-b", g.eu, g.us));
-  ASSERT_TRUE(pa.Start().ok());
-  ASSERT_TRUE(pb.Start().ok());
+  ASSERT_OK(pa.Start());
+  ASSERT_OK(pb.Start());
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(b, "feed:eu") == 4000 && Checkpoint(a, "feed:us") == 4000; }, 60000));
   FeedPosition before;
-  ASSERT_TRUE(b->GetFeedPosition("eu", &before).ok());
+  ASSERT_OK(b->GetFeedPosition("eu", &before));
 
   // The eu hub loses its store.
   g.eu.KillHub();
@@ -157,7 +158,7 @@ TEST(SyncFeedTest, AHubRebuiltFromNothingResetsItsReadersAndNoReadingIsSkipped) 
       << "b holds " << RemoteReadings(b, "a-") << " of a's readings; a holds " << RemoteReadings(a, "b-")
       << " of b's";
   FeedPosition after;
-  ASSERT_TRUE(b->GetFeedPosition("eu", &after).ok());
+  ASSERT_OK(b->GetFeedPosition("eu", &after));
   EXPECT_NE(after.epoch, before.epoch);
   EXPECT_EQ(after.shards[RegionShardOf("gw-a")], 6000u);  // the one-writer hub moves every shard with its sequence
   EXPECT_GE(pb.stats().regions[0].resets, 1u);

@@ -6,6 +6,7 @@
 #include "sync/wire.h"
 #include "tests/integration/sync_sites.h"
 #include "tests/support/mqtt_client.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -55,7 +56,7 @@ TEST(SyncHubTest, HostileInboxIsRefusedAndTheHubKeepsServing) {
   b.entries.push_back(e);
   b.first_lsn = b.last_lsn = 1;
   std::string batch;
-  ASSERT_TRUE(EncodeBatch("edgesync/reply/gw-evil/probe", 9, b, {}, &batch).ok());
+  ASSERT_OK(EncodeBatch("edgesync/reply/gw-evil/probe", 9, b, {}, &batch));
   std::string damaged = batch;
   size_t frame = damaged.find("\x28\xb5\x2f\xfd");  // the zstd frame's magic number
   ASSERT_NE(frame, std::string::npos);
@@ -63,7 +64,7 @@ TEST(SyncHubTest, HostileInboxIsRefusedAndTheHubKeepsServing) {
   ASSERT_TRUE(evil.Publish(inbox, damaged, 1));
   // Then an honest ping and an honest batch.
   ASSERT_TRUE(evil.Publish(inbox, EncodePing("edgesync/reply/gw-evil/probe", 10, 1), 1));
-  ASSERT_TRUE(EncodeBatch("edgesync/reply/gw-evil/probe", 11, b, {}, &batch).ok());
+  ASSERT_OK(EncodeBatch("edgesync/reply/gw-evil/probe", 11, b, {}, &batch));
   ASSERT_TRUE(evil.Publish(inbox, batch, 1));
 
   std::map<uint64_t, WireMessage> answers;

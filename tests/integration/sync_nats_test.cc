@@ -9,6 +9,7 @@
 
 #include "sync/feed_puller.h"
 #include "tests/integration/sync_sites.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -47,7 +48,7 @@ TEST(SyncNatsTest, UplinkAndFeedOverNatsServerMqtt) {
   UplinkOptions o = FastUplinkOptions("gw-a");
   o.regions.push_back(RegionAt("eu", nats.uri()));
   Uplink uplink(a.get(), o);
-  ASSERT_TRUE(uplink.Start().ok());
+  ASSERT_OK(uplink.Start());
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(a.get()) == 20000; }, 30000)) << eu.hub_log();
   uplink.Stop();
 
@@ -57,7 +58,7 @@ TEST(SyncNatsTest, UplinkAndFeedOverNatsServerMqtt) {
   fo.poll_interval_ms = 60000;  // only the head notice and the continuation drive pulls
   fo.regions.push_back(RegionAt("eu", nats.uri()));
   FeedPuller puller(b.get(), fo);
-  ASSERT_TRUE(puller.Start().ok());
+  ASSERT_OK(puller.Start());
   // The puller counts a page after the transaction that moved its position.
   ASSERT_TRUE(WaitFor(
       [&] { return Checkpoint(b.get(), "feed:eu") == 20000 && puller.stats().regions[0].applied >= 20000u; },

@@ -14,6 +14,7 @@
 
 #include "sync/feed_puller.h"
 #include "tests/integration/sync_sites.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -40,7 +41,7 @@ std::map<uint64_t, int> ViewOf(Store* store, const Origin& origin, const std::st
     q.device_id = device;
     q.limit = QueryRequest::kMaxRows;
     std::vector<QueryRow> rows;
-    EXPECT_TRUE(store->Query(q, &rows).ok());
+    EXPECT_OK(store->Query(q, &rows));
     for (const QueryRow& r : rows) {
       if (!r.local && r.origin == origin) ++out[r.lsn];
     }
@@ -72,11 +73,11 @@ TEST(SyncRefillTest, BothGatewaysRefillAHubThatLostItsStoreMidStream) {
   oa.regions.push_back(RegionAt("eu", eu.broker().uri()));
   ob.regions.push_back(RegionAt("eu", eu.broker().uri()));
   Uplink ua(a.get(), oa), ub(b.get(), ob);
-  ASSERT_TRUE(ua.Start().ok());
-  ASSERT_TRUE(ub.Start().ok());
+  ASSERT_OK(ua.Start());
+  ASSERT_OK(ub.Start());
   FeedPuller ra(a.get(), ReaderOptions("gw-a", {&eu})), rb(b.get(), ReaderOptions("gw-b", {&eu}));
-  ASSERT_TRUE(ra.Start().ok());
-  ASSERT_TRUE(rb.Start().ok());
+  ASSERT_OK(ra.Start());
+  ASSERT_OK(rb.Start());
 
   Fill(a.get(), &wa, 4000);
   Fill(b.get(), &wb, 4000);
@@ -142,7 +143,7 @@ TEST(SyncRefillTest, ARegionThatIsNotTheWriteRegionIsRefilledToo) {
     UplinkOptions o = FastUplinkOptions("gw-a");
     o.regions.push_back(RegionAt("eu", eu.broker().uri()));
     Uplink only_eu(a.get(), o);
-    ASSERT_TRUE(only_eu.Start().ok());
+    ASSERT_OK(only_eu.Start());
     ASSERT_TRUE(WaitFor([&] { return Checkpoint(a.get()) == 3000; }, 60000)) << eu.hub_log();
     only_eu.Stop();
   }
@@ -151,7 +152,7 @@ TEST(SyncRefillTest, ARegionThatIsNotTheWriteRegionIsRefilledToo) {
   o.regions.push_back(RegionAt("us", us.broker().uri(), 0));
   o.regions.push_back(RegionAt("eu", eu.broker().uri(), 1));
   Uplink up(a.get(), o);
-  ASSERT_TRUE(up.Start().ok());
+  ASSERT_OK(up.Start());
   Fill(a.get(), &wa, 1000);
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(a.get()) == 4000 && up.stats().write_region == "us"; }, 60000));
 
@@ -198,18 +199,18 @@ TEST(SyncRefillTest, WhatTheGatewayPrunedIsNamedAsLostAtTheHubAndTheGateway) {
   so.retention_age_ms = 0;  // what eu acknowledged may go at once
   so.min_free_bytes = 0;
   std::unique_ptr<Store> a;
-  ASSERT_TRUE(Store::Open(so, &a).ok());
+  ASSERT_OK(Store::Open(so, &a));
   SensorWorkload wa(100, 1780000000000, 1000, 1, "a-");
   Fill(a.get(), &wa, 3000);
   UplinkOptions o = FastUplinkOptions("gw-a");
   o.batch_max_readings = 500;
   o.regions.push_back(RegionAt("eu", eu.broker().uri()));
   Uplink up(a.get(), o);
-  ASSERT_TRUE(up.Start().ok());
+  ASSERT_OK(up.Start());
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(a.get()) == 3000; }, 60000)) << eu.hub_log();
   up.Stop();
   PruneResult pruned;
-  ASSERT_TRUE(a->Prune(&pruned).ok());
+  ASSERT_OK(a->Prune(&pruned));
   ASSERT_GT(pruned.readings, 0);
   const uint64_t gone = static_cast<uint64_t>(pruned.readings);  // LSNs 1..gone: the oldest go first
   Fill(a.get(), &wa, 1000);
@@ -217,7 +218,7 @@ TEST(SyncRefillTest, WhatTheGatewayPrunedIsNamedAsLostAtTheHubAndTheGateway) {
   eu.KillHub();
   eu.WipeHubStore();
   ASSERT_TRUE(eu.StartHub());
-  ASSERT_TRUE(up.Start().ok());
+  ASSERT_OK(up.Start());
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(a.get()) == 4000 && up.stats().refills_pending == 0; }, 120000))
       << eu.hub_log();
   UplinkStats s = up.stats();

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/integration/sync_sites.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -30,7 +31,7 @@ TEST(SyncRegionsTest, TheNearerRegionWinsOverPreference) {
   o.regions.push_back(RegionAt("eu", far.uri(), 0));
   o.regions.push_back(RegionAt("us", us.broker().uri(), 1));
   Uplink uplink(store.get(), o);
-  ASSERT_TRUE(uplink.Start().ok());
+  ASSERT_OK(uplink.Start());
   uint64_t last = store->LastLsn();
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(store.get()) == last; }, 30000));
   // Both answered probes by now; the far one stays unused.
@@ -67,7 +68,7 @@ TEST(SyncRegionsTest, ANearRegionAnsweringLateAtStartTakesWritesAtOnce) {
   o.regions.push_back(RegionAt("eu", eu.broker().uri(), 0));
   o.regions.push_back(RegionAt("us", far.uri(), 1));
   Uplink uplink(store.get(), o);
-  ASSERT_TRUE(uplink.Start().ok());
+  ASSERT_OK(uplink.Start());
   ASSERT_TRUE(WaitFor([&] { return uplink.stats().write_region == "us"; }, 20000));
   ASSERT_TRUE(eu.StartHub());
   const int64_t hub_started = NowMs();
@@ -105,7 +106,7 @@ TEST(SyncRegionsTest, FailoverWhenTheWriteRegionDiesAndFailback) {
   o.regions.push_back(RegionAt("eu", eu.broker().uri(), 0));
   o.regions.push_back(RegionAt("us", far.uri(), 1));
   Uplink uplink(store.get(), o);
-  ASSERT_TRUE(uplink.Start().ok());
+  ASSERT_OK(uplink.Start());
   uint64_t last = store->LastLsn();
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(store.get()) > 5000; }, 30000));
   EXPECT_EQ(uplink.stats().write_region, "eu");
@@ -161,7 +162,7 @@ TEST(SyncRegionsTest, ALongDrainDoesNotDragWritesBetweenEqualRegions) {
   o.regions.push_back(RegionAt("eu", eu.broker().uri(), 0));
   o.regions.push_back(RegionAt("us", us.broker().uri(), 1));
   Uplink uplink(store.get(), o);
-  ASSERT_TRUE(uplink.Start().ok());
+  ASSERT_OK(uplink.Start());
   // Settled: both regions healthy and no switch for 3 probe intervals (the
   // failback hysteresis is 500 ms).
   uint64_t switches = ~uint64_t{0};

@@ -32,6 +32,7 @@
 #include "tests/support/process.h"
 #include "tests/support/tcp_proxy.h"
 #include "tests/support/workload.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 
@@ -56,7 +57,7 @@ class RegionSite {
 
   static void MakeDir(const std::string& d) {
     Status st = MakeDirs(d);
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_OK(st);
   }
 
   // hub_extra: more TOML lines for [hub] (TLS, credentials); uri: what the hub connects to.
@@ -172,7 +173,7 @@ inline std::unique_ptr<Store> OpenGatewayStore(const std::string& path, const st
   o.gateway_id = gateway_id;
   std::unique_ptr<Store> store;
   Status st = Store::Open(o, &store);
-  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_OK(st);
   return store;
 }
 
@@ -189,7 +190,7 @@ inline void Fill(Store* store, SensorWorkload* workload, size_t n) {
     size_t k = std::min<size_t>(n, 5000);
     AppendResult r;
     Status st = store->AppendReadings(workload->Take(k), &r);
-    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_OK(st);
     n -= k;
   }
 }

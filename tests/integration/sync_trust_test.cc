@@ -16,6 +16,7 @@
 
 #include "sync/wire.h"
 #include "tests/integration/region_auth.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -33,7 +34,7 @@ std::string ForgedBatch(const Origin& origin, uint64_t held, const std::string& 
   b.entries.push_back(e);
   b.last_lsn = e.lsn;
   std::string out;
-  EXPECT_TRUE(EncodeBatch(reply_to, 42, b, {}, &out).ok());
+  EXPECT_OK(EncodeBatch(reply_to, 42, b, {}, &out));
   return out;
 }
 
@@ -59,7 +60,7 @@ void ImpersonationIsRefused(bool certificates) {
   ub.regions.push_back(RegionAt("eu", eu.uri()));
   ub.regions.back().link = eu.As("gw-b");
   Uplink up_b(b.get(), ub);
-  ASSERT_TRUE(up_b.Start().ok());
+  ASSERT_OK(up_b.Start());
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(b.get()) == 3000; }, 60000)) << eu.site->hub_log();
 
   // Gateway A's identity, trying to write as B; C's, listening where it may
@@ -114,7 +115,7 @@ void ImpersonationIsRefused(bool certificates) {
                          HeadTopic("edgesync", "eu") + "' > '" + tmp.File("head") + "'";
   ASSERT_EQ(std::system(head_cmd.c_str()), 0);
   WireMessage head;
-  ASSERT_TRUE(DecodeMessage(ReadAll(tmp.File("head")), {}, &head, nullptr).ok());
+  ASSERT_OK(DecodeMessage(ReadAll(tmp.File("head")), {}, &head, nullptr));
   EXPECT_NE(head.head_shards, forged_heads);
 
   // Revoking A: its identity no longer gets in.

@@ -7,6 +7,7 @@
 #include <csignal>
 
 #include "tests/integration/sync_sites.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -26,7 +27,7 @@ TEST(SyncUplinkTest, OfflineThenSyncDeliversEveryReadingOnce) {
   UplinkOptions o = FastUplinkOptions();
   o.regions.push_back(RegionAt("eu", link.uri()));
   Uplink uplink(store.get(), o);
-  ASSERT_TRUE(uplink.Start().ok());
+  ASSERT_OK(uplink.Start());
   Fill(store.get(), &workload, kReadings);  // while the link is down
   SleepMs(1000);
   EXPECT_EQ(Checkpoint(store.get()), 0u);
@@ -40,7 +41,7 @@ TEST(SyncUplinkTest, OfflineThenSyncDeliversEveryReadingOnce) {
   EXPECT_EQ(uplink.stats().write_region, "eu");
   uplink.Stop();
   StoreStats stats;
-  ASSERT_TRUE(store->Stats(&stats).ok());
+  ASSERT_OK(store->Stats(&stats));
   EXPECT_EQ(stats.acked_lsn, last);
   ExpectExactlyOnce({&eu}, store->origin(), last);
 }
@@ -64,7 +65,7 @@ TEST(SyncUplinkTest, FlappingLinkDuringTheDrain) {
   o.regions.push_back(RegionAt("eu", link.uri()));
   Uplink uplink(store.get(), o);
   testing::internal::CaptureStderr();  // the drain's progress lines
-  ASSERT_TRUE(uplink.Start().ok());
+  ASSERT_OK(uplink.Start());
   uint64_t last = store->LastLsn();
   // Up 1.5 s, down 1 s (cut and blackholed in turn), while more readings arrive.
   for (int flap = 0; flap < 6 && Checkpoint(store.get()) < last; ++flap) {
@@ -136,7 +137,7 @@ TEST(SyncUplinkTest, RegionHubKilledDuringTheDrain) {
   o.batch_max_readings = 1000;
   o.regions.push_back(RegionAt("eu", eu.broker().uri()));
   Uplink uplink(store.get(), o);
-  ASSERT_TRUE(uplink.Start().ok());
+  ASSERT_OK(uplink.Start());
   for (int kill = 0; kill < 3; ++kill) {
     uint64_t before = Checkpoint(store.get());
     if (!WaitFor([&] { return Checkpoint(store.get()) > before; }, 20000)) break;
@@ -161,19 +162,19 @@ TEST(SyncUplinkTest, CompactedDeviceRecordsAtABatchBoundaryAreNoGap) {
   SensorWorkload workload(10, 1780000000000);
   uint64_t lsn = 0;
   Fill(store.get(), &workload, 10);                                          // 1..10
-  ASSERT_TRUE(store->UpsertDevice({"dev-00001", "first", "", "", false}, &lsn).ok());  // 11
+  ASSERT_OK(store->UpsertDevice({"dev-00001", "first", "", "", false}, &lsn));  // 11
   Fill(store.get(), &workload, 9);                                           // 12..20
-  ASSERT_TRUE(store->UpsertDevice({"dev-00001", "second", "", "", false}, &lsn).ok());  // 21 supersedes 11
+  ASSERT_OK(store->UpsertDevice({"dev-00001", "second", "", "", false}, &lsn));  // 21 supersedes 11
   ASSERT_EQ(lsn, 21u);
   std::vector<ChangeEntry> log;
-  ASSERT_TRUE(store->ReadLog(10, 1, &log).ok());
+  ASSERT_OK(store->ReadLog(10, 1, &log));
   ASSERT_EQ(log.size(), 1u);
   ASSERT_EQ(log[0].lsn, 12u) << "the store kept the superseded record; the test premise does not hold";
   UplinkOptions o = FastUplinkOptions();
   o.batch_max_readings = 10;  // batch one ends at 10, batch two starts at 12
   o.regions.push_back(RegionAt("eu", eu.broker().uri()));
   Uplink uplink(store.get(), o);
-  ASSERT_TRUE(uplink.Start().ok());
+  ASSERT_OK(uplink.Start());
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(store.get()) == 21; }, 20000)) << Checkpoint(store.get());
   UplinkStats s = uplink.stats();
   uplink.Stop();

@@ -1,4 +1,5 @@
 #include "tests/support/reading_tally.h"
+#include "tests/support/status_assert.h"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +18,7 @@ ReadingTally TallyReadings(Store* store, const std::string& prefix, int devices,
     q.limit = 10 * readings + 10;
     std::vector<QueryRow> rows;
     Status s = store->Query(q, &rows);
-    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_OK(s);
     std::map<int, int> seen;
     for (const auto& r : rows) {
       if (!r.local) continue;
@@ -43,9 +44,9 @@ StoreStats StoreStatsOf(const std::string& path) {
   std::unique_ptr<Store> store;
   StoreStats s;
   Status st = Store::Open(o, &store);
-  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_OK(st);
   if (st.ok()) {
-    EXPECT_TRUE(store->Stats(&s).ok());
+    EXPECT_OK(store->Stats(&s));
   }
   return s;
 }

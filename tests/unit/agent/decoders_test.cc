@@ -4,6 +4,7 @@
 
 #include "agent/ingest/readings_generated.h"
 #include "agent/ingest/topic_pattern.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync {
 namespace {
@@ -24,7 +25,7 @@ RejectReason ReasonOfMetric(const std::string& payload) {
 
 TEST(TopicPattern, MatchesAndBuildsFilter) {
   TopicPattern p;
-  ASSERT_TRUE(TopicPattern::Parse("sensors/{deviceId}/{metric}", &p).ok());
+  ASSERT_OK(TopicPattern::Parse("sensors/{deviceId}/{metric}", &p));
   EXPECT_EQ(p.Filter(), "sensors/+/+");
   std::string d, m;
   EXPECT_TRUE(p.Match("sensors/dev-1/temp", &d, &m));
@@ -38,7 +39,7 @@ TEST(TopicPattern, MatchesAndBuildsFilter) {
   EXPECT_FALSE(TopicPattern::Parse("a/{deviceId}/{deviceId}", &p).ok());
   EXPECT_FALSE(TopicPattern::Parse("a//b", &p).ok());
   EXPECT_FALSE(TopicPattern::Parse("sensors/{metric}", &p).ok());
-  ASSERT_TRUE(TopicPattern::Parse("senml", &p).ok());  // the device comes from the payload
+  ASSERT_OK(TopicPattern::Parse("senml", &p));  // the device comes from the payload
   EXPECT_FALSE(p.has_device());
 }
 

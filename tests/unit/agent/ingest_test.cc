@@ -17,6 +17,7 @@
 #include "platform/files.h"
 #include "tests/support/process.h"
 #include "tests/unit/sync/fake_link.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync {
 namespace {
@@ -102,8 +103,8 @@ TEST(Ingest, StampsReceiveTimeAndFlagsAnUntrustedClock) {
   FakeSink sink;
   ManualClock clock(kFloor + 5000, 1);
   Ingest ingest(Options(AckMode::kAfterCommit), &sink, &clock);
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
   ingest.OnMessage("sensors/d1/temp", "20");
   ingest.OnMessage("sensors/d1/temp", R"({"v": 21, "t": 1800000000})");
   clock.SetWall(86400000);  // a board without RTC, back in 1970
@@ -129,8 +130,8 @@ TEST(Ingest, GroupCommitsOnReceiptAndStopCommitsTheBatchInHand) {
   o.batch_max = 100;
   o.batch_delay_ms = 60000;  // only size or Stop can commit
   Ingest ingest(o, &sink);
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
   // The committer is held in the sink (writing a dead letter) while 170
   // readings queue up: a slow committer (as under qemu) then finds more
   // than batch_max waiting. It must still commit batches of batch_max, not
@@ -159,8 +160,8 @@ TEST(Ingest, AckAfterCommitCommitsOnTheCallingThreadAndSharesCommits) {
   IngestOptions o = Options(AckMode::kAfterCommit);
   o.batch_max = 1000;
   Ingest ingest(o, &sink);
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
   // Several receiving threads at once: each returns only once its own
   // reading is committed; none is lost or committed twice.
   std::vector<std::thread> threads;
@@ -184,8 +185,8 @@ TEST(Ingest, AckAfterCommitCommitsOnTheCallingThreadAndSharesCommits) {
 TEST(Ingest, SkipsARedeliveryOfWhatIsStored) {
   FakeSink sink;
   Ingest ingest(Options(AckMode::kAfterCommit), &sink);
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
   ingest.OnMessage("sensors/d1/temp", R"({"v": 1, "t": 1800000000})");
   ingest.OnMessage("sensors/d1/temp", R"({"v": 1, "t": 1800000000})", /*duplicate=*/true);
   ingest.OnMessage("sensors/d1/temp", R"({"v": 2, "t": 1800000001})", /*duplicate=*/true);
@@ -198,8 +199,8 @@ TEST(Ingest, APatternWithoutADeviceTakesItFromTheSenmlBaseName) {
   IngestOptions o = Options(AckMode::kAfterCommit);
   o.patterns = {"senml"};
   Ingest ingest(o, &sink);
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
   ingest.OnMessage("senml", R"([{"bn":"dev7:","n":"temp","v":21.5,"t":1800000000}])");
   ASSERT_EQ(sink.count(), 1u);
   EXPECT_EQ(sink.all[0].device_id, "dev7");
@@ -211,8 +212,8 @@ TEST(Ingest, RetriesAFailedCommit) {
   FakeSink sink;
   sink.fail_next = 3;
   Ingest ingest(Options(AckMode::kAfterCommit), &sink);
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
   ingest.OnMessage("sensors/d1/temp", "1");
   EXPECT_EQ(sink.count(), 1u);
   EXPECT_EQ(ingest.counters().commit_failures, 3);
@@ -223,8 +224,8 @@ TEST(Ingest, RejectsBadInputWithReasonAndDeadLetter) {
   IngestOptions o = Options(AckMode::kAfterCommit);
   o.max_payload_bytes = 100;
   Ingest ingest(o, &sink);
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
   ingest.OnMessage("sensors/d1/temp", std::string(200, '1'));
   ingest.OnMessage("sensors/d1/temp", "\xc3\x28");
   ingest.OnMessage("sensors/d1/temp", "inf");
@@ -264,8 +265,8 @@ TEST(Ingest, RateLimitsAFloodingDeviceOnly) {
   o.device_rate = 10;
   o.device_burst = 20;
   Ingest ingest(o, &sink, &clock);
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
   ingest.LinkUp(true);  // connected from the start: no time away to credit
   for (int i = 0; i < 1000; ++i) ingest.OnMessage("sensors/hot/m", "1");
   for (int d = 0; d < 50; ++d) ingest.OnMessage("sensors/cool" + std::to_string(d) + "/m", "1");
@@ -285,8 +286,8 @@ TEST(Ingest, ABacklogDeliveredAtOnceIsNotRefusedWhenWithinTheRateInItsOwnTime) {
   const int64_t now = 1800000000000;
   ManualClock clock(now, 1);
   Ingest ingest(Options(AckMode::kOnReceipt), &sink, &clock);  // 100/s, burst 200
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
   // 10 devices at 20 readings/s during a 30 s outage, replayed by the broker
   // in one go, interleaved as they were published.
   char payload[64];
@@ -337,8 +338,8 @@ TEST(Ingest, ABareBacklogAfterARestartInThisBootIsTakenWhole) {
   IngestOptions o = JournalOptions(dir.path());  // 100/s, burst 200
   {
     Ingest ingest(o, &sink, &clock);
-    ASSERT_TRUE(ingest.Init().ok());
-    ASSERT_TRUE(ingest.Start().ok());
+    ASSERT_OK(ingest.Init());
+    ASSERT_OK(ingest.Start());
     ingest.LinkUp(false);
     OfferBare(&ingest, 10, 20);
     clock.Advance(1000);
@@ -349,8 +350,8 @@ TEST(Ingest, ABareBacklogAfterARestartInThisBootIsTakenWhole) {
   clock.Advance(30000);
   clock.SetWall(clock.WallMillis() + 86400000);
   Ingest ingest(o, &sink, &clock);
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
   OfferBare(&ingest, 10, 300);
   ingest.LinkUp(true);
   OfferBare(&ingest, 10, 300);
@@ -374,15 +375,15 @@ TEST(Ingest, NoCreditWhenTheBrokerKeptNoSession) {
   IngestOptions o = JournalOptions(dir.path());
   {
     Ingest ingest(o, &sink, &clock);
-    ASSERT_TRUE(ingest.Init().ok());
-    ASSERT_TRUE(ingest.Start().ok());
+    ASSERT_OK(ingest.Init());
+    ASSERT_OK(ingest.Start());
     ingest.LinkUp(false);
     ingest.Stop();
   }
   clock.Advance(30000);
   Ingest ingest(o, &sink, &clock);
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
   ingest.LinkUp(false);
   OfferBare(&ingest, 1, 600);
   ingest.Stop();
@@ -398,16 +399,16 @@ TEST(Ingest, AfterARebootOnlyTheTimeSinceBootIsCredited) {
   IngestOptions o = JournalOptions(dir.path());
   {
     Ingest ingest(o, &sink, &clock);
-    ASSERT_TRUE(ingest.Init().ok());
-    ASSERT_TRUE(ingest.Start().ok());
+    ASSERT_OK(ingest.Init());
+    ASSERT_OK(ingest.Start());
     ingest.LinkUp(false);
     clock.Advance(600000);
     ingest.Stop();
   }
   clock.Reboot("manual-boot-2", int64_t{2000} * 1000000);
   Ingest ingest(o, &sink, &clock);
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
   OfferBare(&ingest, 1, 600);
   ingest.LinkUp(true);
   ingest.Stop();
@@ -420,8 +421,8 @@ TEST(Ingest, ABareBacklogAfterTheLinkWasDownIsTakenWhole) {
   FakeSink sink;
   ManualClock clock(kFloor + 1000, 1);
   Ingest ingest(Options(AckMode::kOnReceipt), &sink, &clock);
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
   ingest.LinkUp(false);
   OfferBare(&ingest, 10, 100);
   ingest.LinkDown();
@@ -442,8 +443,8 @@ TEST(Ingest, AfterJournalReturnsBeforeTheCommitAndStartCommitsWhatTheJournalHold
     FakeSink sink;
     sink.fail_always = true;  // nothing reaches the store, as with a kill before the commit
     Ingest ingest(o, &sink, &clock);
-    ASSERT_TRUE(ingest.Init().ok());
-    ASSERT_TRUE(ingest.Start().ok());
+    ASSERT_OK(ingest.Init());
+    ASSERT_OK(ingest.Start());
     for (int i = 0; i < 9; ++i) {
       ingest.OnMessage("sensors/d1/m", R"({"v": )" + std::to_string(i) + R"(, "t": 1800000000})");
     }
@@ -456,8 +457,8 @@ TEST(Ingest, AfterJournalReturnsBeforeTheCommitAndStartCommitsWhatTheJournalHold
   FakeSink sink;
   {
     Ingest ingest(o, &sink, &clock);
-    ASSERT_TRUE(ingest.Init().ok());
-    ASSERT_TRUE(ingest.Start().ok());
+    ASSERT_OK(ingest.Init());
+    ASSERT_OK(ingest.Start());
     // Start returned once the journal's readings were committed.
     ASSERT_EQ(sink.count(), 10u);
     for (int i = 0; i < 10; ++i) EXPECT_EQ(sink.all[static_cast<size_t>(i)].value, i);
@@ -473,8 +474,8 @@ TEST(Ingest, AfterJournalReturnsBeforeTheCommitAndStartCommitsWhatTheJournalHold
   }
   // A clean stop left nothing to commit again.
   Ingest ingest(o, &sink, &clock);
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
   EXPECT_EQ(ingest.counters().replayed, 0);
   ingest.Stop();
   EXPECT_EQ(sink.count(), 11u);
@@ -486,8 +487,8 @@ TEST(Ingest, AfterJournalSkipsWhatTheStoreAlreadyHolds) {
   FakeSink sink;
   {
     Ingest ingest(o, &sink);
-    ASSERT_TRUE(ingest.Init().ok());
-    ASSERT_TRUE(ingest.Start().ok());
+    ASSERT_OK(ingest.Init());
+    ASSERT_OK(ingest.Start());
     for (int i = 0; i < 5; ++i) ingest.OnMessage("sensors/d1/m", std::to_string(i));
     ingest.Stop();  // commits, and clears the journal
   }
@@ -498,14 +499,14 @@ TEST(Ingest, AfterJournalSkipsWhatTheStoreAlreadyHolds) {
   std::unique_ptr<IntakeJournal> journal;
   IntakeJournalOptions jo;
   jo.dir = dir.path();
-  ASSERT_TRUE(IntakeJournal::Open(jo, 0, &journal, &rec).ok());
+  ASSERT_OK(IntakeJournal::Open(jo, 0, &journal, &rec));
   for (uint64_t seq = 1; seq <= 5; ++seq) {
-    ASSERT_TRUE(journal->Append(seq, {Reading{"d1", "m", kFloor, double(seq - 1), "", 0}}, 0).ok());
+    ASSERT_OK(journal->Append(seq, {Reading{"d1", "m", kFloor, double(seq - 1), "", 0}}, 0));
   }
   journal.reset();
   Ingest ingest(o, &sink);
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
   EXPECT_EQ(ingest.counters().replayed, 0);  // all at or below the checkpoint
   ingest.Stop();
   EXPECT_EQ(sink.count(), 5u);
@@ -517,8 +518,8 @@ TEST(Ingest, AnotherAckModeStillCommitsWhatTheJournalHolds) {
     FakeSink failing;
     failing.fail_always = true;
     Ingest ingest(JournalOptions(dir.path()), &failing);
-    ASSERT_TRUE(ingest.Init().ok());
-    ASSERT_TRUE(ingest.Start().ok());
+    ASSERT_OK(ingest.Init());
+    ASSERT_OK(ingest.Start());
     for (int i = 0; i < 3; ++i) ingest.OnMessage("sensors/d1/m", std::to_string(i));
     ingest.Stop();
   }
@@ -527,8 +528,8 @@ TEST(Ingest, AnotherAckModeStillCommitsWhatTheJournalHolds) {
   o.ack = AckMode::kOnReceipt;
   FakeSink sink;
   Ingest ingest(o, &sink);
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
   EXPECT_EQ(sink.count(), 3u);
   ingest.OnMessage("sensors/d1/m", "3");
   ingest.Stop();
@@ -536,15 +537,15 @@ TEST(Ingest, AnotherAckModeStillCommitsWhatTheJournalHolds) {
   EXPECT_EQ(sink.checkpoint, 4u);
   // Nothing was journaled in on-receipt mode, and the clean stop emptied it.
   std::string a, b;
-  ASSERT_TRUE(ReadFile(dir.path() + "/intake-a.journal", &a).ok());
-  ASSERT_TRUE(ReadFile(dir.path() + "/intake-b.journal", &b).ok());
+  ASSERT_OK(ReadFile(dir.path() + "/intake-a.journal", &a));
+  ASSERT_OK(ReadFile(dir.path() + "/intake-b.journal", &b));
   EXPECT_EQ(a.size() + b.size(), 0u);
 }
 
 TEST(Ingest, AfterJournalWithoutADirectoryIsRefused) {
   FakeSink sink;
   Ingest ingest(Options(AckMode::kAfterJournal), &sink);
-  ASSERT_TRUE(ingest.Init().ok());
+  ASSERT_OK(ingest.Init());
   EXPECT_EQ(ingest.Start().code(), Status::Code::kInvalidArgument);
 }
 
@@ -552,8 +553,8 @@ TEST(Ingest, AJournalWriteThatFailsIsCommittedBeforeTheCallReturns) {
   test::TempDir dir;
   FakeSink sink;
   Ingest ingest(JournalOptions(dir.path()), &sink);
-  ASSERT_TRUE(ingest.Init().ok());
-  ASSERT_TRUE(ingest.Start().ok());
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
   // The journal's file may not grow: its writes fail with EFBIG.
   signal(SIGXFSZ, SIG_IGN);
   rlimit old{};
@@ -608,7 +609,7 @@ TEST(Ingest, AStoreThatRefusesClosesIntakeInsteadOfHoldingTheReceiveThread) {
   Ingest& ingest = g.ingest;
   FakeLink& link = g.link;
   ASSERT_TRUE(g.Start());
-  ASSERT_TRUE(link.Start().ok());
+  ASSERT_OK(link.Start());
   EXPECT_FALSE(link.paused());
   {
     std::lock_guard<std::mutex> lock(sink.mu);
@@ -671,8 +672,8 @@ TEST(Ingest, AStopWhileTheStoreRefusesKeepsEverythingForTheNextStart) {
   }
   {
     Ingest ingest(o, &sink);
-    ASSERT_TRUE(ingest.Init().ok());
-    ASSERT_TRUE(ingest.Start().ok());
+    ASSERT_OK(ingest.Init());
+    ASSERT_OK(ingest.Start());
     for (int i = 0; i < 40; ++i) ingest.OnMessage("sensors/d1/m", std::to_string(i));
     ASSERT_TRUE(test::WaitFor([&] { return !ingest.intake_open(); }, 10000));
     ingest.Stop();

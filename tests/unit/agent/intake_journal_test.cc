@@ -12,6 +12,7 @@
 
 #include "platform/files.h"
 #include "tests/support/process.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync {
 namespace {
@@ -41,11 +42,11 @@ TEST(IntakeJournal, RecordsAfterTheCheckpointComeBackInOrder) {
   test::TempDir dir;
   std::unique_ptr<IntakeJournal> j;
   IntakeRecovery rec;
-  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec).ok());
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec));
   EXPECT_TRUE(rec.pending.empty());
-  for (uint64_t seq = 1; seq <= 20; ++seq) ASSERT_TRUE(j->Append(seq, Readings(seq, int(seq % 4) + 1), 0).ok());
+  for (uint64_t seq = 1; seq <= 20; ++seq) ASSERT_OK(j->Append(seq, Readings(seq, int(seq % 4) + 1), 0));
   j.reset();
-  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 12, &j, &rec).ok());
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path()), 12, &j, &rec));
   EXPECT_EQ(rec.last_seq, 20u);
   EXPECT_EQ(rec.cut_bytes, 0);
   ASSERT_EQ(rec.pending.size(), 8u);
@@ -71,19 +72,19 @@ TEST(IntakeJournal, ATornTailIsCutAndWritingGoesOnAfterIt) {
   const std::string seg = dir.path() + "/intake-a.journal";
   std::unique_ptr<IntakeJournal> j;
   IntakeRecovery rec;
-  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec).ok());
-  for (uint64_t seq = 1; seq <= 3; ++seq) ASSERT_TRUE(j->Append(seq, Readings(seq, 2), 0).ok());
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec));
+  for (uint64_t seq = 1; seq <= 3; ++seq) ASSERT_OK(j->Append(seq, Readings(seq, 2), 0));
   j.reset();
   const int64_t full = FileSize(seg);
   ASSERT_GT(full, 0);
   ASSERT_EQ(truncate(seg.c_str(), full - 5), 0);  // the last record torn by a kill
-  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec).ok());
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec));
   ASSERT_EQ(rec.pending.size(), 2u);
   EXPECT_GT(rec.cut_bytes, 0);
   EXPECT_EQ(rec.last_seq, 2u);
-  ASSERT_TRUE(j->Append(3, Readings(3, 1), 0).ok());
+  ASSERT_OK(j->Append(3, Readings(3, 1), 0));
   j.reset();
-  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec).ok());
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec));
   ASSERT_EQ(rec.pending.size(), 3u);
   EXPECT_EQ(rec.pending[2].seq, 3u);
   EXPECT_EQ(rec.cut_bytes, 0);
@@ -94,11 +95,11 @@ TEST(IntakeJournal, ADamagedRecordEndsItsSegment) {
   const std::string seg = dir.path() + "/intake-a.journal";
   std::unique_ptr<IntakeJournal> j;
   IntakeRecovery rec;
-  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec).ok());
-  ASSERT_TRUE(j->Append(1, Readings(1, 1), 0).ok());
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec));
+  ASSERT_OK(j->Append(1, Readings(1, 1), 0));
   const int64_t first = j->bytes();
-  ASSERT_TRUE(j->Append(2, Readings(2, 1), 0).ok());
-  ASSERT_TRUE(j->Append(3, Readings(3, 1), 0).ok());
+  ASSERT_OK(j->Append(2, Readings(2, 1), 0));
+  ASSERT_OK(j->Append(3, Readings(3, 1), 0));
   j.reset();
   // One flipped byte in the second record's body.
   int fd = ::open(seg.c_str(), O_RDWR);
@@ -108,7 +109,7 @@ TEST(IntakeJournal, ADamagedRecordEndsItsSegment) {
   c = static_cast<char>(c ^ 0x40);
   ASSERT_EQ(pwrite(fd, &c, 1, first + 12), 1);
   ::close(fd);
-  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec).ok());
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec));
   ASSERT_EQ(rec.pending.size(), 1u);
   EXPECT_EQ(rec.pending[0].seq, 1u);
   EXPECT_EQ(FileSize(seg), first);
@@ -119,27 +120,27 @@ TEST(IntakeJournal, SegmentsTakeTurnsOnlyOverCommittedRecords) {
   const int64_t segment = 512;
   std::unique_ptr<IntakeJournal> j;
   IntakeRecovery rec;
-  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path(), segment), 0, &j, &rec).ok());
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path(), segment), 0, &j, &rec));
   // The store keeps up (committed = seq - 1): disk use stays near two segments.
   int64_t most = 0;
   for (uint64_t seq = 1; seq <= 500; ++seq) {
-    ASSERT_TRUE(j->Append(seq, Readings(seq, 1), seq - 1).ok());
+    ASSERT_OK(j->Append(seq, Readings(seq, 1), seq - 1));
     most = std::max(most, j->bytes());
   }
   EXPECT_LE(most, 2 * segment + 200);
   // Then the store stops committing at 500: nothing after it may go.
-  for (uint64_t seq = 501; seq <= 700; ++seq) ASSERT_TRUE(j->Append(seq, Readings(seq, 1), 500).ok());
+  for (uint64_t seq = 501; seq <= 700; ++seq) ASSERT_OK(j->Append(seq, Readings(seq, 1), 500));
   j.reset();
-  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path(), segment), 500, &j, &rec).ok());
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path(), segment), 500, &j, &rec));
   ASSERT_EQ(rec.pending.size(), 200u);
   for (size_t i = 0; i < rec.pending.size(); ++i) EXPECT_EQ(rec.pending[i].seq, 501 + i);
   // Appends go on in the segment holding the newest records.
-  ASSERT_TRUE(j->Append(701, Readings(701, 1), 700).ok());
+  ASSERT_OK(j->Append(701, Readings(701, 1), 700));
   j.reset();
-  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path(), segment), 700, &j, &rec).ok());
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path(), segment), 700, &j, &rec));
   ASSERT_EQ(rec.pending.size(), 1u);
   EXPECT_EQ(rec.pending[0].seq, 701u);
-  EXPECT_TRUE(j->Clear().ok());
+  EXPECT_OK(j->Clear());
   EXPECT_EQ(j->bytes(), 0);
   EXPECT_EQ(FileSize(dir.path() + "/intake-a.journal") + FileSize(dir.path() + "/intake-b.journal"), 0);
 }
@@ -166,7 +167,7 @@ TEST(IntakeJournal, CompactRecordsTakeAFewBytesPerReading) {
   test::TempDir dir;
   std::unique_ptr<IntakeJournal> j;
   IntakeRecovery rec;
-  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path(), 64 << 20), 0, &j, &rec).ok());
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path(), 64 << 20), 0, &j, &rec));
   std::vector<Reading> all;
   for (int tick = 0; tick < 20; ++tick) {
     for (int d = 0; d < 100; ++d) {
@@ -176,10 +177,10 @@ TEST(IntakeJournal, CompactRecordsTakeAFewBytesPerReading) {
       }
     }
   }
-  for (size_t i = 0; i < all.size(); ++i) ASSERT_TRUE(j->Append(i + 1, {all[i]}, 0).ok());
+  for (size_t i = 0; i < all.size(); ++i) ASSERT_OK(j->Append(i + 1, {all[i]}, 0));
   EXPECT_LT(static_cast<double>(j->bytes()) / static_cast<double>(all.size()), 16.0) << j->bytes();
   j.reset();
-  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path(), 64 << 20), 0, &j, &rec).ok());
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path(), 64 << 20), 0, &j, &rec));
   ASSERT_EQ(rec.pending.size(), all.size());
   for (size_t i = 0; i < all.size(); ++i) {
     ASSERT_EQ(rec.pending[i].seq, i + 1);
@@ -200,17 +201,17 @@ TEST(IntakeJournal, AReopenedSegmentGoesOnWithItsDictionary) {
   const std::string seg = dir.path() + "/intake-a.journal";
   std::unique_ptr<IntakeJournal> j;
   IntakeRecovery rec;
-  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec).ok());
-  ASSERT_TRUE(j->Append(1, Readings(1, 2), 0).ok());
-  ASSERT_TRUE(j->Append(2, Readings(2, 2), 0).ok());
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec));
+  ASSERT_OK(j->Append(1, Readings(1, 2), 0));
+  ASSERT_OK(j->Append(2, Readings(2, 2), 0));
   j.reset();
   ASSERT_EQ(truncate(seg.c_str(), FileSize(seg) - 3), 0);  // record 2 (new series) torn
-  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec).ok());
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec));
   ASSERT_EQ(rec.pending.size(), 1u);
-  ASSERT_TRUE(j->Append(2, Readings(2, 2), 0).ok());
-  ASSERT_TRUE(j->Append(3, Readings(1, 2), 0).ok());  // record 1's series again: dictionary references
+  ASSERT_OK(j->Append(2, Readings(2, 2), 0));
+  ASSERT_OK(j->Append(3, Readings(1, 2), 0));  // record 1's series again: dictionary references
   j.reset();
-  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec).ok());
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec));
   ASSERT_EQ(rec.pending.size(), 3u);
   EXPECT_EQ(rec.cut_bytes, 0);
   EXPECT_EQ(rec.pending[1].readings[1].device_id, "dev-2");
@@ -235,16 +236,16 @@ TEST(IntakeJournal, AFirstFormatJournalIsReadAndGoesOn) {
     for (int i = 0; i < 4; ++i) file.push_back(static_cast<char>((sum >> (8 * i)) & 0xff));
     file += body;
   }
-  ASSERT_TRUE(WriteFileAtomic(seg, file).ok());
+  ASSERT_OK(WriteFileAtomic(seg, file));
   std::unique_ptr<IntakeJournal> j;
   IntakeRecovery rec;
-  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 1, &j, &rec).ok());
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path()), 1, &j, &rec));
   ASSERT_EQ(rec.pending.size(), 2u);
   EXPECT_EQ(rec.pending[0].seq, 2u);
   EXPECT_EQ(rec.pending[1].readings[1].value, 3.25);
-  ASSERT_TRUE(j->Append(4, Readings(4, 1), 1).ok());
+  ASSERT_OK(j->Append(4, Readings(4, 1), 1));
   j.reset();
-  ASSERT_TRUE(IntakeJournal::Open(Opts(dir.path()), 1, &j, &rec).ok());
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path()), 1, &j, &rec));
   ASSERT_EQ(rec.pending.size(), 3u);
   EXPECT_EQ(rec.pending[2].seq, 4u);
   EXPECT_EQ(rec.cut_bytes, 0);

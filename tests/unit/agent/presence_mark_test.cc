@@ -6,6 +6,7 @@
 
 #include "platform/files.h"
 #include "tests/support/process.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync {
 namespace {
@@ -17,8 +18,8 @@ TEST(PresenceMark, ReadsBackTheLastMarkOfThisBoot) {
     PresenceMark mark(dir.path(), &clock);
     int64_t at = -1;
     EXPECT_EQ(mark.Read(&at), PresenceMark::Found::kNone) << "no file yet";
-    ASSERT_TRUE(mark.Write(123456789012).ok());
-    ASSERT_TRUE(mark.Write(42).ok());  // rewritten in place: no longer tail left over
+    ASSERT_OK(mark.Write(123456789012));
+    ASSERT_OK(mark.Write(42));  // rewritten in place: no longer tail left over
   }
   PresenceMark again(dir.path(), &clock);
   int64_t at = -1;
@@ -30,7 +31,7 @@ TEST(PresenceMark, AMarkOfAnotherBootIsNotATime) {
   test::TempDir dir;
   ManualClock clock(0, 1);
   PresenceMark mark(dir.path(), &clock);
-  ASSERT_TRUE(mark.Write(5000).ok());
+  ASSERT_OK(mark.Write(5000));
   clock.Reboot("manual-boot-2");
   int64_t at = -1;
   EXPECT_EQ(mark.Read(&at), PresenceMark::Found::kOtherBoot);
@@ -44,7 +45,7 @@ TEST(PresenceMark, ADamagedOrForeignFileIsNoMark) {
   int64_t at = -1;
   for (const char* text : {"", "garbage", "edgesync-presence 2 manual-boot-1 5", "edgesync-presence 1 manual-boot-1",
                            "edgesync-presence 1 manual-boot-1 -5", "other 1 manual-boot-1 5"}) {
-    ASSERT_TRUE(WriteFileAtomic(dir.File(PresenceMark::kFileName), text, false).ok());
+    ASSERT_OK(WriteFileAtomic(dir.File(PresenceMark::kFileName), text, false));
     EXPECT_EQ(mark.Read(&at), PresenceMark::Found::kNone) << text;
   }
   EXPECT_EQ(at, -1);
@@ -53,7 +54,7 @@ TEST(PresenceMark, ADamagedOrForeignFileIsNoMark) {
 TEST(PresenceMark, NoDirectoryNoFile) {
   ManualClock clock(0, 1);
   PresenceMark mark("", &clock);
-  EXPECT_TRUE(mark.Write(7).ok());
+  EXPECT_OK(mark.Write(7));
   int64_t at = -1;
   EXPECT_EQ(mark.Read(&at), PresenceMark::Found::kNone);
 }

@@ -8,6 +8,7 @@
 #include "agent/prometheus.h"
 #include "agent/roles.h"
 #include "agent/status_board.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync {
 namespace {
@@ -148,21 +149,21 @@ TEST(RateMeter, PerSecondFromACounter) {
 TEST(ParseTimeArg, Rfc3339RelativeAndMillis) {
   const int64_t now = 1772366400000;  // 2026-03-01T12:00:00Z
   int64_t ms = 0;
-  ASSERT_TRUE(ParseTimeArg("2026-03-01T12:00:00Z", now, &ms).ok());
+  ASSERT_OK(ParseTimeArg("2026-03-01T12:00:00Z", now, &ms));
   EXPECT_EQ(ms, now);
-  ASSERT_TRUE(ParseTimeArg("2026-03-01T13:00:00.250+01:00", now, &ms).ok());
+  ASSERT_OK(ParseTimeArg("2026-03-01T13:00:00.250+01:00", now, &ms));
   EXPECT_EQ(ms, now + 250);
-  ASSERT_TRUE(ParseTimeArg("2026-03-01 11:30:00-00:30", now, &ms).ok());
+  ASSERT_OK(ParseTimeArg("2026-03-01 11:30:00-00:30", now, &ms));
   EXPECT_EQ(ms, now);
-  ASSERT_TRUE(ParseTimeArg("-1h", now, &ms).ok());
+  ASSERT_OK(ParseTimeArg("-1h", now, &ms));
   EXPECT_EQ(ms, now - 3600000);
-  ASSERT_TRUE(ParseTimeArg("-2d", now, &ms).ok());
+  ASSERT_OK(ParseTimeArg("-2d", now, &ms));
   EXPECT_EQ(ms, now - 2 * 86400000);
-  ASSERT_TRUE(ParseTimeArg("+30s", now, &ms).ok());
+  ASSERT_OK(ParseTimeArg("+30s", now, &ms));
   EXPECT_EQ(ms, now + 30000);
-  ASSERT_TRUE(ParseTimeArg("now", now, &ms).ok());
+  ASSERT_OK(ParseTimeArg("now", now, &ms));
   EXPECT_EQ(ms, now);
-  ASSERT_TRUE(ParseTimeArg("1005", now, &ms).ok());
+  ASSERT_OK(ParseTimeArg("1005", now, &ms));
   EXPECT_EQ(ms, 1005);
   for (const char* bad : {"", "-1", "-1y", "yesterday", "2026-13-01T00:00:00Z", "2026-03-01T12:00:00",
                           "2026-03-01T12:00:00+1", "2026-03-01T12:00:00.Z", "-h"}) {

@@ -7,6 +7,7 @@
 
 #include "firmware-config/transport.h"
 #include "platform/files.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync {
 namespace {
@@ -22,7 +23,7 @@ std::vector<ConfigError> ParseErrors(const std::string& text, ConfigRole role = 
 TEST(ConfigTest, DefaultsWhenOnlyIdIsGiven) {
   Config c;
   std::vector<ConfigError> errors;
-  ASSERT_TRUE(ParseConfig("[gateway]\nid = \"gw-1\"\n", "t.toml", ConfigRole::kGateway, &c, &errors).ok());
+  ASSERT_OK(ParseConfig("[gateway]\nid = \"gw-1\"\n", "t.toml", ConfigRole::kGateway, &c, &errors));
   EXPECT_EQ(c.gateway_id, "gw-1");
   EXPECT_EQ(c.store_sync, "normal");
   EXPECT_EQ(c.StorePath(), "/var/lib/edgesync/store.db");
@@ -87,10 +88,9 @@ TEST(ConfigTest, RegionWithoutUriIsAnError) {
 TEST(ConfigTest, RegionsParsed) {
   Config c;
   std::vector<ConfigError> errors;
-  ASSERT_TRUE(ParseConfig("[gateway]\nid = \"gw\"\n[[region]]\nname = \"eu\"\nuri = \"tcp://a:1\"\npreference = 2\n"
+  ASSERT_OK(ParseConfig("[gateway]\nid = \"gw\"\n[[region]]\nname = \"eu\"\nuri = \"tcp://a:1\"\npreference = 2\n"
                           "ca_file = \"/ca\"\n[[region]]\nname = \"us\"\nuri = \"ssl://b:2\"\n",
-                          "t.toml", ConfigRole::kGateway, &c, &errors)
-                  .ok());
+                          "t.toml", ConfigRole::kGateway, &c, &errors));
   ASSERT_EQ(c.regions.size(), 2u);
   EXPECT_EQ(c.regions[0].name, "eu");
   EXPECT_EQ(c.regions[0].preference, 2);
@@ -140,18 +140,16 @@ TEST(ConfigTest, RegionRoleNeedsHubRegion) {
 TEST(ConfigTest, TheStatusAddressDefaultsDifferByRole) {
   Config gateway, hub, any, set;
   std::vector<ConfigError> errors;
-  ASSERT_TRUE(ParseConfig("[gateway]\nid = \"gw\"\n", "g.toml", ConfigRole::kGateway, &gateway, &errors).ok());
-  ASSERT_TRUE(ParseConfig("[hub]\nregion = \"eu\"\n", "h.toml", ConfigRole::kRegion, &hub, &errors).ok());
+  ASSERT_OK(ParseConfig("[gateway]\nid = \"gw\"\n", "g.toml", ConfigRole::kGateway, &gateway, &errors));
+  ASSERT_OK(ParseConfig("[hub]\nregion = \"eu\"\n", "h.toml", ConfigRole::kRegion, &hub, &errors));
   EXPECT_EQ(gateway.metrics_listen, "127.0.0.1:9464");
   EXPECT_EQ(hub.metrics_listen, "127.0.0.1:9465");
   EXPECT_NE(gateway.metrics_listen, hub.metrics_listen);
-  ASSERT_TRUE(ParseConfig("[hub]\nregion = \"eu\"\n[metrics]\nlisten = \"127.0.0.1:9464\"\n", "s.toml",
-                          ConfigRole::kRegion, &set, &errors)
-                  .ok());
+  ASSERT_OK(ParseConfig("[hub]\nregion = \"eu\"\n[metrics]\nlisten = \"127.0.0.1:9464\"\n", "s.toml",
+                          ConfigRole::kRegion, &set, &errors));
   EXPECT_EQ(set.metrics_listen, "127.0.0.1:9464");
-  ASSERT_TRUE(ParseConfig("[hub]\nregion = \"eu\"\n[metrics]\nlisten = \"\"\n", "o.toml", ConfigRole::kRegion, &set,
-                          &errors)
-                  .ok());
+  ASSERT_OK(ParseConfig("[hub]\nregion = \"eu\"\n[metrics]\nlisten = \"\"\n", "o.toml", ConfigRole::kRegion, &set,
+                          &errors));
   EXPECT_EQ(set.metrics_listen, "") << "off stays off";
 }
 
@@ -159,9 +157,8 @@ TEST(ConfigTest, TheHubStoreIsSqliteOrAPostgresqlUri) {
   const std::string head = "[hub]\nregion = \"eu\"\n";
   Config c;
   std::vector<ConfigError> errors;
-  ASSERT_TRUE(ParseConfig(head + "store = \"postgresql://edgesync@db.example:5432/eu\"\npassword_file = \"/etc/pw\"\n",
-                          "t.toml", ConfigRole::kRegion, &c, &errors)
-                  .ok());
+  ASSERT_OK(ParseConfig(head + "store = \"postgresql://edgesync@db.example:5432/eu\"\npassword_file = \"/etc/pw\"\n",
+                          "t.toml", ConfigRole::kRegion, &c, &errors));
   EXPECT_EQ(c.hub_store, "postgresql://edgesync@db.example:5432/eu");
   EXPECT_EQ(c.hub_password_file, "/etc/pw");
   EXPECT_TRUE(ParseErrors(head + "store = \"postgres://db/eu\"\n", ConfigRole::kRegion).empty());
@@ -174,12 +171,11 @@ TEST(ConfigTest, TheHubStoreIsSqliteOrAPostgresqlUri) {
 TEST(ConfigTest, DumpRoundTripsThroughTheParser) {
   Config c;
   std::vector<ConfigError> errors;
-  ASSERT_TRUE(ParseConfig("[gateway]\nid = \"gw\"\n[store]\nsync = \"full\"\n[[region]]\nname = \"eu\"\n"
+  ASSERT_OK(ParseConfig("[gateway]\nid = \"gw\"\n[store]\nsync = \"full\"\n[[region]]\nname = \"eu\"\n"
                           "uri = \"tcp://127.0.0.1:1\"\n",
-                          "t.toml", ConfigRole::kGateway, &c, &errors)
-                  .ok());
+                          "t.toml", ConfigRole::kGateway, &c, &errors));
   Config again;
-  ASSERT_TRUE(ParseConfig(DumpConfig(c), "dump.toml", ConfigRole::kGateway, &again, &errors).ok())
+  ASSERT_OK(ParseConfig(DumpConfig(c), "dump.toml", ConfigRole::kGateway, &again, &errors))
       << (errors.empty() ? "" : errors[0].ToString());
   EXPECT_EQ(DumpConfig(again).substr(DumpConfig(again).find('\n')), DumpConfig(c).substr(DumpConfig(c).find('\n')));
 }
@@ -188,7 +184,7 @@ TEST(ConfigTest, DumpRoundTripsThroughTheParser) {
 // generated example, byte for byte, and it checks clean.
 TEST(ConfigTest, ShippedExampleListsEveryOptionAtItsDefault) {
   std::string shipped;
-  ASSERT_TRUE(ReadFile(std::string(EDGESYNC_SOURCE_DIR) + "/firmware-config/edgesync.example.toml", &shipped).ok());
+  ASSERT_OK(ReadFile(std::string(EDGESYNC_SOURCE_DIR) + "/firmware-config/edgesync.example.toml", &shipped));
   EXPECT_EQ(shipped, ExampleConfig())
       << "regenerate with: build/edgesync config example > firmware-config/edgesync.example.toml";
   for (const auto& o : ListOptions()) {
@@ -199,7 +195,7 @@ TEST(ConfigTest, ShippedExampleListsEveryOptionAtItsDefault) {
   }
   Config c;
   std::vector<ConfigError> errors;
-  EXPECT_TRUE(ParseConfig(shipped, "example", ConfigRole::kGateway, &c, &errors).ok());
+  EXPECT_OK(ParseConfig(shipped, "example", ConfigRole::kGateway, &c, &errors));
 }
 
 }  // namespace
@@ -297,7 +293,7 @@ TEST(TransportTest, CheckTransportRefusesAConfigBuiltInCode) {
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
   EXPECT_NE(s.message().find("region[0].uri"), std::string::npos) << s.message();
   c.regions[0].allow_insecure = true;
-  EXPECT_TRUE(CheckTransport(c).ok());
+  EXPECT_OK(CheckTransport(c));
   c.hub_broker_uri = "tcp://192.0.2.11:1883";
   EXPECT_NE(CheckTransport(c).message().find("hub.broker_uri"), std::string::npos);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "tests/support/process.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync {
 namespace {
@@ -13,10 +14,10 @@ namespace {
 TEST(FilesTest, WriteFileAtomicReplacesWholeContent) {
   test::TempDir dir;
   std::string path = dir.File("state.json");
-  ASSERT_TRUE(WriteFileAtomic(path, "first").ok());
-  ASSERT_TRUE(WriteFileAtomic(path, "second, longer").ok());
+  ASSERT_OK(WriteFileAtomic(path, "first"));
+  ASSERT_OK(WriteFileAtomic(path, "second, longer"));
   std::string got;
-  ASSERT_TRUE(ReadFile(path, &got).ok());
+  ASSERT_OK(ReadFile(path, &got));
   EXPECT_EQ(got, "second, longer");
   EXPECT_FALSE(FileExists(path + ".tmp"));
 }
@@ -30,9 +31,9 @@ int Mode(const std::string& path) {
 TEST(FilesTest, PrivateDirsAndFilesWhateverTheUmask) {
   test::TempDir dir;
   mode_t old = umask(0);
-  ASSERT_TRUE(MakePrivateDir(dir.File("a/b/data/")).ok());
+  ASSERT_OK(MakePrivateDir(dir.File("a/b/data/")));
   EXPECT_EQ(Mode(dir.File("a/b/data")), 0700);
-  ASSERT_TRUE(WriteFileAtomic(dir.File("a/b/data/status.json"), "{}", false).ok());
+  ASSERT_OK(WriteFileAtomic(dir.File("a/b/data/status.json"), "{}", false));
   EXPECT_EQ(Mode(dir.File("a/b/data/status.json")), 0600);
   int fd = OpenPrivateFile(dir.File("a/b/data/journal"), O_RDWR);
   ASSERT_GE(fd, 0);
@@ -45,12 +46,12 @@ TEST(FilesTest, PrivateDirsAndFilesWhateverTheUmask) {
   close(fd);
   EXPECT_EQ(Mode(dir.File("a/b/data/journal")), 0600);
   ASSERT_EQ(chmod(dir.File("a/b/data/journal").c_str(), 0640), 0);
-  ASSERT_TRUE(MakeFilePrivate(dir.File("a/b/data/journal")).ok());
+  ASSERT_OK(MakeFilePrivate(dir.File("a/b/data/journal")));
   EXPECT_EQ(Mode(dir.File("a/b/data/journal")), 0600);
-  EXPECT_TRUE(MakeFilePrivate(dir.File("a/b/data/missing")).ok());
+  EXPECT_OK(MakeFilePrivate(dir.File("a/b/data/missing")));
   // An existing directory is left as it is (it may be shared on purpose).
   ASSERT_EQ(chmod(dir.File("a/b").c_str(), 0755), 0);
-  ASSERT_TRUE(MakePrivateDir(dir.File("a/b")).ok());
+  ASSERT_OK(MakePrivateDir(dir.File("a/b")));
   EXPECT_EQ(Mode(dir.File("a/b")), 0755);
   umask(old);
 }
@@ -69,16 +70,16 @@ TEST(FilesTest, ReadMissingFileIsNotFound) {
 TEST(FilesTest, MakeDirsCreatesParents) {
   test::TempDir dir;
   std::string deep = dir.File("a/b/c");
-  ASSERT_TRUE(MakeDirs(deep).ok());
+  ASSERT_OK(MakeDirs(deep));
   struct stat st;
   ASSERT_EQ(stat(deep.c_str(), &st), 0);
   EXPECT_TRUE(S_ISDIR(st.st_mode));
-  EXPECT_TRUE(MakeDirs(deep).ok());  // idempotent
+  EXPECT_OK(MakeDirs(deep));  // idempotent
 }
 
 TEST(FilesTest, FreeBytesAndProcessStats) {
   auto free = FreeBytes("/tmp");
-  ASSERT_TRUE(free.ok());
+  ASSERT_OK(free);
   EXPECT_GT(*free, 0u);
   EXPECT_FALSE(FreeBytes("/nonexistent-dir").ok());
   ProcessStats stats = ReadProcessStats();

@@ -1,4 +1,5 @@
 #include "platform/status.h"
+#include "tests/support/status_assert.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +7,7 @@ namespace edgesync {
 namespace {
 
 TEST(StatusTest, OkAndErrorsCarryCodeAndMessage) {
-  EXPECT_TRUE(Status::Ok().ok());
+  EXPECT_OK(Status::Ok());
   Status s = Status::NoSpace("database or disk is full");
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(s.code(), Status::Code::kNoSpace);
@@ -16,7 +17,7 @@ TEST(StatusTest, OkAndErrorsCarryCodeAndMessage) {
 
 TEST(StatusTest, ResultHoldsValueOrStatus) {
   Result<int> good(42);
-  ASSERT_TRUE(good.ok());
+  ASSERT_OK(good);
   EXPECT_EQ(*good, 42);
   Result<int> bad(Status::NotFound("x"));
   EXPECT_FALSE(bad.ok());

@@ -11,6 +11,7 @@
 
 #include "tests/support/workload.h"
 #include "tests/unit/store/codec_test_util.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -20,7 +21,7 @@ void ExpectRoundTrip(const std::vector<ChunkReading>& in) {
   EncodeChunk(in, &block);
   std::vector<ChunkReading> out;
   Status st = DecodeChunk(block, kMaxChunkReadings, &out);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   ExpectSameEntries(out, in);
 }
 

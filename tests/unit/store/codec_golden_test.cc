@@ -24,6 +24,7 @@
 #include "store/chunk_codec.h"
 #include "store/remote_chunk_codec.h"
 #include "tests/unit/store/codec_test_util.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -215,7 +216,7 @@ void ExpectGolden(const std::vector<Entry>& in, const char* golden, uint8_t form
   EXPECT_EQ(static_cast<uint8_t>(pinned[0]), format);
   std::vector<Entry> out;
   Status st = decode(pinned, &out);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   ExpectSameEntries(out, in);
 }
 
@@ -250,7 +251,7 @@ TEST(CodecGoldenTest, SpanMarkersKeepTheirBytes) {
   EncodeSpanMarker(in, &block);
   EXPECT_EQ(Hex(block), kGoldenSpanMarker);
   SpanMarker out;
-  ASSERT_TRUE(DecodeSpanMarker(Unhex(kGoldenSpanMarker), &out).ok());
+  ASSERT_OK(DecodeSpanMarker(Unhex(kGoldenSpanMarker), &out));
   EXPECT_EQ(out.first_block, in.first_block);
   EXPECT_EQ(out.blocks, in.blocks);
 }

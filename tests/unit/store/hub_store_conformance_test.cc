@@ -16,6 +16,7 @@
 #include "store/store.h"
 #include "tests/support/postgres.h"
 #include "tests/support/process.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -83,13 +84,13 @@ class HubStoreTest : public ::testing::TestWithParam<std::string> {
       o.min_free_bytes = 0;
       std::unique_ptr<Store> store;
       Status st = Store::Open(o, &store);
-      EXPECT_TRUE(st.ok()) << st.ToString();
+      EXPECT_OK(st);
       if (!st.ok()) return nullptr;
       hub = NewSqliteHubStore(store.get());
       stores_.push_back(std::move(store));
     } else {
       Status st = OpenPostgresHubStore(PgOptions(), &hub);
-      EXPECT_TRUE(st.ok()) << st.ToString();
+      EXPECT_OK(st);
       if (!st.ok()) return nullptr;
     }
     hubs_.push_back(std::move(hub));
@@ -107,7 +108,7 @@ class HubStoreTest : public ::testing::TestWithParam<std::string> {
   ApplyResult Apply(HubStore* s, const OriginBatch& b) {
     ApplyResult r;
     Status st = s->Apply(b, &r);
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_OK(st);
     return r;
   }
 
@@ -118,7 +119,7 @@ class HubStoreTest : public ::testing::TestWithParam<std::string> {
     FeedRead page;
     do {
       Status st = s->ReadFeed(after, 7, &page);
-      EXPECT_TRUE(st.ok()) << st.ToString();
+      EXPECT_OK(st);
       EXPECT_FALSE(page.reset);
       if (!st.ok() || page.reset) break;
       EXPECT_LE(page.entries.size(), 7u);
@@ -184,7 +185,7 @@ class HubStoreTest : public ::testing::TestWithParam<std::string> {
     }
     t1.join();
     t2.join();
-    ASSERT_TRUE(read.ok()) << read.ToString();
+    ASSERT_OK(read);
     EXPECT_EQ(errors.load(), 0);
     EXPECT_EQ(duplicates, 0);
     EXPECT_EQ(seen.size(), 2 * kBatches * kPer) << "the reader stepped over entries committed late";
@@ -213,9 +214,9 @@ TEST_P(HubStoreTest, AppliesABatchMovesTheMarkAndFeedsTheEntriesInOrder) {
   EXPECT_EQ(r.before, 0u);
   EXPECT_EQ(r.applied, 10u);
   uint64_t hw = 0;
-  ASSERT_TRUE(s->HighWater(kGw1, &hw).ok());
+  ASSERT_OK(s->HighWater(kGw1, &hw));
   EXPECT_EQ(hw, 10u);
-  ASSERT_TRUE(s->HighWater(kGw2, &hw).ok());
+  ASSERT_OK(s->HighWater(kGw2, &hw));
   EXPECT_EQ(hw, 0u);
   auto feed = Feed(s);
   ASSERT_EQ(feed.size(), 10u);
@@ -228,7 +229,7 @@ TEST_P(HubStoreTest, AppliesABatchMovesTheMarkAndFeedsTheEntriesInOrder) {
     EXPECT_EQ(feed[i].remote.entry.reading.ts_ms, 1001 + static_cast<int64_t>(i));
   }
   FeedBoundsInfo bounds;
-  ASSERT_TRUE(s->FeedBounds(&bounds).ok());
+  ASSERT_OK(s->FeedBounds(&bounds));
   EXPECT_EQ(bounds.numbered, 10u);
   EXPECT_EQ(bounds.head[RegionShardOf(kGw1.gateway_id)], feed.back().seq);
   EXPECT_EQ(bounds.pruned, ShardPositions{});
@@ -272,7 +273,7 @@ TEST_P(HubStoreTest, EveryEntryKeepsItsSeriesWhenAGatewaysSeriesChange) {
   std::vector<OriginBatch> group;
   for (size_t i = 3; i < spans.size(); ++i) group.push_back(Batch(kGw1, spans[i]));
   std::vector<ApplyResult> results;
-  ASSERT_TRUE(s->ApplyBatches(group, &results).ok());
+  ASSERT_OK(s->ApplyBatches(group, &results));
   for (const ApplyResult& r : results) EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
   auto feed = Feed(s);
   ASSERT_EQ(feed.size(), want.size());
@@ -365,7 +366,7 @@ TEST_P(HubStoreTest, AMarkBelowWhatTheSenderWasToldIsRegressedAndWritesNothing) 
   EXPECT_NE(r.detail.find("below"), std::string::npos) << r.detail;
   EXPECT_EQ(Feed(s).size(), 10u);
   uint64_t held = 0;
-  ASSERT_TRUE(s->HighWater(kGw1, &held).ok());
+  ASSERT_OK(s->HighWater(kGw1, &held));
   EXPECT_EQ(held, 10u);
   // The refill from the actual mark names it, and applies.
   auto refill = Entries(11, 20);
@@ -401,7 +402,7 @@ TEST_P(HubStoreTest, AGroupOfManyOriginsAnswersEachBatchOnItsOwn) {
   std::vector<OriginBatch> group = {Batch(kGw1, a1), Batch(kGw2, b1), Batch(kGw1, a2), Batch(kGw2, b_gap),
                                     Batch(kGw3, c1), Batch(kGw3, c2)};
   std::vector<ApplyResult> r;
-  ASSERT_TRUE(s->ApplyBatches(group, &r).ok());
+  ASSERT_OK(s->ApplyBatches(group, &r));
   ASSERT_EQ(r.size(), group.size());
   EXPECT_EQ(r[0].outcome, ApplyOutcome::kApplied);
   EXPECT_EQ(r[1].outcome, ApplyOutcome::kApplied);
@@ -431,7 +432,7 @@ TEST_P(HubStoreTest, AGroupDecidesResendsAndOverlapsAgainstItsOwnEarlierBatches)
   std::vector<OriginBatch> group = {Batch(kGw1, a1), Batch(kGw2, b1), Batch(kGw1, a1), Batch(kGw1, a_overlap),
                                     Batch(kGw2, b2)};
   std::vector<ApplyResult> r;
-  ASSERT_TRUE(s->ApplyBatches(group, &r).ok());
+  ASSERT_OK(s->ApplyBatches(group, &r));
   ASSERT_EQ(r.size(), group.size());
   EXPECT_EQ(r[0].outcome, ApplyOutcome::kApplied);
   EXPECT_EQ(r[0].applied, 5u);
@@ -444,9 +445,9 @@ TEST_P(HubStoreTest, AGroupDecidesResendsAndOverlapsAgainstItsOwnEarlierBatches)
   EXPECT_EQ(r[4].outcome, ApplyOutcome::kApplied);
   EXPECT_EQ(r[4].high_water, 6u);
   uint64_t hw = 0;
-  ASSERT_TRUE(s->HighWater(kGw1, &hw).ok());
+  ASSERT_OK(s->HighWater(kGw1, &hw));
   EXPECT_EQ(hw, 8u);
-  ASSERT_TRUE(s->HighWater(kGw2, &hw).ok());
+  ASSERT_OK(s->HighWater(kGw2, &hw));
   EXPECT_EQ(hw, 6u);
   auto feed = Feed(s);
   EXPECT_EQ(feed.size(), 8u + 6u);
@@ -489,24 +490,24 @@ TEST_P(HubStoreTest, PruningRemovesOldEntriesAndAReaderBehindGetsAReset) {
   auto other = Entries(1, 3, "dev-2");
   Apply(s, Batch(kGw2, other));  // another shard, not old
   FeedBoundsInfo before;
-  ASSERT_TRUE(s->FeedBounds(&before).ok());
+  ASSERT_OK(s->FeedBounds(&before));
   PruneResult pruned, step;
   do {
-    ASSERT_TRUE(s->PruneStep(4, &step).ok());
+    ASSERT_OK(s->PruneStep(4, &step));
     pruned.Add(step);
   } while (step.more);
   EXPECT_EQ(pruned.remote, 10);
   // A reader from the beginning lost gw-1's shard: an explicit reset, no
   // entries, and a restart position no later than any entry still served.
   FeedRead page;
-  ASSERT_TRUE(s->ReadFeed(ShardPositions{}, 100, &page).ok());
+  ASSERT_OK(s->ReadFeed(ShardPositions{}, 100, &page));
   EXPECT_TRUE(page.reset);
   EXPECT_TRUE(page.entries.empty());
   const int shard1 = RegionShardOf(kGw1.gateway_id);
   EXPECT_GT(page.next[shard1], 0u);
   EXPECT_TRUE(AllAtOrBelow(page.next, page.head));
   FeedBoundsInfo bounds;
-  ASSERT_TRUE(s->FeedBounds(&bounds).ok());
+  ASSERT_OK(s->FeedBounds(&bounds));
   EXPECT_EQ(bounds.head, before.head);
   EXPECT_EQ(bounds.numbered, before.numbered);
   EXPECT_GT(bounds.pruned[shard1], 0u);
@@ -514,7 +515,7 @@ TEST_P(HubStoreTest, PruningRemovesOldEntriesAndAReaderBehindGetsAReset) {
   std::multiset<std::pair<std::string, uint64_t>> rest;
   ShardPositions after = page.next;
   do {
-    ASSERT_TRUE(s->ReadFeed(after, 3, &page).ok());
+    ASSERT_OK(s->ReadFeed(after, 3, &page));
     ASSERT_FALSE(page.reset);
     for (const auto& e : page.entries) rest.insert({e.remote.origin.gateway_id, e.remote.origin_lsn});
     after = page.next;
@@ -525,7 +526,7 @@ TEST_P(HubStoreTest, PruningRemovesOldEntriesAndAReaderBehindGetsAReset) {
   // A reader at the pruned marks is not reset. On PostgreSQL the marks are
   // per shard: gw-2's shard lost nothing (SQLite's one sequence moves every
   // shard's mark together).
-  ASSERT_TRUE(s->ReadFeed(bounds.pruned, 100, &page).ok());
+  ASSERT_OK(s->ReadFeed(bounds.pruned, 100, &page));
   EXPECT_FALSE(page.reset);
   if (GetParam() == "postgresql") {
     EXPECT_EQ(bounds.pruned[RegionShardOf(kGw2.gateway_id)], 0u);
@@ -533,12 +534,12 @@ TEST_P(HubStoreTest, PruningRemovesOldEntriesAndAReaderBehindGetsAReset) {
   // Everything old: the feed is empty, the heads stay, readers at them are fine.
   clock_.Advance(kRetentionMs + 1000);
   do {
-    ASSERT_TRUE(s->PruneStep(100, &step).ok());
+    ASSERT_OK(s->PruneStep(100, &step));
   } while (step.more);
-  ASSERT_TRUE(s->FeedBounds(&bounds).ok());
+  ASSERT_OK(s->FeedBounds(&bounds));
   EXPECT_EQ(bounds.oldest, 0u);
   EXPECT_EQ(bounds.head, before.head);
-  ASSERT_TRUE(s->ReadFeed(bounds.head, 100, &page).ok());
+  ASSERT_OK(s->ReadFeed(bounds.head, 100, &page));
   EXPECT_FALSE(page.reset);
   EXPECT_TRUE(page.entries.empty());
   // The marks outlive the entries: a resend is still already held.
@@ -558,7 +559,7 @@ TEST_P(HubStoreTest, EpochAndMarksOutliveAReopen) {
   ASSERT_NE(again, nullptr);
   EXPECT_EQ(again->epoch(), epoch);
   uint64_t hw = 0;
-  ASSERT_TRUE(again->HighWater(kGw1, &hw).ok());
+  ASSERT_OK(again->HighWater(kGw1, &hw));
   EXPECT_EQ(hw, 7u);
 }
 
@@ -612,7 +613,7 @@ TEST_P(HubStoreTest, APageMergesShardsInApplyOrderFromInsideABatch) {
     return v;
   };
   FeedRead page;
-  ASSERT_TRUE(s->ReadFeed(ShardPositions{}, 12, &page).ok());
+  ASSERT_OK(s->ReadFeed(ShardPositions{}, 12, &page));
   std::vector<std::pair<std::string, uint64_t>> want;
   for (uint64_t l = 1; l <= 5; ++l) want.push_back({"gw-1", l});
   for (uint64_t l = 1; l <= 5; ++l) want.push_back({"gw-2", l});
@@ -624,7 +625,7 @@ TEST_P(HubStoreTest, APageMergesShardsInApplyOrderFromInsideABatch) {
   ShardPositions at = page.next;
   at[shard1] = page.entries[2].seq;  // gw-1's LSN 3
   at[shard2] = 0;
-  ASSERT_TRUE(s->ReadFeed(at, 100, &page).ok());
+  ASSERT_OK(s->ReadFeed(at, 100, &page));
   want.clear();
   for (uint64_t l = 4; l <= 5; ++l) want.push_back({"gw-1", l});
   for (uint64_t l = 1; l <= 5; ++l) want.push_back({"gw-2", l});
@@ -691,7 +692,7 @@ TEST_F(PostgresHubStoreTest, APasswordInTheLocationIsRefusedAndAWrongOneIsAClear
 
 TEST_F(PostgresHubStoreTest, ANewerSchemaIsRefusedUntouched) {
   std::unique_ptr<HubStore> hub;
-  ASSERT_TRUE(OpenPostgresHubStore(Options(), &hub).ok());
+  ASSERT_OK(OpenPostgresHubStore(Options(), &hub));
   hub.reset();
   ASSERT_TRUE(pg_.Sql("hub", "UPDATE es_meta SET value = '99' WHERE key = 'schema_version'"));
   Status st = OpenPostgresHubStore(Options(), &hub);
@@ -703,11 +704,11 @@ TEST_F(PostgresHubStoreTest, ANewerSchemaIsRefusedUntouched) {
 // made-up entries; the rest of the feed is still served around it.
 TEST_F(PostgresHubStoreTest, ADamagedFeedChunkIsACorruptionNamingIt) {
   std::unique_ptr<HubStore> hub;
-  ASSERT_TRUE(OpenPostgresHubStore(Options(), &hub).ok());
+  ASSERT_OK(OpenPostgresHubStore(Options(), &hub));
   auto first = Entries(1, 10), second = Entries(11, 20);
   ApplyResult r;
-  ASSERT_TRUE(hub->Apply(Batch(kGw1, first), &r).ok());
-  ASSERT_TRUE(hub->Apply(Batch(kGw1, second), &r).ok());
+  ASSERT_OK(hub->Apply(Batch(kGw1, first), &r));
+  ASSERT_OK(hub->Apply(Batch(kGw1, second), &r));
   const int shard = RegionShardOf(kGw1.gateway_id);
   // Flip a byte inside the first chunk's zstd frame (its checksum catches it).
   ASSERT_TRUE(pg_.Sql("hub", "UPDATE es_feed_chunks SET data = set_byte(data, length(data) - 3, "
@@ -719,16 +720,16 @@ TEST_F(PostgresHubStoreTest, ADamagedFeedChunkIsACorruptionNamingIt) {
   EXPECT_TRUE(page.entries.empty());
   ShardPositions after{};
   after[shard] = 10;
-  ASSERT_TRUE(hub->ReadFeed(after, 100, &page).ok());
+  ASSERT_OK(hub->ReadFeed(after, 100, &page));
   EXPECT_EQ(page.entries.size(), 10u);
 }
 
 TEST_F(PostgresHubStoreTest, AServerKilledUnderTheHubIsAStoreErrorAndTheHubReconnects) {
   std::unique_ptr<HubStore> hub;
-  ASSERT_TRUE(OpenPostgresHubStore(Options(), &hub).ok());
+  ASSERT_OK(OpenPostgresHubStore(Options(), &hub));
   auto first = Entries(1, 10);
   ApplyResult r;
-  ASSERT_TRUE(hub->Apply(Batch(kGw1, first), &r).ok());
+  ASSERT_OK(hub->Apply(Batch(kGw1, first), &r));
   pg_.Kill9();
   // The server process that served this connection notices its parent's
   // death at its next wait for the client: until then it may still answer.
@@ -742,7 +743,7 @@ TEST_F(PostgresHubStoreTest, AServerKilledUnderTheHubIsAStoreErrorAndTheHubRecon
   // The next call reconnects; what committed before the kill is held.
   ASSERT_TRUE(WaitFor([&] { return hub->HighWater(kGw1, &hw).ok(); }, 30000));
   EXPECT_EQ(hw, 10u);
-  ASSERT_TRUE(hub->Apply(Batch(kGw1, next), &r).ok());
+  ASSERT_OK(hub->Apply(Batch(kGw1, next), &r));
   EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
   EXPECT_EQ(r.high_water, 20u);
 }

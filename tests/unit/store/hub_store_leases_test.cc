@@ -15,6 +15,7 @@
 #include "store/hub_store_leases.h"
 #include "tests/support/postgres.h"
 #include "tests/support/process.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -23,10 +24,10 @@ constexpr int kShards = 32;
 
 TEST(ShardLeasesTest, TheSingleSqliteHubHoldsEveryShard) {
   std::unique_ptr<ShardLeases> leases = NewSoleOwnerLeases(kShards);
-  ASSERT_TRUE(leases->Join().ok());
+  ASSERT_OK(leases->Join());
   std::vector<int> owned;
   ShardLeaseStats stats;
-  ASSERT_TRUE(leases->Balance(&owned, &stats).ok());
+  ASSERT_OK(leases->Balance(&owned, &stats));
   ASSERT_EQ(owned.size(), static_cast<size_t>(kShards));
   for (int s = 0; s < kShards; ++s) EXPECT_EQ(owned[static_cast<size_t>(s)], s);
   EXPECT_EQ(stats.live_hubs, 1);
@@ -40,7 +41,7 @@ class PgShardLeasesTest : public ::testing::Test {
     ASSERT_TRUE(pg_.CreateDatabase("hub"));
     std::unique_ptr<HubStore> store;  // migrates the schema the leases live in
     Status st = OpenPostgresHubStore(Options(), &store);
-    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_OK(st);
   }
   HubStoreOptions Options() { return HubStoreOptionsFor(pg_, "hub"); }
   std::unique_ptr<ShardLeases> Hub(const std::string& id, int64_t ttl_ms = 60000) {
@@ -50,14 +51,14 @@ class PgShardLeasesTest : public ::testing::Test {
     lo.ttl_ms = ttl_ms;
     std::unique_ptr<ShardLeases> leases;
     Status st = OpenPostgresShardLeases(Options(), lo, &leases);
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_OK(st);
     return leases;
   }
   std::vector<int> Round(ShardLeases* leases, ShardLeaseStats* stats = nullptr) {
     std::vector<int> owned;
     ShardLeaseStats s;
     Status st = leases->Balance(&owned, &s);
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_OK(st);
     if (stats) *stats = s;
     return owned;
   }
@@ -96,10 +97,10 @@ class PgShardLeasesTest : public ::testing::Test {
 
 TEST_F(PgShardLeasesTest, HubsTakeAFairShareAndANewHubStealsItsOwn) {
   auto a = Hub("a");
-  ASSERT_TRUE(a->Join().ok());
+  ASSERT_OK(a->Join());
   EXPECT_EQ(Round(a.get()).size(), 32u);  // alone: everything
   auto b = Hub("b");
-  ASSERT_TRUE(b->Join().ok());
+  ASSERT_OK(b->Join());
   ShardLeaseStats stats;
   std::vector<int> got_b = Round(b.get(), &stats);
   EXPECT_EQ(stats.live_hubs, 2);
@@ -109,7 +110,7 @@ TEST_F(PgShardLeasesTest, HubsTakeAFairShareAndANewHubStealsItsOwn) {
   EXPECT_EQ(got_b.size(), 16u);
   ExpectDisjoint({got_a, got_b}, 32);
   auto c = Hub("c");
-  ASSERT_TRUE(c->Join().ok());
+  ASSERT_OK(c->Join());
   std::vector<int> got_c = Round(c.get());
   got_a = Round(a.get());
   got_b = Round(b.get());
@@ -130,12 +131,12 @@ TEST_F(PgShardLeasesTest, HubsTakeAFairShareAndANewHubStealsItsOwn) {
 TEST_F(PgShardLeasesTest, ALeavingHubHandsItsShardsOverAtOnce) {
   auto a = Hub("a");
   auto b = Hub("b");
-  ASSERT_TRUE(a->Join().ok());
-  ASSERT_TRUE(b->Join().ok());
+  ASSERT_OK(a->Join());
+  ASSERT_OK(b->Join());
   Round(a.get());
   Round(b.get());
   Round(a.get());
-  ASSERT_TRUE(b->Release().ok());
+  ASSERT_OK(b->Release());
   ShardLeaseStats stats;
   std::vector<int> got = Round(a.get(), &stats);  // long before b's 60 s expiry
   EXPECT_EQ(got.size(), 32u);
@@ -146,8 +147,8 @@ TEST_F(PgShardLeasesTest, ALeavingHubHandsItsShardsOverAtOnce) {
 TEST_F(PgShardLeasesTest, AKilledHubsShardsAreTakenAfterItsLeasesExpire) {
   auto a = Hub("a", 60000);
   auto k = Hub("k", 1500);  // stops renewing after its first rounds, as if SIGKILLed
-  ASSERT_TRUE(a->Join().ok());
-  ASSERT_TRUE(k->Join().ok());
+  ASSERT_OK(a->Join());
+  ASSERT_OK(k->Join());
   Round(k.get());
   std::vector<int> held_by_k = Round(k.get());
   std::vector<int> got_a = Round(a.get());
@@ -170,7 +171,7 @@ TEST_F(PgShardLeasesTest, AKilledHubsShardsAreTakenAfterItsLeasesExpire) {
 
 TEST_F(PgShardLeasesTest, ASecondLiveHubUnderOneIdIsRefused) {
   auto first = Hub("same", 1500);
-  ASSERT_TRUE(first->Join().ok());
+  ASSERT_OK(first->Join());
   auto second = Hub("same", 1500);
   Status st = second->Join();
   EXPECT_EQ(st.code(), Status::Code::kConflict) << st.ToString();
@@ -178,7 +179,7 @@ TEST_F(PgShardLeasesTest, ASecondLiveHubUnderOneIdIsRefused) {
   // Once the first stops renewing and its membership expires, the id is free
   // (a killed hub restarted under its id), and the first learns it lost it.
   SleepMs(2000);
-  ASSERT_TRUE(second->Join().ok());
+  ASSERT_OK(second->Join());
   std::vector<int> owned;
   ShardLeaseStats stats;
   EXPECT_EQ(first->Balance(&owned, &stats).code(), Status::Code::kRejected);

@@ -12,6 +12,7 @@
 #include "store/hub_store.h"
 #include "tests/support/postgres.h"
 #include "tests/support/process.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -197,7 +198,7 @@ class PgMigrationTest : public ::testing::Test {
     o.feed_retention_ms = int64_t{100} * 365 * 86400 * 1000;  // the rows are from 2023: keep them
     std::unique_ptr<HubStore> hub;
     Status st = OpenPostgresHubStore(o, &hub);
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_OK(st);
     return hub;
   }
 
@@ -208,7 +209,7 @@ class PgMigrationTest : public ::testing::Test {
     FeedRead page;
     do {
       Status st = hub->ReadFeed(after, page_size, &page);
-      EXPECT_TRUE(st.ok()) << st.ToString();
+      EXPECT_OK(st);
       EXPECT_FALSE(page.reset);
       if (!st.ok() || page.reset) break;
       EXPECT_LE(page.entries.size(), page_size);
@@ -226,14 +227,14 @@ class PgMigrationTest : public ::testing::Test {
     ASSERT_NE(hub, nullptr);
     EXPECT_EQ(hub->epoch(), epoch_);
     FeedBoundsInfo bounds;
-    ASSERT_TRUE(hub->FeedBounds(&bounds).ok());
+    ASSERT_OK(hub->FeedBounds(&bounds));
     EXPECT_EQ(bounds.pruned, pruned);
     EXPECT_EQ(bounds.head, heads);
     EXPECT_GT(bounds.oldest, 0u);
     // A reader from before the pruned marks is reset, as before the upgrade.
     FeedRead page;
     if (pruned != ShardPositions{}) {
-      ASSERT_TRUE(hub->ReadFeed(ShardPositions{}, 100, &page).ok());
+      ASSERT_OK(hub->ReadFeed(ShardPositions{}, 100, &page));
       EXPECT_TRUE(page.reset);
       EXPECT_EQ(page.next, pruned);
     }
@@ -280,7 +281,7 @@ class PgMigrationTest : public ::testing::Test {
     // The marks moved over; a resend is held, the next batch numbers on.
     const Origin a{gateways_[0], kEpoch};
     uint64_t hw = 0;
-    ASSERT_TRUE(hub->HighWater(a, &hw).ok());
+    ASSERT_OK(hub->HighWater(a, &hw));
     EXPECT_EQ(hw, 21u);
     std::vector<ChangeEntry> resend(1), next(2);
     resend[0] = served.back().entry.remote.entry;
@@ -293,11 +294,11 @@ class PgMigrationTest : public ::testing::Test {
     b.entries = &resend;
     b.first_lsn = resend[0].lsn;
     ApplyResult r;
-    ASSERT_TRUE(hub->Apply(b, &r).ok());
+    ASSERT_OK(hub->Apply(b, &r));
     EXPECT_EQ(r.outcome, ApplyOutcome::kAlreadyHeld);
     b.entries = &next;
     b.first_lsn = 22;
-    ASSERT_TRUE(hub->Apply(b, &r).ok());
+    ASSERT_OK(hub->Apply(b, &r));
     EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
     const int shard = RegionShardOf(a.gateway_id);
     std::vector<RegionFeedEntry> after_write = ReadAllFrom(hub.get(), heads, 100);

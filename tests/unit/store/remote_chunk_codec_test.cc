@@ -10,6 +10,7 @@
 
 #include "tests/support/workload.h"
 #include "tests/unit/store/codec_test_util.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -19,7 +20,7 @@ void ExpectRoundTrip(const std::vector<RemoteChunkEntry>& in) {
   EncodeRemoteChunk(in, &block);
   std::vector<RemoteChunkEntry> out;
   Status st = DecodeRemoteChunk(block, kMaxRemoteChunkEntries, &out);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   ExpectSameEntries(out, in);
 }
 
@@ -79,7 +80,7 @@ TEST(RemoteChunkCodecTest, RefusesEveryDamagedOrForeignBlockWithAClearError) {
   std::mt19937 rng(7);
   refused = 0;
   std::vector<RemoteChunkEntry> good;
-  ASSERT_TRUE(DecodeRemoteChunk(block, 1000, &good).ok());
+  ASSERT_OK(DecodeRemoteChunk(block, 1000, &good));
   int unchanged = 0;
   for (int i = 0; i < 2000; ++i) {
     std::string bad = block;

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "tests/unit/store/store_test_util.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -24,7 +25,7 @@ class RetentionTest : public StoreTest {
     uint64_t expect = after + 1;
     for (;;) {
       std::vector<ChangeEntry> page;
-      ASSERT_TRUE(s->ReadLog(after, 50000, &page).ok());
+      ASSERT_OK(s->ReadLog(after, 50000, &page));
       if (page.empty()) break;
       for (const ChangeEntry& e : page) {
         ASSERT_EQ(e.lsn, expect) << "an unacknowledged reading is missing";
@@ -64,7 +65,7 @@ TEST_F(RetentionTest, GatewayUnderASizeLimitStaysBoundedForHoursAndLosesNothingU
   for (int64_t t = 0; t < 4 * kHour; t += 5000) {
     AppendResult r;
     Status st = s->AppendReadings(Batch(kPerAppend, 50, t), &r);
-    ASSERT_TRUE(st.ok()) << "at " << t / kMinute << " min: " << st.ToString();
+    ASSERT_OK(st) << "at " << t / kMinute << " min: " << st.ToString();
     ASSERT_EQ(r.dropped_oldest, 0);
     appended.emplace_back(clock_.WallMillis(), r.last_lsn);
     const bool outage = t >= 2 * kHour && t < 2 * kHour + 20 * kMinute;
@@ -73,12 +74,12 @@ TEST_F(RetentionTest, GatewayUnderASizeLimitStaysBoundedForHoursAndLosesNothingU
         if (at <= clock_.WallMillis() - 30000) acked = std::max(acked, lsn);
       }
       if (acked > 0) {
-        ASSERT_TRUE(s->AckUpstream("eu", acked).ok());
+        ASSERT_OK(s->AckUpstream("eu", acked));
       }
     }
     if (t % kMinute == 0) {
       PruneResult pass;
-      ASSERT_TRUE(retention.RunPass(&pass).ok());
+      ASSERT_OK(retention.RunPass(&pass));
       total.Add(pass);
     }
     int64_t file = FileBytes();
@@ -89,7 +90,7 @@ TEST_F(RetentionTest, GatewayUnderASizeLimitStaysBoundedForHoursAndLosesNothingU
   }
   ASSERT_EQ(clock_.WallMillis() - start, 4 * kHour);
   StoreStats stats;
-  ASSERT_TRUE(s->Stats(&stats).ok());
+  ASSERT_OK(s->Stats(&stats));
   std::printf("4 h simulated: %lld readings pruned (%lld early for space), file %lld B (first 2 h max %lld), "
               "WAL max %lld B, longest step %lld ms\n",
               static_cast<long long>(total.readings), static_cast<long long>(total.early),
@@ -122,8 +123,8 @@ TEST_F(RetentionTest, UnacknowledgedReadingsGoOnlyUnderDropOldestAndAreCounted) 
     o.disk_policy = policy;
     auto s = OpenStore(o);
     AppendResult r;
-    ASSERT_TRUE(s->AppendReadings(Batch(2000), &r).ok());
-    ASSERT_TRUE(s->AckUpstream("eu", 1000).ok());
+    ASSERT_OK(s->AppendReadings(Batch(2000), &r));
+    ASSERT_OK(s->AckUpstream("eu", 1000));
     int64_t dropped = 0;
     Status st;
     for (int i = 0; i < 400 && st.ok(); ++i) {  // enough to fill the limit several times
@@ -131,9 +132,9 @@ TEST_F(RetentionTest, UnacknowledgedReadingsGoOnlyUnderDropOldestAndAreCounted) 
       if (st.ok()) dropped += r.dropped_oldest;
     }
     StoreStats stats;
-    ASSERT_TRUE(s->Stats(&stats).ok());
+    ASSERT_OK(s->Stats(&stats));
     std::vector<ChangeEntry> first;
-    ASSERT_TRUE(s->ReadLog(0, 1, &first).ok());
+    ASSERT_OK(s->ReadLog(0, 1, &first));
     ASSERT_EQ(first.size(), 1u);
     EXPECT_GT(first[0].lsn, 1000u) << "acknowledged readings go first";
     if (policy == StoreOptions::DiskPolicy::kRejectNew) {
@@ -141,7 +142,7 @@ TEST_F(RetentionTest, UnacknowledgedReadingsGoOnlyUnderDropOldestAndAreCounted) 
       EXPECT_EQ(stats.dropped_oldest, 0);
       EXPECT_EQ(first[0].lsn, 1001u) << "no unacknowledged reading dropped";
     } else {
-      EXPECT_TRUE(st.ok()) << st.ToString();
+      EXPECT_OK(st);
       EXPECT_GT(dropped, 0);
       EXPECT_EQ(stats.dropped_oldest, dropped);
       EXPECT_EQ(first[0].lsn, 1001u + static_cast<uint64_t>(dropped));
@@ -152,25 +153,25 @@ TEST_F(RetentionTest, UnacknowledgedReadingsGoOnlyUnderDropOldestAndAreCounted) 
 TEST_F(RetentionTest, StepsAreBoundedAndResumable) {
   auto s = OpenStore();
   AppendResult r;
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(s->AppendReadings(Batch(1000, 10, i * 1000), &r).ok());
-  ASSERT_TRUE(s->AckUpstream("eu", 10000).ok());
+  for (int i = 0; i < 10; ++i) ASSERT_OK(s->AppendReadings(Batch(1000, 10, i * 1000), &r));
+  ASSERT_OK(s->AckUpstream("eu", 10000));
   clock_.Advance(8 * 24 * kHour);
   PruneResult p;
-  ASSERT_TRUE(s->PruneStep(3000, &p).ok());
+  ASSERT_OK(s->PruneStep(3000, &p));
   EXPECT_EQ(p.readings, 3000);
   EXPECT_TRUE(p.more);
   std::vector<ChangeEntry> log;
-  ASSERT_TRUE(s->ReadLog(0, 1, &log).ok());
+  ASSERT_OK(s->ReadLog(0, 1, &log));
   EXPECT_EQ(log[0].lsn, 3001u);
   RetentionOptions ro;
   ro.step_rows = 3000;
   ro.pause_ms = 0;
   Retention retention(s.get(), ro, &clock_);
-  ASSERT_TRUE(retention.RunPass(&p).ok());
+  ASSERT_OK(retention.RunPass(&p));
   EXPECT_EQ(p.readings, 7000);
   EXPECT_EQ(retention.stats().steps, 3);
   EXPECT_EQ(s->LastLsn(), 10000u);
-  ASSERT_TRUE(s->AppendReadings(Batch(1), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(1), &r));
   EXPECT_EQ(r.first_lsn, 10001u) << "LSNs are never reused after a prune";
 }
 
@@ -180,8 +181,8 @@ TEST_F(RetentionTest, ReadViewHasItsOwnRetention) {
   o.retention_age_ms = 24 * kHour;
   auto s = OpenStore(o);
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(10), &r).ok());
-  ASSERT_TRUE(s->AckUpstream("eu", 10).ok());
+  ASSERT_OK(s->AppendReadings(Batch(10), &r));
+  ASSERT_OK(s->AckUpstream("eu", 10));
   std::vector<RemoteEntry> remote;
   for (uint64_t i = 1; i <= 5; ++i) {
     RemoteEntry e;
@@ -192,15 +193,15 @@ TEST_F(RetentionTest, ReadViewHasItsOwnRetention) {
     remote.push_back(e);
   }
   int64_t applied = 0;
-  ASSERT_TRUE(s->ApplyRemote(remote, &applied).ok());
+  ASSERT_OK(s->ApplyRemote(remote, &applied));
   ASSERT_EQ(applied, 5);
   clock_.Advance(2 * kHour);
   PruneResult p;
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.remote, 5);
   EXPECT_EQ(p.readings, 0);  // local readings keep their own, longer age
   StoreStats stats;
-  ASSERT_TRUE(s->Stats(&stats).ok());
+  ASSERT_OK(s->Stats(&stats));
   EXPECT_EQ(stats.remote_entries, 0);
   EXPECT_EQ(stats.entries, 10);
 }
@@ -208,13 +209,13 @@ TEST_F(RetentionTest, ReadViewHasItsOwnRetention) {
 TEST_F(RetentionTest, RunsInTheBackgroundUntilStopped) {
   auto s = OpenStore();
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(100), &r).ok());
-  ASSERT_TRUE(s->AckUpstream("eu", 100).ok());
+  ASSERT_OK(s->AppendReadings(Batch(100), &r));
+  ASSERT_OK(s->AckUpstream("eu", 100));
   clock_.Advance(8 * 24 * kHour);
   RetentionOptions ro;
   ro.interval_ms = 50;
   Retention retention(s.get(), ro, &clock_);
-  ASSERT_TRUE(retention.Start().ok());
+  ASSERT_OK(retention.Start());
   ASSERT_TRUE(WaitFor([&] { return retention.stats().pruned.readings == 100; }, 10000));
   retention.Stop();
   EXPECT_GE(retention.stats().passes, 1);

@@ -12,6 +12,7 @@
 #include "store/schema.h"
 #include "store/sqlite_util.h"
 #include "tests/unit/store/store_test_util.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -30,7 +31,7 @@ TEST(SeriesBlockTest, RoundTripsLsnsTimesAndValuesBitForBit) {
   EncodeSeriesBlock(in, &block);
   std::vector<SeriesPoint> out;
   Status st = DecodeSeriesBlock(block, 100, &out);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   ASSERT_EQ(out.size(), in.size());
   for (size_t i = 0; i < in.size(); ++i) {
     EXPECT_EQ(out[i].lsn, in[i].lsn) << i;
@@ -49,7 +50,7 @@ TEST(SeriesBlockTest, ASensorAtAFixedPeriodTakesUnderTwoBytesAReading) {
   EncodeSeriesBlock(in, &block);
   EXPECT_LT(static_cast<double>(block.size()) / in.size(), 2.0) << block.size();
   std::vector<SeriesPoint> out;
-  ASSERT_TRUE(DecodeSeriesBlock(block, in.size(), &out).ok());
+  ASSERT_OK(DecodeSeriesBlock(block, in.size(), &out));
   EXPECT_EQ(out.back().lsn, in.back().lsn);
 }
 
@@ -89,22 +90,22 @@ TEST(SeriesBlockTest, FuzzSeedsDecode) {
   const std::string dir = std::string(EDGESYNC_SOURCE_DIR) + "/tests/fuzz/corpus/series_block_fuzz/";
   for (const char* name : {"plain-2-points", "zstd-2-points"}) {
     std::string bytes;
-    ASSERT_TRUE(ReadFile(dir + name, &bytes).ok()) << name;
+    ASSERT_OK(ReadFile(dir + name, &bytes)) << name;
     std::vector<SeriesPoint> points;
     Status st = DecodeSeriesBlock(bytes, 100, &points);
-    ASSERT_TRUE(st.ok()) << name << ": " << st.ToString();
+    ASSERT_OK(st) << name << ": " << st.ToString();
     ASSERT_EQ(points.size(), 2u);
     EXPECT_EQ(points[1].lsn, 7);
     EXPECT_EQ(points[1].ts_ms, 2000);
     EXPECT_EQ(points[1].value, 2.5);
   }
   std::string bytes;
-  ASSERT_TRUE(ReadFile(dir + "wrong-format", &bytes).ok());
+  ASSERT_OK(ReadFile(dir + "wrong-format", &bytes));
   std::vector<SeriesPoint> points;
   EXPECT_EQ(DecodeSeriesBlock(bytes, 100, &points).code(), Status::Code::kCorruption);
-  ASSERT_TRUE(ReadFile(dir + "span-marker", &bytes).ok());
+  ASSERT_OK(ReadFile(dir + "span-marker", &bytes));
   SpanMarker m;
-  ASSERT_TRUE(DecodeSpanMarker(bytes, &m).ok());
+  ASSERT_OK(DecodeSpanMarker(bytes, &m));
   EXPECT_EQ(m.first_block, 42);
 }
 
@@ -113,7 +114,7 @@ TEST(SeriesBlockTest, SpanMarkerRoundTripsAndRefusesDamage) {
   EncodeSpanMarker(SpanMarker{42, 7}, &m);
   ASSERT_TRUE(IsSpanMarker(m));
   SpanMarker got;
-  ASSERT_TRUE(DecodeSpanMarker(m, &got).ok());
+  ASSERT_OK(DecodeSpanMarker(m, &got));
   EXPECT_EQ(got.first_block, 42);
   EXPECT_EQ(got.blocks, 7);
   EXPECT_EQ(DecodeSpanMarker(m.substr(0, 2), &got).code(), Status::Code::kCorruption);
@@ -129,7 +130,7 @@ class StoreCompactTest : public StoreTest {
     for (int i = 0; i < 10000; ++i) {
       CompactResult r;
       Status st = s->CompactStep(&r);
-      EXPECT_TRUE(st.ok()) << st.ToString();
+      EXPECT_OK(st);
       sum.Add(r);
       if (!st.ok() || r.spans + r.kept == 0) break;
     }
@@ -139,7 +140,7 @@ class StoreCompactTest : public StoreTest {
   std::vector<ChangeEntry> Log(Store* s, uint64_t after = 0) {
     std::vector<ChangeEntry> all, page;
     for (;;) {
-      EXPECT_TRUE(s->ReadLog(after, 777, &page).ok());
+      EXPECT_OK(s->ReadLog(after, 777, &page));
       if (page.empty()) return all;
       after = page.back().lsn;
       all.insert(all.end(), page.begin(), page.end());
@@ -168,18 +169,18 @@ class StoreCompactTest : public StoreTest {
         batch.push_back(MakeReading("dev" + std::to_string(n % 25), n % 2 ? "rh" : "temp", 1000 * (n / 50),
                                     n % 7 == 0 ? 0.1 + n : n * 0.25, "C"));
       }
-      ASSERT_TRUE(s->AppendReadings(batch, &r).ok());
+      ASSERT_OK(s->AppendReadings(batch, &r));
       if (c == 16) {
         uint64_t lsn = 0;
-        ASSERT_TRUE(s->UpsertDevice(DeviceRecord{"dev3", "three", "roof", "C", false}, &lsn).ok());
+        ASSERT_OK(s->UpsertDevice(DeviceRecord{"dev3", "three", "roof", "C", false}, &lsn));
       }
     }
   }
   int64_t Rows(const std::string& table) {
     Db db;
-    EXPECT_TRUE(db.Open(Options().path, SQLITE_OPEN_READONLY).ok());
+    EXPECT_OK(db.Open(Options().path, SQLITE_OPEN_READONLY));
     int64_t n = -1;
-    EXPECT_TRUE(db.QueryInt("SELECT count(*) FROM " + table, &n).ok());
+    EXPECT_OK(db.QueryInt("SELECT count(*) FROM " + table, &n));
     return n;
   }
 };
@@ -188,20 +189,20 @@ TEST_F(StoreCompactTest, CompactsOnlyAcknowledgedOldReadings) {
   auto s = OpenStore(CompactOptions());
   Fill(s.get());
   EXPECT_EQ(CompactAll(s.get()), 0);  // nothing acknowledged
-  ASSERT_TRUE(s->AckUpstream("eu", s->LastLsn()).ok());
+  ASSERT_OK(s->AckUpstream("eu", s->LastLsn()));
   EXPECT_EQ(CompactAll(s.get()), 0);  // acknowledged but young
   clock_.Advance(120000);
   s.reset();
   {
     Db db;  // as if the region had acknowledged only the first 3,000
-    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READWRITE).ok());
-    ASSERT_TRUE(db.Exec("UPDATE acks SET lsn = 3000").ok());
+    ASSERT_OK(db.Open(Options().path, SQLITE_OPEN_READWRITE));
+    ASSERT_OK(db.Exec("UPDATE acks SET lsn = 3000"));
   }
   s = OpenStore(CompactOptions());
   CompactResult part;
   EXPECT_EQ(CompactAll(s.get(), &part), 3);
   EXPECT_EQ(part.readings, 3000);
-  ASSERT_TRUE(s->AckUpstream("eu", s->LastLsn()).ok());
+  ASSERT_OK(s->AckUpstream("eu", s->LastLsn()));
   CompactResult total;
   // 1 more up to 4,000, one cut by the device record, 3 after it; 250 wait for more.
   EXPECT_EQ(CompactAll(s.get(), &total), 5);
@@ -215,7 +216,7 @@ TEST_F(StoreCompactTest, ReadersByLsnSeeTheSameEntriesAfterCompaction) {
   Fill(s.get());
   const std::vector<ChangeEntry> before = Log(s.get());
   ASSERT_EQ(before.size(), 7501u);
-  ASSERT_TRUE(s->AckUpstream("eu", 6000).ok());
+  ASSERT_OK(s->AckUpstream("eu", 6000));
   clock_.Advance(120000);
   CompactResult total;
   const int64_t spans = CompactAll(s.get(), &total);
@@ -235,14 +236,14 @@ TEST_F(StoreCompactTest, ReadersByLsnSeeTheSameEntriesAfterCompaction) {
   // The range feed (what leases and `feed --follow` read) sees every reading
   // once across its ranges.
   std::vector<RangeInfo> ranges;
-  ASSERT_TRUE(s->ListRanges(&ranges).ok());
+  ASSERT_OK(s->ListRanges(&ranges));
   size_t fed = 0;
   for (const RangeInfo& range : ranges) {
     FeedPage page;
     FeedStart from;
     from.kind = FeedStart::Kind::kBeginning;
     for (;;) {
-      ASSERT_TRUE(s->ReadFeed(range.id, from, 333, &page).ok());
+      ASSERT_OK(s->ReadFeed(range.id, from, 333, &page));
       if (page.entries.empty()) break;
       fed += page.entries.size();
       from.kind = FeedStart::Kind::kToken;
@@ -251,7 +252,7 @@ TEST_F(StoreCompactTest, ReadersByLsnSeeTheSameEntriesAfterCompaction) {
   }
   EXPECT_EQ(fed, before.size());
   StoreStats stats;
-  ASSERT_TRUE(s->Stats(&stats).ok());
+  ASSERT_OK(s->Stats(&stats));
   EXPECT_EQ(stats.entries, 7501);
   // Reopened (another connection, nothing cached): the same.
   s.reset();
@@ -270,14 +271,14 @@ TEST_F(StoreCompactTest, QueriesAndDeviceListsAreTheSameAfterCompaction) {
     q.to_ms = to;
     q.limit = 100000;
     std::vector<QueryRow> rows;
-    EXPECT_TRUE(s->Query(q, &rows).ok());
+    EXPECT_OK(s->Query(q, &rows));
     return rows;
   };
   auto before = query("dev4", "temp", 0, INT64_MAX);
   auto window_before = query("dev7", "", 20000, 90000);
   std::vector<DeviceSummary> devices_before;
-  ASSERT_TRUE(s->ListDevices(&devices_before).ok());
-  ASSERT_TRUE(s->AckUpstream("eu", 5000).ok());
+  ASSERT_OK(s->ListDevices(&devices_before));
+  ASSERT_OK(s->AckUpstream("eu", 5000));
   clock_.Advance(120000);
   ASSERT_GT(CompactAll(s.get()), 0);
   auto after = query("dev4", "temp", 0, INT64_MAX);
@@ -293,7 +294,7 @@ TEST_F(StoreCompactTest, QueriesAndDeviceListsAreTheSameAfterCompaction) {
   ASSERT_EQ(window_after.size(), window_before.size());
   for (size_t i = 0; i < window_after.size(); ++i) EXPECT_EQ(window_after[i].lsn, window_before[i].lsn) << i;
   std::vector<DeviceSummary> devices_after;
-  ASSERT_TRUE(s->ListDevices(&devices_after).ok());
+  ASSERT_OK(s->ListDevices(&devices_after));
   ASSERT_EQ(devices_after.size(), devices_before.size());
   for (size_t i = 0; i < devices_after.size(); ++i) {
     EXPECT_EQ(devices_after[i].readings, devices_before[i].readings) << devices_after[i].device_id;
@@ -309,14 +310,14 @@ TEST_F(StoreCompactTest, QueriesAndDeviceListsAreTheSameAfterCompaction) {
   re.origin = s->origin();
   re.origin_lsn = echo.lsn;
   re.entry = echo;
-  ASSERT_TRUE(s->ApplyRemote({re}, &applied).ok());
+  ASSERT_OK(s->ApplyRemote({re}, &applied));
   EXPECT_EQ(query("dev4", "temp", 0, INT64_MAX).size(), before.size());
 }
 
 TEST_F(StoreCompactTest, RetentionPrunesWholeSpansAndTheirBlocks) {
   auto s = OpenStore(CompactOptions());
   Fill(s.get());
-  ASSERT_TRUE(s->AckUpstream("eu", s->LastLsn()).ok());
+  ASSERT_OK(s->AckUpstream("eu", s->LastLsn()));
   clock_.Advance(120000);
   ASSERT_GT(CompactAll(s.get()), 0);
   const int64_t blocks = Rows("series_chunks");
@@ -324,27 +325,27 @@ TEST_F(StoreCompactTest, RetentionPrunesWholeSpansAndTheirBlocks) {
   // A step smaller than a span still takes one whole span.
   clock_.Advance(8 * kDay);
   PruneResult p;
-  ASSERT_TRUE(s->PruneStep(10, &p).ok());
+  ASSERT_OK(s->PruneStep(10, &p));
   EXPECT_EQ(p.readings, 1000);
   EXPECT_TRUE(p.more);
   EXPECT_LT(Rows("series_chunks"), blocks);
   std::vector<ChangeEntry> log = Log(s.get());
   ASSERT_FALSE(log.empty());
   EXPECT_EQ(log.front().lsn, 1001u);
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(Rows("series_chunks"), 0);
   log = Log(s.get());
   ASSERT_EQ(log.size(), 1u);  // the device record
   EXPECT_EQ(log[0].kind, ChangeEntry::Kind::kDeviceUpsert);
   // New readings go on at the next LSN and compact again.
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(1500), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(1500), &r));
   EXPECT_EQ(r.first_lsn, 7502u);
-  ASSERT_TRUE(s->AckUpstream("eu", r.last_lsn).ok());
+  ASSERT_OK(s->AckUpstream("eu", r.last_lsn));
   clock_.Advance(120000);
   EXPECT_EQ(CompactAll(s.get()), 1);  // one commit above the span size: a span of its own
-  ASSERT_TRUE(s->AppendReadings(Batch(10), &r).ok());
-  ASSERT_TRUE(s->AckUpstream("eu", r.last_lsn).ok());
+  ASSERT_OK(s->AppendReadings(Batch(10), &r));
+  ASSERT_OK(s->AckUpstream("eu", r.last_lsn));
   clock_.Advance(120000);
   EXPECT_EQ(CompactAll(s.get()), 0);  // 10 readings: the span waits to fill
   EXPECT_EQ(Log(s.get()).size(), 1511u);
@@ -354,26 +355,26 @@ TEST_F(StoreCompactTest, AppendsAtTheSizeLimitPruneAWholeAcknowledgedSpan) {
   StoreOptions o = CompactOptions();
   auto s = OpenStore(o);
   Fill(s.get());
-  ASSERT_TRUE(s->AckUpstream("eu", 5000).ok());
+  ASSERT_OK(s->AckUpstream("eu", 5000));
   clock_.Advance(120000);
   ASSERT_GT(CompactAll(s.get()), 0);
   s.reset();
   int64_t pages = 0, free_pages = 0, page_size = 0;
   {
     Db db;
-    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READONLY).ok());
-    ASSERT_TRUE(db.QueryInt("PRAGMA page_count", &pages).ok());
-    ASSERT_TRUE(db.QueryInt("PRAGMA freelist_count", &free_pages).ok());
-    ASSERT_TRUE(db.QueryInt("PRAGMA page_size", &page_size).ok());
+    ASSERT_OK(db.Open(Options().path, SQLITE_OPEN_READONLY));
+    ASSERT_OK(db.QueryInt("PRAGMA page_count", &pages));
+    ASSERT_OK(db.QueryInt("PRAGMA freelist_count", &free_pages));
+    ASSERT_OK(db.QueryInt("PRAGMA page_size", &page_size));
   }
   o.max_bytes = (pages - free_pages) * page_size - 1024;  // a few hundred readings must go first
   o.min_free_bytes = 0;
   s = OpenStore(o);
   AppendResult r;
   Status st = s->AppendReadings(Batch(10), &r);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   StoreStats stats;
-  ASSERT_TRUE(s->Stats(&stats).ok());
+  ASSERT_OK(s->Stats(&stats));
   EXPECT_EQ(stats.dropped_oldest, 0);  // only acknowledged readings went
   std::vector<ChangeEntry> log = Log(s.get());
   ASSERT_FALSE(log.empty());
@@ -393,9 +394,9 @@ TEST_F(StoreCompactTest, ASpanOfManySeriesStaysInCommitChunksAndStaysReadable) {
     for (int i = 0; i < 500; ++i) {
       batch.push_back(MakeReading("dev" + std::to_string(c * 500 + i), "temp", 1000, 20.5 + i, "C"));
     }
-    ASSERT_TRUE(s->AppendReadings(batch, &r).ok());
+    ASSERT_OK(s->AppendReadings(batch, &r));
   }
-  ASSERT_TRUE(s->AckUpstream("eu", s->LastLsn()).ok());
+  ASSERT_OK(s->AckUpstream("eu", s->LastLsn()));
   clock_.Advance(120000);
   const std::vector<ChangeEntry> before = Log(s.get());
   CompactResult total;
@@ -406,7 +407,7 @@ TEST_F(StoreCompactTest, ASpanOfManySeriesStaysInCommitChunksAndStaysReadable) {
   EXPECT_EQ(Rows("chunks"), 2);
   // Moved past: the next step does not look at it again.
   CompactResult again;
-  ASSERT_TRUE(s->CompactStep(&again).ok());
+  ASSERT_OK(s->CompactStep(&again));
   EXPECT_EQ(again.kept + again.spans, 0);
   ExpectSame(before, Log(s.get()));
   QueryRequest q;
@@ -415,13 +416,13 @@ TEST_F(StoreCompactTest, ASpanOfManySeriesStaysInCommitChunksAndStaysReadable) {
   q.from_ms = 0;
   q.to_ms = 10000;
   std::vector<QueryRow> rows;
-  ASSERT_TRUE(s->Query(q, &rows).ok());
+  ASSERT_OK(s->Query(q, &rows));
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].reading.value, 20.5 + 277);
   // Retention takes the kept chunks as chunks.
   clock_.Advance(8 * kDay);
   PruneResult p;
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.readings, 1000);
   EXPECT_TRUE(Log(s.get()).empty());
 }
@@ -429,14 +430,14 @@ TEST_F(StoreCompactTest, ASpanOfManySeriesStaysInCommitChunksAndStaysReadable) {
 TEST_F(StoreCompactTest, DamagedSeriesBlockIsRefusedWithAClearError) {
   auto s = OpenStore(CompactOptions());
   Fill(s.get());
-  ASSERT_TRUE(s->AckUpstream("eu", 2000).ok());
+  ASSERT_OK(s->AckUpstream("eu", 2000));
   clock_.Advance(120000);
   ASSERT_GT(CompactAll(s.get()), 0);
   s.reset();
   {
     Db db;
-    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READWRITE).ok());
-    ASSERT_TRUE(db.Exec("UPDATE series_chunks SET data = x'03ff01' WHERE id = (SELECT min(id) FROM series_chunks)").ok());
+    ASSERT_OK(db.Open(Options().path, SQLITE_OPEN_READWRITE));
+    ASSERT_OK(db.Exec("UPDATE series_chunks SET data = x'03ff01' WHERE id = (SELECT min(id) FROM series_chunks)"));
   }
   s = OpenStore(CompactOptions());
   std::vector<ChangeEntry> page;
@@ -444,7 +445,7 @@ TEST_F(StoreCompactTest, DamagedSeriesBlockIsRefusedWithAClearError) {
   EXPECT_EQ(st.code(), Status::Code::kCorruption);
   EXPECT_NE(st.message().find("span at LSN 1"), std::string::npos) << st.message();
   // Past the damaged span the log still reads.
-  ASSERT_TRUE(s->ReadLog(2000, 10, &page).ok());
+  ASSERT_OK(s->ReadLog(2000, 10, &page));
   ASSERT_EQ(page.size(), 10u);
   EXPECT_EQ(page[0].lsn, 2001u);
 }
@@ -452,20 +453,19 @@ TEST_F(StoreCompactTest, DamagedSeriesBlockIsRefusedWithAClearError) {
 TEST_F(StoreCompactTest, MigratesVersion4AndCompactsItsChunks) {
   {
     Db db;
-    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE).ok());
-    ASSERT_TRUE(db.Exec("PRAGMA journal_mode=WAL").ok());
-    ASSERT_TRUE(CreateSchema(&db, 4).ok());
-    ASSERT_TRUE(db.Exec("INSERT INTO meta VALUES('epoch','00112233445566778899aabbccddeeff'),('gateway_id','gw1');"
+    ASSERT_OK(db.Open(Options().path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+    ASSERT_OK(db.Exec("PRAGMA journal_mode=WAL"));
+    ASSERT_OK(CreateSchema(&db, 4));
+    ASSERT_OK(db.Exec("INSERT INTO meta VALUES('epoch','00112233445566778899aabbccddeeff'),('gateway_id','gw1');"
                         "INSERT INTO ranges VALUES(1, -9223372036854775808, 9223372036854775807, 0, 1, 0, 0);"
-                        "INSERT INTO series VALUES(1, 'dev-a', 'temp', 'Cel', 1), (2, 'dev-b', 'rh', '', 2);")
-                    .ok());
+                        "INSERT INTO series VALUES(1, 'dev-a', 'temp', 'Cel', 1), (2, 'dev-b', 'rh', '', 2);"));
     Stmt ins;
-    ASSERT_TRUE(ins.Prepare(&db, kInsertChunkSql).ok());
+    ASSERT_OK(ins.Prepare(&db, kInsertChunkSql));
     std::string block;
     for (int c = 0; c < 3; ++c) {
       std::vector<ChunkReading> readings;
       for (int i = 0; i < 500; ++i) readings.push_back({i % 2 + 1, 1780000000000 + (c * 500 + i) * 500, i * 0.5, 0});
-      ASSERT_TRUE(InsertChunkRow(&ins, readings, 1 + c * 500, 1'700'000'000'000, &block).ok());
+      ASSERT_OK(InsertChunkRow(&ins, readings, 1 + c * 500, 1'700'000'000'000, &block));
     }
   }
   auto s = OpenStore(CompactOptions());
@@ -473,7 +473,7 @@ TEST_F(StoreCompactTest, MigratesVersion4AndCompactsItsChunks) {
   EXPECT_EQ(s->schema_version(), kSchemaVersion);
   const std::vector<ChangeEntry> before = Log(s.get());
   ASSERT_EQ(before.size(), 1500u);
-  ASSERT_TRUE(s->AckUpstream("eu", 1500).ok());
+  ASSERT_OK(s->AckUpstream("eu", 1500));
   EXPECT_EQ(CompactAll(s.get()), 1);  // 1,000 readings; the last 500 wait for more
   ExpectSame(Log(s.get()), before);
 }

@@ -3,6 +3,7 @@
 // (readings kept, the old origin's entries still this store's own), refused
 // otherwise; every error names the store once.
 #include "tests/unit/store/store_test_util.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -24,7 +25,7 @@ class StoreIdentityTest : public StoreTest {
     q.to_ms = INT64_MAX;
     std::vector<QueryRow> rows;
     Status st = s->Query(q, &rows);
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_OK(st);
     return static_cast<int64_t>(rows.size());
   }
 };
@@ -52,7 +53,7 @@ TEST_F(StoreIdentityTest, StoreWithReadingsRefusesAnotherIdAndNamesTheWayOut) {
   {
     auto s = OpenStore();
     AppendResult r;
-    ASSERT_TRUE(s->AppendReadings(Batch(10), &r).ok());
+    ASSERT_OK(s->AppendReadings(Batch(10), &r));
   }
   StoreOptions o = As("greenhouse-3");
   o.take_id_while_empty = true;
@@ -72,7 +73,7 @@ TEST_F(StoreIdentityTest, ReidentifyMakesANewOriginAndKeepsEveryReading) {
   {
     auto s = OpenStore();
     AppendResult r;
-    ASSERT_TRUE(s->AppendReadings(Batch(10), &r).ok());
+    ASSERT_OK(s->AppendReadings(Batch(10), &r));
     old = s->origin();
     EXPECT_EQ(CountRows(s.get()), 1);
   }
@@ -84,7 +85,7 @@ TEST_F(StoreIdentityTest, ReidentifyMakesANewOriginAndKeepsEveryReading) {
   EXPECT_NE(s->origin().epoch, old.epoch);
   EXPECT_EQ(s->LastLsn(), 10u);  // the log and its LSNs stay
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(10, 10, 5000), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(10, 10, 5000), &r));
   EXPECT_EQ(s->LastLsn(), 20u);
   EXPECT_EQ(CountRows(s.get()), 2);  // dev0 before and after, both local rows
 
@@ -94,7 +95,7 @@ TEST_F(StoreIdentityTest, ReidentifyMakesANewOriginAndKeepsEveryReading) {
   e.lsn = 1;
   e.reading = Batch(1)[0];
   int64_t applied = -1;
-  ASSERT_TRUE(s->ApplyRemote({RemoteEntry{old, 1, e}}, &applied).ok());
+  ASSERT_OK(s->ApplyRemote({RemoteEntry{old, 1, e}}, &applied));
   EXPECT_EQ(applied, 0);
   EXPECT_EQ(CountRows(s.get()), 2);
   s.reset();
@@ -103,7 +104,7 @@ TEST_F(StoreIdentityTest, ReidentifyMakesANewOriginAndKeepsEveryReading) {
   auto again = OpenStore(As("greenhouse-3"));
   ASSERT_TRUE(again);
   EXPECT_EQ(again->origin().gateway_id, "greenhouse-3");
-  ASSERT_TRUE(again->ApplyRemote({RemoteEntry{old, 1, e}}, &applied).ok());
+  ASSERT_OK(again->ApplyRemote({RemoteEntry{old, 1, e}}, &applied));
   EXPECT_EQ(applied, 0);
   EXPECT_EQ(CountRows(again.get()), 2);
 }
@@ -111,7 +112,7 @@ TEST_F(StoreIdentityTest, ReidentifyMakesANewOriginAndKeepsEveryReading) {
 TEST_F(StoreIdentityTest, ReidentifyRefusesWhileAnotherProcessWrites) {
   auto running = OpenStore();
   AppendResult r;
-  ASSERT_TRUE(running->AppendReadings(Batch(10), &r).ok());
+  ASSERT_OK(running->AppendReadings(Batch(10), &r));
   StoreOptions o = As("greenhouse-3");
   o.reidentify = true;
   Status st = TryOpen(o);

@@ -3,6 +3,7 @@
 
 #include "store/token.h"
 #include "tests/unit/store/store_test_util.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -12,14 +13,14 @@ class StoreLogTest : public StoreTest {};
 TEST_F(StoreLogTest, AppendsWithContiguousLsnsAndReadsBack) {
   auto s = OpenStore();
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(100), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(100), &r));
   EXPECT_EQ(r.first_lsn, 1u);
   EXPECT_EQ(r.last_lsn, 100u);
-  ASSERT_TRUE(s->AppendReadings(Batch(50), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(50), &r));
   EXPECT_EQ(r.first_lsn, 101u);
   EXPECT_EQ(s->LastLsn(), 150u);
   std::vector<ChangeEntry> log;
-  ASSERT_TRUE(s->ReadLog(0, 1000, &log).ok());
+  ASSERT_OK(s->ReadLog(0, 1000, &log));
   ASSERT_EQ(log.size(), 150u);
   for (size_t i = 0; i < log.size(); ++i) EXPECT_EQ(log[i].lsn, i + 1);
   EXPECT_EQ(log[3].reading.device_id, "dev3");
@@ -27,7 +28,7 @@ TEST_F(StoreLogTest, AppendsWithContiguousLsnsAndReadsBack) {
   EXPECT_EQ(log[3].reading.unit, "C");
   EXPECT_EQ(log[3].reading.ts_ms, 1003);
   EXPECT_DOUBLE_EQ(log[3].reading.value, 1.5);
-  ASSERT_TRUE(s->ReadLog(140, 5, &log).ok());
+  ASSERT_OK(s->ReadLog(140, 5, &log));
   ASSERT_EQ(log.size(), 5u);
   EXPECT_EQ(log[0].lsn, 141u);
 }
@@ -38,9 +39,9 @@ TEST_F(StoreLogTest, KeepsValuesExactly) {
                             MakeReading("a", "m", 2, 1e300)};
   v[1].quality = kQualityUntrustedClock | kQualitySensorFlagged;
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(v, &r).ok());
+  ASSERT_OK(s->AppendReadings(v, &r));
   std::vector<ChangeEntry> log;
-  ASSERT_TRUE(s->ReadLog(0, 10, &log).ok());
+  ASSERT_OK(s->ReadLog(0, 10, &log));
   ASSERT_EQ(log.size(), 3u);
   EXPECT_EQ(log[0].reading.value, 3.0);
   EXPECT_EQ(log[0].reading.ts_ms, -5);
@@ -67,33 +68,33 @@ TEST_F(StoreLogTest, LsnSurvivesReopenAndIsNeverReusedAfterPruningAll) {
   {
     auto s = OpenStore();
     AppendResult r;
-    ASSERT_TRUE(s->AppendReadings(Batch(20), &r).ok());
-    ASSERT_TRUE(s->AckUpstream("eu", 20).ok());
+    ASSERT_OK(s->AppendReadings(Batch(20), &r));
+    ASSERT_OK(s->AckUpstream("eu", 20));
   }
   clock_.Advance(8LL * 86400 * 1000);
   {
     auto s = OpenStore();
     EXPECT_EQ(s->LastLsn(), 20u);
     PruneResult p;
-    ASSERT_TRUE(s->Prune(&p).ok());
+    ASSERT_OK(s->Prune(&p));
     EXPECT_EQ(p.readings, 20);
     std::vector<ChangeEntry> log;
-    ASSERT_TRUE(s->ReadLog(0, 100, &log).ok());
+    ASSERT_OK(s->ReadLog(0, 100, &log));
     EXPECT_TRUE(log.empty());
   }
   auto s = OpenStore();
   EXPECT_EQ(s->LastLsn(), 20u);
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(1), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(1), &r));
   EXPECT_EQ(r.first_lsn, 21u);
 }
 
 TEST_F(StoreLogTest, LsnIndependentOfWallClock) {
   auto s = OpenStore();
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(5), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(5), &r));
   clock_.SetWall(0);  // RTC-less board before NTP
-  ASSERT_TRUE(s->AppendReadings(Batch(5), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(5), &r));
   EXPECT_EQ(r.first_lsn, 6u);
 }
 
@@ -101,17 +102,17 @@ TEST_F(StoreLogTest, DeviceRecordsKeepOnlyLatestVersionInLog) {
   auto s = OpenStore();
   uint64_t l1 = 0, l2 = 0, l3 = 0;
   DeviceRecord d{"dev1", "Boiler", "cellar", "C", false};
-  ASSERT_TRUE(s->UpsertDevice(d, &l1).ok());
+  ASSERT_OK(s->UpsertDevice(d, &l1));
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(3), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(3), &r));
   d.name = "Boiler 2";
-  ASSERT_TRUE(s->UpsertDevice(d, &l2).ok());
+  ASSERT_OK(s->UpsertDevice(d, &l2));
   EXPECT_GT(l2, l1);
   DeviceRecord got;
-  ASSERT_TRUE(s->GetDevice("dev1", &got).ok());
+  ASSERT_OK(s->GetDevice("dev1", &got));
   EXPECT_EQ(got.name, "Boiler 2");
   std::vector<ChangeEntry> log;
-  ASSERT_TRUE(s->ReadLog(0, 100, &log).ok());
+  ASSERT_OK(s->ReadLog(0, 100, &log));
   int device_entries = 0;
   for (const auto& e : log) {
     if (e.kind != ChangeEntry::Kind::kReading) {
@@ -122,10 +123,10 @@ TEST_F(StoreLogTest, DeviceRecordsKeepOnlyLatestVersionInLog) {
     }
   }
   EXPECT_EQ(device_entries, 1);
-  ASSERT_TRUE(s->DeleteDevice("dev1", &l3).ok());
-  ASSERT_TRUE(s->GetDevice("dev1", &got).ok());
+  ASSERT_OK(s->DeleteDevice("dev1", &l3));
+  ASSERT_OK(s->GetDevice("dev1", &got));
   EXPECT_TRUE(got.deleted);
-  ASSERT_TRUE(s->ReadLog(0, 100, &log).ok());
+  ASSERT_OK(s->ReadLog(0, 100, &log));
   ASSERT_EQ(log.back().lsn, l3);
   EXPECT_EQ(log.back().kind, ChangeEntry::Kind::kDeviceDelete);
   EXPECT_TRUE(log.back().device.deleted);
@@ -139,13 +140,13 @@ TEST_F(StoreLogTest, TombstonesKeptForTheirRetentionThenPruned) {
   o.tombstone_retention_ms = 1000;
   auto s = OpenStore(o);
   uint64_t lsn = 0;
-  ASSERT_TRUE(s->UpsertDevice(DeviceRecord{"d", "n", "", "", false}, &lsn).ok());
-  ASSERT_TRUE(s->DeleteDevice("d", &lsn).ok());
+  ASSERT_OK(s->UpsertDevice(DeviceRecord{"d", "n", "", "", false}, &lsn));
+  ASSERT_OK(s->DeleteDevice("d", &lsn));
   PruneResult p;
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.tombstones, 0);
   clock_.Advance(1001);
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.tombstones, 1);
   DeviceRecord got;
   EXPECT_EQ(s->GetDevice("d", &got).code(), Status::Code::kNotFound);
@@ -157,7 +158,7 @@ TEST_F(StoreLogTest, InitialRangesCoverTheHashSpace) {
   o.initial_ranges = 3;
   auto s = OpenStore(o);
   std::vector<RangeInfo> ranges;
-  ASSERT_TRUE(s->ListRanges(&ranges).ok());
+  ASSERT_OK(s->ListRanges(&ranges));
   ASSERT_EQ(ranges.size(), 3u);
   EXPECT_EQ(ranges[0].min, 0u);
   EXPECT_EQ(ranges[0].max, ranges[1].min);
@@ -176,7 +177,7 @@ std::vector<ChangeEntry> DrainRange(Store* s, uint32_t range, FeedStart from, si
   for (int guard = 0; guard < 10000; ++guard) {
     FeedPage page;
     Status st = s->ReadFeed(range, from, page_size, &page);
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_OK(st);
     if (!st.ok()) break;
     *last = page.continuation;
     from = FeedStart{FeedStart::Kind::kToken, 0, 0, page.continuation};
@@ -189,9 +190,9 @@ std::vector<ChangeEntry> DrainRange(Store* s, uint32_t range, FeedStart from, si
 TEST_F(StoreLogTest, FeedsPartitionTheLogByRangeInLsnOrder) {
   auto s = OpenStore();
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(1000, 37), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(1000, 37), &r));
   std::vector<RangeInfo> ranges;
-  ASSERT_TRUE(s->ListRanges(&ranges).ok());
+  ASSERT_OK(s->ListRanges(&ranges));
   std::map<uint64_t, int> seen;
   for (const auto& range : ranges) {
     std::string last;
@@ -212,28 +213,28 @@ TEST_F(StoreLogTest, FeedStartsFromNowLsnAndTime) {
   auto s = OpenStore(Options());
   StoreOptions o = Options();
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(10, 1), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(10, 1), &r));
   clock_.Advance(60000);
   int64_t t = clock_.WallMillis();
-  ASSERT_TRUE(s->AppendReadings(Batch(10, 1), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(10, 1), &r));
   std::vector<RangeInfo> ranges;
-  ASSERT_TRUE(s->ListRanges(&ranges).ok());
+  ASSERT_OK(s->ListRanges(&ranges));
   uint32_t range = 0;
   for (const auto& rg : ranges) {
     if (rg.Contains(PartitionHash("dev0"))) range = rg.id;
   }
   FeedPage page;
-  ASSERT_TRUE(s->ReadFeed(range, FeedStart{FeedStart::Kind::kNow, 0, 0, ""}, 100, &page).ok());
+  ASSERT_OK(s->ReadFeed(range, FeedStart{FeedStart::Kind::kNow, 0, 0, ""}, 100, &page));
   EXPECT_TRUE(page.entries.empty());
   std::string now_token = page.continuation;
-  ASSERT_TRUE(s->ReadFeed(range, FeedStart{FeedStart::Kind::kLsn, 15, 0, ""}, 100, &page).ok());
+  ASSERT_OK(s->ReadFeed(range, FeedStart{FeedStart::Kind::kLsn, 15, 0, ""}, 100, &page));
   ASSERT_EQ(page.entries.size(), 5u);
   EXPECT_EQ(page.entries[0].lsn, 16u);
-  ASSERT_TRUE(s->ReadFeed(range, FeedStart{FeedStart::Kind::kTime, 0, t, ""}, 100, &page).ok());
+  ASSERT_OK(s->ReadFeed(range, FeedStart{FeedStart::Kind::kTime, 0, t, ""}, 100, &page));
   ASSERT_EQ(page.entries.size(), 10u);
   EXPECT_EQ(page.entries[0].lsn, 11u);
-  ASSERT_TRUE(s->AppendReadings(Batch(3, 1), &r).ok());
-  ASSERT_TRUE(s->ReadFeed(range, FeedStart{FeedStart::Kind::kToken, 0, 0, now_token}, 100, &page).ok());
+  ASSERT_OK(s->AppendReadings(Batch(3, 1), &r));
+  ASSERT_OK(s->ReadFeed(range, FeedStart{FeedStart::Kind::kToken, 0, 0, now_token}, 100, &page));
   ASSERT_EQ(page.entries.size(), 3u);
   EXPECT_EQ(page.entries[0].lsn, 21u);
 }
@@ -241,15 +242,15 @@ TEST_F(StoreLogTest, FeedStartsFromNowLsnAndTime) {
 TEST_F(StoreLogTest, FeedRefusesForeignAndHostileTokens) {
   auto s = OpenStore();
   FeedPage page;
-  ASSERT_TRUE(s->ReadFeed(1, FeedStart{}, 10, &page).ok());
+  ASSERT_OK(s->ReadFeed(1, FeedStart{}, 10, &page));
   FeedToken t;
-  ASSERT_TRUE(DecodeFeedToken(page.continuation, &t).ok());
+  ASSERT_OK(DecodeFeedToken(page.continuation, &t));
   t.epoch = "00000000000000000000000000000000";
   Status st = s->ReadFeed(1, FeedStart{FeedStart::Kind::kToken, 0, 0, EncodeFeedToken(t)}, 10, &page);
   EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
   EXPECT_NE(st.message().find("epoch"), std::string::npos);
   // A token of range 1 is not valid for range 2.
-  ASSERT_TRUE(s->ReadFeed(1, FeedStart{}, 10, &page).ok());
+  ASSERT_OK(s->ReadFeed(1, FeedStart{}, 10, &page));
   EXPECT_EQ(s->ReadFeed(2, FeedStart{FeedStart::Kind::kToken, 0, 0, page.continuation}, 10, &page).code(),
             Status::Code::kInvalidArgument);
   for (const char* bad : {"", "garbage", "v1.1.zz.1", "\xff\xfe"}) {
@@ -265,14 +266,14 @@ TEST_F(StoreLogTest, RangeSplitsAndChildrenAcceptParentToken) {
   o.split_max_entries = 500;
   auto s = OpenStore(o);
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(300, 40), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(300, 40), &r));
   FeedPage page;
-  ASSERT_TRUE(s->ReadFeed(1, FeedStart{}, 1000, &page).ok());
+  ASSERT_OK(s->ReadFeed(1, FeedStart{}, 1000, &page));
   ASSERT_EQ(page.entries.size(), 300u);
   std::string parent_token = page.continuation;
-  ASSERT_TRUE(s->AppendReadings(Batch(300, 40, 5000), &r).ok());  // passes 500: split
+  ASSERT_OK(s->AppendReadings(Batch(300, 40, 5000), &r));  // passes 500: split
   std::vector<RangeInfo> ranges;
-  ASSERT_TRUE(s->ListRanges(&ranges).ok());
+  ASSERT_OK(s->ListRanges(&ranges));
   ASSERT_EQ(ranges.size(), 3u);
   EXPECT_FALSE(ranges[0].active);
   EXPECT_EQ(ranges[1].parent, 1u);
@@ -307,9 +308,9 @@ TEST_F(StoreLogTest, SplitByBytes) {
   o.split_max_bytes = 10000;
   auto s = OpenStore(o);
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(1000, 100), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(1000, 100), &r));
   std::vector<RangeInfo> ranges;
-  ASSERT_TRUE(s->ListRanges(&ranges).ok());
+  ASSERT_OK(s->ListRanges(&ranges));
   EXPECT_EQ(ranges.size(), 6u);
 }
 
@@ -318,9 +319,9 @@ TEST_F(StoreLogTest, OrderWithinADeviceHoldsInItsRange) {
   o.initial_ranges = 8;
   auto s = OpenStore(o);
   AppendResult r;
-  for (int b = 0; b < 5; ++b) ASSERT_TRUE(s->AppendReadings(Batch(200, 13, b * 1000), &r).ok());
+  for (int b = 0; b < 5; ++b) ASSERT_OK(s->AppendReadings(Batch(200, 13, b * 1000), &r));
   std::vector<RangeInfo> ranges;
-  ASSERT_TRUE(s->ListRanges(&ranges).ok());
+  ASSERT_OK(s->ListRanges(&ranges));
   for (const auto& range : ranges) {
     std::string last;
     std::map<std::string, int64_t> last_ts;

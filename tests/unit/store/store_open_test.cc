@@ -6,6 +6,7 @@
 #include "store/schema.h"
 #include "store/sqlite_util.h"
 #include "tests/unit/store/store_test_util.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -14,7 +15,7 @@ class StoreOpenTest : public StoreTest {
  protected:
   std::string Content(const std::string& path) {
     std::string s;
-    EXPECT_TRUE(ReadFile(path, &s).ok());
+    EXPECT_OK(ReadFile(path, &s));
     return s;
   }
   Status TryOpen() {
@@ -24,7 +25,7 @@ class StoreOpenTest : public StoreTest {
   void MakeStoreWithData(int n) {
     auto s = OpenStore();
     AppendResult r;
-    for (int i = 0; i < n / 1000; ++i) ASSERT_TRUE(s->AppendReadings(Batch(1000, 50, i * 1000), &r).ok());
+    for (int i = 0; i < n / 1000; ++i) ASSERT_OK(s->AppendReadings(Batch(1000, 50, i * 1000), &r));
   }
 };
 
@@ -106,8 +107,8 @@ TEST_F(StoreOpenTest, RefusesNewerSchemaVersionUnchanged) {
   { OpenStore(); }
   {
     Db db;
-    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READWRITE).ok());
-    ASSERT_TRUE(db.Exec("PRAGMA user_version=" + std::to_string(kSchemaVersion + 5)).ok());
+    ASSERT_OK(db.Open(Options().path, SQLITE_OPEN_READWRITE));
+    ASSERT_OK(db.Exec("PRAGMA user_version=" + std::to_string(kSchemaVersion + 5)));
   }
   std::string before = Content(Options().path);
   Status st = TryOpen();
@@ -119,8 +120,8 @@ TEST_F(StoreOpenTest, RefusesNewerSchemaVersionUnchanged) {
 TEST_F(StoreOpenTest, RefusesForeignSqliteDatabase) {
   {
     Db db;
-    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE).ok());
-    ASSERT_TRUE(db.Exec("CREATE TABLE t(x)").ok());
+    ASSERT_OK(db.Open(Options().path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+    ASSERT_OK(db.Exec("CREATE TABLE t(x)"));
   }
   std::string before = Content(Options().path);
   EXPECT_EQ(TryOpen().code(), Status::Code::kCorruption);
@@ -134,21 +135,20 @@ TEST_F(StoreOpenTest, RefusesOtherGatewayId) {
   std::unique_ptr<Store> s;
   EXPECT_EQ(Store::Open(o, &s).code(), Status::Code::kInvalidArgument);
   o.gateway_id = "";  // tools that do not know the id get the stored one
-  ASSERT_TRUE(Store::Open(o, &s).ok());
+  ASSERT_OK(Store::Open(o, &s));
   EXPECT_EQ(s->origin().gateway_id, "gw1");
 }
 
 TEST_F(StoreOpenTest, MigratesVersion1Forward) {
   {
     Db db;
-    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE).ok());
-    ASSERT_TRUE(db.Exec("PRAGMA journal_mode=WAL").ok());
-    ASSERT_TRUE(CreateSchema(&db, 1).ok());
-    ASSERT_TRUE(db.Exec("INSERT INTO meta VALUES('epoch','00112233445566778899aabbccddeeff'),('gateway_id','gw1');"
-                        "INSERT INTO ranges VALUES(1, -9223372036854775808, 9223372036854775807, 0, 1, 0, 0);")
-                    .ok());
+    ASSERT_OK(db.Open(Options().path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+    ASSERT_OK(db.Exec("PRAGMA journal_mode=WAL"));
+    ASSERT_OK(CreateSchema(&db, 1));
+    ASSERT_OK(db.Exec("INSERT INTO meta VALUES('epoch','00112233445566778899aabbccddeeff'),('gateway_id','gw1');"
+                        "INSERT INTO ranges VALUES(1, -9223372036854775808, 9223372036854775807, 0, 1, 0, 0);"));
     int64_t v = 0;
-    ASSERT_TRUE(db.QueryInt("PRAGMA user_version", &v).ok());
+    ASSERT_OK(db.QueryInt("PRAGMA user_version", &v));
     ASSERT_EQ(v, 1);
   }
   auto s = OpenStore();
@@ -161,15 +161,15 @@ TEST_F(StoreOpenTest, MigratesVersion1Forward) {
   e.lsn = 1;
   e.reading = MakeReading("d", "m", 1, 2);
   uint64_t hw = 0;
-  ASSERT_TRUE(s->ApplyOriginBatch(o, 0, {e}, &hw).ok());
+  ASSERT_OK(s->ApplyOriginBatch(o, 0, {e}, &hw));
   EXPECT_EQ(hw, 1u);
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(10), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(10), &r));
   EXPECT_EQ(r.first_lsn, 1u);
   // And leases from version 3 (renewals on the monotonic clock).
   Lease lease;
-  ASSERT_TRUE(s->AcquireLease(1, "consumer", &lease).ok());
-  ASSERT_TRUE(s->RenewLease(lease, &lease).ok());
+  ASSERT_OK(s->AcquireLease(1, "consumer", &lease));
+  ASSERT_OK(s->RenewLease(lease, &lease));
 }
 
 // A version 3 store (a row per reading in `log`) moves its readings into
@@ -178,11 +178,11 @@ TEST_F(StoreOpenTest, MigratesVersion1Forward) {
 TEST_F(StoreOpenTest, MigratesVersion3ReadingsIntoChunks) {
   {
     Db db;
-    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE).ok());
-    ASSERT_TRUE(db.Exec("PRAGMA journal_mode=WAL").ok());
-    ASSERT_TRUE(CreateSchema(&db, 3).ok());
+    ASSERT_OK(db.Open(Options().path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+    ASSERT_OK(db.Exec("PRAGMA journal_mode=WAL"));
+    ASSERT_OK(CreateSchema(&db, 3));
     int64_t v = 0;
-    ASSERT_TRUE(db.QueryInt("PRAGMA user_version", &v).ok());
+    ASSERT_OK(db.QueryInt("PRAGMA user_version", &v));
     ASSERT_EQ(v, 3);
     std::string sql =
         "INSERT INTO meta VALUES('epoch','00112233445566778899aabbccddeeff'),('gateway_id','gw1');"
@@ -198,14 +198,14 @@ TEST_F(StoreOpenTest, MigratesVersion3ReadingsIntoChunks) {
              ");";
     }
     sql += "INSERT INTO meta VALUES('high_lsn', 10);";  // LSN 10 was given out and pruned
-    ASSERT_TRUE(db.Exec(sql).ok());
+    ASSERT_OK(db.Exec(sql));
   }
   auto s = OpenStore();
   ASSERT_TRUE(s);
   EXPECT_EQ(s->schema_version(), kSchemaVersion);
   EXPECT_EQ(s->LastLsn(), 10u);
   std::vector<ChangeEntry> log;
-  ASSERT_TRUE(s->ReadLog(0, 100, &log).ok());
+  ASSERT_OK(s->ReadLog(0, 100, &log));
   ASSERT_EQ(log.size(), 9u);
   for (size_t i = 0; i < log.size(); ++i) {
     const ChangeEntry& e = log[i];
@@ -223,23 +223,23 @@ TEST_F(StoreOpenTest, MigratesVersion3ReadingsIntoChunks) {
   }
   // Write times survived: a feed from a time starts at the right batch.
   std::vector<RangeInfo> ranges;
-  ASSERT_TRUE(s->ListRanges(&ranges).ok());
+  ASSERT_OK(s->ListRanges(&ranges));
   FeedStart from;
   from.kind = FeedStart::Kind::kTime;
   from.wall_ms = 1500;
   FeedPage page;
-  ASSERT_TRUE(s->ReadFeed(ranges[0].id, from, 100, &page).ok());
+  ASSERT_OK(s->ReadFeed(ranges[0].id, from, 100, &page));
   ASSERT_FALSE(page.entries.empty());
   EXPECT_EQ(page.entries.front().lsn, 4u);
   // New appends continue after the old head.
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(3), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(3), &r));
   EXPECT_EQ(r.first_lsn, 11u);
   QueryRequest q;
   q.device_id = "dev-a";
   q.metric = "temp";
   std::vector<QueryRow> rows;
-  ASSERT_TRUE(s->Query(q, &rows).ok());
+  ASSERT_OK(s->Query(q, &rows));
   ASSERT_EQ(rows.size(), 3u);  // LSNs 2, 4 and 8 (the odd ones are dev-b's)
   EXPECT_EQ(rows[2].lsn, 8u);
 }

@@ -10,6 +10,7 @@
 
 #include "store/schema.h"
 #include "tests/unit/store/store_test_util.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -98,16 +99,16 @@ TEST_F(StoreQueryTest, AnswersAsTheReferenceUnionForEveryWindowLimitAndDirection
       x.quality = rng() % 4;
       batch.push_back(x);
     }
-    ASSERT_TRUE(s->AppendReadings(batch, &r).ok());
+    ASSERT_OK(s->AppendReadings(batch, &r));
     for (size_t i = 0; i < batch.size(); ++i) Hold(Expected{s->origin(), r.first_lsn + i, true, batch[i]});
   }
   // The older half compacted into spans, the rest left in commit chunks.
-  ASSERT_TRUE(s->AckUpstream("eu", 1200).ok());
+  ASSERT_OK(s->AckUpstream("eu", 1200));
   clock_.Advance(120000);
   int64_t spans = 0;
   for (int i = 0; i < 100; ++i) {
     CompactResult cr;
-    ASSERT_TRUE(s->CompactStep(&cr).ok());
+    ASSERT_OK(s->CompactStep(&cr));
     spans += cr.spans;
     if (cr.spans + cr.kept == 0) break;
   }
@@ -140,7 +141,7 @@ TEST_F(StoreQueryTest, AnswersAsTheReferenceUnionForEveryWindowLimitAndDirection
   gone.reading = MakeReading("d1", "temp", 77000, -3.5, "C");
   view.push_back(RemoteEntry{s->origin(), gone.lsn, gone});
   int64_t applied = 0;
-  ASSERT_TRUE(s->ApplyRemote(view, &applied).ok());
+  ASSERT_OK(s->ApplyRemote(view, &applied));
   for (const RemoteEntry& e : view) Hold(Expected{e.origin, e.origin_lsn, false, e.entry.reading});
   // The same store as a hub: gw-b's first batch again (one row each) and
   // more of gw-b in region chunks only.
@@ -156,7 +157,7 @@ TEST_F(StoreQueryTest, AnswersAsTheReferenceUnionForEveryWindowLimitAndDirection
     Hold(Expected{kGwB, lsn, false, e.reading});
   }
   uint64_t high_water = 0;
-  ASSERT_TRUE(s->ApplyOriginBatch(kGwB, 0, batch, &high_water).ok());
+  ASSERT_OK(s->ApplyOriginBatch(kGwB, 0, batch, &high_water));
   ASSERT_EQ(high_water, 340u);
 
   int checked = 0;
@@ -173,7 +174,7 @@ TEST_F(StoreQueryTest, AnswersAsTheReferenceUnionForEveryWindowLimitAndDirection
             q.limit = limit;
             q.newest_first = newest_first;
             std::vector<QueryRow> rows;
-            ASSERT_TRUE(s->Query(q, &rows).ok());
+            ASSERT_OK(s->Query(q, &rows));
             const std::vector<Expected> want = Reference(q);
             const std::string what = device + "/" + metric + " [" + std::to_string(from) + ", " +
                                      std::to_string(to) + ") limit " + std::to_string(limit) +
@@ -204,7 +205,7 @@ TEST_F(StoreQueryTest, AnswersAsTheReferenceUnionForEveryWindowLimitAndDirection
   q.from_ms = 77000;
   q.to_ms = 77001;
   std::vector<QueryRow> rows;
-  ASSERT_TRUE(s->Query(q, &rows).ok());
+  ASSERT_OK(s->Query(q, &rows));
   auto it = std::find_if(rows.begin(), rows.end(), [](const QueryRow& x) { return x.lsn == 50000; });
   ASSERT_NE(it, rows.end());
   EXPECT_EQ(it->origin, s->origin());
@@ -218,21 +219,21 @@ TEST_F(StoreQueryTest, ReadsOnlyTheReadViewChunksOfTheOriginsThatWroteTheDevice)
   {
     auto s = OpenStore();
     int64_t applied = 0;
-    ASSERT_TRUE(s->ApplyRemote(ViewPage(kGwA, "a", 3, 100), &applied).ok());
-    ASSERT_TRUE(s->ApplyRemote(ViewPage(kGwB, "b", 3, 100), &applied).ok());
-    ASSERT_TRUE(s->ApplyRemote(ViewPage(kGwBOld, "a", 1, 10), &applied).ok());  // a0 moved between gateways
+    ASSERT_OK(s->ApplyRemote(ViewPage(kGwA, "a", 3, 100), &applied));
+    ASSERT_OK(s->ApplyRemote(ViewPage(kGwB, "b", 3, 100), &applied));
+    ASSERT_OK(s->ApplyRemote(ViewPage(kGwBOld, "a", 1, 10), &applied));  // a0 moved between gateways
   }
   Sql("UPDATE view_chunks SET data = x'01ff' WHERE origin = (SELECT id FROM origins WHERE gateway_id = 'gw-b' AND "
       "epoch LIKE 'b%')");
   auto s = OpenStore();
   Status st;
   std::vector<QueryRow> rows = QueryAll(s.get(), "a1", &st);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   ASSERT_EQ(rows.size(), 100u);
   EXPECT_EQ(rows[0].origin, kGwA);
   EXPECT_EQ(rows[99].reading.ts_ms, 99000);
   rows = QueryAll(s.get(), "a0", &st);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   ASSERT_EQ(rows.size(), 110u);  // both origins that wrote it
   EXPECT_EQ(rows[0].origin, kGwA);  // time ties: gw-a before gw-b
   EXPECT_EQ(rows[1].origin, kGwBOld);
@@ -247,10 +248,10 @@ TEST_F(StoreQueryTest, MigratesVersion6ReadViewsToSeriesByOrigin) {
   {
     auto s = OpenStore();
     int64_t applied = 0;
-    ASSERT_TRUE(s->ApplyRemote(ViewPage(kGwA, "a", 3, 50), &applied).ok());
-    ASSERT_TRUE(s->ApplyRemote(ViewPage(kGwB, "b", 2, 50), &applied).ok());
+    ASSERT_OK(s->ApplyRemote(ViewPage(kGwA, "a", 3, 50), &applied));
+    ASSERT_OK(s->ApplyRemote(ViewPage(kGwB, "b", 2, 50), &applied));
     AppendResult r;
-    ASSERT_TRUE(s->AppendReadings({MakeReading("a1", "temp", 500, 1, "C")}, &r).ok());
+    ASSERT_OK(s->AppendReadings({MakeReading("a1", "temp", 500, 1, "C")}, &r));
   }
   Sql("DROP TABLE view_series; DROP INDEX view_chunks_origin_time; "
       "CREATE INDEX view_chunks_time ON view_chunks(max_ts, min_ts); PRAGMA user_version=6;");
@@ -259,39 +260,39 @@ TEST_F(StoreQueryTest, MigratesVersion6ReadViewsToSeriesByOrigin) {
   EXPECT_EQ(s->schema_version(), kSchemaVersion);
   Status st;
   std::vector<QueryRow> rows = QueryAll(s.get(), "a1", &st);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   ASSERT_EQ(rows.size(), 51u);
   EXPECT_EQ(std::count_if(rows.begin(), rows.end(), [](const QueryRow& x) { return x.local; }), 1);
   rows = QueryAll(s.get(), "b1", &st);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   ASSERT_EQ(rows.size(), 50u);
   EXPECT_EQ(rows[0].origin, kGwB);
   // New pages after the migration join the same way.
   int64_t applied = 0;
-  ASSERT_TRUE(s->ApplyRemote(ViewPage(kGwBOld, "b", 2, 60), &applied).ok());
+  ASSERT_OK(s->ApplyRemote(ViewPage(kGwBOld, "b", 2, 60), &applied));
   EXPECT_EQ(applied, 120);
   rows = QueryAll(s.get(), "b1", &st);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   EXPECT_EQ(rows.size(), 110u);
 }
 
 TEST_F(StoreQueryTest, AnUnknownDeviceOrAnEmptyWindowAnswersNothing) {
   auto s = OpenStore(QueryOptions());
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(50, 5), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(50, 5), &r));
   QueryRequest q;
   q.device_id = "nobody";
   std::vector<QueryRow> rows{QueryRow{}};
-  ASSERT_TRUE(s->Query(q, &rows).ok());
+  ASSERT_OK(s->Query(q, &rows));
   EXPECT_TRUE(rows.empty());
   q.device_id = "dev1";
   q.from_ms = 2000;
   q.to_ms = 2000;
-  ASSERT_TRUE(s->Query(q, &rows).ok());
+  ASSERT_OK(s->Query(q, &rows));
   EXPECT_TRUE(rows.empty());
   q.from_ms = INT64_MIN;
   q.to_ms = INT64_MAX;
-  ASSERT_TRUE(s->Query(q, &rows).ok());
+  ASSERT_OK(s->Query(q, &rows));
   EXPECT_EQ(rows.size(), 10u);
 }
 

@@ -14,6 +14,7 @@
 #include "store/schema.h"
 #include "store/sqlite_util.h"
 #include "tests/unit/store/store_test_util.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -39,7 +40,7 @@ class StoreReadOnlyTest : public StoreTest {
   }
   std::string Content(const std::string& path) {
     std::string s;
-    EXPECT_TRUE(ReadFile(path, &s).ok());
+    EXPECT_OK(ReadFile(path, &s));
     return s;
   }
   size_t QueryCount(Store* s) {
@@ -47,7 +48,7 @@ class StoreReadOnlyTest : public StoreTest {
     QueryRequest q;
     q.device_id = "dev1";
     q.limit = 100000;
-    EXPECT_TRUE(s->Query(q, &rows).ok());
+    EXPECT_OK(s->Query(q, &rows));
     return rows.size();
   }
   int Mode(const std::string& path) {
@@ -61,7 +62,7 @@ TEST_F(StoreReadOnlyTest, AStoppedStoreIsReadWithoutCreatingAnything) {
   {
     auto w = OpenStore();
     AppendResult r;
-    ASSERT_TRUE(w->AppendReadings(Batch(100), &r).ok());
+    ASSERT_OK(w->AppendReadings(Batch(100), &r));
   }
   const std::set<std::string> before = Files();
   ASSERT_EQ(before, std::set<std::string>{"store.db"});
@@ -69,10 +70,10 @@ TEST_F(StoreReadOnlyTest, AStoppedStoreIsReadWithoutCreatingAnything) {
   {
     std::unique_ptr<Store> s;
     Status st = Store::Open(ReadOnly(), &s);
-    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_OK(st);
     EXPECT_EQ(QueryCount(s.get()), 10u);
     FeedPage page;
-    ASSERT_TRUE(s->ReadFeed(1, FeedStart{}, 1000, &page).ok());
+    ASSERT_OK(s->ReadFeed(1, FeedStart{}, 1000, &page));
     AppendResult r;
     EXPECT_FALSE(s->AppendReadings(Batch(1), &r).ok());  // read only
     EXPECT_EQ(Files(), before);
@@ -84,17 +85,17 @@ TEST_F(StoreReadOnlyTest, AStoppedStoreIsReadWithoutCreatingAnything) {
 TEST_F(StoreReadOnlyTest, BesideALiveWriterItSeesCommitsAndCreatesNothing) {
   auto w = OpenStore();
   AppendResult r;
-  ASSERT_TRUE(w->AppendReadings(Batch(100), &r).ok());
+  ASSERT_OK(w->AppendReadings(Batch(100), &r));
   const std::set<std::string> before = Files();
   EXPECT_EQ(before, (std::set<std::string>{"store.db", "store.db-shm", "store.db-wal"}));
   std::unique_ptr<Store> s;
-  ASSERT_TRUE(Store::Open(ReadOnly(), &s).ok());
+  ASSERT_OK(Store::Open(ReadOnly(), &s));
   EXPECT_EQ(QueryCount(s.get()), 10u);
-  ASSERT_TRUE(w->AppendReadings(Batch(100), &r).ok());  // the writer is not held up
+  ASSERT_OK(w->AppendReadings(Batch(100), &r));  // the writer is not held up
   EXPECT_EQ(QueryCount(s.get()), 20u);
   s.reset();
   EXPECT_EQ(Files(), before);
-  ASSERT_TRUE(w->AppendReadings(Batch(10), &r).ok());
+  ASSERT_OK(w->AppendReadings(Batch(10), &r));
 }
 
 TEST_F(StoreReadOnlyTest, AfterAKilledWriterItReadsTheWalAndCreatesNothing) {
@@ -112,7 +113,7 @@ TEST_F(StoreReadOnlyTest, AfterAKilledWriterItReadsTheWalAndCreatesNothing) {
   ASSERT_EQ(before, (std::set<std::string>{"store.db", "store.db-shm", "store.db-wal"}));
   std::unique_ptr<Store> s;
   Status st = Store::Open(ReadOnly(), &s);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   EXPECT_EQ(QueryCount(s.get()), 10u);  // from the WAL, which immutable=1 would have ignored
   s.reset();
   EXPECT_EQ(Files(), before);
@@ -121,7 +122,7 @@ TEST_F(StoreReadOnlyTest, AfterAKilledWriterItReadsTheWalAndCreatesNothing) {
 TEST_F(StoreReadOnlyTest, AWriterWaitsForAReaderToClose) {
   { OpenStore(); }
   std::unique_ptr<Store> reader;
-  ASSERT_TRUE(Store::Open(ReadOnly(), &reader).ok());
+  ASSERT_OK(Store::Open(ReadOnly(), &reader));
   StoreOptions o = Options();
   o.busy_timeout_ms = 200;
   std::unique_ptr<Store> w;
@@ -130,15 +131,15 @@ TEST_F(StoreReadOnlyTest, AWriterWaitsForAReaderToClose) {
   EXPECT_NE(st.message().find("being read"), std::string::npos) << st.message();
   EXPECT_EQ(Files(), std::set<std::string>{"store.db"});  // immutable read stayed safe
   reader.reset();
-  ASSERT_TRUE(Store::Open(o, &w).ok());
+  ASSERT_OK(Store::Open(o, &w));
 }
 
 TEST_F(StoreReadOnlyTest, NewerSchemaIsRefusedAndLeftUntouched) {
   { OpenStore(); }
   {
     Db db;
-    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READWRITE).ok());
-    ASSERT_TRUE(db.Exec("PRAGMA user_version=" + std::to_string(kSchemaVersion + 1)).ok());
+    ASSERT_OK(db.Open(Options().path, SQLITE_OPEN_READWRITE));
+    ASSERT_OK(db.Exec("PRAGMA user_version=" + std::to_string(kSchemaVersion + 1)));
   }
   const std::string content = Content(Options().path);
   std::unique_ptr<Store> s;
@@ -152,10 +153,10 @@ TEST_F(StoreReadOnlyTest, NewerSchemaIsRefusedAndLeftUntouched) {
 TEST_F(StoreReadOnlyTest, OlderSchemaIsRefusedNotMigrated) {
   {
     Db db;
-    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE).ok());
-    ASSERT_TRUE(db.Exec("PRAGMA journal_mode=WAL").ok());
-    ASSERT_TRUE(CreateSchema(&db, 1).ok());
-    ASSERT_TRUE(db.Exec("INSERT INTO meta VALUES('epoch','00112233445566778899aabbccddeeff'),('gateway_id','gw1')").ok());
+    ASSERT_OK(db.Open(Options().path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+    ASSERT_OK(db.Exec("PRAGMA journal_mode=WAL"));
+    ASSERT_OK(CreateSchema(&db, 1));
+    ASSERT_OK(db.Exec("INSERT INTO meta VALUES('epoch','00112233445566778899aabbccddeeff'),('gateway_id','gw1')"));
   }
   const std::string content = Content(Options().path);
   std::unique_ptr<Store> s;
@@ -164,9 +165,9 @@ TEST_F(StoreReadOnlyTest, OlderSchemaIsRefusedNotMigrated) {
   EXPECT_NE(st.message().find("does not migrate"), std::string::npos) << st.message();
   EXPECT_EQ(Content(Options().path), content);
   Db db;
-  ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READONLY).ok());
+  ASSERT_OK(db.Open(Options().path, SQLITE_OPEN_READONLY));
   int64_t v = 0;
-  ASSERT_TRUE(db.QueryInt("PRAGMA user_version", &v).ok());
+  ASSERT_OK(db.QueryInt("PRAGMA user_version", &v));
   EXPECT_EQ(v, 1);
 }
 
@@ -181,7 +182,7 @@ TEST_F(StoreReadOnlyTest, StoreFilesAre0600WhateverTheUmask) {
   {
     auto w = OpenStore();
     AppendResult r;
-    ASSERT_TRUE(w->AppendReadings(Batch(10), &r).ok());
+    ASSERT_OK(w->AppendReadings(Batch(10), &r));
     for (const char* f : {"store.db", "store.db-wal", "store.db-shm"}) EXPECT_EQ(Mode(dir_.File(f)), 0600) << f;
   }
   // A store left readable by others (an older version, a copy) is narrowed.

@@ -1,6 +1,7 @@
 // The read view's batched apply path: batches longer than one insert chunk,
 // with entries the read view already holds and device records among them.
 #include "tests/unit/store/store_test_util.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -29,7 +30,7 @@ std::vector<RegionFeedEntry> WholeFeed(Store* s) {
   uint64_t after = 0, head = 0;
   bool reset = false;
   do {
-    EXPECT_TRUE(s->ReadRegionFeed(after, 97, &page, &head, &reset).ok());
+    EXPECT_OK(s->ReadRegionFeed(after, 97, &page, &head, &reset));
     EXPECT_FALSE(reset);
     for (auto& e : page) all.push_back(e);
     if (!page.empty()) after = page.back().seq;
@@ -43,17 +44,17 @@ TEST_F(StoreRemoteChunkTest, LongOriginBatchesJoinTheFeedInOrderOnce) {
   std::vector<RemoteEntry> early;
   for (uint64_t lsn : {70u, 5u, 130u, 131u, 250u}) early.push_back(RemoteEntry{kGw, lsn, At(lsn)});
   int64_t applied = 0;
-  ASSERT_TRUE(s->ApplyRemote(early, &applied).ok());
+  ASSERT_OK(s->ApplyRemote(early, &applied));
   EXPECT_EQ(applied, 5);
   uint64_t hw = 0;
   std::vector<ChangeEntry> b1, b2;
   for (uint64_t lsn = 1; lsn <= 200; ++lsn) b1.push_back(At(lsn));
   for (uint64_t lsn = 150; lsn <= 300; ++lsn) b2.push_back(At(lsn));  // overlaps the mark
-  ASSERT_TRUE(s->ApplyOriginBatch(kGw, 0, b1, &hw).ok());
+  ASSERT_OK(s->ApplyOriginBatch(kGw, 0, b1, &hw));
   EXPECT_EQ(hw, 200u);
-  ASSERT_TRUE(s->ApplyOriginBatch(kGw, 0, b2, &hw).ok());
+  ASSERT_OK(s->ApplyOriginBatch(kGw, 0, b2, &hw));
   EXPECT_EQ(hw, 300u);
-  ASSERT_TRUE(s->ApplyOriginBatch(kGw, 0, b1, &hw).ok());  // a resend changes nothing
+  ASSERT_OK(s->ApplyOriginBatch(kGw, 0, b1, &hw));  // a resend changes nothing
   EXPECT_EQ(hw, 300u);
 
   std::vector<RegionFeedEntry> feed = WholeFeed(s.get());
@@ -79,13 +80,13 @@ TEST_F(StoreRemoteChunkTest, LongOriginBatchesJoinTheFeedInOrderOnce) {
   // (only a gateway pulls feeds, only a hub applies batches); a query still
   // answers each (origin, LSN) once.
   StoreStats stats;
-  ASSERT_TRUE(s->Stats(&stats).ok());
+  ASSERT_OK(s->Stats(&stats));
   EXPECT_EQ(stats.remote_entries, 305);
   QueryRequest q;
   q.device_id = "d0";  // LSNs divisible by 7
   q.limit = 100000;
   std::vector<QueryRow> rows;
-  ASSERT_TRUE(s->Query(q, &rows).ok());
+  ASSERT_OK(s->Query(q, &rows));
   size_t want = 0;
   for (uint64_t lsn = 1; lsn <= 300; ++lsn) want += (lsn % 50 != 0 && lsn % 7 == 0);
   EXPECT_EQ(rows.size(), want);
@@ -96,24 +97,24 @@ TEST_F(StoreRemoteChunkTest, LongApplyRemoteCountsOnlyNewEntriesAcrossOrigins) {
   std::vector<RemoteEntry> first;
   for (uint64_t lsn = 1; lsn <= 150; lsn += 2) first.push_back(RemoteEntry{kGw, lsn, At(lsn)});
   int64_t applied = 0;
-  ASSERT_TRUE(s->ApplyRemote(first, &applied).ok());
+  ASSERT_OK(s->ApplyRemote(first, &applied));
   EXPECT_EQ(applied, 75);
   std::vector<RemoteEntry> all;
   for (uint64_t lsn = 1; lsn <= 150; ++lsn) all.push_back(RemoteEntry{kGw, lsn, At(lsn)});
   for (uint64_t lsn = 1; lsn <= 100; ++lsn) all.push_back(RemoteEntry{kGw3, lsn, At(lsn)});
-  ASSERT_TRUE(s->ApplyRemote(all, &applied).ok());
+  ASSERT_OK(s->ApplyRemote(all, &applied));
   EXPECT_EQ(applied, 75 + 100);
-  ASSERT_TRUE(s->ApplyRemote(all, &applied).ok());
+  ASSERT_OK(s->ApplyRemote(all, &applied));
   EXPECT_EQ(applied, 0);
   StoreStats stats;
-  ASSERT_TRUE(s->Stats(&stats).ok());
+  ASSERT_OK(s->Stats(&stats));
   EXPECT_EQ(stats.remote_entries, 250);
   // Every reading of both origins is queryable once.
   QueryRequest q;
   q.device_id = "d1";
   q.limit = 100000;
   std::vector<QueryRow> rows;
-  ASSERT_TRUE(s->Query(q, &rows).ok());
+  ASSERT_OK(s->Query(q, &rows));
   size_t want = 0;
   for (uint64_t lsn = 1; lsn <= 150; ++lsn) want += (lsn % 50 != 0 && lsn % 7 == 1);
   for (uint64_t lsn = 1; lsn <= 100; ++lsn) want += (lsn % 50 != 0 && lsn % 7 == 1);
@@ -123,7 +124,7 @@ TEST_F(StoreRemoteChunkTest, LongApplyRemoteCountsOnlyNewEntriesAcrossOrigins) {
   for (uint64_t lsn = 151; lsn <= 300; ++lsn) bad.push_back(RemoteEntry{kGw, lsn, At(lsn)});
   bad[120].entry.reading.metric = "a/b";
   EXPECT_EQ(s->ApplyRemote(bad, &applied).code(), Status::Code::kInvalidArgument);
-  ASSERT_TRUE(s->Stats(&stats).ok());
+  ASSERT_OK(s->Stats(&stats));
   EXPECT_EQ(stats.remote_entries, 250);
 }
 

@@ -7,6 +7,7 @@
 #include "store/schema.h"
 #include "store/sqlite_util.h"
 #include "tests/unit/store/store_test_util.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -20,7 +21,7 @@ class StoreRemoteLayoutTest : public StoreTest {
     bool reset = false;
     for (;;) {
       Status st = s->ReadRegionFeed(after, page, &got, &head, &reset);
-      EXPECT_TRUE(st.ok()) << st.ToString();
+      EXPECT_OK(st);
       EXPECT_FALSE(reset);
       if (!st.ok() || got.empty()) return all;
       EXPECT_LE(got.size(), page);
@@ -30,12 +31,12 @@ class StoreRemoteLayoutTest : public StoreTest {
   }
   int64_t RemoteEntries(Store* s) {
     StoreStats stats;
-    EXPECT_TRUE(s->Stats(&stats).ok());
+    EXPECT_OK(s->Stats(&stats));
     return stats.remote_entries;
   }
   int64_t CorruptChunks(Store* s) {
     StoreStats stats;
-    EXPECT_TRUE(s->Stats(&stats).ok());
+    EXPECT_OK(s->Stats(&stats));
     return stats.corrupt_chunks;
   }
 };
@@ -68,7 +69,7 @@ std::map<std::pair<std::string, uint64_t>, int> Held(Store* s) {
     q.limit = 100000;
     std::vector<QueryRow> rows;
     Status st = s->Query(q, &rows);
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_OK(st);
     for (const QueryRow& r : rows) ++held[{r.origin.gateway_id, r.lsn}];
   }
   return held;
@@ -78,16 +79,16 @@ TEST_F(StoreRemoteLayoutTest, ReadViewTakesExactlyWhatItLacksFromOverlappingAndH
   auto s = OpenStore();
   int64_t applied = 0;
   // Region 1's page holds A's 1-100 except 40-44 (not yet there).
-  ASSERT_TRUE(s->ApplyRemote(Page(kA, {{1, 39}, {45, 100}}), &applied).ok());
+  ASSERT_OK(s->ApplyRemote(Page(kA, {{1, 39}, {45, 100}}), &applied));
   EXPECT_EQ(applied, 95);
   // A resend overlapping the end, and region 2's page filling the hole and
   // going on, interleaved with B's entries and a repeat within the page.
   std::vector<RemoteEntry> mixed = Page(kA, {{90, 120}});
   for (auto& e : Page(kB, {{1, 10}})) mixed.push_back(e);
   for (auto& e : Page(kA, {{38, 46}, {46, 46}})) mixed.push_back(e);
-  ASSERT_TRUE(s->ApplyRemote(mixed, &applied).ok());
+  ASSERT_OK(s->ApplyRemote(mixed, &applied));
   EXPECT_EQ(applied, 20 + 10 + 5);
-  ASSERT_TRUE(s->ApplyRemote(mixed, &applied).ok());
+  ASSERT_OK(s->ApplyRemote(mixed, &applied));
   EXPECT_EQ(applied, 0);
   EXPECT_EQ(RemoteEntries(s.get()), 130);
   auto held = Held(s.get());
@@ -104,14 +105,14 @@ TEST_F(StoreRemoteLayoutTest, HubTakesOnlyWhatIsAboveItsMarkAndPagesAcrossBatche
     for (uint64_t lsn = from; lsn <= to; ++lsn) v.push_back(At(lsn));
     return v;
   };
-  ASSERT_TRUE(s->ApplyOriginBatch(kA, 0, batch(1, 10), &hw).ok());
-  ASSERT_TRUE(s->ApplyOriginBatch(kB, 0, batch(1, 7), &hw).ok());
-  ASSERT_TRUE(s->ApplyOriginBatch(kA, 0, batch(5, 15), &hw).ok());  // partial overlap: 11-15 are new
+  ASSERT_OK(s->ApplyOriginBatch(kA, 0, batch(1, 10), &hw));
+  ASSERT_OK(s->ApplyOriginBatch(kB, 0, batch(1, 7), &hw));
+  ASSERT_OK(s->ApplyOriginBatch(kA, 0, batch(5, 15), &hw));  // partial overlap: 11-15 are new
   EXPECT_EQ(hw, 15u);
-  ASSERT_TRUE(s->ApplyOriginBatch(kA, 0, batch(1, 15), &hw).ok());  // all held
+  ASSERT_OK(s->ApplyOriginBatch(kA, 0, batch(1, 15), &hw));  // all held
   EXPECT_EQ(hw, 15u);
   EXPECT_EQ(s->ApplyOriginBatch(kA, 0, batch(17, 20), &hw).code(), Status::Code::kInvalidArgument);  // a gap
-  ASSERT_TRUE(s->ApplyOriginBatch(kB, 0, batch(8, 8), &hw).ok());
+  ASSERT_OK(s->ApplyOriginBatch(kB, 0, batch(8, 8), &hw));
   // Feed: A 1-10 (seq 1-10), B 1-7 (11-17), A 11-15 (18-22), B 8 (23).
   for (size_t page : {1u, 3u, 7u, 100u}) {
     std::vector<RegionFeedEntry> feed = FeedFrom(s.get(), 0, page);
@@ -131,7 +132,7 @@ TEST_F(StoreRemoteLayoutTest, HubTakesOnlyWhatIsAboveItsMarkAndPagesAcrossBatche
   EXPECT_EQ(tail[0].seq, 14u);
   EXPECT_EQ(tail[0].remote.origin_lsn, 4u);
   uint64_t oldest = 0, head = 0;
-  ASSERT_TRUE(s->RegionFeedBounds(&oldest, &head).ok());
+  ASSERT_OK(s->RegionFeedBounds(&oldest, &head));
   EXPECT_EQ(oldest, 1u);
   EXPECT_EQ(head, 23u);
   EXPECT_EQ(RemoteEntries(s.get()), 23);
@@ -140,20 +141,20 @@ TEST_F(StoreRemoteLayoutTest, HubTakesOnlyWhatIsAboveItsMarkAndPagesAcrossBatche
 TEST_F(StoreRemoteLayoutTest, RetentionPrunesWholeChunksAndTheFeedKeepsItsHeadAndResets) {
   auto s = OpenStore();
   uint64_t hw = 0;
-  ASSERT_TRUE(s->ApplyOriginBatch(kA, 0, {At(1), At(2), At(3)}, &hw).ok());
+  ASSERT_OK(s->ApplyOriginBatch(kA, 0, {At(1), At(2), At(3)}, &hw));
   int64_t applied = 0;
-  ASSERT_TRUE(s->ApplyRemote(Page(kB, {{1, 4}}), &applied).ok());
+  ASSERT_OK(s->ApplyRemote(Page(kB, {{1, 4}}), &applied));
   clock_.Advance(8LL * 86400 * 1000);
-  ASSERT_TRUE(s->ApplyOriginBatch(kA, 0, {At(4), At(5)}, &hw).ok());
-  ASSERT_TRUE(s->ApplyRemote(Page(kB, {{5, 6}}), &applied).ok());
+  ASSERT_OK(s->ApplyOriginBatch(kA, 0, {At(4), At(5)}, &hw));
+  ASSERT_OK(s->ApplyRemote(Page(kB, {{5, 6}}), &applied));
   PruneResult p;
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.remote, 3 + 4);
   EXPECT_EQ(RemoteEntries(s.get()), 4);
   std::vector<RegionFeedEntry> feed;
   uint64_t head = 0;
   bool reset = false;
-  ASSERT_TRUE(s->ReadRegionFeed(2, 10, &feed, &head, &reset).ok());
+  ASSERT_OK(s->ReadRegionFeed(2, 10, &feed, &head, &reset));
   EXPECT_TRUE(reset);
   EXPECT_EQ(head, 5u);
   feed = FeedFrom(s.get(), 3, 10);
@@ -161,21 +162,21 @@ TEST_F(StoreRemoteLayoutTest, RetentionPrunesWholeChunksAndTheFeedKeepsItsHeadAn
   EXPECT_EQ(feed[0].seq, 4u);
   // Everything pruned: the head stays, and the next batch continues after it.
   clock_.Advance(8LL * 86400 * 1000);
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.remote, 4);
   uint64_t oldest = 0;
-  ASSERT_TRUE(s->RegionFeedBounds(&oldest, &head).ok());
+  ASSERT_OK(s->RegionFeedBounds(&oldest, &head));
   EXPECT_EQ(oldest, 0u);
   EXPECT_EQ(head, 5u);
-  ASSERT_TRUE(s->ApplyOriginBatch(kA, 0, {At(6)}, &hw).ok());
-  ASSERT_TRUE(s->ReadRegionFeed(5, 10, &feed, &head, &reset).ok());
+  ASSERT_OK(s->ApplyOriginBatch(kA, 0, {At(6)}, &hw));
+  ASSERT_OK(s->ReadRegionFeed(5, 10, &feed, &head, &reset));
   EXPECT_FALSE(reset);
   ASSERT_EQ(feed.size(), 1u);
   EXPECT_EQ(feed[0].seq, 6u);
   EXPECT_EQ(feed[0].remote.origin_lsn, 6u);
   // A pruned read view entry resent is taken again (retention chose to
   // forget it; the read view keeps no mark per origin).
-  ASSERT_TRUE(s->ApplyRemote(Page(kB, {{1, 1}}), &applied).ok());
+  ASSERT_OK(s->ApplyRemote(Page(kB, {{1, 1}}), &applied));
   EXPECT_EQ(applied, 1);
 }
 
@@ -183,14 +184,14 @@ TEST_F(StoreRemoteLayoutTest, PruneStepsStayNearTheirBoundInWholeChunks) {
   auto s = OpenStore();
   int64_t applied = 0;
   for (uint64_t from = 1; from <= 100; from += 10) {
-    ASSERT_TRUE(s->ApplyRemote(Page(kA, {{from, from + 9}}), &applied).ok());
+    ASSERT_OK(s->ApplyRemote(Page(kA, {{from, from + 9}}), &applied));
   }
   clock_.Advance(8LL * 86400 * 1000);
   PruneResult p;
-  ASSERT_TRUE(s->PruneStep(25, &p).ok());
+  ASSERT_OK(s->PruneStep(25, &p));
   EXPECT_EQ(p.remote, 30);  // three chunks of 10: the step's bound reached inside the third
   EXPECT_TRUE(p.more);
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.remote, 70);
   EXPECT_EQ(RemoteEntries(s.get()), 0);
 }
@@ -199,10 +200,10 @@ TEST_F(StoreRemoteLayoutTest, ADamagedChunkIsRefusedNamedAndCountedNeverACrash) 
   {
     auto s = OpenStore();
     uint64_t hw = 0;
-    ASSERT_TRUE(s->ApplyOriginBatch(kA, 0, {At(1), At(2), At(3)}, &hw).ok());
-    ASSERT_TRUE(s->ApplyOriginBatch(kA, 0, {At(4)}, &hw).ok());
+    ASSERT_OK(s->ApplyOriginBatch(kA, 0, {At(1), At(2), At(3)}, &hw));
+    ASSERT_OK(s->ApplyOriginBatch(kA, 0, {At(4)}, &hw));
     int64_t applied = 0;
-    ASSERT_TRUE(s->ApplyRemote(Page(kB, {{1, 5}}), &applied).ok());
+    ASSERT_OK(s->ApplyRemote(Page(kB, {{1, 5}}), &applied));
   }
   // The region block's content checksum zeroed (its header still fits),
   // the read view's block cut short.
@@ -217,7 +218,7 @@ TEST_F(StoreRemoteLayoutTest, ADamagedChunkIsRefusedNamedAndCountedNeverACrash) 
   EXPECT_NE(st.message().find("region chunk at sequence 1: remote chunk:"), std::string::npos) << st.ToString();
   EXPECT_EQ(CorruptChunks(s.get()), 1);
   // Past the damaged chunk the feed still serves.
-  ASSERT_TRUE(s->ReadRegionFeed(3, 10, &feed, &head, &reset).ok());
+  ASSERT_OK(s->ReadRegionFeed(3, 10, &feed, &head, &reset));
   ASSERT_EQ(feed.size(), 1u);
   EXPECT_EQ(feed[0].remote.origin_lsn, 4u);
   // A page overlapping the damaged read view chunk cannot be deduplicated
@@ -227,7 +228,7 @@ TEST_F(StoreRemoteLayoutTest, ADamagedChunkIsRefusedNamedAndCountedNeverACrash) 
   EXPECT_EQ(st.code(), Status::Code::kCorruption);
   EXPECT_NE(st.message().find("read view chunk 1"), std::string::npos) << st.ToString();
   EXPECT_EQ(CorruptChunks(s.get()), 2);
-  ASSERT_TRUE(s->ApplyRemote(Page(kB, {{6, 7}}), &applied).ok());  // past it: fine
+  ASSERT_OK(s->ApplyRemote(Page(kB, {{6, 7}}), &applied));  // past it: fine
   EXPECT_EQ(applied, 2);
   QueryRequest q;
   q.device_id = "d1";
@@ -246,9 +247,9 @@ TEST_F(StoreRemoteLayoutTest, ADamagedChunkIsRefusedNamedAndCountedNeverACrash) 
 TEST_F(StoreRemoteLayoutTest, MigratesVersion4RowsIntoChunks) {
   {
     Db db;
-    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE).ok());
-    ASSERT_TRUE(db.Exec("PRAGMA journal_mode=WAL").ok());
-    ASSERT_TRUE(CreateSchema(&db, 4).ok());
+    ASSERT_OK(db.Open(Options().path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+    ASSERT_OK(db.Exec("PRAGMA journal_mode=WAL"));
+    ASSERT_OK(CreateSchema(&db, 4));
     std::string sql =
         "INSERT INTO meta VALUES('epoch','00112233445566778899aabbccddeeff'),('gateway_id','gw1');"
         "INSERT INTO ranges VALUES(1, -9223372036854775808, 9223372036854775807, 0, 1, 0, 0);"
@@ -271,14 +272,14 @@ TEST_F(StoreRemoteLayoutTest, MigratesVersion4RowsIntoChunks) {
       sql += "INSERT INTO remote VALUES(" + std::to_string(100 + lsn) + ", 2, " + std::to_string(lsn) + ", 0, 1, " +
              std::to_string(2000 * lsn) + ", " + std::to_string(lsn) + ", 0, 5000);";
     }
-    ASSERT_TRUE(db.Exec(sql).ok());
+    ASSERT_OK(db.Exec(sql));
   }
   auto s = OpenStore();
   ASSERT_TRUE(s);
   EXPECT_EQ(s->schema_version(), kSchemaVersion);
   EXPECT_EQ(RemoteEntries(s.get()), 4 + 4);
   uint64_t oldest = 0, head = 0;
-  ASSERT_TRUE(s->RegionFeedBounds(&oldest, &head).ok());
+  ASSERT_OK(s->RegionFeedBounds(&oldest, &head));
   EXPECT_EQ(oldest, 3u);
   EXPECT_EQ(head, 6u);
   std::vector<RegionFeedEntry> feed = FeedFrom(s.get(), 2, 100);
@@ -291,31 +292,30 @@ TEST_F(StoreRemoteLayoutTest, MigratesVersion4RowsIntoChunks) {
   EXPECT_EQ(feed[1].remote.entry.device.name, "Pump");
   EXPECT_EQ(feed[2].remote.entry.reading.value, 5.5);
   bool reset = false;
-  ASSERT_TRUE(s->ReadRegionFeed(1, 10, &feed, &head, &reset).ok());
+  ASSERT_OK(s->ReadRegionFeed(1, 10, &feed, &head, &reset));
   EXPECT_TRUE(reset);
   uint64_t hw = 0;
-  ASSERT_TRUE(s->GetHighWater(kA, &hw).ok());
+  ASSERT_OK(s->GetHighWater(kA, &hw));
   EXPECT_EQ(hw, 6u);
-  ASSERT_TRUE(s->ApplyOriginBatch(kA, 0, {At(5), At(6), At(7)}, &hw).ok());
+  ASSERT_OK(s->ApplyOriginBatch(kA, 0, {At(5), At(6), At(7)}, &hw));
   EXPECT_EQ(hw, 7u);
   EXPECT_EQ(FeedFrom(s.get(), 6, 10).size(), 1u);
   int64_t applied = 0;
-  ASSERT_TRUE(s->ApplyRemote(Page(kB, {{1, 8}}), &applied).ok());
+  ASSERT_OK(s->ApplyRemote(Page(kB, {{1, 8}}), &applied));
   EXPECT_EQ(applied, 4);  // 4, 5, 6, 8
   QueryRequest q;
   q.device_id = "dev-a";
   q.limit = 100;
   std::vector<QueryRow> rows;
-  ASSERT_TRUE(s->Query(q, &rows).ok());
+  ASSERT_OK(s->Query(q, &rows));
   EXPECT_EQ(rows.size(), 3u + 4u);  // A's readings 3, 5, 6; B's 1-3, 7
   {
     Db db;
-    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READONLY).ok());
+    ASSERT_OK(db.Open(Options().path, SQLITE_OPEN_READONLY));
     int64_t tables = 0;
-    ASSERT_TRUE(db.QueryInt("SELECT count(*) FROM sqlite_master WHERE name IN ('remote', 'region_feed', "
+    ASSERT_OK(db.QueryInt("SELECT count(*) FROM sqlite_master WHERE name IN ('remote', 'region_feed', "
                             "'remote_devices', 'remote_query')",
-                            &tables)
-                    .ok());
+                            &tables));
     EXPECT_EQ(tables, 0);
   }
 }

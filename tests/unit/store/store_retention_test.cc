@@ -1,5 +1,6 @@
 // Retention, size limits and disk policies, dead letters, statistics.
 #include "tests/unit/store/store_test_util.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -11,24 +12,24 @@ constexpr int64_t kDay = 86400LL * 1000;
 TEST_F(StoreRetentionTest, PrunesOnlyAcknowledgedAndOld) {
   auto s = OpenStore();
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(100), &r).ok());  // 1..100, old
+  ASSERT_OK(s->AppendReadings(Batch(100), &r));  // 1..100, old
   clock_.Advance(8 * kDay);
-  ASSERT_TRUE(s->AppendReadings(Batch(100), &r).ok());  // 101..200, young
+  ASSERT_OK(s->AppendReadings(Batch(100), &r));  // 101..200, young
   PruneResult p;
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.readings, 0);  // nothing acknowledged
-  ASSERT_TRUE(s->AckUpstream("eu", 50).ok());
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->AckUpstream("eu", 50));
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.readings, 50);
-  ASSERT_TRUE(s->AckUpstream("eu", 200).ok());
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->AckUpstream("eu", 200));
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.readings, 50);  // 101..200 are younger than the retention age
   std::vector<ChangeEntry> log;
-  ASSERT_TRUE(s->ReadLog(0, 1000, &log).ok());
+  ASSERT_OK(s->ReadLog(0, 1000, &log));
   ASSERT_EQ(log.size(), 100u);
   EXPECT_EQ(log.front().lsn, 101u);
   clock_.Advance(8 * kDay);
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.readings, 100);
 }
 
@@ -41,24 +42,24 @@ TEST_F(StoreRetentionTest, KeepsAcknowledgedReadingsForTheGraceAfterTheirAcknowl
   o.ack_grace_ms = kDay;
   auto s = OpenStore(o);
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(100), &r).ok());  // 1..100
-  ASSERT_TRUE(s->AckUpstream("eu", 100).ok());
+  ASSERT_OK(s->AppendReadings(Batch(100), &r));  // 1..100
+  ASSERT_OK(s->AckUpstream("eu", 100));
   PruneResult p;
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.readings, 0);
   clock_.Advance(kDay / 2);
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.readings, 0) << "acknowledged half a day ago";
   clock_.Advance(kDay / 2 + kDay / 24);
-  ASSERT_TRUE(s->AppendReadings(Batch(100), &r).ok());  // 101..200, acknowledged now
-  ASSERT_TRUE(s->AckUpstream("eu", 200).ok());
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->AppendReadings(Batch(100), &r));  // 101..200, acknowledged now
+  ASSERT_OK(s->AckUpstream("eu", 200));
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.readings, 100) << "1..100 were acknowledged over a day ago, 101..200 just now";
   clock_.Advance(kDay - 1);
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.readings, 0) << "101..200: acknowledged a moment less than the grace ago";
   clock_.Advance(1);
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.readings, 100);
 }
 
@@ -68,10 +69,10 @@ TEST_F(StoreRetentionTest, SpacePressurePrunesAcknowledgedReadingsDespiteTheGrac
   o.min_free_bytes = INT64_MAX / 4;  // the filesystem always "nears full"
   auto s = OpenStore(o);
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(100), &r).ok());
-  ASSERT_TRUE(s->AckUpstream("eu", 60).ok());
+  ASSERT_OK(s->AppendReadings(Batch(100), &r));
+  ASSERT_OK(s->AckUpstream("eu", 60));
   PruneResult p;
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.readings, 60);
   EXPECT_EQ(p.early, 60);
 }
@@ -79,16 +80,16 @@ TEST_F(StoreRetentionTest, SpacePressurePrunesAcknowledgedReadingsDespiteTheGrac
 TEST_F(StoreRetentionTest, PrunesLargeBacklogsInChunks) {
   auto s = OpenStore();
   AppendResult r;
-  for (int i = 0; i < 50; ++i) ASSERT_TRUE(s->AppendReadings(Batch(1000, 100, i * 1000), &r).ok());
+  for (int i = 0; i < 50; ++i) ASSERT_OK(s->AppendReadings(Batch(1000, 100, i * 1000), &r));
   uint64_t lsn = 0;
-  ASSERT_TRUE(s->UpsertDevice(DeviceRecord{"dev1", "kept", "", "", false}, &lsn).ok());
-  ASSERT_TRUE(s->AckUpstream("eu", lsn).ok());
+  ASSERT_OK(s->UpsertDevice(DeviceRecord{"dev1", "kept", "", "", false}, &lsn));
+  ASSERT_OK(s->AckUpstream("eu", lsn));
   clock_.Advance(8 * kDay);
   PruneResult p;
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.readings, 50000);
   std::vector<ChangeEntry> log;
-  ASSERT_TRUE(s->ReadLog(0, 10, &log).ok());
+  ASSERT_OK(s->ReadLog(0, 10, &log));
   ASSERT_EQ(log.size(), 1u);  // device records are not readings: they stay
   EXPECT_EQ(log[0].lsn, lsn);
 }
@@ -110,19 +111,19 @@ TEST_F(StoreRetentionTest, RejectNewWhenMaxBytesReached) {
   ASSERT_EQ(st.code(), Status::Code::kNoSpace) << st.ToString();
   EXPECT_NE(st.message().find("max_bytes"), std::string::npos) << st.message();
   StoreStats stats;
-  ASSERT_TRUE(s->Stats(&stats).ok());
+  ASSERT_OK(s->Stats(&stats));
   EXPECT_EQ(stats.rejected_full, 500);
   EXPECT_EQ(stats.entries, committed);
   EXPECT_EQ(stats.dropped_oldest, 0);
   EXPECT_EQ(s->LastLsn(), static_cast<uint64_t>(committed));
   // Room comes back once acknowledged data is pruned.
-  ASSERT_TRUE(s->AckUpstream("eu", s->LastLsn()).ok());
+  ASSERT_OK(s->AckUpstream("eu", s->LastLsn()));
   clock_.Advance(8 * kDay);
   PruneResult p;
-  ASSERT_TRUE(s->Prune(&p).ok());
+  ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.readings, committed);
   st = s->AppendReadings(Batch(500), &r);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   EXPECT_EQ(r.first_lsn, static_cast<uint64_t>(committed) + 1);
 }
 
@@ -134,17 +135,17 @@ TEST_F(StoreRetentionTest, DropOldestCountsEveryDroppedReading) {
   AppendResult r;
   int64_t dropped = 0;
   for (int i = 0; i < 40; ++i) {
-    ASSERT_TRUE(s->AppendReadings(Batch(500, 50, i * 500), &r).ok());
+    ASSERT_OK(s->AppendReadings(Batch(500, 50, i * 500), &r));
     dropped += r.dropped_oldest;
   }
   EXPECT_GT(dropped, 0);
   StoreStats stats;
-  ASSERT_TRUE(s->Stats(&stats).ok());
+  ASSERT_OK(s->Stats(&stats));
   EXPECT_EQ(stats.dropped_oldest, dropped);
   EXPECT_EQ(stats.entries + dropped, 40 * 500);
   EXPECT_EQ(stats.last_lsn, 20000u);
   std::vector<ChangeEntry> log;
-  ASSERT_TRUE(s->ReadLog(0, 1, &log).ok());
+  ASSERT_OK(s->ReadLog(0, 1, &log));
   EXPECT_EQ(log[0].lsn, static_cast<uint64_t>(dropped) + 1);  // the oldest went first
 }
 
@@ -154,24 +155,24 @@ TEST_F(StoreRetentionTest, DeadLettersAreCappedNewestFirst) {
   auto s = OpenStore(o);
   std::vector<DeadLetter> in;
   for (int i = 0; i < 5; ++i) in.push_back(DeadLetter{i, "t/" + std::to_string(i), std::string(1000, 'x'), "bad"});
-  ASSERT_TRUE(s->AddDeadLetters(in).ok());
+  ASSERT_OK(s->AddDeadLetters(in));
   std::vector<DeadLetter> out;
-  ASSERT_TRUE(s->ListDeadLetters(10, &out).ok());
+  ASSERT_OK(s->ListDeadLetters(10, &out));
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[0].topic, "t/4");
   EXPECT_EQ(out[2].topic, "t/2");
   EXPECT_LE(out[0].head.size(), 256u);
   StoreStats stats;
-  ASSERT_TRUE(s->Stats(&stats).ok());
+  ASSERT_OK(s->Stats(&stats));
   EXPECT_EQ(stats.dead_letters, 5);
 }
 
 TEST_F(StoreRetentionTest, StatsReportTheStore) {
   auto s = OpenStore();
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(100), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(100), &r));
   StoreStats stats;
-  ASSERT_TRUE(s->Stats(&stats).ok());
+  ASSERT_OK(s->Stats(&stats));
   EXPECT_EQ(stats.last_lsn, 100u);
   EXPECT_EQ(stats.entries, 100);
   EXPECT_GT(stats.file_bytes, 0);

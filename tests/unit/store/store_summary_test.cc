@@ -1,6 +1,7 @@
 // What people and consumers are shown: newest-first queries under a limit,
 // the device list, the backlog's age, and taking a lease over (rebalancing).
 #include "tests/unit/store/store_test_util.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -10,18 +11,18 @@ class StoreSummaryTest : public StoreTest {};
 TEST_F(StoreSummaryTest, QueryNewestFirstKeepsTheNewestUnderTheLimit) {
   auto s = OpenStore();
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(100, 1), &r).ok());  // dev0, ts 1000..1099
+  ASSERT_OK(s->AppendReadings(Batch(100, 1), &r));  // dev0, ts 1000..1099
   QueryRequest q;
   q.device_id = "dev0";
   q.limit = 3;
   q.newest_first = true;
   std::vector<QueryRow> rows;
-  ASSERT_TRUE(s->Query(q, &rows).ok());
+  ASSERT_OK(s->Query(q, &rows));
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].reading.ts_ms, 1099);
   EXPECT_EQ(rows[2].reading.ts_ms, 1097);
   q.newest_first = false;
-  ASSERT_TRUE(s->Query(q, &rows).ok());
+  ASSERT_OK(s->Query(q, &rows));
   EXPECT_EQ(rows[0].reading.ts_ms, 1000);
   q.limit = QueryRequest::kMaxRows + 1;
   EXPECT_EQ(s->Query(q, &rows).code(), Status::Code::kInvalidArgument);
@@ -30,18 +31,17 @@ TEST_F(StoreSummaryTest, QueryNewestFirstKeepsTheNewestUnderTheLimit) {
 TEST_F(StoreSummaryTest, ListDevicesCountsLocalAndReadViewPerOrigin) {
   auto s = OpenStore();
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(30, 3), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(30, 3), &r));
   ChangeEntry e;
   e.lsn = 4;
   e.reading = MakeReading("dev1", "temp", 5, 1, "C");
   int64_t applied = 0;
   // dev1 from another gateway, and our own entry come back through a feed.
-  ASSERT_TRUE(s->ApplyRemote({RemoteEntry{Origin{"gw2", std::string(32, 'b')}, 4, e},
+  ASSERT_OK(s->ApplyRemote({RemoteEntry{Origin{"gw2", std::string(32, 'b')}, 4, e},
                               RemoteEntry{s->origin(), 2, [&] { ChangeEntry o = e; o.lsn = 2; return o; }()}},
-                             &applied)
-                  .ok());
+                             &applied));
   std::vector<DeviceSummary> devices;
-  ASSERT_TRUE(s->ListDevices(&devices).ok());
+  ASSERT_OK(s->ListDevices(&devices));
   ASSERT_EQ(devices.size(), 4u);
   EXPECT_EQ(devices[0].device_id, "dev0");
   EXPECT_EQ(devices[0].readings, 10);
@@ -58,33 +58,33 @@ TEST_F(StoreSummaryTest, ListDevicesCountsLocalAndReadViewPerOrigin) {
 TEST_F(StoreSummaryTest, BacklogAgeIsTheOldestUnacknowledgedWrite) {
   auto s = OpenStore();
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(10), &r).ok());  // LSN 1..10 at t0
+  ASSERT_OK(s->AppendReadings(Batch(10), &r));  // LSN 1..10 at t0
   int64_t t0 = clock_.WallMillis();
   clock_.Advance(60000);
-  ASSERT_TRUE(s->AppendReadings(Batch(10), &r).ok());  // 11..20 at t0 + 60 s
+  ASSERT_OK(s->AppendReadings(Batch(10), &r));  // 11..20 at t0 + 60 s
   BacklogInfo b;
-  ASSERT_TRUE(s->Backlog(0, &b).ok());
+  ASSERT_OK(s->Backlog(0, &b));
   EXPECT_EQ(b.oldest_written_ms, t0);
   EXPECT_GT(b.avg_entry_bytes, 0);
-  ASSERT_TRUE(s->Backlog(10, &b).ok());
+  ASSERT_OK(s->Backlog(10, &b));
   EXPECT_EQ(b.oldest_written_ms, t0 + 60000);
-  ASSERT_TRUE(s->Backlog(20, &b).ok());
+  ASSERT_OK(s->Backlog(20, &b));
   EXPECT_EQ(b.oldest_written_ms, 0) << "nothing unacknowledged";
 }
 
 TEST_F(StoreSummaryTest, TakeLeaseIsACompareAndSetThatKeepsTheCheckpoint) {
   auto s = OpenStore();
   AppendResult r;
-  ASSERT_TRUE(s->AppendReadings(Batch(10), &r).ok());
+  ASSERT_OK(s->AppendReadings(Batch(10), &r));
   Lease a;
-  ASSERT_TRUE(s->AcquireLease(1, "a", &a).ok());
+  ASSERT_OK(s->AcquireLease(1, "a", &a));
   FeedPage page;
-  ASSERT_TRUE(s->ReadFeed(1, FeedStart{}, 100, &page).ok());
+  ASSERT_OK(s->ReadFeed(1, FeedStart{}, 100, &page));
   Lease a2;
-  ASSERT_TRUE(s->CheckpointLease(a, page.continuation, &a2).ok());
+  ASSERT_OK(s->CheckpointLease(a, page.continuation, &a2));
   Lease b;
   EXPECT_EQ(s->TakeLease(a, "b", &b).code(), Status::Code::kConflict) << "a stale version";
-  ASSERT_TRUE(s->TakeLease(a2, "b", &b).ok());
+  ASSERT_OK(s->TakeLease(a2, "b", &b));
   EXPECT_EQ(b.owner, "b");
   EXPECT_EQ(b.continuation, page.continuation);
   Lease a3;

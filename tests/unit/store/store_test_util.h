@@ -13,6 +13,7 @@
 #include "store/sqlite_util.h"
 #include "store/store.h"
 #include "tests/support/process.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 
@@ -39,7 +40,7 @@ class StoreTest : public ::testing::Test {
   std::unique_ptr<Store> OpenStore(const StoreOptions& o) {
     std::unique_ptr<Store> s;
     Status st = Store::Open(o, &s);
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_OK(st);
     return s;
   }
   std::unique_ptr<Store> OpenStore() { return OpenStore(Options()); }
@@ -56,9 +57,9 @@ class StoreTest : public ::testing::Test {
   // damage or downgrade it between opens).
   void Sql(const std::string& sql) {
     Db db;
-    ASSERT_TRUE(db.Open(Options().path, SQLITE_OPEN_READWRITE).ok());
+    ASSERT_OK(db.Open(Options().path, SQLITE_OPEN_READWRITE));
     Status st = db.Exec(sql);
-    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_OK(st);
   }
   std::vector<Reading> Batch(int n, int devices = 10, int64_t ts0 = 1000) {
     std::vector<Reading> v;

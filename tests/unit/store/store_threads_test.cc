@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "tests/unit/store/store_test_util.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -57,7 +58,7 @@ TEST_F(StoreThreadsTest, IngestUplinkAndQueriesConcurrently) {
   EXPECT_EQ(errors.load(), 0);
   EXPECT_EQ(followed, s->LastLsn());
   StoreStats stats;
-  ASSERT_TRUE(s->Stats(&stats).ok());
+  ASSERT_OK(s->Stats(&stats));
   EXPECT_EQ(stats.entries, kBatches * 100 + 1);  // one device record (latest version only)
 }
 

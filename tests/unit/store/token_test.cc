@@ -1,4 +1,5 @@
 #include "store/token.h"
+#include "tests/support/status_assert.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +11,7 @@ const char kEpoch[] = "0123456789abcdef0123456789abcdef";
 TEST(FeedTokenTest, RoundTrips) {
   FeedToken t{7, kEpoch, 123456789};
   FeedToken back;
-  ASSERT_TRUE(DecodeFeedToken(EncodeFeedToken(t), &back).ok());
+  ASSERT_OK(DecodeFeedToken(EncodeFeedToken(t), &back));
   EXPECT_EQ(back.range_id, 7u);
   EXPECT_EQ(back.epoch, kEpoch);
   EXPECT_EQ(back.lsn, 123456789u);

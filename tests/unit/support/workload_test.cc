@@ -1,4 +1,5 @@
 #include "tests/support/workload.h"
+#include "tests/support/status_assert.h"
 
 #include <gtest/gtest.h>
 
@@ -23,7 +24,7 @@ TEST(WorkloadTest, ValuesAreQuantisedValidAndDrift) {
   double first = 0, last = 0;
   for (int i = 0; i < 8000; ++i) {
     Reading r = w.Next();
-    ASSERT_TRUE(ValidateReading(r).ok());
+    ASSERT_OK(ValidateReading(r));
     if (r.metric == std::string("co2")) {
       EXPECT_EQ(r.value, std::round(r.value));  // 1 ppm resolution
       if (r.device_id == "dev-00000") {

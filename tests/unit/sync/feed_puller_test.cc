@@ -14,6 +14,7 @@
 
 #include "tests/support/process.h"
 #include "tests/unit/sync/fake_link.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync {
 namespace {
@@ -133,7 +134,7 @@ TEST(FeedPullerTest, FollowsContinuationSkipsOwnOriginAndHonoursReset) {
   // The region pruned everything up to 100; it holds 101..104 (103 is ours).
   FakeLink::Responder hub = [&](const std::string&, const std::string& payload, FakeLink* link) {
     WireMessage m;
-    ASSERT_TRUE(DecodeMessage(payload, {}, &m, nullptr).ok());
+    ASSERT_OK(DecodeMessage(payload, {}, &m, nullptr));
     ASSERT_EQ(m.kind, WireKind::kFeedRequest);
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -155,7 +156,7 @@ TEST(FeedPullerTest, FollowsContinuationSkipsOwnOriginAndHonoursReset) {
       page.next = At(page.entries.empty() ? after : page.entries.back().seq);
     }
     std::string out;
-    ASSERT_TRUE(EncodeFeedPage(m.correlation_id, page, {}, &out).ok());
+    ASSERT_OK(EncodeFeedPage(m.correlation_id, page, {}, &out));
     link->Deliver(out);
   };
   FeedPullerOptions o;
@@ -168,7 +169,7 @@ TEST(FeedPullerTest, FollowsContinuationSkipsOwnOriginAndHonoursReset) {
     *link = std::make_unique<FakeLink>(hub);
     return Status::Ok();
   });
-  ASSERT_TRUE(puller.Start().ok());
+  ASSERT_OK(puller.Start());
   ASSERT_TRUE(test::WaitFor(
       [&] {
         return store.Position("eu").shards == At(104);
@@ -208,7 +209,7 @@ class ManualHubTest : public ::testing::Test {
         &store_, options_, nullptr, [this](const MqttLinkOptions&, std::unique_ptr<MqttLink>* link) {
           auto fake = std::make_unique<FakeLink>([this](const std::string&, const std::string& payload, FakeLink* l) {
             WireMessage m;
-            ASSERT_TRUE(DecodeMessage(payload, {}, &m, nullptr).ok());
+            ASSERT_OK(DecodeMessage(payload, {}, &m, nullptr));
             std::lock_guard<std::mutex> lock(mu_);
             link_ = l;
             requests_.push_back(m);
@@ -216,7 +217,7 @@ class ManualHubTest : public ::testing::Test {
           *link = std::move(fake);
           return Status::Ok();
         });
-    ASSERT_TRUE(puller_->Start().ok());
+    ASSERT_OK(puller_->Start());
     ASSERT_TRUE(test::WaitFor([&] { return Requests() >= 1; }, 5000));
   }
   size_t Requests() {
@@ -241,7 +242,7 @@ class ManualHubTest : public ::testing::Test {
   }
   void Deliver(uint64_t correlation_id, const WireFeedPage& page) {
     std::string out;
-    ASSERT_TRUE(EncodeFeedPage(correlation_id, page, {}, &out).ok());
+    ASSERT_OK(EncodeFeedPage(correlation_id, page, {}, &out));
     FakeLink* link;
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -12,6 +12,7 @@
 #include "platform/files.h"
 #include "tests/support/process.h"
 #include "tests/unit/sync/fake_link.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync {
 namespace {
@@ -51,23 +52,23 @@ TEST(MqttLinkPoolTest, ViewsShareOneConnectionAndGetTheirOwnMessages) {
   o.uri = "tcp://127.0.0.1:1";
   o.client_id = "gw-b";
   std::unique_ptr<MqttLink> up, feed, other;
-  ASSERT_TRUE(pool.Open(o, &up).ok());
-  ASSERT_TRUE(pool.Open(o, &feed).ok());
+  ASSERT_OK(pool.Open(o, &up));
+  ASSERT_OK(pool.Open(o, &feed));
   MqttLinkOptions o2 = o;
   o2.client_id = "gw-c";
-  ASSERT_TRUE(pool.Open(o2, &other).ok());
+  ASSERT_OK(pool.Open(o2, &other));
   ASSERT_EQ(made.size(), 2u) << "one connection per (broker, client id)";
 
   Recorder ru, rf;
   ru.Attach(up.get());
   rf.Attach(feed.get());
-  ASSERT_TRUE(up->Subscribe("es/reply/gw-b/up", 1).ok());
-  ASSERT_TRUE(feed->Subscribe("es/reply/gw-b/feed", 1).ok());
-  ASSERT_TRUE(feed->Subscribe("es/region/+/head", 0).ok());
-  ASSERT_TRUE(up->Start().ok());
+  ASSERT_OK(up->Subscribe("es/reply/gw-b/up", 1));
+  ASSERT_OK(feed->Subscribe("es/reply/gw-b/feed", 1));
+  ASSERT_OK(feed->Subscribe("es/region/+/head", 0));
+  ASSERT_OK(up->Start());
   EXPECT_EQ(ru.states, std::vector<bool>{true});
   // Started once the connection is up: told so, once.
-  ASSERT_TRUE(feed->Start().ok());
+  ASSERT_OK(feed->Start());
   EXPECT_EQ(rf.states, std::vector<bool>{true});
 
   made[0]->DeliverOn("es/reply/gw-b/up", "ack");
@@ -77,11 +78,11 @@ TEST(MqttLinkPoolTest, ViewsShareOneConnectionAndGetTheirOwnMessages) {
   EXPECT_EQ(rf.topics, (std::vector<std::string>{"es/reply/gw-b/feed", "es/region/eu/head"}));
 
   // The connection stays up until its last view disconnects.
-  ASSERT_TRUE(up->Disconnect(100).ok());
+  ASSERT_OK(up->Disconnect(100));
   EXPECT_TRUE(made[0]->connected());
   made[0]->DeliverOn("es/reply/gw-b/up", "late");
   EXPECT_EQ(ru.topics.size(), 1u) << "a disconnected view got a message";
-  ASSERT_TRUE(feed->Disconnect(100).ok());
+  ASSERT_OK(feed->Disconnect(100));
   EXPECT_FALSE(made[0]->connected());
 }
 
@@ -98,16 +99,16 @@ TEST(MqttLinkPoolTest, IdentityBoundLinksUseTheIdentitysClientId) {
   o.uri = "tcp://127.0.0.1:1";
   o.client_id = "es-up-gw-b";
   std::unique_ptr<MqttLink> anonymous, with_password, with_certificate, second;
-  ASSERT_TRUE(links(o, &anonymous).ok());  // no identity: its own client id stands
-  ASSERT_TRUE(WriteFileAtomic(tmp.path() + "/cred", "gw-b:secret\n").ok());
+  ASSERT_OK(links(o, &anonymous));  // no identity: its own client id stands
+  ASSERT_OK(WriteFileAtomic(tmp.path() + "/cred", "gw-b:secret\n"));
   o.credentials_file = tmp.path() + "/cred";
-  ASSERT_TRUE(links(o, &with_password).ok());
+  ASSERT_OK(links(o, &with_password));
   o.client_id = "es-feed-gw-b";
-  ASSERT_TRUE(links(o, &second).ok());  // the same identity: the same connection
+  ASSERT_OK(links(o, &second));  // the same identity: the same connection
   o.credentials_file.clear();
   o.uri = "ssl://127.0.0.1:2";
   o.cert_file = "/dev/null";
-  ASSERT_TRUE(links(o, &with_certificate).ok());
+  ASSERT_OK(links(o, &with_certificate));
   EXPECT_EQ(ids, (std::vector<std::string>{"es-up-gw-b", "gw-b", "gw-b"}));
 }
 

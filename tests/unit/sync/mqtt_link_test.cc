@@ -17,6 +17,7 @@
 #include "tests/support/broker.h"
 #include "tests/support/mqtt_client.h"
 #include "tests/support/process.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync {
 namespace {
@@ -43,7 +44,7 @@ struct Inbox {
 std::unique_ptr<MqttLink> MakeLink(MqttLinkOptions o, Inbox* inbox) {
   std::unique_ptr<MqttLink> link;
   Status s = NewPahoMqttLink(o, &link);
-  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_OK(s);
   if (link && inbox) link->SetMessageHandler([inbox](MqttMessage&& m) { inbox->Add(std::move(m)); });
   return link;
 }
@@ -61,8 +62,8 @@ TEST_P(MqttLinkTest, SubscribesReceivesAndPublishesWithWindow) {
   o.mqtt_version = GetParam();
   o.max_inflight = 8;
   auto link = MakeLink(o, &inbox);
-  ASSERT_TRUE(link->Subscribe("t/#", 1).ok());
-  ASSERT_TRUE(link->Connect(5000).ok());
+  ASSERT_OK(link->Subscribe("t/#", 1));
+  ASSERT_OK(link->Connect(5000));
   std::atomic<int> done_ok{0};
   // 500 publishes through a window of 8: more than Paho's default buffer
   // cap (100) would allow without our own create_options.
@@ -71,14 +72,14 @@ TEST_P(MqttLinkTest, SubscribesReceivesAndPublishesWithWindow) {
                              [&done_ok](const Status& st) {
                                if (st.ok()) done_ok++;
                              });
-    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_OK(s);
     EXPECT_LE(link->inflight(), 8);
   }
-  ASSERT_TRUE(link->Flush(10000).ok());
+  ASSERT_OK(link->Flush(10000));
   EXPECT_EQ(done_ok.load(), 500);
   ASSERT_TRUE(WaitFor([&] { return inbox.size() == 500; }, 10000)) << inbox.size();
   EXPECT_EQ(link->counters().published, 500);
-  EXPECT_TRUE(link->Disconnect(2000).ok());
+  EXPECT_OK(link->Disconnect(2000));
   EXPECT_FALSE(link->connected());
 }
 
@@ -92,9 +93,9 @@ TEST_P(MqttLinkTest, PersistentSessionReceivesWhatWasPublishedWhileAway) {
   o.mqtt_version = GetParam();
   {
     auto link = MakeLink(o, nullptr);
-    ASSERT_TRUE(link->Subscribe("s/+", 1).ok());
-    ASSERT_TRUE(link->Connect(5000).ok());
-    ASSERT_TRUE(link->Disconnect(2000).ok());
+    ASSERT_OK(link->Subscribe("s/+", 1));
+    ASSERT_OK(link->Connect(5000));
+    ASSERT_OK(link->Disconnect(2000));
   }
   TestMqttClient pub(broker.uri(), "pub", true);
   ASSERT_TRUE(pub.Connect());
@@ -105,7 +106,7 @@ TEST_P(MqttLinkTest, PersistentSessionReceivesWhatWasPublishedWhileAway) {
   link->SetStateHandler([&resumed](bool up, bool session_present, const std::string&) {
     if (up) resumed = session_present;
   });
-  ASSERT_TRUE(link->Connect(5000).ok());
+  ASSERT_OK(link->Connect(5000));
   ASSERT_TRUE(WaitFor([&] { return inbox.size() == 50; }, 10000)) << inbox.size() << broker.log();
   EXPECT_TRUE(resumed.load());
   std::lock_guard<std::mutex> lock(inbox.mu);
@@ -130,8 +131,8 @@ TEST_P(MqttLinkTest, ReconnectsAfterBrokerRestartAndResubscribes) {
   auto link = MakeLink(o, &inbox);
   std::atomic<int> ups{0}, downs{0};
   link->SetStateHandler([&](bool up, bool, const std::string&) { (up ? ups : downs)++; });
-  ASSERT_TRUE(link->Connect(5000).ok());
-  ASSERT_TRUE(link->Subscribe("r/#", 1).ok());
+  ASSERT_OK(link->Connect(5000));
+  ASSERT_OK(link->Subscribe("r/#", 1));
   broker.Kill9();
   ASSERT_TRUE(WaitFor([&] { return !link->connected(); }, 10000));
   EXPECT_EQ(link->Publish("r/1", "x", 1, false, 100).code(), Status::Code::kUnavailable);
@@ -160,8 +161,8 @@ TEST_P(MqttLinkTest, PauseLeavesTheBrokerQueuingAndResumeDeliversTheQueue) {
   o.mqtt_version = GetParam();
   Inbox inbox;
   auto link = MakeLink(o, &inbox);
-  ASSERT_TRUE(link->Subscribe("s/+", 1).ok());
-  ASSERT_TRUE(link->Connect(5000).ok());
+  ASSERT_OK(link->Subscribe("s/+", 1));
+  ASSERT_OK(link->Connect(5000));
   TestMqttClient pub(broker.uri(), "pub", true);
   ASSERT_TRUE(pub.Connect());
   ASSERT_TRUE(pub.Publish("s/x", "before", 1));
@@ -183,14 +184,14 @@ TEST_P(MqttLinkTest, PauseLeavesTheBrokerQueuingAndResumeDeliversTheQueue) {
     std::lock_guard<std::mutex> lock(inbox.mu);
     for (int i = 0; i < 50; ++i) EXPECT_EQ(inbox.messages[static_cast<size_t>(i) + 1].payload, std::to_string(i));
   }
-  ASSERT_TRUE(link->Disconnect(2000).ok());
+  ASSERT_OK(link->Disconnect(2000));
 
   // Paused before Start: no connection until Resume.
   Inbox later;
   auto second = MakeLink(o, &later);
-  ASSERT_TRUE(second->Subscribe("s/+", 1).ok());
+  ASSERT_OK(second->Subscribe("s/+", 1));
   second->Pause();
-  ASSERT_TRUE(second->Start().ok());
+  ASSERT_OK(second->Start());
   ASSERT_TRUE(pub.Publish("s/x", "while-paused", 1));
   test::SleepMs(500);
   EXPECT_FALSE(second->connected());
@@ -251,7 +252,7 @@ TEST(MqttLinkSocket, SetsTcpNoDelayOnItsConnectionUnlessTurnedOff) {
     o.client_id = nodelay ? "link-nodelay" : "link-nagle";
     o.tcp_nodelay = nodelay;
     auto link = MakeLink(o, nullptr);
-    ASSERT_TRUE(link->Connect(10000).ok());
+    ASSERT_OK(link->Connect(10000));
     std::vector<int> flags = NoDelayTo(broker.port());
     ASSERT_EQ(flags.size(), 1u) << "one connection to the broker";
     EXPECT_EQ(flags[0] != 0, nodelay);
@@ -287,7 +288,7 @@ TEST(Credentials, ParsesUserPasswordAndNeverEchoesTheSecret) {
   TempDir dir;
   std::string user, password;
   test::WriteAll(dir.File("ok"), "sensor:pa:ss\n");
-  ASSERT_TRUE(ReadCredentialsFile(dir.File("ok"), &user, &password).ok());
+  ASSERT_OK(ReadCredentialsFile(dir.File("ok"), &user, &password));
   EXPECT_EQ(user, "sensor");
   EXPECT_EQ(password, "pa:ss");
   test::WriteAll(dir.File("bad"), "secretvalue");
@@ -312,7 +313,7 @@ TEST(MqttLinkAuth, UsesCredentialsFileAndFailsWithWrongPassword) {
   o.credentials_file = dir.File("good");
   test::WriteAll(o.credentials_file, "gw:s3cret\n");
   auto good = MakeLink(o, nullptr);
-  EXPECT_TRUE(good->Connect(5000).ok());
+  EXPECT_OK(good->Connect(5000));
   good->Disconnect(1000);
   o.credentials_file = dir.File("bad");
   o.client_id = "link-auth-bad";
@@ -341,9 +342,9 @@ TEST(MqttLinkTls, ConnectsWithMutualTls) {
   o.cert_file = dir.File("client.crt");
   o.key_file = dir.File("client.key");
   auto link = MakeLink(o, &inbox);
-  ASSERT_TRUE(link->Subscribe("tls/t", 1).ok());
-  ASSERT_TRUE(link->Connect(10000).ok());
-  ASSERT_TRUE(link->Publish("tls/t", "hello", 1, false, 1000).ok());
+  ASSERT_OK(link->Subscribe("tls/t", 1));
+  ASSERT_OK(link->Connect(10000));
+  ASSERT_OK(link->Publish("tls/t", "hello", 1, false, 1000));
   ASSERT_TRUE(WaitFor([&] { return inbox.size() == 1; }, 5000));
   // Without the client certificate the broker refuses us.
   o.client_id = "link-tls-nocert";

@@ -17,6 +17,7 @@
 #include "sync/wire.h"
 #include "tests/support/process.h"
 #include "tests/unit/sync/fake_link.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync {
 namespace {
@@ -69,7 +70,7 @@ class RegionHubShardsTest : public ::testing::Test {
     StoreOptions so;
     so.path = dir_.File("hub.db");
     so.gateway_id = "hub-eu";
-    ASSERT_TRUE(Store::Open(so, &store_).ok());
+    ASSERT_OK(Store::Open(so, &store_));
     hub_store_ = NewSqliteHubStore(store_.get());
   }
   void StartHub(std::vector<int> shards) {
@@ -91,7 +92,7 @@ class RegionHubShardsTest : public ::testing::Test {
                                          *link = std::move(l);
                                          return Status::Ok();
                                        });
-    ASSERT_TRUE(hub_->Start().ok());
+    ASSERT_OK(hub_->Start());
   }
   // A probe from `gateway` on `topic`; true if the hub answered it.
   bool Ping(const std::string& gateway, const std::string& topic) {

@@ -17,6 +17,7 @@
 #include "sync/wire.h"
 #include "tests/support/process.h"
 #include "tests/unit/sync/fake_link.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync {
 namespace {
@@ -27,7 +28,7 @@ class RegionHubStatusTest : public ::testing::Test {
     StoreOptions so;
     so.path = dir_.File("hub.db");
     so.gateway_id = "hub-eu";
-    ASSERT_TRUE(Store::Open(so, &store_).ok());
+    ASSERT_OK(Store::Open(so, &store_));
     hub_store_ = NewSqliteHubStore(store_.get());
     RegionHubOptions o;
     o.region = "eu";
@@ -45,7 +46,7 @@ class RegionHubStatusTest : public ::testing::Test {
                                          *link = std::move(l);
                                          return Status::Ok();
                                        });
-    ASSERT_TRUE(hub_->Start().ok());
+    ASSERT_OK(hub_->Start());
   }
 
   // Batch `lsn` of one reading from `gateway`, `age_ms` old; `more`: its
@@ -60,7 +61,7 @@ class RegionHubStatusTest : public ::testing::Test {
     e.reading = Reading{"dev-1", "temp", SystemClock()->WallMillis() - age_ms, 21.5, "C", 0};
     b.entries.push_back(e);
     std::string payload;
-    ASSERT_TRUE(EncodeBatch(ReplyTopic("edgesync", gateway, "up"), 1, b, EncodeOptions{}, &payload).ok());
+    ASSERT_OK(EncodeBatch(ReplyTopic("edgesync", gateway, "up"), 1, b, EncodeOptions{}, &payload));
     link_->DeliverOn(HubInboxTopic("edgesync", "eu", gateway), payload);
   }
   size_t Acks() {

@@ -12,6 +12,7 @@
 #include "sync/batch_generated.h"
 #include "sync/wire.h"
 #include "tests/support/workload.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync {
 namespace {
@@ -63,11 +64,11 @@ size_t StreamThrough(const std::vector<Reading>& readings, size_t per_batch, Ser
     std::vector<Reading> part(readings.begin() + at, readings.begin() + std::min(readings.size(), at + per_batch));
     WireBatch b = MakeBatch(part, at + 1);
     std::string payload;
-    EXPECT_TRUE(EncodeBatch("edgesync/reply/gw-1/up", at + 1, b, {}, &payload, gateway).ok());
+    EXPECT_OK(EncodeBatch("edgesync/reply/gw-1/up", at + 1, b, {}, &payload, gateway));
     bytes += payload.size();
     WireMessage m;
     Status st = DecodeMessage(payload, {}, &m, nullptr, hub, &kSender);
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_OK(st);
     ExpectSameEntries(b.entries, m.batch.entries);
     EXPECT_EQ(at > 0 && gateway, m.batch.context_lsn != 0);
   }
@@ -120,10 +121,10 @@ TEST(SeriesContextTest, DeviceRecordsTravelAgainstTheContext) {
     }
     b.last_lsn = lsn - 1;
     std::string payload;
-    ASSERT_TRUE(EncodeBatch("edgesync/reply/gw-1/up", lsn, b, {}, &payload, &gateway).ok());
+    ASSERT_OK(EncodeBatch("edgesync/reply/gw-1/up", lsn, b, {}, &payload, &gateway));
     WireMessage m;
     Status st = DecodeMessage(payload, {}, &m, nullptr, &hub, &kSender);
-    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_OK(st);
     ExpectSameEntries(b.entries, m.batch.entries);
   }
 }
@@ -138,7 +139,7 @@ struct Chain {
     auto one = [&](uint64_t at, WireBatch* out) {
       WireBatch b = MakeBatch(workload.Take(400), at);
       std::string payload;
-      EXPECT_TRUE(EncodeBatch("edgesync/reply/gw-1/up", at, b, {}, &payload, &gateway).ok());
+      EXPECT_OK(EncodeBatch("edgesync/reply/gw-1/up", at, b, {}, &payload, &gateway));
       if (out) *out = b;
       return payload;
     };
@@ -173,7 +174,7 @@ TEST(SeriesContextTest, ABatchLostInBetweenMakesTheNextOneMissNotMisread) {
   Chain chain;
   SeriesContextCache hub(size_t{1} << 20);
   WireMessage m;
-  ASSERT_TRUE(DecodeMessage(chain.first, {}, &m, nullptr, &hub, &kSender).ok());
+  ASSERT_OK(DecodeMessage(chain.first, {}, &m, nullptr, &hub, &kSender));
   // The second batch is lost (shed): the third names a context after LSN 800.
   EXPECT_EQ(DecodeMessage(chain.third, {}, &m, nullptr, &hub, &kSender).code(), Status::Code::kNotFound);
 }
@@ -186,10 +187,10 @@ TEST(SeriesContextTest, AContextOfTheSameLsnButOtherContentIsRefusedByItsHash) {
   test::SensorWorkload workload(50, 1780000000000, 1000, 99);
   WireBatch b = MakeBatch(workload.Take(400), 1);
   std::string payload;
-  ASSERT_TRUE(EncodeBatch("edgesync/reply/gw-1/up", 1, b, {}, &payload, &other).ok());
+  ASSERT_OK(EncodeBatch("edgesync/reply/gw-1/up", 1, b, {}, &payload, &other));
   SeriesContextCache hub(size_t{1} << 20);
   WireMessage m;
-  ASSERT_TRUE(DecodeMessage(payload, {}, &m, nullptr, &hub, &kSender).ok());
+  ASSERT_OK(DecodeMessage(payload, {}, &m, nullptr, &hub, &kSender));
   ASSERT_EQ(hub.Find("gw-1")->lsn(), 400u);
   EXPECT_EQ(DecodeMessage(chain.second, {}, &m, nullptr, &hub, &kSender).code(), Status::Code::kNotFound);
 }
@@ -198,12 +199,12 @@ TEST(SeriesContextTest, ABatchOfAnotherSenderNeitherReadsNorMovesTheOriginsConte
   Chain chain;
   SeriesContextCache hub(size_t{1} << 20);
   WireMessage m;
-  ASSERT_TRUE(DecodeMessage(chain.first, {}, &m, nullptr, &hub, &kSender).ok());
+  ASSERT_OK(DecodeMessage(chain.first, {}, &m, nullptr, &hub, &kSender));
   const std::string intruder = "gw-2";
   EXPECT_EQ(DecodeMessage(chain.second, {}, &m, nullptr, &hub, &intruder).code(), Status::Code::kNotFound);
   // Nor does a self-contained batch naming gw-1 sent by gw-2 restart it.
-  ASSERT_TRUE(DecodeMessage(chain.first, {}, &m, nullptr, &hub, &intruder).ok());
-  ASSERT_TRUE(DecodeMessage(chain.second, {}, &m, nullptr, &hub, &kSender).ok());
+  ASSERT_OK(DecodeMessage(chain.first, {}, &m, nullptr, &hub, &intruder));
+  ASSERT_OK(DecodeMessage(chain.second, {}, &m, nullptr, &hub, &kSender));
   ExpectSameEntries(chain.second_batch.entries, m.batch.entries);
 }
 
@@ -211,7 +212,7 @@ TEST(SeriesContextTest, ADamagedContextBatchDropsTheContext) {
   Chain chain;
   SeriesContextCache hub(size_t{1} << 20);
   WireMessage m;
-  ASSERT_TRUE(DecodeMessage(chain.first, {}, &m, nullptr, &hub, &kSender).ok());
+  ASSERT_OK(DecodeMessage(chain.first, {}, &m, nullptr, &hub, &kSender));
   std::string damaged = chain.second;
   damaged[damaged.size() / 2] ^= 0x5a;  // inside the zstd body: its checksum fails
   WireCounters counters;

@@ -13,6 +13,7 @@
 #include "tests/support/process.h"
 #include "tests/support/workload.h"
 #include "tests/unit/sync/fake_link.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync {
 namespace {
@@ -39,7 +40,7 @@ struct ScriptedHub {
     WireMessage m;
     const std::string sender = "gw-1";
     Status st = DecodeMessage(payload, {}, &m, nullptr, &contexts, &sender);
-    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_OK(st);
     if (m.kind == WireKind::kPing) {
       std::string e;
       {
@@ -111,10 +112,10 @@ class UplinkTest : public ::testing::Test {
     StoreOptions so;
     so.path = tmp_.File("gw.db");
     so.gateway_id = "gw-1";
-    ASSERT_TRUE(Store::Open(so, &store_).ok());
+    ASSERT_OK(Store::Open(so, &store_));
     test::SensorWorkload workload(100, 1780000000000);
     AppendResult r;
-    ASSERT_TRUE(store_->AppendReadings(workload.Take(10000), &r).ok());
+    ASSERT_OK(store_->AppendReadings(workload.Take(10000), &r));
     options_.gateway_id = "gw-1";
     options_.batch_max_readings = 1000;
     options_.batch_max_delay_ms = 10;
@@ -142,7 +143,7 @@ class UplinkTest : public ::testing::Test {
     StoreOptions so;
     so.path = tmp_.File(name);
     so.gateway_id = "gw-1";
-    ASSERT_TRUE(Store::Open(so, &store_).ok());
+    ASSERT_OK(Store::Open(so, &store_));
   }
   uint64_t Checkpoint() {
     uint64_t v = 0;
@@ -166,7 +167,7 @@ TEST_F(UplinkTest, CheckpointMovesOnlyOnTheRegionsAnswer) {
   // machine, that came before the check below saw the window full.
   options_.ack_timeout_ms = 3000;
   auto uplink = Make();
-  ASSERT_TRUE(uplink->Start().ok());
+  ASSERT_OK(uplink->Start());
   // The broker took every publish, the hub says nothing: the window fills
   // and the checkpoint stays. The worker counts the batches in flight in
   // stats() after its sends, so the count is waited for, not read as soon
@@ -189,7 +190,7 @@ TEST_F(UplinkTest, CheckpointMovesOnlyOnTheRegionsAnswer) {
   uplink->Stop();
   EXPECT_GE(s.resends, 1u);
   StoreStats st;
-  ASSERT_TRUE(store_->Stats(&st).ok());
+  ASSERT_OK(store_->Stats(&st));
   EXPECT_EQ(st.acked_lsn, 10000u);
   uint64_t per_region = 0;
   store_->GetCheckpoint("upstream:eu", &per_region);
@@ -206,7 +207,7 @@ TEST_F(UplinkTest, ARegionThatLostItsStoreIsRefilledFromItsMark) {
   hub_.mode = ScriptedHub::Mode::kAnswer;
   hub_.epoch = "e1";
   auto uplink = Make();
-  ASSERT_TRUE(uplink->Start().ok());
+  ASSERT_OK(uplink->Start());
   ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 10000; }, 30000));
   uint64_t tag = 0;
   store_->GetCheckpoint("upstream-epoch:eu", &tag);
@@ -219,7 +220,7 @@ TEST_F(UplinkTest, ARegionThatLostItsStoreIsRefilledFromItsMark) {
   }
   test::SensorWorkload more(100, 1790000000000);
   AppendResult r;
-  ASSERT_TRUE(store_->AppendReadings(more.Take(1000), &r).ok());
+  ASSERT_OK(store_->AppendReadings(more.Take(1000), &r));
   uplink->NotifyAppended();
   ASSERT_TRUE(test::WaitFor(
       [&] {
@@ -260,7 +261,7 @@ TEST_F(UplinkTest, ARegionAnsweringLaterThanTheTimeoutIsWaitedForLonger) {
   options_.batch_max_delay_ms = 0;
   hub_.mode = ScriptedHub::Mode::kHold;
   auto uplink = Make();
-  ASSERT_TRUE(uplink->Start().ok());
+  ASSERT_OK(uplink->Start());
   // Every answer comes 1 s after its batch: over three times the timeout.
   EXPECT_TRUE(test::WaitFor(
       [&] {
@@ -284,7 +285,7 @@ TEST_F(UplinkTest, ATimeoutAfterTheRegionFellSilentIsNotCalledSlow) {
   hub_.pings_to_answer = 1;           // the probe that chooses it, then nothing
   auto uplink = Make();
   testing::internal::CaptureStderr();
-  ASSERT_TRUE(uplink->Start().ok());
+  ASSERT_OK(uplink->Start());
   bool timed_out = test::WaitFor([&] { return uplink->stats().ack_timeouts >= 1; }, 30000);
   uplink->Stop();
   std::string log = testing::internal::GetCapturedStderr();
@@ -296,7 +297,7 @@ TEST_F(UplinkTest, ATimeoutAfterTheRegionFellSilentIsNotCalledSlow) {
 TEST_F(UplinkTest, ATimeoutWhileTheRegionAnswersProbesIsCalledSlow) {
   auto uplink = Make();  // probes every 100 ms, each answered; batches never
   testing::internal::CaptureStderr();
-  ASSERT_TRUE(uplink->Start().ok());
+  ASSERT_OK(uplink->Start());
   bool timed_out = test::WaitFor([&] { return uplink->stats().ack_timeouts >= 1; }, 30000);
   uplink->Stop();
   std::string log = testing::internal::GetCapturedStderr();
@@ -311,7 +312,7 @@ TEST_F(UplinkTest, ATimeoutWhileTheRegionAnswersProbesIsCalledSlow) {
 TEST_F(UplinkTest, ARefusalSendsItBackToTheCheckpoint) {
   hub_.mode = ScriptedHub::Mode::kRefuseOnce;
   auto uplink = Make();
-  ASSERT_TRUE(uplink->Start().ok());
+  ASSERT_OK(uplink->Start());
   ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 10000; }, 10000));
   UplinkStats s = uplink->stats();
   uplink->Stop();
@@ -334,16 +335,16 @@ TEST_F(UplinkTest, ResumesFromTheStoredCheckpointAfterARestart) {
   hub_.mode = ScriptedHub::Mode::kAnswer;
   {
     auto uplink = Make();
-    ASSERT_TRUE(uplink->Start().ok());
+    ASSERT_OK(uplink->Start());
     ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 10000; }, 10000));
     uplink->Stop();
   }
   test::SensorWorkload more(100, 1790000000000);
   AppendResult r;
-  ASSERT_TRUE(store_->AppendReadings(more.Take(500), &r).ok());
+  ASSERT_OK(store_->AppendReadings(more.Take(500), &r));
   size_t before = Received();
   auto uplink = Make();
-  ASSERT_TRUE(uplink->Start().ok());
+  ASSERT_OK(uplink->Start());
   ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 10500; }, 10000));
   uplink->Stop();
   std::lock_guard<std::mutex> lock(hub_.mu);
@@ -361,14 +362,14 @@ TEST_F(UplinkTest, ALoneReadingGoesAtOnceAndTheNextOnesWaitForItsAnswer) {
   options_.ack_timeout_ms = 600000;  // answers are held on purpose
   hub_.mode = ScriptedHub::Mode::kHold;
   auto uplink = Make();
-  ASSERT_TRUE(uplink->Start().ok());
+  ASSERT_OK(uplink->Start());
   test::SensorWorkload workload(100, 1780000000000);
   AppendResult r;
-  ASSERT_TRUE(store_->AppendReadings(workload.Take(1), &r).ok());
+  ASSERT_OK(store_->AppendReadings(workload.Take(1), &r));
   uplink->NotifyAppended();
   ASSERT_TRUE(test::WaitFor([&] { return Received() == 1; }, 30000)) << "not sent at once";
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(store_->AppendReadings(workload.Take(1), &r).ok());
+    ASSERT_OK(store_->AppendReadings(workload.Take(1), &r));
     uplink->NotifyAppended();
   }
   test::SleepMs(500);
@@ -398,7 +399,7 @@ TEST_F(UplinkTest, FullBatchesFillTheWindowWithoutWaitingForAnswers) {
   options_.ack_timeout_ms = 600000;  // answers are held on purpose
   hub_.mode = ScriptedHub::Mode::kHold;
   auto uplink = Make();
-  ASSERT_TRUE(uplink->Start().ok());
+  ASSERT_OK(uplink->Start());
   ASSERT_TRUE(test::WaitFor([&] { return Received() == options_.window; }, 30000));
   test::SleepMs(300);
   EXPECT_EQ(Received(), options_.window) << "never more than the window in flight";
@@ -425,11 +426,11 @@ TEST_F(UplinkTest, BatchMinDelayHoldsAPartialBatch) {
   options_.batch_min_delay_ms = 1500;
   hub_.mode = ScriptedHub::Mode::kAnswer;
   auto uplink = Make();
-  ASSERT_TRUE(uplink->Start().ok());
+  ASSERT_OK(uplink->Start());
   test::SensorWorkload workload(100, 1780000000000);
   AppendResult r;
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(store_->AppendReadings(workload.Take(1), &r).ok());
+    ASSERT_OK(store_->AppendReadings(workload.Take(1), &r));
     uplink->NotifyAppended();
   }
   test::SleepMs(200);

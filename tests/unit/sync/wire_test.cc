@@ -17,6 +17,7 @@
 #include "sync/batch_generated.h"
 #include "sync/columns.h"
 #include "tests/support/workload.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync {
 namespace {
@@ -67,11 +68,11 @@ void ExpectSameEntries(const std::vector<ChangeEntry>& want, const std::vector<C
 
 WireMessage RoundTrip(const WireBatch& batch, std::string* payload = nullptr) {
   std::string bytes;
-  EXPECT_TRUE(EncodeBatch("edgesync/reply/gw-1", 77, batch, {}, &bytes).ok());
+  EXPECT_OK(EncodeBatch("edgesync/reply/gw-1", 77, batch, {}, &bytes));
   WireMessage m;
   WireCounters counters;
   Status st = DecodeMessage(bytes, {}, &m, &counters);
-  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_OK(st);
   EXPECT_EQ(counters.decoded, 1u);
   if (payload) *payload = bytes;
   return m;
@@ -142,13 +143,13 @@ TEST(WireTest, TheRegionRecordAndTheHubEpochRoundTrip) {
 
   WireAck ack{"eu", kOrigin, 12, AckCode::kRegressed, "lost", ""};
   ack.epoch = "fedcba";
-  ASSERT_TRUE(DecodeMessage(EncodeAck(9, ack), {}, &m, nullptr).ok());
+  ASSERT_OK(DecodeMessage(EncodeAck(9, ack), {}, &m, nullptr));
   EXPECT_EQ(m.ack.code, AckCode::kRegressed);
   EXPECT_EQ(m.ack.epoch, "fedcba");
   EXPECT_EQ(m.ack.high_water, 12u);
-  ASSERT_TRUE(DecodeMessage(EncodePong(5, "eu", 42, "fedcba"), {}, &m, nullptr).ok());
+  ASSERT_OK(DecodeMessage(EncodePong(5, "eu", 42, "fedcba"), {}, &m, nullptr));
   EXPECT_EQ(m.pong_epoch, "fedcba");
-  ASSERT_TRUE(DecodeMessage(EncodePong(5, "eu", 42), {}, &m, nullptr).ok());
+  ASSERT_OK(DecodeMessage(EncodePong(5, "eu", 42), {}, &m, nullptr));
   EXPECT_EQ(m.pong_epoch, "");
 }
 
@@ -199,17 +200,17 @@ TEST(WireTest, ReferenceWorkloadIsAtMostThreeBytesPerReading) {
 
 TEST(WireTest, SmallMessagesRoundTrip) {
   WireMessage m;
-  ASSERT_TRUE(DecodeMessage(EncodePing("r/x", 5, 123456789), {}, &m, nullptr).ok());
+  ASSERT_OK(DecodeMessage(EncodePing("r/x", 5, 123456789), {}, &m, nullptr));
   EXPECT_EQ(m.kind, WireKind::kPing);
   EXPECT_EQ(m.reply_to, "r/x");
   EXPECT_EQ(m.correlation_id, 5u);
   EXPECT_EQ(m.ping_sent_ns, 123456789);
-  ASSERT_TRUE(DecodeMessage(EncodePong(5, "eu", 42), {}, &m, nullptr).ok());
+  ASSERT_OK(DecodeMessage(EncodePong(5, "eu", 42), {}, &m, nullptr));
   EXPECT_EQ(m.kind, WireKind::kPong);
   EXPECT_EQ(m.pong_region, "eu");
   EXPECT_EQ(m.ping_sent_ns, 42);
   WireAck ack{"eu", kOrigin, 991, AckCode::kGap, "gap after 991", ""};
-  ASSERT_TRUE(DecodeMessage(EncodeAck(9, ack), {}, &m, nullptr).ok());
+  ASSERT_OK(DecodeMessage(EncodeAck(9, ack), {}, &m, nullptr));
   EXPECT_EQ(m.kind, WireKind::kAck);
   EXPECT_EQ(m.ack.region, "eu");
   EXPECT_EQ(m.ack.origin, kOrigin);
@@ -220,7 +221,7 @@ TEST(WireTest, SmallMessagesRoundTrip) {
   ShardPositions after{};
   after[1] = 1000;
   after[31] = 7;
-  ASSERT_TRUE(DecodeMessage(EncodeFeedRequest("r/y", 3, after, 500, epoch), {}, &m, nullptr).ok());
+  ASSERT_OK(DecodeMessage(EncodeFeedRequest("r/y", 3, after, 500, epoch), {}, &m, nullptr));
   EXPECT_EQ(m.kind, WireKind::kFeedRequest);
   EXPECT_TRUE(m.feed_per_shard);
   EXPECT_EQ(m.feed_after, after);
@@ -228,7 +229,7 @@ TEST(WireTest, SmallMessagesRoundTrip) {
   EXPECT_EQ(m.feed_epoch, epoch);
   ShardPositions heads{};
   heads.fill(12345);
-  ASSERT_TRUE(DecodeMessage(EncodeFeedHead("us", heads, epoch), {}, &m, nullptr).ok());
+  ASSERT_OK(DecodeMessage(EncodeFeedHead("us", heads, epoch), {}, &m, nullptr));
   EXPECT_EQ(m.kind, WireKind::kFeedHead);
   EXPECT_EQ(m.head_region, "us");
   EXPECT_TRUE(m.head_per_shard);
@@ -255,10 +256,10 @@ TEST(WireTest, FeedPageRoundTripsOriginsAndSequences) {
     page.entries.push_back(f);
   }
   std::string bytes;
-  ASSERT_TRUE(EncodeFeedPage(8, page, {}, &bytes).ok());
+  ASSERT_OK(EncodeFeedPage(8, page, {}, &bytes));
   WireMessage m;
   Status st = DecodeMessage(bytes, {}, &m, nullptr);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   ASSERT_EQ(m.kind, WireKind::kFeedPage);
   EXPECT_EQ(m.feed_page.region, "eu");
   EXPECT_TRUE(m.feed_page.per_shard);
@@ -277,7 +278,7 @@ TEST(WireTest, FeedPageRoundTripsOriginsAndSequences) {
   }
   // Out of order inside a shard: refused by the decoder.
   std::swap(page.entries[0].seq, page.entries[2].seq);
-  ASSERT_TRUE(EncodeFeedPage(8, page, {}, &bytes).ok());
+  ASSERT_OK(EncodeFeedPage(8, page, {}, &bytes));
   WireCounters counters;
   EXPECT_FALSE(DecodeMessage(bytes, {}, &m, &counters).ok());
   EXPECT_EQ(counters.bad_entries.load(), 1u);
@@ -285,8 +286,8 @@ TEST(WireTest, FeedPageRoundTripsOriginsAndSequences) {
   reset.region = "eu";
   reset.reset = true;
   reset.next[5] = 900;
-  ASSERT_TRUE(EncodeFeedPage(9, reset, {}, &bytes).ok());
-  ASSERT_TRUE(DecodeMessage(bytes, {}, &m, nullptr).ok());
+  ASSERT_OK(EncodeFeedPage(9, reset, {}, &bytes));
+  ASSERT_OK(DecodeMessage(bytes, {}, &m, nullptr));
   EXPECT_TRUE(m.feed_page.reset);
   EXPECT_EQ(m.feed_page.next, reset.next);
   EXPECT_TRUE(m.feed_page.entries.empty());
@@ -359,11 +360,11 @@ TEST(WireTest, InconsistentColumnsAreRejected) {
   // A device id that would break topics is refused by the decoder too.
   batch.entries[0].reading.device_id = "a/b";
   std::string bytes;
-  ASSERT_TRUE(EncodeBatch("r", 1, batch, {}, &bytes).ok());
+  ASSERT_OK(EncodeBatch("r", 1, batch, {}, &bytes));
   EXPECT_FALSE(DecodeMessage(bytes, {}, &m, &counters).ok());
   EXPECT_EQ(counters.bad_entries, 3u);
   // Every single-byte corruption is either decoded or refused, never a crash.
-  ASSERT_TRUE(EncodeBatch("r", 1, MakeBatch(readings, 10), {}, &bytes).ok());
+  ASSERT_OK(EncodeBatch("r", 1, MakeBatch(readings, 10), {}, &bytes));
   for (size_t i = 0; i < bytes.size(); ++i) {
     std::string bad = bytes;
     bad[i] = static_cast<char>(bad[i] ^ 0x5a);
@@ -415,7 +416,7 @@ TEST(WireTest, PeekKindNeedsNoDecompression) {
   EXPECT_TRUE(PeekKind(EncodePing("r", 1, 2), {}, &kind));
   EXPECT_EQ(kind, WireKind::kPing);
   std::string batch;
-  ASSERT_TRUE(EncodeBatch("r", 1, MakeBatch({{"d", "m", 1, 1.0, "", 0}}, 1), {}, &batch).ok());
+  ASSERT_OK(EncodeBatch("r", 1, MakeBatch({{"d", "m", 1, 1.0, "", 0}}, 1), {}, &batch));
   EXPECT_TRUE(PeekKind(batch, {}, &kind));
   EXPECT_EQ(kind, WireKind::kBatch);
   EXPECT_FALSE(PeekKind("garbage garbage", {}, &kind));
@@ -502,13 +503,13 @@ TEST(ShardPositionsTest, RoundTripSparselyAndCompactly) {
   std::string bytes = EncodeShardPositions(p);
   EXPECT_EQ(bytes.size(), 2u + 3u + 10u);  // (0,1) (6,300) (23,2^63-1)
   ShardPositions back;
-  ASSERT_TRUE(DecodeShardPositions(bytes, &back).ok());
+  ASSERT_OK(DecodeShardPositions(bytes, &back));
   EXPECT_EQ(back, p);
   ShardPositions all{};
   all.fill(static_cast<uint64_t>(INT64_MAX));
   bytes = EncodeShardPositions(all);
   EXPECT_LE(bytes.size(), kMaxShardPositionsBytes);
-  ASSERT_TRUE(DecodeShardPositions(bytes, &back).ok());
+  ASSERT_OK(DecodeShardPositions(bytes, &back));
   EXPECT_EQ(back, all);
   EXPECT_EQ(ShardPositionsText(p), "0:1 7:300 31:9223372036854775807");
   EXPECT_EQ(ShardPositionsText(ShardPositions{}), "0");
