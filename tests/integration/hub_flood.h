@@ -20,6 +20,7 @@
 #include "sync/feed_puller.h"
 #include "sync/wire.h"
 #include "tests/integration/sync_sites.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 
@@ -50,7 +51,7 @@ inline HubFloodRun NineGatewaysBesideAFlood(const std::string& root, bool flood)
     UplinkOptions o = FastUplinkOptions("gw-" + std::to_string(g));
     o.regions.push_back(RegionAt("eu", eu.broker().uri()));
     uplinks.push_back(std::make_unique<Uplink>(stores[g].get(), o));
-    EXPECT_TRUE(uplinks.back()->Start().ok());
+    EXPECT_OK(uplinks.back()->Start());
   }
   EXPECT_TRUE(WaitFor(
       [&] {
@@ -70,7 +71,7 @@ inline HubFloodRun NineGatewaysBesideAFlood(const std::string& root, bool flood)
   ro.backoff_max_ms = 500;
   ro.regions.push_back(RegionAt("eu", eu.broker().uri()));
   FeedPuller reader(reader_store.get(), ro);
-  EXPECT_TRUE(reader.Start().ok());
+  EXPECT_OK(reader.Start());
 
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> sent{0};

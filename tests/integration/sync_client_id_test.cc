@@ -13,6 +13,7 @@
 #include "sync/feed_puller.h"
 #include "sync/mqtt_link_pool.h"
 #include "tests/integration/region_auth.h"
+#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 namespace {
@@ -61,9 +62,9 @@ void RogueCannotTakeOverSessions(bool certificates) {
   Uplink up_b(b.get(), ub, nullptr, b_links);
   FeedPuller feed_b(b.get(), PullerAt(eu, "gw-b"), nullptr, b_links);
   Uplink up_c(c.get(), uc);
-  ASSERT_TRUE(up_b.Start().ok());
-  ASSERT_TRUE(feed_b.Start().ok());
-  ASSERT_TRUE(up_c.Start().ok());
+  ASSERT_OK(up_b.Start());
+  ASSERT_OK(feed_b.Start());
+  ASSERT_OK(up_c.Start());
   ASSERT_NE(b_connection, nullptr);
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(b.get()) == 1000 && Checkpoint(c.get()) == 1000; }, 60000))
       << eu.site->hub_log() << eu.site->broker().log();

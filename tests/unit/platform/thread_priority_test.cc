@@ -1,5 +1,6 @@
 // LowerThisThreadPriority: raises the calling thread's nice value alone.
 #include "platform/thread_priority.h"
+#include "tests/support/status_assert.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -23,7 +24,7 @@ TEST(ThreadPriorityTest, RaisesTheCallingThreadsNiceValueAndNoOtherThreads) {
     seen = NiceOf(ThisThread());
   });
   t.join();
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   EXPECT_EQ(seen, std::min(19, before + 5));
   EXPECT_EQ(NiceOf(ThisThread()), before) << "another thread's priority moved";
 }
