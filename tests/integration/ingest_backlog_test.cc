@@ -377,8 +377,13 @@ void BareOutageOf30s(bool kill9, bool runaway) {
               hot.readings, (long long)(first_limited + limited), (long long)seconds);
   EXPECT_LE(t.duplicates + h.duplicates, 1);
   EXPECT_EQ(lsn, cool_total + t.duplicates + h.total + h.duplicates);
-  // (A restart starts every bucket full: a burst per run.)
-  EXPECT_LE(h.total, 2 * 200 + 100 * seconds) << "the runaway was not limited to its rate";
+  // (A restart starts every bucket full: a burst per run.) Plus one second
+  // of its rate: the gateway grants on its own monotonic clock, from its
+  // presence mark, and the window here is the test's, around the processes
+  // it starts; a sanitizer build's gateway was seen granting 0.1 s past it
+  // (4,610 readings against 4,600 in 42 s), and its grants run within a
+  // second of the window.
+  EXPECT_LE(h.total, 2 * 200 + 100 * (seconds + 1)) << "the runaway was not limited to its rate";
   EXPECT_EQ(first_limited + limited, h.missing) << status.dump();
   ASSERT_EQ(status["ingest"]["rate_limited_devices"].size(), 1u) << status.dump();
   EXPECT_EQ(status["ingest"]["rate_limited_devices"][0].value("device", ""), "hot0");
