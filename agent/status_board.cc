@@ -43,7 +43,7 @@ void StatusBoard::Publish(const nlohmann::json& snapshot, const std::map<std::st
     }
   }
   if (status_path_.empty()) return;
-  Status w = WriteFileAtomic(status_path_, text, /*durable=*/false);
+  Status w = ReplaceFileSwapped(status_path_, text);
   if (!w.ok()) ES_LOG(kWarn, "status file: {}", w.ToString());
 }
 

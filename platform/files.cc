@@ -82,6 +82,30 @@ Status WriteFileAtomic(const std::string& path, const std::string& data, bool du
   return Status::Ok();
 }
 
+Status ReplaceFileSwapped(const std::string& path, const std::string& data) {
+  const std::string next = path + ".tmp";
+  int fd = OpenPrivateFile(next, O_RDWR);
+  if (fd < 0) return ErrnoStatus("create", next);
+  // In place, never truncated to zero first: a truncation to zero also
+  // makes ext4 write the file out when it is closed.
+  Status written = WriteAllAt(fd, next, data, 0);
+  if (written.ok() && ftruncate(fd, static_cast<off_t>(data.size())) != 0) written = ErrnoStatus("truncate", next);
+  close(fd);
+  if (!written.ok()) {
+    unlink(next.c_str());
+    return written;
+  }
+  if (renameat2(AT_FDCWD, next.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE) == 0) return Status::Ok();
+  if (errno != ENOENT && errno != EINVAL && errno != ENOSYS) return ErrnoStatus("exchange", next);
+  // No file to exchange with yet (or a filesystem without exchange).
+  if (rename(next.c_str(), path.c_str()) != 0) {
+    Status s = ErrnoStatus("rename", next);
+    unlink(next.c_str());
+    return s;
+  }
+  return Status::Ok();
+}
+
 Status ReadFile(const std::string& path, std::string* data) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound("cannot open " + path);

@@ -20,6 +20,16 @@ namespace edgesync {
 // be stale after a power cut (status): syncing them would wear an SD card
 // for nothing.
 Status WriteFileAtomic(const std::string& path, const std::string& data, bool durable = true);
+// For a file rewritten every second that may be stale after a power cut
+// (status): readers see the old or the new content, never a mix, but the
+// card is spared. A temp file replaced over the old one makes ext4 (its
+// auto_da_alloc) write the new one out at each rename, one 4 KiB block a
+// second; here the new content goes in place into a sibling `<path>.tmp`
+// that is then exchanged with path (renameat2 RENAME_EXCHANGE), so both
+// stay in the page cache and the kernel writes them back at its own pace.
+// Falls back to WriteFileAtomic(path, data, false) where exchange is not
+// supported or path does not exist yet. Not durable.
+Status ReplaceFileSwapped(const std::string& path, const std::string& data);
 Status ReadFile(const std::string& path, std::string* data);
 // Writes all of data at offset (retrying short writes and EINTR).
 Status WriteAllAt(int fd, const std::string& path, std::string_view data, int64_t offset);
