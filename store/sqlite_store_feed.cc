@@ -167,7 +167,7 @@ Status SqliteStore::ResolveStart(uint32_t range_id, const std::vector<RangeRow>&
       // Entries are in LSN order; the first one written at or after the
       // time starts the feed (a later clock step back cannot rewind it).
       // Device records have a batches row each; chunks carry their write
-      // time, and the batches row before the time (one per second of
+      // time, and the batches row before the time (one per ten seconds of
       // appends) says where to look for the first chunk at or after it.
       Stmt s;
       ES_RETURN_IF_ERROR(s.Prepare(

@@ -15,7 +15,11 @@
 namespace edgesync {
 namespace {
 
-constexpr int64_t kRangeFlushMs = 1000;
+// A Pi commits once a second: flushing the counts with each commit would be
+// a page of its ~4 synced pages.
+constexpr int64_t kRangeFlushMs = 10000;
+// One time-index row per this much of written_at (see AppendOnce).
+constexpr int64_t kTimeIndexStepMs = 10000;
 
 // What a log entry weighs for the split limit: the bytes a consumer reads.
 int64_t EntryBytes(std::string_view device_id, std::string_view metric, std::string_view unit) {
@@ -415,11 +419,13 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
     // The whole group is one chunk row (schema.h).
     ES_RETURN_IF_ERROR(
         InsertChunkRow(&w_insert_chunk_, chunk_buffer_, static_cast<int64_t>(result->first_lsn), written_at, &block_buffer_));
-    // The time index needs a row only where the second of written_at
-    // changes: a lookup takes the last index row before a time and finds
+    // The time index needs a row only where the ten seconds of written_at
+    // change: a lookup takes the last index row before a time and finds
     // the exact chunk from there (chunks carry their own write time), and
-    // most commits then leave the batches table alone (one page less).
-    if (last_batch_at_ == INT64_MIN || written_at / 1000 != last_batch_at_ / 1000 || written_at < last_batch_at_) {
+    // most commits then leave the batches table alone (one page less; a
+    // commit a second would otherwise write it each time).
+    if (last_batch_at_ == INT64_MIN || written_at / kTimeIndexStepMs != last_batch_at_ / kTimeIndexStepMs ||
+        written_at < last_batch_at_) {
       w_insert_batch_.Bind(1, static_cast<int64_t>(result->first_lsn));
       w_insert_batch_.Bind(2, written_at);
       ES_RETURN_IF_ERROR(w_insert_batch_.Run());
