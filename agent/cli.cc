@@ -23,6 +23,7 @@ bool LoadOrReport(const std::string& path, ConfigRole role, Config* config) {
   std::vector<ConfigError> errors;
   Status s = LoadConfig(path, role, config, &errors);
   for (const auto& e : errors) std::fprintf(stderr, "%s\n", e.ToString().c_str());
+  for (const auto& r : config->retired_options) std::fprintf(stderr, "%s: warning: %s\n", path.c_str(), r.c_str());
   if (!s.ok() && errors.empty()) std::fprintf(stderr, "%s\n", s.ToString().c_str());
   return s.ok();
 }

@@ -48,8 +48,7 @@ IngestOptions IngestOptionsFromConfig(const Config& c) {
   ParseUtcMillis(c.ingest_epoch_floor, &o.epoch_floor_ms);
   o.batch_max = c.ingest_batch_max;
   o.batch_delay_ms = c.ingest_batch_delay_ms;
-  o.busy_rate = c.ingest_busy_rate;
-  o.batch_delay_busy_ms = c.ingest_batch_delay_busy_ms;
+  o.synced_commits = c.store_sync != "normal";
   o.ack = c.ingest_ack == "on-receipt"     ? AckMode::kOnReceipt
           : c.ingest_ack == "after-commit" ? AckMode::kAfterCommit
                                            : AckMode::kAfterJournal;

@@ -110,12 +110,9 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
       Int<C>("ingest", "batch_max", [](C& c) -> int64_t& { return c.ingest_batch_max; }, 1, 100000,
              "readings committed together in one transaction (group commit)"),
       Int<C>("ingest", "batch_delay_ms", [](C& c) -> int64_t& { return c.ingest_batch_delay_ms; }, 0, 10000,
-             "longest a received reading waits before its batch commits"),
-      Int<C>("ingest", "busy_rate", [](C& c) -> int64_t& { return c.ingest_busy_rate; }, 1, 100000000,
-             "readings per second above which commits group for batch_delay_busy_ms instead (fewer, fuller "
-             "commits: each costs the SD card a few pages written twice)"),
-      Int<C>("ingest", "batch_delay_busy_ms", [](C& c) -> int64_t& { return c.ingest_batch_delay_busy_ms; }, 0,
-             10000, "longest a received reading waits before its batch commits while the rate is above busy_rate"),
+             "longest a received reading waits before its commit group commits; within it the groups follow "
+             "the arrival rate by themselves (docs/INGEST.md). With store.sync = \"commit\" it is the power-cut "
+             "loss window"),
       Int<C>("ingest", "max_payload_bytes", [](C& c) -> int64_t& { return c.ingest_max_payload_bytes; }, 16,
              16 << 20, "larger payloads are rejected and dead-lettered"),
       Real<C>("ingest", "device_rate", [](C& c) -> double& { return c.ingest_device_rate; }, 0.001, 1e9,
@@ -236,9 +233,19 @@ const std::vector<OptionSpec<RegionConfig>>& RegionOptions() {
   return kOptions;
 }
 
+// Options that no longer exist but that older config files may still set:
+// read and ignored, each with the reason (so an upgrade never stops a
+// gateway on its old file), where an unknown key is an error.
+const char* RetiredOption(const std::string& key) {
+  static const char* kReason = "no longer used: commit groups follow the arrival rate by themselves";
+  if (key == "ingest.busy_rate" || key == "ingest.batch_delay_busy_ms") return kReason;
+  return nullptr;
+}
+
 class Checker {
  public:
-  Checker(std::string file, std::vector<ConfigError>* errors) : file_(std::move(file)), errors_(errors) {}
+  Checker(std::string file, std::vector<ConfigError>* errors, std::vector<std::string>* retired)
+      : file_(std::move(file)), errors_(errors), retired_(retired) {}
 
   void Error(const toml::value* v, const std::string& key, const std::string& message) {
     int line = 0;
@@ -258,6 +265,11 @@ class Checker {
         if (s.section == section && s.key == key) spec = &s;
       }
       if (spec == nullptr) {
+        const char* retired = RetiredOption(prefix + key);
+        if (retired != nullptr) {
+          retired_->push_back(prefix + key + ": " + retired);
+          continue;
+        }
         Error(&value, prefix + key, "unknown key");
         continue;
       }
@@ -269,6 +281,7 @@ class Checker {
  private:
   std::string file_;
   std::vector<ConfigError>* errors_;
+  std::vector<std::string>* retired_;
 };
 
 void CheckSemantics(const toml::value& root, ConfigRole role, Config* c, Checker* check) {
@@ -430,7 +443,7 @@ Status ParseConfig(const std::string& text, const std::string& name, ConfigRole 
     return Status::InvalidArgument("config cannot be parsed");
   }
 
-  Checker check(name, errors);
+  Checker check(name, errors, &c.retired_options);
   try {
     std::set<std::string> sections;
     for (const auto& s : ConfigOptions()) sections.insert(s.section);

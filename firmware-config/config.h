@@ -40,6 +40,9 @@ struct SubscriptionConfig {
 
 struct Config {
   std::string source;  // file the config was read from ("" = defaults)
+  // Retired options the file still sets, each "key: why it is ignored"
+  // (logged at start and printed by `config check`).
+  std::vector<std::string> retired_options;
 
   // [gateway]
   std::string gateway_id;
@@ -94,21 +97,8 @@ struct Config {
   TlsConfig ingest_tls;
   int64_t ingest_session_expiry_s = 7 * 86400;
   int64_t ingest_batch_max = 2000;
-  int64_t ingest_batch_delay_ms = 10;
-  // At 8,000 readings/s a 10 ms commit holds ~80 readings and costs a few
-  // pages of WAL and checkpoint writes whatever it holds; above busy_rate a
-  // commit waits for batch_max readings (2,000: 250 ms at 8,000/s) or
-  // batch_delay_busy_ms. A commit's own pages (the chunk table's last leaf
-  // and its parents, the intake checkpoint, the range counters, the time
-  // index) cost a few KiB of WAL whatever it holds, the chunk itself ~3
-  // bytes a reading: the paced gateway wrote 8.8 bytes of WAL a reading in
-  // commits of ~700 readings, 5.6 in commits of 2,000; the queue's two
-  // vectors of batch_max readings cost ~240 KB more RSS than at 1,000
-  // (tests/bench/storage_bench.cc). At 1,000
-  // readings/s the 10 ms delay stays (the uplink's latency); busy ends
-  // below two thirds of busy_rate.
-  int64_t ingest_busy_rate = 2000;
-  int64_t ingest_batch_delay_busy_ms = 500;
+  // The cap of the adaptive commit groups (agent/ingest/commit_pacer.h).
+  int64_t ingest_batch_delay_ms = 500;
   int64_t ingest_max_payload_bytes = 65536;
   double ingest_device_rate = 100.0;
   int64_t ingest_device_burst = 200;

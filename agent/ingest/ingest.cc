@@ -1,5 +1,7 @@
 #include "agent/ingest/ingest.h"
 
+#include "agent/ingest/commit_pacer.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -439,9 +441,9 @@ void Ingest::Enqueue(std::vector<Reading>* readings, uint64_t seq) {
 
 void Ingest::WakeCommitter(size_t before) {
   // Only when its wait can end: the first reading of a batch (it starts
-  // the delay) or the batch filling up. Its waits test these under mu_, so
+  // the delay) or the group reaching its target. Its waits test these under mu_, so
   // no wake-up is lost, and the messages in between cost no system call.
-  if (before == 0 || (before < batch_max_ && queue_.size() >= batch_max_)) cv_.notify_one();
+  if (before == 0 || (before < group_target_ && queue_.size() >= group_target_)) cv_.notify_one();
 }
 
 // Takes the commit slot, commits the next batch outside the lock, and hands
@@ -606,13 +608,11 @@ void Ingest::CommitLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   Steady::time_point first_seen{};
   bool have_first = false;
-  // The arrival rate, over windows of at least kRateWindow: above
-  // busy_rate, batches wait batch_delay_busy_ms (the SD card's writes are
-  // per commit); below two thirds of it, batch_delay_ms again (latency).
-  constexpr auto kRateWindow = std::chrono::milliseconds(500);
-  Steady::time_point window_start = Steady::now();
-  int64_t window_readings = 0;
-  bool busy = false;
+  // How long a group gathers follows the arrival rate (commit_pacer.h).
+  CommitPacer pacer(options_.batch_delay_ms, batch_max_, options_.synced_commits);
+  auto mono_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now().time_since_epoch()).count();
+  };
   Heartbeat beat("committer");
   while (true) {
     {
@@ -626,34 +626,26 @@ void Ingest::CommitLoop() {
       continue;
     }
     if (stopping_ && queue_.empty() && dead_letters_.empty()) break;
-    if (!queue_.empty() && !stopping_ && options_.ack != AckMode::kAfterCommit &&
-        queue_.size() < batch_max_ && committed_seq_ >= replay_until_) {
-      // Group commit: wait for more readings, at most batch_delay_ms after
-      // the first of this batch arrived. OnMessage wakes us when the batch
+    const size_t target = group_target_ = pacer.TargetGroup();
+    if (!queue_.empty() && !stopping_ && options_.ack != AckMode::kAfterCommit && queue_.size() < target &&
+        committed_seq_ >= replay_until_) {
+      // Group commit: wait for the group to fill, at most the pacer's delay
+      // after its first reading arrived. OnMessage wakes us when the batch
       // fills up (or on stop); the deadline covers the rest.
       if (!have_first) {
         first_seen = Steady::now();
         have_first = true;
       }
-      auto deadline =
-          first_seen + std::chrono::milliseconds(busy ? options_.batch_delay_busy_ms : options_.batch_delay_ms);
+      auto deadline = first_seen + std::chrono::milliseconds(pacer.DelayMs());
       if (Steady::now() < deadline) {
-        cv_.wait_until(lock, deadline, [&] { return stopping_ || queue_.size() >= batch_max_; });
+        cv_.wait_until(lock, deadline, [&] { return stopping_ || queue_.size() >= target; });
         continue;
       }
     }
     have_first = false;
-    window_readings += static_cast<int64_t>(std::min(queue_.size(), batch_max_));
+    const size_t readings = std::min(queue_.size(), batch_max_);
     CommitHeldSlot(&lock, &beat);
-    const auto now = Steady::now();
-    if (now - window_start >= kRateWindow) {
-      const double secs = std::chrono::duration<double>(now - window_start).count();
-      const double rate = static_cast<double>(window_readings) / secs;
-      const double busy_rate = static_cast<double>(options_.busy_rate);
-      busy = rate > busy_rate || (busy && rate > busy_rate * 2 / 3);
-      window_start = now;
-      window_readings = 0;
-    }
+    pacer.Committed(readings, mono_ms());
   }
 }
 

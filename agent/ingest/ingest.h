@@ -143,11 +143,12 @@ struct IngestOptions {
   int64_t max_away_ms = int64_t{604800} * 1000;
   int64_t epoch_floor_ms = 1767225600000;  // 2026-01-01T00:00:00Z, the table's ingest.epoch_floor
   int64_t batch_max = 2000;
-  int64_t batch_delay_ms = 10;
-  // Above busy_rate readings/s (measured over the last half second or so)
-  // a batch waits up to batch_delay_busy_ms instead: fewer, fuller commits.
-  int64_t busy_rate = 2000;
-  int64_t batch_delay_busy_ms = 500;
+  // The cap of the commit groups' wait; within it the wait follows the
+  // arrival rate (commit_pacer.h).
+  int64_t batch_delay_ms = 500;
+  // The store syncs each commit (store.sync "commit" or "full"): a commit
+  // costs more, so groups gather longer within the cap.
+  bool synced_commits = false;
   AckMode ack = AckMode::kAfterJournal;
   // Where intake-a/b.journal and the presence mark live (the data
   // directory; "" = none, only for the other modes), how large a segment grows before the other is
@@ -285,6 +286,7 @@ class Ingest {
 
   const IngestOptions options_;
   const size_t batch_max_;             // options_.batch_max, at least 1
+  size_t group_target_ = 1;            // the committer's group target (commit_pacer.h), under mu_
   IngestSink* sink_;
   Clock* clock_;
   std::vector<TopicPattern> patterns_;

@@ -127,32 +127,52 @@ TEST(Ingest, GroupCommitsOnReceiptAndStopCommitsTheBatchInHand) {
   FakeSink sink;
   sink.hold_dead_letters = true;
   IngestOptions o = Options(AckMode::kOnReceipt);
-  o.batch_max = 100;
-  o.batch_delay_ms = 60000;  // only size or Stop can commit
+  // batch_max at the group a commit aims for below the busy rate
+  // (commit_pacer.h), so only size or Stop can commit.
+  o.batch_max = 16;
+  o.batch_delay_ms = 60000;
   Ingest ingest(o, &sink);
   ASSERT_OK(ingest.Init());
   ASSERT_OK(ingest.Start());
-  // The committer is held in the sink (writing a dead letter) while 170
+  // The committer is held in the sink (writing a dead letter) while 27
   // readings queue up: a slow committer (as under qemu) then finds more
   // than batch_max waiting. It must still commit batches of batch_max, not
-  // the whole queue: otherwise 170 + 80 leaves 80 < batch_max that only
-  // Stop would commit, and size alone would commit 170 of 250, not 200.
+  // the whole queue: otherwise 27 + 13 leaves 13 < batch_max that only
+  // Stop would commit, and size alone would commit 27 of 40, not 32.
   ingest.OnMessage("sensors/d0/m", "abc");
   ASSERT_TRUE(test::WaitFor([&] { return sink.InDeadLetters(); }, 5000));
   int i = 0;
-  for (; i < 170; ++i) ingest.OnMessage("sensors/d" + std::to_string(i % 10) + "/m", std::to_string(i));
+  for (; i < 27; ++i) ingest.OnMessage("sensors/d" + std::to_string(i % 10) + "/m", std::to_string(i));
   sink.Release();
-  for (; i < 250; ++i) ingest.OnMessage("sensors/d" + std::to_string(i % 10) + "/m", std::to_string(i));
-  ASSERT_TRUE(test::WaitFor([&] { return sink.count() >= 200; }, 5000));
-  EXPECT_EQ(sink.count(), 200u);  // the last 50 wait for the delay or Stop
-  ingest.Stop();
-  EXPECT_EQ(sink.count(), 250u);
+  for (; i < 40; ++i) ingest.OnMessage("sensors/d" + std::to_string(i % 10) + "/m", std::to_string(i));
+  // The last 8 commit once the pacer's wait (a tenth of a second: no rate
+  // is known yet) has passed.
+  ASSERT_TRUE(test::WaitFor([&] { return sink.count() >= 40; }, 5000));
   ASSERT_EQ(sink.batches.size(), 3u);
-  EXPECT_EQ(sink.batches[0].size(), 100u);
-  EXPECT_EQ(sink.batches[1].size(), 100u);
-  EXPECT_EQ(sink.batches[2].size(), 50u);
-  for (int k = 0; k < 250; ++k) EXPECT_EQ(sink.all[static_cast<size_t>(k)].value, k);  // queue order kept
-  EXPECT_EQ(ingest.counters().readings_committed, 250);
+  EXPECT_EQ(sink.batches[0].size(), 16u);
+  EXPECT_EQ(sink.batches[1].size(), 16u);
+  EXPECT_EQ(sink.batches[2].size(), 8u);
+  // Stop commits the batch in hand: 8 more queue while the committer is
+  // held again, and Stop is called before it is let go.
+  {
+    std::lock_guard<std::mutex> lock(sink.mu);
+    sink.hold_dead_letters = true;
+    sink.in_dead_letters = false;
+  }
+  ingest.OnMessage("sensors/d0/m", "abc");
+  ASSERT_TRUE(test::WaitFor([&] { return sink.InDeadLetters(); }, 5000));
+  for (; i < 48; ++i) ingest.OnMessage("sensors/d" + std::to_string(i % 10) + "/m", std::to_string(i));
+  std::thread release([&] {
+    test::SleepMs(100);
+    sink.Release();
+  });
+  ingest.Stop();
+  release.join();
+  EXPECT_EQ(sink.count(), 48u);
+  ASSERT_EQ(sink.batches.size(), 4u);
+  EXPECT_EQ(sink.batches[3].size(), 8u);
+  for (int k = 0; k < 48; ++k) EXPECT_EQ(sink.all[static_cast<size_t>(k)].value, k);  // queue order kept
+  EXPECT_EQ(ingest.counters().readings_committed, 48);
 }
 
 TEST(Ingest, AckAfterCommitCommitsOnTheCallingThreadAndSharesCommits) {

@@ -47,8 +47,7 @@ TEST(OptionsDefaultsTest, IngestOptionsMatchTheTable) {
   EXPECT_EQ(plain.epoch_floor_ms, table.epoch_floor_ms);
   EXPECT_EQ(plain.batch_max, table.batch_max);
   EXPECT_EQ(plain.batch_delay_ms, table.batch_delay_ms);
-  EXPECT_EQ(plain.busy_rate, table.busy_rate);
-  EXPECT_EQ(plain.batch_delay_busy_ms, table.batch_delay_busy_ms);
+  EXPECT_EQ(plain.synced_commits, table.synced_commits);
   EXPECT_EQ(plain.ack, table.ack);
   EXPECT_EQ(plain.journal_segment_bytes, table.journal_segment_bytes);
   EXPECT_EQ(plain.journal_sync, table.journal_sync);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,22 @@ TEST(ConfigTest, UnknownKeyReportsFileLineAndKey) {
   EXPECT_EQ(errors[0].key, "store.sinc");
   EXPECT_EQ(errors[0].message, "unknown key");
   EXPECT_EQ(errors[0].ToString(), "t.toml:5: store.sinc: unknown key");
+}
+
+// A retired option an older file still sets loads with a warning, never
+// stops a gateway after an upgrade; any other unknown key stays an error.
+TEST(ConfigTest, RetiredOptionsLoadWithAWarning) {
+  Config c;
+  std::vector<ConfigError> errors;
+  ASSERT_OK(ParseConfig("[gateway]\nid = \"gw\"\n[ingest]\nbusy_rate = 2000\nbatch_delay_busy_ms = 250\n", "t.toml",
+                        ConfigRole::kGateway, &c, &errors));
+  EXPECT_TRUE(errors.empty());
+  std::vector<std::string> retired = c.retired_options;
+  std::sort(retired.begin(), retired.end());
+  ASSERT_EQ(retired.size(), 2u);
+  EXPECT_EQ(retired[0].rfind("ingest.batch_delay_busy_ms: no longer used", 0), 0u) << retired[0];
+  EXPECT_EQ(retired[1].rfind("ingest.busy_rate: no longer used", 0), 0u) << retired[1];
+  EXPECT_EQ(ParseErrors("[gateway]\nid = \"gw\"\n[ingest]\nbusy_rat = 2000\n").size(), 1u);
 }
 
 TEST(ConfigTest, UnknownSection) {
