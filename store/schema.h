@@ -18,7 +18,7 @@
 //   latest version); their content is in `devices`. LSNs of the two tables
 //   interleave and never collide.
 // - Write time: a chunk carries its own; `batches` indexes it coarsely (a
-//   row per second of appends, one per device record) for "feed from a wall
+//   row per ten seconds of appends, one per device record) for "feed from a wall
 //   time" and the backlog's age.
 // - Other gateways' entries (since version 5) are compressed chunks too
 //   (store/remote_chunk_codec.h), one origin's entries each: a hub's
