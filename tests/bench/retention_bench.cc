@@ -7,9 +7,10 @@
 //   2. bytes written to storage per reading (/proc/self/io write_bytes: WAL
 //      and checkpoints; not the intake journal, see bench_ingest and
 //      bench_storage), with group commits the size ingest makes them at
-//      8,000 readings/s (above ingest.busy_rate: batch_max, 2,000 readings
-//      per commit) and at 100 readings/s (1 per 10 ms commit, or 100 per
-//      commit with ingest.batch_delay_ms = 1000);
+//      8,000 readings/s (above the busy rate: batch_max, 2,000 readings
+//      per commit, agent/ingest/commit_pacer.h) and at 100 readings/s (1 per
+//      commit, as fixed 10 ms groups made them, or 100 per commit, the Pi
+//      config's groups);
 //   2b. the same store compacted (everything acknowledged, default span):
 //      pages in use per reading before and after (a store's free pages are
 //      reused before its file grows, so in use is what it holds at steady
@@ -206,10 +207,10 @@ int main() {
     size_t commit;
     size_t n;
   };
-  // Group commit: ingest commits what arrived in batch_delay_ms (10 ms), or
-  // above busy_rate batch_max readings (at most batch_delay_busy_ms).
-  // The last: 100 readings/s with ingest.batch_delay_ms = 1000 (one chunk a
-  // second), what a low-rate gateway on an SD card is configured with. The
+  // Group commit (agent/ingest/commit_pacer.h): above the busy rate
+  // batch_max readings a commit; at 100 readings/s one reading a commit (as
+  // fixed 10 ms groups made them) and 100 (the Pi config's one-second
+  // groups, synced commits). The
   // 8,000 series (strings and their index, ~0.5 MB) are part of every
   // figure: 200,000 readings keep them to a few bytes a reading.
   // Counts are whole spans of compaction (131,072 readings, its default):

@@ -386,8 +386,8 @@ int main() {
       // synced, so it falls behind the paced load (the broker queues the
       // rest): 2 s of the workload (16,000 messages) keep the run short.
       // The commit groups before they grew (batch_max 1,000, 250 ms above
-      // busy_rate), for the bytes a larger group saves.
-      const PacedRun former = paced("former-groups", "", "batch_max = 1000\nbatch_delay_busy_ms = 250\n", rounds,
+      // the busy rate), for the bytes a larger group saves.
+      const PacedRun former = paced("former-groups", "", "batch_max = 1000\nbatch_delay_ms = 250\n", rounds,
                                     kDevices, kRate);
       const PacedRun full = paced("full", "sync = \"full\"\n", "", std::min(rounds, 2), kDevices, kRate);
       report.Add("gateway committed/s (paced 8,000 msg/s, default config)", run.rate, "readings/s", kPlain, plain);
@@ -397,10 +397,10 @@ int main() {
                  "bytes", "target", 4);
       report.Add("gateway peak RSS (paced 8,000 msg/s)", run.peak_rss_mib, "MiB", "target", 20);
       report.Add("gateway bytes written/reading, default config (paced 8,000 msg/s)", run.written_per_reading,
-                 "bytes", "commit groups of batch_max = 1000, batch_delay_busy_ms = 250, same run",
+                 "bytes", "commit groups of batch_max = 1000, batch_delay_ms = 250, same run",
                  former.written_per_reading);
       report.Add("gateway peak RSS, default config (paced 8,000 msg/s)", run.peak_rss_mib, "MiB",
-                 "commit groups of batch_max = 1000, batch_delay_busy_ms = 250, same run", former.peak_rss_mib);
+                 "commit groups of batch_max = 1000, batch_delay_ms = 250, same run", former.peak_rss_mib);
       report.Add("gateway bytes written/reading, store.sync = full (paced 8,000 msg/s)", full.written_per_reading,
                  "bytes", "default config (store.sync = normal), same run", run.written_per_reading);
       report.Add("gateway committed/s, store.sync = full (paced 8,000 msg/s)", full.rate, "readings/s", kPlain,
