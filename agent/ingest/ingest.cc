@@ -1,10 +1,9 @@
 #include "agent/ingest/ingest.h"
 
-#include "agent/ingest/commit_pacer.h"
-
 #include <algorithm>
 #include <chrono>
 
+#include "agent/ingest/commit_pacer.h"
 #include "platform/log.h"
 
 namespace edgesync {
@@ -441,8 +440,9 @@ void Ingest::Enqueue(std::vector<Reading>* readings, uint64_t seq) {
 
 void Ingest::WakeCommitter(size_t before) {
   // Only when its wait can end: the first reading of a batch (it starts
-  // the delay) or the group reaching its target. Its waits test these under mu_, so
-  // no wake-up is lost, and the messages in between cost no system call.
+  // the delay) or the group reaching its target. Its waits test these under
+  // mu_, so no wake-up is lost, and the messages in between cost no system
+  // call.
   if (before == 0 || (before < group_target_ && queue_.size() >= group_target_)) cv_.notify_one();
 }
 
@@ -630,8 +630,8 @@ void Ingest::CommitLoop() {
     if (!queue_.empty() && !stopping_ && options_.ack != AckMode::kAfterCommit && queue_.size() < target &&
         committed_seq_ >= replay_until_) {
       // Group commit: wait for the group to fill, at most the pacer's delay
-      // after its first reading arrived. OnMessage wakes us when the batch
-      // fills up (or on stop); the deadline covers the rest.
+      // after its first reading arrived. OnMessage wakes us when the group
+      // reaches its target (or on stop); the deadline covers the rest.
       if (!have_first) {
         first_seen = Steady::now();
         have_first = true;
