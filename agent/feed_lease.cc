@@ -42,7 +42,7 @@ namespace {
 
 class LeasedFeed {
  public:
-  LeasedFeed(Store* store, const Config& config, const FeedOptions& options)
+  LeasedFeed(RangeLeases* store, const Config& config, const FeedOptions& options)
       : store_(store), owner_(options.lease_owner), options_(options),
         expiry_ms_(config.store_lease_expiry_ms) {}
 
@@ -181,7 +181,7 @@ class LeasedFeed {
     int64_t version = -1;
     int64_t since_ms = 0;  // monotonic: when this version was first seen
   };
-  Store* store_;
+  RangeLeases* store_;
   std::string owner_;
   FeedOptions options_;
   int64_t expiry_ms_;

@@ -27,12 +27,12 @@ bool OldestFirst(const QueryRow& a, const QueryRow& b) {
 
 bool HubStoreIsRemote(const Config& config) { return !config.hub_store.empty(); }
 
-Status OpenHubStoreForReading(const Config& config, std::unique_ptr<Store>* sqlite, std::unique_ptr<HubStore>* hub) {
+Status OpenHubStoreForReading(const Config& config, std::unique_ptr<Store>* sqlite, HubStoreHandle* hub) {
   sqlite->reset();
   hub->reset();
   if (!HubStoreIsRemote(config)) {
     ES_RETURN_IF_ERROR(OpenStoreForReading(config, sqlite));
-    *hub = NewSqliteHubStore(sqlite->get());
+    hub->Borrow(SqliteHubStore(sqlite->get()));
     return Status::Ok();
   }
   HubStoreOptions o;
@@ -42,7 +42,9 @@ Status OpenHubStoreForReading(const Config& config, std::unique_ptr<Store>* sqli
   o.application_name = "edgesync-cli";
   const PgModuleApi* pg = nullptr;
   ES_RETURN_IF_ERROR(LoadPgModule(&pg));
-  Status st = pg->open_hub_store(o, hub);
+  std::unique_ptr<HubStore> store;
+  Status st = pg->open_hub_store(o, &store);
+  hub->Own(std::move(store));
   // The location never holds a password (the store refuses one).
   return st.Annotate("hub store " + config.hub_store);
 }

@@ -26,11 +26,34 @@ namespace edgesync {
 // True when the config names a hub store other than the SQLite file.
 bool HubStoreIsRemote(const Config& config);
 
+// A hub store opened for reading: the SQLite store's own hub tables (the
+// file is held beside it, in OpenHubStoreForReading's *sqlite) or a
+// PostgreSQL store it owns.
+class HubStoreHandle {
+ public:
+  void Own(std::unique_ptr<HubStore> store) {
+    owned_ = std::move(store);
+    hub_ = owned_.get();
+  }
+  void Borrow(HubStore* store) {
+    owned_.reset();
+    hub_ = store;
+  }
+  void reset() { Borrow(nullptr); }
+  HubStore* get() const { return hub_; }
+  HubStore* operator->() const { return hub_; }
+  explicit operator bool() const { return hub_ != nullptr; }
+
+ private:
+  std::unique_ptr<HubStore> owned_;
+  HubStore* hub_ = nullptr;
+};
+
 // The hub's store for reading. SQLite: the store file opened read only
-// (never created) in *sqlite, with the adapter over it in *hub; PostgreSQL:
-// *hub alone (*sqlite stays empty). The PostgreSQL store is opened as the
-// hub opens it, so its schema must exist or be creatable (docs/REGION.md).
-Status OpenHubStoreForReading(const Config& config, std::unique_ptr<Store>* sqlite, std::unique_ptr<HubStore>* hub);
+// (never created) in *sqlite, its hub tables in *hub; PostgreSQL: *hub
+// alone (*sqlite stays empty). The PostgreSQL store is opened as the hub
+// opens it, so its schema must exist or be creatable (docs/REGION.md).
+Status OpenHubStoreForReading(const Config& config, std::unique_ptr<Store>* sqlite, HubStoreHandle* hub);
 
 // Every entry of the region feed from the beginning (what retention left),
 // in the feed's order, to `visit`; stops at the first non-ok it returns.

@@ -180,7 +180,8 @@ int RunRegionHub(const Config& config) {
   }
   Status st = MakePrivateDir(config.data_dir);
   std::unique_ptr<Store> store;  // SQLite only
-  std::unique_ptr<HubStore> hub_store;
+  std::unique_ptr<HubStore> pg_store;  // PostgreSQL only
+  HubStore* hub_store = nullptr;
   std::string where;
   HubStoreOptions ho;  // PostgreSQL
   const PgModuleApi* pg = nullptr;
@@ -200,7 +201,7 @@ int RunRegionHub(const Config& config) {
                                                   "give them a PostgreSQL store ([hub] store, docs/REGION.md)");
     }
     if (st.ok()) st = Store::Open(so, &store);
-    if (st.ok()) hub_store = NewSqliteHubStore(store.get());
+    if (st.ok()) hub_store = SqliteHubStore(store.get());
   } else {
     where = config.hub_store;  // never holds a password (refused at open)
     if (st.ok()) {
@@ -210,7 +211,8 @@ int RunRegionHub(const Config& config) {
     // The PostgreSQL store lives in a module (store/pg_module.h): this
     // program does not map libpq and its libraries unless a hub uses them.
     if (st.ok()) st = LoadPgModule(&pg);
-    if (st.ok()) st = pg->open_hub_store(ho, &hub_store).Annotate("opening the hub store " + where);
+    if (st.ok()) st = pg->open_hub_store(ho, &pg_store).Annotate("opening the hub store " + where);
+    hub_store = pg_store.get();
   }
   if (!st.ok()) {
     // Store::Open names the SQLite store itself.
@@ -258,20 +260,20 @@ int RunRegionHub(const Config& config) {
   }
   // The region broker makes the hub's user its client id; with a
   // certificate the hub's CN is hub-<region> (docs/SECURITY.md).
-  RegionHub hub(hub_store.get(), hub_options, nullptr, IdentityBoundLinks("hub-" + config.hub_region));
+  RegionHub hub(hub_store, hub_options, nullptr, IdentityBoundLinks("hub-" + config.hub_region));
   st = hub.Start();
   if (!st.ok()) {
     std::fprintf(stderr, "edgesync region: %s\n", st.ToString().c_str());
     return 1;
   }
-  Retention retention(hub_store.get(), RetentionOptionsFromConfig(config));
+  Retention retention(hub_store, RetentionOptionsFromConfig(config));
   st = retention.Start();
   if (!st.ok()) {
     std::fprintf(stderr, "edgesync region: retention: %s\n", st.ToString().c_str());
     hub.Stop();
     return 1;
   }
-  HubSnapshot snapshot(config, hub_options.hub_id, store.get(), hub_store.get(), &hub);
+  HubSnapshot snapshot(config, hub_options.hub_id, store.get(), hub_store, &hub);
   StatusBoard board(config.StatusPath());
   HttpStatusServer http(&board);
   StartHttp(config, &http);

@@ -47,7 +47,7 @@ bool LiveSnapshot(const Config& config, json* out) {
 // for the same entries (the PostgreSQL store has no file figures).
 Status HubStoreFigures(const Config& config, json* j) {
   std::unique_ptr<Store> sqlite;
-  std::unique_ptr<HubStore> hub;
+  HubStoreHandle hub;
   ES_RETURN_IF_ERROR(OpenHubStoreForReading(config, &sqlite, &hub));
   FeedBoundsInfo bounds;
   ES_RETURN_IF_ERROR(hub->FeedBounds(&bounds));

@@ -293,7 +293,7 @@ int RunQuery(const Config& config, const QueryOptions& options) {
   std::vector<QueryRow> rows;
   {
     std::unique_ptr<Store> store;
-    std::unique_ptr<HubStore> hub;
+    HubStoreHandle hub;
     st = HubStoreIsRemote(config) ? OpenHubStoreForReading(config, &store, &hub) : OpenStoreForReading(config, &store);
     if (!st.ok()) return Fail("query", st);
     st = hub ? QueryRegionFeed(hub.get(), q, &rows) : store->Query(q, &rows);
@@ -325,7 +325,7 @@ int RunDevices(const Config& config, OutputFormat format) {
   std::vector<DeviceSummary> devices;
   {
     std::unique_ptr<Store> store;
-    std::unique_ptr<HubStore> hub;
+    HubStoreHandle hub;
     Status st =
         HubStoreIsRemote(config) ? OpenHubStoreForReading(config, &store, &hub) : OpenStoreForReading(config, &store);
     if (!st.ok()) return Fail("devices", st);
@@ -365,7 +365,7 @@ int RunRegionFeed(const Config& config, const FeedOptions& options) {
   }
   if (options.max_entries < 1) return Fail("feed", Status::InvalidArgument("--max must be at least 1"));
   std::unique_ptr<Store> sqlite;
-  std::unique_ptr<HubStore> hub;
+  HubStoreHandle hub;
   Status st = OpenHubStoreForReading(config, &sqlite, &hub);
   if (!st.ok()) return Fail("feed", st);
   const std::string epoch = hub->epoch();

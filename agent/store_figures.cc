@@ -7,7 +7,7 @@
 
 namespace edgesync {
 
-StoreStats StoreCounts::Get(Store* store, int64_t now_ms, uint64_t remote_applied) {
+StoreStats StoreCounts::Get(StoreGauges* store, int64_t now_ms, uint64_t remote_applied) {
   if (counted_at_ms_ < 0 || now_ms - counted_at_ms_ >= kCountEveryMs) {
     StoreStats fresh;
     if (store->Stats(&fresh).ok()) {
@@ -36,7 +36,7 @@ std::string Hex(uint64_t v) {
 
 }  // namespace
 
-nlohmann::json StoreFigures(Store* store, const StoreStats& s, const std::string& data_dir,
+nlohmann::json StoreFigures(StoreGauges* store, const StoreStats& s, const std::string& data_dir,
                             const std::vector<std::string>& regions, int64_t now_wall_ms) {
   using json = nlohmann::json;
   json j;

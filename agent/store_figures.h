@@ -24,7 +24,7 @@ namespace edgesync {
 
 // The "store", "upstream" and "backlog" sections of a snapshot. regions:
 // the configured region names (their checkpoints are listed).
-nlohmann::json StoreFigures(Store* store, const StoreStats& stats, const std::string& data_dir,
+nlohmann::json StoreFigures(StoreGauges* store, const StoreStats& stats, const std::string& data_dir,
                             const std::vector<std::string>& regions, int64_t now_wall_ms);
 
 // Keeps Store::Stats current for a status refreshed every second without
@@ -41,7 +41,7 @@ class StoreCounts {
   // ever-growing count of read-view (or, on a hub, region) entries this
   // process applied, which moves remote_entries between counts the way the
   // LSN head moves entries.
-  StoreStats Get(Store* store, int64_t now_ms, uint64_t remote_applied = 0);
+  StoreStats Get(StoreGauges* store, int64_t now_ms, uint64_t remote_applied = 0);
 
  private:
   StoreStats counted_;

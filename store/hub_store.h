@@ -166,8 +166,9 @@ struct ApplyPlan {
 };
 ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held);
 
-// The SQLite hub store over an open Store (not owned; outlives the adapter).
-std::unique_ptr<HubStore> NewSqliteHubStore(Store* store);
+// The hub tables of a SQLite store opened by Store::Open: the same object,
+// which implements HubStore too (not owned). nullptr for another Store.
+HubStore* SqliteHubStore(Store* store);
 
 struct HubStoreOptions {
   // "postgresql://..." or "postgres://..." for PostgreSQL; anything else is
@@ -185,7 +186,7 @@ bool IsPostgresLocation(const std::string& location);
 bool HavePostgres();
 
 // Opens the PostgreSQL hub store at options.location (migrating its schema).
-// Unsupported when the build has no libpq; InvalidArgument for a location
+// Refused as not supported when the build has no libpq; InvalidArgument for a location
 // that carries a password (it belongs in password_file, never in the config).
 // Defined in store/pg/: in a program that links es_store_pg (the tests), or
 // reached through the module's table (PgModuleApi, store/pg_module.h).

@@ -59,7 +59,7 @@ struct PgModuleApi {
 std::vector<std::string> PgModuleCandidates();
 
 // Loads the module (once: later calls return the same table; a failure is
-// not remembered, the next call tries again). Unsupported when no candidate exists or the build has no
+// not remembered, the next call tries again). Refused as not supported when no candidate exists or the build has no
 // PostgreSQL support; IoError when a module file exists but does not load
 // (dlerror()'s text), lacks the entry point or is of another build. The
 // message names every path tried.

@@ -7,7 +7,7 @@
 
 namespace edgesync {
 
-Retention::Retention(Store* store, RetentionOptions options, Clock* clock)
+Retention::Retention(StoreMaintenance* store, RetentionOptions options, Clock* clock)
     : step_([store](int64_t rows, PruneResult* r) { return store->PruneStep(rows, r); }),
       compact_([store](CompactResult* r) { return store->CompactStep(r); }),
       options_(options),

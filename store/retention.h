@@ -47,7 +47,7 @@ struct RetentionStats {
 
 class Retention {
  public:
-  Retention(Store* store, RetentionOptions options, Clock* clock = nullptr);
+  Retention(StoreMaintenance* store, RetentionOptions options, Clock* clock = nullptr);
   // A region hub's store (its region feed; PostgreSQL or SQLite).
   Retention(HubStore* store, RetentionOptions options, Clock* clock = nullptr);
   ~Retention();

@@ -64,6 +64,16 @@ constexpr char kInsertChunkSql[] = "INSERT INTO chunks VALUES(?, ?, ?, ?, ?, ?)"
 Status InsertChunkRow(Stmt* ins, const std::vector<ChunkReading>& readings, int64_t first_lsn, int64_t written_at,
                       std::string* block);
 
+// The region feed's head: the last sequence number given out. Retention
+// prunes the oldest chunks first, so the newest chunk holds it, or, with
+// every chunk pruned, the pruned mark does (sequences are never reused).
+constexpr char kRegionHeadSql[] =
+    "SELECT max(ifnull((SELECT seq + n - 1 FROM region_chunks ORDER BY seq DESC LIMIT 1), 0), "
+    "ifnull((SELECT value FROM meta WHERE key = 'region_pruned_seq'), 0))";
+
+// An origin's id by (gateway id, epoch).
+constexpr char kFindOriginSql[] = "SELECT id FROM origins WHERE gateway_id=? AND epoch=?";
+
 // The statements that insert a region chunk and a read view chunk
 // (InsertRemoteChunkRow binds them).
 constexpr char kInsertRegionChunkSql[] = "INSERT INTO region_chunks VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)";

@@ -1,5 +1,5 @@
-// store/sqlite_store.h: the SQLite implementation of Store (internal to
-// store/; callers use store.h).
+// store/sqlite_store.h: the SQLite implementation of Store and of HubStore
+// (internal to store/; callers use store.h and hub_store.h).
 //
 // Two connections: writes go through write_db_ under write_mu_ (SQLite allows
 // one writer anyway); feed, log and query reads go through read_db_ under
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "store/chunk_codec.h"
+#include "store/hub_store.h"
 #include "store/remote_chunk_codec.h"
 #include "store/sqlite_util.h"
 #include "store/store.h"
@@ -38,7 +39,7 @@ struct SeriesInfo {
   bool known = false;
 };
 
-class SqliteStore : public Store {
+class SqliteStore : public Store, public HubStore {
  public:
   explicit SqliteStore(const StoreOptions& options);
   ~SqliteStore() override;
@@ -75,13 +76,6 @@ class SqliteStore : public Store {
   Status AckUpstream(const std::string& target, uint64_t lsn) override;
 
   Status ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t* applied) override;
-  Status ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, const std::vector<ChangeEntry>& entries,
-                          uint64_t* high_water) override;
-  Status ApplyOriginBatches(const std::vector<OriginBatchWrite>& batches, std::vector<uint64_t>* high_waters) override;
-  Status GetHighWater(const Origin& origin, uint64_t* high_water) override;
-  Status ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::vector<RegionFeedEntry>* entries,
-                        uint64_t* head_seq, bool* reset) override;
-  Status RegionFeedBounds(uint64_t* oldest_seq, uint64_t* head_seq) override;
 
   Status Query(const QueryRequest& request, std::vector<QueryRow>* rows) override;
   Status ListDevices(std::vector<DeviceSummary>* devices) override;
@@ -94,6 +88,28 @@ class SqliteStore : public Store {
   Status PruneStep(int64_t max_rows, PruneResult* result) override;
   Status CompactStep(CompactResult* result) override;
   Status Stats(StoreStats* stats) override;
+
+  // HubStore (sqlite_store_hub.cc): a region hub's tables in this file. One
+  // hub is the file's only writer (agent/region_hub.cc locks it), and every
+  // write goes through write_mu_: a batch is decided against the mark read
+  // inside the transaction that applies it, once. PruneStep is the store's
+  // own (the region feed is its remote entries).
+  std::string epoch() const override { return origin_.epoch; }
+  std::string backend() const override { return "sqlite"; }
+  Status ApplyBatches(const std::vector<OriginBatch>& batches, std::vector<ApplyResult>* results) override;
+  Status HighWater(const Origin& origin, uint64_t* high_water) override;
+  // One writer commits the feed in its sequence order, so every shard uses
+  // the region's one sequence as its own.
+  Status ReadFeed(const ShardPositions& after, size_t max_entries, FeedRead* page) override;
+  Status FeedBounds(FeedBoundsInfo* bounds) override;
+  Status Stats(HubStoreStats* stats) override;
+  // The region feed in its one sequence, under ReadFeed and FeedBounds (and
+  // the store's tests): entries with seq > after_seq (*reset when after_seq
+  // was pruned: never a silent rewind or skip), and the oldest sequence
+  // still served and the head ((0, head) when empty).
+  Status ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::vector<RegionFeedEntry>* entries,
+                        uint64_t* head_seq, bool* reset);
+  Status RegionFeedBounds(uint64_t* oldest_seq, uint64_t* head_seq);
 
  private:
   struct RangeRow {
@@ -165,9 +181,14 @@ class SqliteStore : public Store {
   // inserting an origin not seen yet; else on the read connection
   // (read_mu_ held; *id = 0 for an origin never seen).
   Status OriginId(const Origin& origin, bool create, int64_t* id);
-  // Inside ApplyOriginBatches' transaction: one batch; *head is the feed's
-  // head, advanced by what it appends.
-  Status ApplyOneOriginBatch(const OriginBatchWrite& batch, int64_t now, int64_t* head, uint64_t* high_water);
+  // Inside ApplyBatches' transaction: decides one valid batch against its
+  // origin's mark (marks: origin -> mark after the batches decided so far
+  // in this transaction) and writes what is new; *head is the feed's head,
+  // advanced by what it appends.
+  Status ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t* head,
+                       std::unordered_map<std::string, uint64_t>* marks, ApplyResult* result);
+  // The origin's id on the write connection without creating it (0 = none).
+  Status FindOriginForWrite(const Origin& origin, int64_t* id);
   void ForgetOrigins();
   // The read view's statements, prepared on first use and kept for the
   // connection's life (a store that never applies remote entries pays nothing).
@@ -308,7 +329,7 @@ class SqliteStore : public Store {
   bool apply_prepared_ = false;
   Stmt w_insert_region_chunk_, w_insert_view_chunk_, w_insert_view_series_, w_view_overlap_, w_region_head_, w_get_high_water_,
       w_put_high_water_, w_find_origin_, w_insert_origin_;
-  // GetHighWater's (read side, read_mu_ held), prepared on its first call.
+  // HighWater's (read side, read_mu_ held), prepared on its first call.
   Stmt r_find_origin_, r_get_high_water_;
 };
 

@@ -1,8 +1,9 @@
-// Other gateways' data: the read view (ApplyRemote), the region hub's
-// per-origin high-water marks and region feed (the union query that reads
-// them is sqlite_store_query.cc). Both keep compressed chunks of one
-// origin's entries (store/schema.h): a hub writes one row per applied
-// batch, a read view one per origin per page.
+// Other gateways' data: the read view (ApplyRemote) and what it shares with
+// the region hub's tables (sqlite_store_hub.cc): origins, and entries as
+// remote chunks. Both keep compressed chunks of one origin's entries
+// (store/schema.h): a hub writes one row per applied batch, a read view one
+// per origin per page; the union query that reads them is
+// sqlite_store_query.cc.
 #include <algorithm>
 #include <set>
 
@@ -12,18 +13,6 @@
 #include "store/token.h"
 
 namespace edgesync {
-namespace {
-
-// The region feed's head: the last sequence number given out. Retention
-// prunes the oldest chunks first, so the newest chunk holds it, or, with
-// every chunk pruned, the pruned mark does (sequences are never reused).
-constexpr char kRegionHeadSql[] =
-    "SELECT max(ifnull((SELECT seq + n - 1 FROM region_chunks ORDER BY seq DESC LIMIT 1), 0), "
-    "ifnull((SELECT value FROM meta WHERE key = 'region_pruned_seq'), 0))";
-
-constexpr char kFindOriginSql[] = "SELECT id FROM origins WHERE gateway_id=? AND epoch=?";
-
-}  // namespace
 
 Status SqliteStore::OriginId(const Origin& origin, bool create, int64_t* id) {
   std::string key = origin.ToString();
@@ -36,7 +25,7 @@ Status SqliteStore::OriginId(const Origin& origin, bool create, int64_t* id) {
     }
   }
   // Prepared once (a hub sees every new gateway here, and its marks on
-  // every batch): see PrepareApply and GetHighWater.
+  // every batch): see PrepareApply and HighWater.
   Stmt& s = create ? w_find_origin_ : r_find_origin_;
   StmtScope scope(&s);
   s.Bind(1, std::string_view(origin.gateway_id));
@@ -265,181 +254,6 @@ Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t
   ES_RETURN_IF_ERROR(EndRemoteWrite(&txn, s));
   *applied = count;
   return Status::Ok();
-}
-
-Status SqliteStore::ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, const std::vector<ChangeEntry>& entries,
-                                     uint64_t* high_water) {
-  std::vector<uint64_t> marks;
-  ES_RETURN_IF_ERROR(ApplyOriginBatches({OriginBatchWrite{&origin, base_lsn, &entries}}, &marks));
-  *high_water = marks.front();
-  return Status::Ok();
-}
-
-Status SqliteStore::ApplyOriginBatches(const std::vector<OriginBatchWrite>& batches, std::vector<uint64_t>* high_waters) {
-  high_waters->assign(batches.size(), 0);
-  for (const OriginBatchWrite& b : batches) {
-    ES_RETURN_IF_ERROR(ValidateOrigin(*b.origin));
-    const std::vector<ChangeEntry>& entries = *b.entries;
-    for (size_t i = 0; i < entries.size(); ++i) {
-      Status v = ValidateChangeEntry(entries[i]);
-      if (!v.ok()) return v.Annotate("entry " + std::to_string(i));
-      if (i > 0 && entries[i].lsn <= entries[i - 1].lsn) {
-        return Status::InvalidArgument("entries of origin " + b.origin->ToString() +
-                                       " are not in LSN order at entry " + std::to_string(i));
-      }
-    }
-    if (b.base_lsn > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("base LSN out of range");
-  }
-  if (batches.empty()) return Status::Ok();
-  std::lock_guard<std::mutex> lock(write_mu_);
-  ES_RETURN_IF_ERROR(PrepareApply());
-  Txn txn(&write_db_);
-  pending_series_.clear();
-  Status s = [&]() -> Status {
-    ES_RETURN_IF_ERROR(txn.Begin());
-    // The new entries join the feed as chunks with the next sequences.
-    int64_t head = 0;
-    {
-      Status st;
-      StmtScope scope(&w_region_head_);
-      head = w_region_head_.Step(&st) ? w_region_head_.Int(0) : 0;
-      ES_RETURN_IF_ERROR(st);
-    }
-    const int64_t now = clock_->WallMillis();
-    for (size_t i = 0; i < batches.size(); ++i) {
-      ES_RETURN_IF_ERROR(ApplyOneOriginBatch(batches[i], now, &head, &(*high_waters)[i]));
-    }
-    return txn.Commit();
-  }();
-  if (!s.ok()) high_waters->assign(batches.size(), 0);
-  return EndRemoteWrite(&txn, s);
-}
-
-Status SqliteStore::ApplyOneOriginBatch(const OriginBatchWrite& batch, int64_t now, int64_t* head,
-                                        uint64_t* high_water) {
-  const Origin& origin = *batch.origin;
-  const std::vector<ChangeEntry>& entries = *batch.entries;
-  const uint64_t base_lsn = batch.base_lsn;
-  int64_t origin_id = 0;
-  ES_RETURN_IF_ERROR(OriginId(origin, true, &origin_id));
-  uint64_t hw = 0;
-  Status st;
-  {
-    StmtScope scope(&w_get_high_water_);
-    w_get_high_water_.Bind(1, origin_id);
-    hw = w_get_high_water_.Step(&st) ? static_cast<uint64_t>(w_get_high_water_.Int(0)) : 0;
-    ES_RETURN_IF_ERROR(st);
-  }
-  // The high-water mark alone decides what is new: everything at or below
-  // it is held (whatever a resend overlaps), everything above it is not.
-  size_t first = 0;
-  while (first < entries.size() && entries[first].lsn <= hw) ++first;
-  uint64_t start = hw;
-  if (base_lsn > hw) start = base_lsn;  // the sender declares everything up to base_lsn held elsewhere
-  if (first < entries.size() && entries[first].lsn != start + 1) {
-    return Status::InvalidArgument("gap in origin " + origin.ToString() + ": high-water " + std::to_string(hw) +
-                                   (base_lsn > hw ? ", base " + std::to_string(base_lsn) : std::string()) +
-                                   ", batch starts at " + std::to_string(entries[first].lsn));
-  }
-  std::vector<RemoteChunkEntry>& chunk = remote_buffer_;
-  chunk.clear();
-  for (size_t i = first; i < entries.size(); ++i) {
-    chunk.emplace_back();
-    ES_RETURN_IF_ERROR(ToChunkEntry(entries[i], &chunk.back()));
-    if (chunk.size() >= kMaxRemoteChunkEntries || i + 1 == entries.size()) {
-      ES_RETURN_IF_ERROR(
-          InsertRemoteChunkRow(&w_insert_region_chunk_, *head + 1, origin_id, chunk, now, &block_buffer_));
-      *head += static_cast<int64_t>(chunk.size());
-      chunk.clear();
-    }
-  }
-  uint64_t new_hw = first < entries.size() ? entries.back().lsn : start;
-  if (new_hw > hw) {
-    w_put_high_water_.Bind(1, origin_id);
-    w_put_high_water_.Bind(2, static_cast<int64_t>(new_hw));
-    ES_RETURN_IF_ERROR(w_put_high_water_.Run());
-    hw = new_hw;
-  }
-  *high_water = hw;
-  return Status::Ok();
-}
-
-Status SqliteStore::GetHighWater(const Origin& origin, uint64_t* high_water) {
-  ES_RETURN_IF_ERROR(ValidateOrigin(origin));
-  std::lock_guard<std::mutex> lock(read_mu_);
-  if (r_get_high_water_.get() == nullptr) {
-    ES_RETURN_IF_ERROR(r_find_origin_.Prepare(&read_db_, kFindOriginSql));
-    ES_RETURN_IF_ERROR(r_get_high_water_.Prepare(&read_db_, "SELECT lsn FROM high_water WHERE origin=?"));
-  }
-  int64_t id = 0;
-  ES_RETURN_IF_ERROR(OriginId(origin, false, &id));
-  *high_water = 0;
-  if (id == 0) return Status::Ok();
-  Stmt& s = r_get_high_water_;
-  StmtScope scope(&s);
-  s.Bind(1, id);
-  Status st;
-  if (s.Step(&st)) *high_water = static_cast<uint64_t>(s.Int(0));
-  return st;
-}
-
-Status SqliteStore::RegionFeedBounds(uint64_t* oldest_seq, uint64_t* head_seq) {
-  std::lock_guard<std::mutex> lock(read_mu_);
-  Txn snapshot(&read_db_);
-  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
-  int64_t oldest = 0, head = 0;
-  ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT ifnull((SELECT seq FROM region_chunks ORDER BY seq LIMIT 1), 0)",
-                                       &oldest));
-  ES_RETURN_IF_ERROR(read_db_.QueryInt(kRegionHeadSql, &head));
-  *oldest_seq = static_cast<uint64_t>(oldest);
-  *head_seq = static_cast<uint64_t>(head);
-  return Status::Ok();
-}
-
-Status SqliteStore::ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::vector<RegionFeedEntry>* entries,
-                                   uint64_t* head_seq, bool* reset) {
-  entries->clear();
-  *reset = false;
-  std::lock_guard<std::mutex> lock(read_mu_);
-  Txn snapshot(&read_db_);
-  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
-  int64_t head = 0, pruned = 0;
-  ES_RETURN_IF_ERROR(read_db_.QueryInt(kRegionHeadSql, &head));
-  ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "region_pruned_seq", &pruned));
-  *head_seq = static_cast<uint64_t>(head);
-  if (after_seq < static_cast<uint64_t>(pruned)) {
-    *reset = true;  // never a silent rewind or skip
-    return Status::Ok();
-  }
-  if (after_seq >= static_cast<uint64_t>(head)) return Status::Ok();
-  const size_t max = std::min<size_t>(max_entries, 100000);
-  // From the chunk holding after_seq + 1 (the last one starting at or
-  // before it), chunk by chunk in sequence order.
-  Stmt s;
-  ES_RETURN_IF_ERROR(s.Prepare(&read_db_,
-                               "SELECT seq, origin, data FROM region_chunks WHERE seq >= ifnull((SELECT max(seq) "
-                               "FROM region_chunks WHERE seq <= ?1), 0) ORDER BY seq"));
-  s.Bind(1, static_cast<int64_t>(after_seq + 1));
-  Status st;
-  std::vector<RemoteChunkEntry>& chunk = region_decoded_;
-  while (entries->size() < max && s.Step(&st)) {
-    const int64_t seq = s.Int(0);
-    Origin origin;
-    ES_RETURN_IF_ERROR(OriginById(s.Int(1), &origin));
-    ES_RETURN_IF_ERROR(DecodeRemote(s.Blob(2), "region chunk at sequence", seq, &chunk));
-    for (size_t i = 0; i < chunk.size() && entries->size() < max; ++i) {
-      const uint64_t e_seq = static_cast<uint64_t>(seq) + i;
-      if (e_seq <= after_seq) continue;
-      const RemoteChunkEntry& c = chunk[i];
-      RegionFeedEntry e;
-      e.seq = e_seq;
-      e.remote.origin = origin;
-      e.remote.origin_lsn = c.olsn;
-      ES_RETURN_IF_ERROR(FromChunkEntry(c, &e.remote.entry));
-      entries->push_back(std::move(e));
-    }
-  }
-  return st;
 }
 
 Status SqliteStore::FromChunkEntry(const RemoteChunkEntry& c, ChangeEntry* e) {

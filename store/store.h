@@ -4,7 +4,8 @@
 // change log that is readable per partition key range; device records with
 // soft delete; leases and checkpoints of feed consumers; the read view of
 // other gateways' data (remote entries keyed by origin and origin LSN); and,
-// on a region hub, the per-origin high-water marks and the region feed.
+// on a region hub, the per-origin high-water marks and the region feed
+// (reached through HubStore, store/hub_store.h).
 //
 // Errors are Status values; SQLite never throws through here and <sqlite3.h>
 // stays out of this header.
@@ -279,17 +280,20 @@ struct FeedPosition {
   uint64_t single_seq = 0;
 };
 
-class Store {
+// The gateway store's clients each reach it through the interface of their
+// role, holding only what they call (a unit test's fake implements that and
+// nothing else). Store is the union that Store::Open returns; a method that
+// two roles share is declared again in Store, so a call through Store is
+// never ambiguous. The region hub's methods are not here: a hub reaches its
+// tables through HubStore (store/hub_store.h), which the SQLite store also
+// implements.
+
+// Ingest (agent/ingest StoreSink): appends readings with the intake
+// checkpoint, the dead letters of refused payloads, and the check whether a
+// redelivered reading is held.
+class ReadingLog {
  public:
-  // Opens or creates the store. Refuses, without touching the file: a file
-  // that is not a SQLite database (truncated, garbage), one that fails the
-  // integrity check, and one written by a newer schema version.
-  static Status Open(const StoreOptions& options, std::unique_ptr<Store>* store);
-  virtual ~Store() = default;
-
-  virtual Origin origin() const = 0;
-  virtual int schema_version() const = 0;
-
+  virtual ~ReadingLog() = default;
   // Readings, committed in one transaction (group commit); each gets the
   // next LSN. All are validated first (ValidateReading): one invalid reading
   // fails the whole call with InvalidArgument. NoSpace when full and the
@@ -299,26 +303,85 @@ class Store {
   // back; see SetCheckpoint) in the same transaction.
   virtual Status AppendReadingsMarked(const std::vector<Reading>& readings, const CheckpointMark& mark,
                                       AppendResult* result) = 0;
-  virtual uint64_t LastLsn() const = 0;
+  // Named checkpoints that only move forward ("upstream:<region>",
+  // "feed:<region>", the intake's). Missing = 0.
+  virtual Status GetCheckpoint(const std::string& name, uint64_t* value) = 0;
+  // Rejected payloads, capped (oldest dropped).
+  virtual Status AddDeadLetters(const std::vector<DeadLetter>& letters) = 0;
+  // Union of local readings and the read view, deduplicated by (origin, LSN).
+  virtual Status Query(const QueryRequest& request, std::vector<QueryRow>* rows) = 0;
+};
 
-  // Device records. Only a record's latest version stays in the log.
+// Device records (the base of per-device documents). Only a record's latest
+// version stays in the log.
+class DeviceRecords {
+ public:
+  virtual ~DeviceRecords() = default;
   virtual Status UpsertDevice(const DeviceRecord& device, uint64_t* lsn) = 0;
   virtual Status DeleteDevice(const std::string& device_id, uint64_t* lsn) = 0;
   virtual Status GetDevice(const std::string& device_id, DeviceRecord* device) = 0;
+};
 
-  // Ranges and the per-range change feed.
+// The uplink (sync/uplink.h): the log in LSN order and its position upstream.
+class UplinkSource {
+ public:
+  virtual ~UplinkSource() = default;
+  virtual Origin origin() const = 0;  // what the batches are of
+  virtual uint64_t LastLsn() const = 0;
+  // The whole log in LSN order: entries with lsn > after_lsn. LSNs may skip
+  // (compacted device records, pruned or dropped readings).
+  virtual Status ReadLog(uint64_t after_lsn, size_t max_entries, std::vector<ChangeEntry>* entries) = 0;
+  virtual Status GetCheckpoint(const std::string& name, uint64_t* value) = 0;
+  virtual Status SetCheckpoint(const std::string& name, uint64_t value) = 0;
+  // Marks entries up to lsn as acknowledged upstream by target (a region):
+  // they become prunable after the retention age.
+  virtual Status AckUpstream(const std::string& target, uint64_t lsn) = 0;
+};
+
+// The feed puller (sync/feed_puller.h): the read view of other gateways.
+class ReadViewWriter {
+ public:
+  virtual ~ReadViewWriter() = default;
+  // This store's origin: its own entries served back by a feed are not
+  // applied to the read view.
+  virtual Origin origin() const = 0;
+  // Applies entries idempotently by (origin, origin LSN). *applied counts
+  // the entries that were new.
+  virtual Status ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t* applied) = 0;
+  // The read view's position in a region's feed (checkpoint "feed:<region>"
+  // holds its seq). Within one epoch the position only moves forward
+  // (InvalidArgument otherwise); a position of another epoch replaces the
+  // old one whole. reset = the hub's explicit reset: the position is
+  // replaced whatever it was (a restored hub store may be behind us).
+  virtual Status GetFeedPosition(const std::string& region, FeedPosition* position) = 0;
+  virtual Status SetFeedPosition(const std::string& region, const FeedPosition& position, bool reset) = 0;
+};
+
+// Readers: `edgesync query`, `devices`, `feed`, dead letters.
+class StoreReader {
+ public:
+  virtual ~StoreReader() = default;
+  virtual Status Query(const QueryRequest& request, std::vector<QueryRow>* rows) = 0;
+  // Every device with readings, local and in the read view, by device id
+  // then origin. Scans the tables: for the CLI, not for a hot path.
+  virtual Status ListDevices(std::vector<DeviceSummary>* devices) = 0;
   virtual Status ListRanges(std::vector<RangeInfo>* ranges) = 0;
   // At most max_entries of the range, in LSN order, after `from`. A token of
   // a split parent is accepted by its children; a token of another epoch or
   // of an unrelated range is InvalidArgument; reading a range that has split
   // is NotFound naming its children.
   virtual Status ReadFeed(uint32_t range_id, const FeedStart& from, size_t max_entries, FeedPage* page) = 0;
+  // The newest dead letters first, at most max.
+  virtual Status ListDeadLetters(size_t max, std::vector<DeadLetter>* letters) = 0;
+};
 
-  // The whole log in LSN order (the uplink): entries with lsn > after_lsn.
-  // LSNs may skip (compacted device records, pruned or dropped readings).
-  virtual Status ReadLog(uint64_t after_lsn, size_t max_entries, std::vector<ChangeEntry>* entries) = 0;
-
-  // Leases of feed consumers; every change is a compare-and-set on version.
+// Consumers of the per-range change feed that share it by leases
+// (`edgesync feed --lease`). Every change is a compare-and-set on version.
+class RangeLeases {
+ public:
+  virtual ~RangeLeases() = default;
+  virtual Status ListRanges(std::vector<RangeInfo>* ranges) = 0;
+  virtual Status ReadFeed(uint32_t range_id, const FeedStart& from, size_t max_entries, FeedPage* page) = 0;
   // Acquire succeeds on a free or expired lease (or one the owner holds).
   // Expired: not renewed for lease_expiry_ms of the monotonic clock of this
   // boot (shared by every process on the machine), or renewed in another
@@ -334,109 +397,13 @@ class Store {
   // (the change-feed-processor model's steal). The continuation stays: the
   // new owner resumes from the last checkpoint. The former owner learns on
   // its next renew or checkpoint (Conflict). Conflict if the version moved.
-  virtual Status TakeLease(const Lease& seen, const std::string& owner, Lease* lease) {
-    (void)seen;
-    (void)owner;
-    (void)lease;
-    return Status::Unsupported("TakeLease");
-  }
+  virtual Status TakeLease(const Lease& seen, const std::string& owner, Lease* lease) = 0;
+};
 
-  // Named checkpoints that only move forward ("upstream:<region>",
-  // "feed:<region>"). Missing = 0.
-  virtual Status GetCheckpoint(const std::string& name, uint64_t* value) = 0;
-  virtual Status SetCheckpoint(const std::string& name, uint64_t value) = 0;
-  // The read view's position in a region's feed (checkpoint "feed:<region>"
-  // holds its seq). Within one epoch the position only moves forward
-  // (InvalidArgument otherwise); a position of another epoch replaces the
-  // old one whole. reset = the hub's explicit reset: the position is
-  // replaced whatever it was (a restored hub store may be behind us).
-  virtual Status GetFeedPosition(const std::string& region, FeedPosition* position) {
-    (void)region;
-    (void)position;
-    return Status::Unsupported("GetFeedPosition");
-  }
-  virtual Status SetFeedPosition(const std::string& region, const FeedPosition& position, bool reset) {
-    (void)region;
-    (void)position;
-    (void)reset;
-    return Status::Unsupported("SetFeedPosition");
-  }
-  // Marks entries up to lsn as acknowledged upstream by target (a region):
-  // they become prunable after the retention age.
-  virtual Status AckUpstream(const std::string& target, uint64_t lsn) = 0;
-
-  // Read view: applies entries idempotently by (origin, origin LSN).
-  // *applied counts the entries that were new.
-  virtual Status ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t* applied) = 0;
-  // Region hub: entries of one origin in LSN order. Entries at or below the
-  // origin's durable high-water mark are ignored; the first entry must be
-  // high_water + 1, or base_lsn + 1 where base_lsn (> high_water) is the
-  // sender's declaration that everything up to it is held elsewhere (after a
-  // failover); any other gap is refused (InvalidArgument). Inside a batch
-  // LSNs must increase but may skip: an origin's log has holes where older
-  // versions of device records were compacted or readings pruned/dropped.
-  // On success *high_water is the new mark (base_lsn alone, with no
-  // entries, raises it to base_lsn). Applied entries join the region feed.
-  virtual Status ApplyOriginBatch(const Origin& origin, uint64_t base_lsn, const std::vector<ChangeEntry>& entries,
-                                  uint64_t* high_water) = 0;
-  // Region hub, busy: several batches, of one or several origins, each
-  // decided as ApplyOriginBatch decides it, in order (a later batch of an
-  // origin against the mark an earlier one left), written in one
-  // transaction: one commit for the group instead of one per batch.
-  // All or nothing: when any batch is refused (InvalidArgument: an entry,
-  // or a gap) or the write fails, nothing is written and that is returned;
-  // the caller decides the batches one by one then. On success
-  // (*high_waters)[i] is batch i's mark after it.
-  struct OriginBatchWrite {
-    const Origin* origin = nullptr;
-    uint64_t base_lsn = 0;
-    const std::vector<ChangeEntry>* entries = nullptr;
-  };
-  virtual Status ApplyOriginBatches(const std::vector<OriginBatchWrite>& batches, std::vector<uint64_t>* high_waters) {
-    // Without a transaction of its own (test stores): one at a time.
-    high_waters->assign(batches.size(), 0);
-    for (size_t i = 0; i < batches.size(); ++i) {
-      ES_RETURN_IF_ERROR(
-          ApplyOriginBatch(*batches[i].origin, batches[i].base_lsn, *batches[i].entries, &(*high_waters)[i]));
-    }
-    return Status::Ok();
-  }
-  virtual Status GetHighWater(const Origin& origin, uint64_t* high_water) = 0;
-  // Region feed: entries with seq > after_seq. *reset is set when after_seq
-  // can no longer be served (pruned): the reader must start over explicitly.
-  virtual Status ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::vector<RegionFeedEntry>* entries,
-                                uint64_t* head_seq, bool* reset) = 0;
-  // The oldest sequence still served and the head: after a reset, a reader
-  // starts over explicitly from after_seq = oldest_seq - 1. (0, head) when
-  // the feed is empty.
-  virtual Status RegionFeedBounds(uint64_t* oldest_seq, uint64_t* head_seq) {
-    (void)oldest_seq;
-    (void)head_seq;
-    return Status::Unsupported("RegionFeedBounds");
-  }
-
-  // Union of local readings and the read view, deduplicated by (origin, LSN).
-  virtual Status Query(const QueryRequest& request, std::vector<QueryRow>* rows) = 0;
-
-  // Every device with readings, local and in the read view, by device id
-  // then origin. Scans the tables: for the CLI, not for a hot path.
-  virtual Status ListDevices(std::vector<DeviceSummary>* devices) {
-    (void)devices;
-    return Status::Unsupported("ListDevices");
-  }
-  // The entries after after_lsn (the upstream checkpoint): when the oldest
-  // was written, and the mean size used to estimate the backlog's bytes.
-  virtual Status Backlog(uint64_t after_lsn, BacklogInfo* info) {
-    (void)after_lsn;
-    (void)info;
-    return Status::Unsupported("Backlog");
-  }
-
-  // Rejected payloads, capped (oldest dropped). ListDeadLetters returns the
-  // newest first.
-  virtual Status AddDeadLetters(const std::vector<DeadLetter>& letters) = 0;
-  virtual Status ListDeadLetters(size_t max, std::vector<DeadLetter>* letters) = 0;
-
+// Retention and compaction (store/retention.h).
+class StoreMaintenance {
+ public:
+  virtual ~StoreMaintenance() = default;
   // Retention: acknowledged readings older than the retention age; tombstones
   // past their retention; remote entries (read view, region feed) past
   // remote_retention_ms; when space runs low (see min_free_bytes), acknowledged
@@ -448,22 +415,54 @@ class Store {
   // most max_rows rows of each kind (readings, tombstones, remote entries),
   // oldest first; result->more says whether more is due. A region feed
   // reader behind what a step pruned gets an explicit reset.
-  virtual Status PruneStep(int64_t max_rows, PruneResult* result) {
-    (void)max_rows;
-    *result = PruneResult{};
-    return Status::Unsupported("PruneStep");
-  }
+  virtual Status PruneStep(int64_t max_rows, PruneResult* result) = 0;
   // Compaction: one bounded step rewriting the oldest span of acknowledged
   // commit chunks older than compact_after_ms as one block per series (the
   // decoding and encoding run outside the write lock; the rewrite is one
   // short transaction, so a crash leaves either the chunks or the span).
   // Readers by LSN, retention and queries see the same readings before and
   // after. Nothing due: result->spans == 0.
-  virtual Status CompactStep(CompactResult* result) {
-    *result = CompactResult{};
-    return Status::Unsupported("CompactStep");
-  }
+  virtual Status CompactStep(CompactResult* result) = 0;
+};
+
+// The figures of `status`, /metrics and the status page (agent/store_figures.h).
+class StoreGauges {
+ public:
+  virtual ~StoreGauges() = default;
+  virtual Origin origin() const = 0;
+  virtual uint64_t LastLsn() const = 0;
+  virtual Status GetCheckpoint(const std::string& name, uint64_t* value) = 0;
+  virtual Status ListRanges(std::vector<RangeInfo>* ranges) = 0;
+  // The entries after after_lsn (the upstream checkpoint): when the oldest
+  // was written, and the mean size used to estimate the backlog's bytes.
+  virtual Status Backlog(uint64_t after_lsn, BacklogInfo* info) = 0;
   virtual Status Stats(StoreStats* stats) = 0;
+};
+
+class Store : public ReadingLog,
+              public DeviceRecords,
+              public UplinkSource,
+              public ReadViewWriter,
+              public StoreReader,
+              public RangeLeases,
+              public StoreMaintenance,
+              public StoreGauges {
+ public:
+  // Opens or creates the store. Refuses, without touching the file: a file
+  // that is not a SQLite database (truncated, garbage), one that fails the
+  // integrity check, and one written by a newer schema version.
+  static Status Open(const StoreOptions& options, std::unique_ptr<Store>* store);
+  ~Store() override = default;
+
+  Origin origin() const override = 0;
+  virtual int schema_version() const = 0;
+
+  // Shared by two or more roles (see each role for the contract).
+  uint64_t LastLsn() const override = 0;
+  Status GetCheckpoint(const std::string& name, uint64_t* value) override = 0;
+  Status Query(const QueryRequest& request, std::vector<QueryRow>* rows) override = 0;
+  Status ListRanges(std::vector<RangeInfo>* ranges) override = 0;
+  Status ReadFeed(uint32_t range_id, const FeedStart& from, size_t max_entries, FeedPage* page) override = 0;
 };
 
 

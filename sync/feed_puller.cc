@@ -15,7 +15,7 @@ constexpr int64_t kLatePagesQuietMs = 5000;
 
 }  // namespace
 
-FeedPuller::FeedPuller(Store* store, FeedPullerOptions options, Clock* clock, MqttLinkFactory factory)
+FeedPuller::FeedPuller(ReadViewWriter* store, FeedPullerOptions options, Clock* clock, MqttLinkFactory factory)
     : store_(store),
       options_(std::move(options)),
       clock_(clock ? clock : SystemClock()),

@@ -90,7 +90,7 @@ struct FeedPullerStats {
 
 class FeedPuller {
  public:
-  FeedPuller(Store* store, FeedPullerOptions options, Clock* clock = nullptr, MqttLinkFactory factory = nullptr);
+  FeedPuller(ReadViewWriter* store, FeedPullerOptions options, Clock* clock = nullptr, MqttLinkFactory factory = nullptr);
   ~FeedPuller();
   FeedPuller(const FeedPuller&) = delete;
   FeedPuller& operator=(const FeedPuller&) = delete;
@@ -132,7 +132,7 @@ class FeedPuller {
   // Copies r's position and head into s. Requires stats_mu_ (or Start).
   static void Publish(FeedRegionStats* s, const Region& r);
 
-  Store* store_;
+  ReadViewWriter* store_;
   FeedPullerOptions options_;
   Clock* clock_;
   MqttLinkFactory factory_;

@@ -18,7 +18,7 @@ constexpr int64_t kLateAnswersQuietMs = 5000;
 
 }  // namespace
 
-Uplink::Uplink(Store* store, UplinkOptions options, Clock* clock, MqttLinkFactory factory)
+Uplink::Uplink(UplinkSource* store, UplinkOptions options, Clock* clock, MqttLinkFactory factory)
     : store_(store),
       options_(std::move(options)),
       clock_(clock ? clock : SystemClock()),

@@ -136,7 +136,7 @@ struct UplinkStats {
 
 class Uplink {
  public:
-  Uplink(Store* store, UplinkOptions options, Clock* clock = nullptr, MqttLinkFactory factory = nullptr);
+  Uplink(UplinkSource* store, UplinkOptions options, Clock* clock = nullptr, MqttLinkFactory factory = nullptr);
   ~Uplink();
   Uplink(const Uplink&) = delete;
   Uplink& operator=(const Uplink&) = delete;
@@ -202,7 +202,7 @@ class Uplink {
   SeriesContext* NextContext();
   int64_t NowMs() const { return clock_->MonotonicMillis(); }
 
-  Store* store_;
+  UplinkSource* store_;
   UplinkOptions options_;
   Clock* clock_;
   MqttLinkFactory factory_;

@@ -99,7 +99,7 @@ class IngestSink {
 class StoreSink : public IngestSink {
  public:
   static constexpr const char* kIntakeCheckpoint = "ingest:intake";
-  explicit StoreSink(Store* store) : store_(store) {}
+  explicit StoreSink(ReadingLog* store) : store_(store) {}
   Status AppendReadings(const std::vector<Reading>& readings, uint64_t intake_seq) override {
     AppendResult r;
     return store_->AppendReadingsMarked(readings, CheckpointMark{kIntakeCheckpoint, intake_seq}, &r);
@@ -122,7 +122,7 @@ class StoreSink : public IngestSink {
   }
 
  private:
-  Store* store_;
+  ReadingLog* store_;
 };
 
 enum class AckMode { kAfterJournal, kAfterCommit, kOnReceipt };

@@ -41,6 +41,7 @@
 #include "store/sqlite_util.h"
 #include "store/store.h"
 #include "tests/bench/report.h"
+#include "tests/support/sqlite_hub.h"
 #include "tests/support/process.h"
 #include "tests/support/workload.h"
 #ifdef EDGESYNC_HAVE_POSTGRESQL
@@ -112,7 +113,7 @@ Figures Chunked(const std::string& dir, const std::vector<ChangeEntry>& all) {
   o.open_check = StoreOptions::OpenCheck::kNone;
   std::unique_ptr<Store> hub;
   if (!Check(Store::Open(o, &hub), "open hub")) return f;
-  std::unique_ptr<HubStore> hs = NewSqliteHubStore(hub.get());
+  std::unique_ptr<HubStore> hs = test::NewSqliteHubView(hub.get());
   auto t0 = Steady::now();
   size_t batches = 0;
   for (size_t i = 0; i < all.size(); i += kBatch, ++batches) {
@@ -133,7 +134,7 @@ Figures Chunked(const std::string& dir, const std::vector<ChangeEntry>& all) {
   std::vector<RegionFeedEntry> page;
   int64_t held = 0;
   do {
-    if (!Check(hub->ReadRegionFeed(after, kPage, &page, &head, &reset), "feed")) return f;
+    if (!Check(test::ReadRegionFeed(hub.get(), after, kPage, &page, &head, &reset), "feed")) return f;
     std::vector<RemoteEntry> entries;
     for (RegionFeedEntry& e : page) entries.push_back(std::move(e.remote));
     int64_t applied = 0;
@@ -152,7 +153,7 @@ Figures Chunked(const std::string& dir, const std::vector<ChangeEntry>& all) {
   fo.path = dir + "/fleet.db";
   std::unique_ptr<Store> fleet;
   if (!Check(Store::Open(fo, &fleet), "open fleet hub")) return f;
-  std::unique_ptr<HubStore> fs = NewSqliteHubStore(fleet.get());
+  std::unique_ptr<HubStore> fs = test::NewSqliteHubView(fleet.get());
   t0 = Steady::now();
   for (int round = 0; round < FleetRounds(); ++round) {
     for (int i = 0; i < kFleetOrigins; ++i) {

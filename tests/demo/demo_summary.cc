@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "store/store.h"
+#include "tests/support/sqlite_hub.h"
 
 namespace {
 
@@ -68,7 +69,7 @@ int main(int argc, char** argv) {
       std::vector<edgesync::RegionFeedEntry> page;
       uint64_t head = 0;
       bool reset = false;
-      s = region->ReadRegionFeed(after, 10000, &page, &head, &reset);
+      s = edgesync::test::ReadRegionFeed(region.get(), after, 10000, &page, &head, &reset);
       if (!s.ok() || reset) {
         std::fprintf(stderr, "region store %s: cannot read its feed: %s\n", path.c_str(), s.ToString().c_str());
         return 1;

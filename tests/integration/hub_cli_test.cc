@@ -17,6 +17,7 @@
 #include "platform/files.h"
 #include "store/hub_store.h"
 #include "store/store.h"
+#include "tests/support/sqlite_hub.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/postgres.h"
 #include "tests/support/process.h"
@@ -84,7 +85,7 @@ class HubCliTest : public ::testing::Test {
     so.gateway_id = "hub-eu";
     std::unique_ptr<Store> store;
     ASSERT_OK(Store::Open(so, &store));
-    std::unique_ptr<HubStore> sqlite = NewSqliteHubStore(store.get());
+    std::unique_ptr<HubStore> sqlite = test::NewSqliteHubView(store.get());
     std::unique_ptr<HubStore> pg;
     Status st = OpenPostgresHubStore(HubStoreOptionsFor(*pg_, "region"), &pg);
     ASSERT_OK(st);

@@ -27,6 +27,7 @@
 #include "store/hub_store.h"
 #include "store/store.h"
 #include "sync/uplink.h"
+#include "tests/support/sqlite_hub.h"
 #include "tests/support/broker.h"
 #include "tests/support/postgres.h"
 #include "tests/support/process.h"
@@ -114,7 +115,7 @@ class RegionSite {
       o.create_if_missing = false;  // gateway id "" = whatever the hub's store says
       o.open_check = StoreOptions::OpenCheck::kNone;
       st = Store::Open(o, store);
-      if (st.ok()) hub = NewSqliteHubStore(store->get());
+      if (st.ok()) hub = test::NewSqliteHubView(store->get());
     }
     if (!st.ok()) ADD_FAILURE() << "opening region " << name_ << "'s hub store: " << st.ToString();
     return hub;

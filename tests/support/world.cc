@@ -1,3 +1,4 @@
+#include "tests/support/sqlite_hub.h"
 #include "tests/support/world.h"
 
 #include <fcntl.h>
@@ -132,7 +133,7 @@ Status World::OpenHubStore(int r, std::unique_ptr<Store>* file, std::unique_ptr<
   o.create_if_missing = false;
   o.read_only = true;
   Status st = Store::Open(o, file);
-  if (st.ok()) *hub = NewSqliteHubStore(file->get());
+  if (st.ok()) *hub = test::NewSqliteHubView(file->get());
   return st;
 }
 

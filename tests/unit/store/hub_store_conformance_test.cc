@@ -14,6 +14,7 @@
 #include "platform/clock.h"
 #include "store/hub_store.h"
 #include "store/store.h"
+#include "tests/support/sqlite_hub.h"
 #include "tests/support/postgres.h"
 #include "tests/support/process.h"
 #include "tests/support/status_assert.h"
@@ -86,7 +87,7 @@ class HubStoreTest : public ::testing::TestWithParam<std::string> {
       Status st = Store::Open(o, &store);
       EXPECT_OK(st);
       if (!st.ok()) return nullptr;
-      hub = NewSqliteHubStore(store.get());
+      hub = test::NewSqliteHubView(store.get());
       stores_.push_back(std::move(store));
     } else {
       Status st = OpenPostgresHubStore(PgOptions(), &hub);

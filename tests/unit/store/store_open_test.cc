@@ -6,6 +6,7 @@
 #include "store/schema.h"
 #include "store/sqlite_util.h"
 #include "tests/unit/store/store_test_util.h"
+#include "tests/support/sqlite_hub.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync::test {
@@ -161,7 +162,7 @@ TEST_F(StoreOpenTest, MigratesVersion1Forward) {
   e.lsn = 1;
   e.reading = MakeReading("d", "m", 1, 2);
   uint64_t hw = 0;
-  ASSERT_OK(s->ApplyOriginBatch(o, 0, {e}, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(Raw(s), o, 0, {e}, &hw));
   EXPECT_EQ(hw, 1u);
   AppendResult r;
   ASSERT_OK(s->AppendReadings(Batch(10), &r));

@@ -10,6 +10,7 @@
 
 #include "store/schema.h"
 #include "tests/unit/store/store_test_util.h"
+#include "tests/support/sqlite_hub.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync::test {
@@ -157,7 +158,7 @@ TEST_F(StoreQueryTest, AnswersAsTheReferenceUnionForEveryWindowLimitAndDirection
     Hold(Expected{kGwB, lsn, false, e.reading});
   }
   uint64_t high_water = 0;
-  ASSERT_OK(s->ApplyOriginBatch(kGwB, 0, batch, &high_water));
+  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kGwB, 0, batch, &high_water));
   ASSERT_EQ(high_water, 340u);
 
   int checked = 0;

@@ -1,6 +1,7 @@
 // The read view's batched apply path: batches longer than one insert chunk,
 // with entries the read view already holds and device records among them.
 #include "tests/unit/store/store_test_util.h"
+#include "tests/support/sqlite_hub.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync::test {
@@ -30,7 +31,7 @@ std::vector<RegionFeedEntry> WholeFeed(Store* s) {
   uint64_t after = 0, head = 0;
   bool reset = false;
   do {
-    EXPECT_OK(s->ReadRegionFeed(after, 97, &page, &head, &reset));
+    EXPECT_OK(test::ReadRegionFeed(Raw(s), after, 97, &page, &head, &reset));
     EXPECT_FALSE(reset);
     for (auto& e : page) all.push_back(e);
     if (!page.empty()) after = page.back().seq;
@@ -50,11 +51,11 @@ TEST_F(StoreRemoteChunkTest, LongOriginBatchesJoinTheFeedInOrderOnce) {
   std::vector<ChangeEntry> b1, b2;
   for (uint64_t lsn = 1; lsn <= 200; ++lsn) b1.push_back(At(lsn));
   for (uint64_t lsn = 150; lsn <= 300; ++lsn) b2.push_back(At(lsn));  // overlaps the mark
-  ASSERT_OK(s->ApplyOriginBatch(kGw, 0, b1, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kGw, 0, b1, &hw));
   EXPECT_EQ(hw, 200u);
-  ASSERT_OK(s->ApplyOriginBatch(kGw, 0, b2, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kGw, 0, b2, &hw));
   EXPECT_EQ(hw, 300u);
-  ASSERT_OK(s->ApplyOriginBatch(kGw, 0, b1, &hw));  // a resend changes nothing
+  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kGw, 0, b1, &hw));  // a resend changes nothing
   EXPECT_EQ(hw, 300u);
 
   std::vector<RegionFeedEntry> feed = WholeFeed(s.get());

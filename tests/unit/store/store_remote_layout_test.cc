@@ -7,6 +7,7 @@
 #include "store/schema.h"
 #include "store/sqlite_util.h"
 #include "tests/unit/store/store_test_util.h"
+#include "tests/support/sqlite_hub.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync::test {
@@ -20,7 +21,7 @@ class StoreRemoteLayoutTest : public StoreTest {
     uint64_t head = 0;
     bool reset = false;
     for (;;) {
-      Status st = s->ReadRegionFeed(after, page, &got, &head, &reset);
+      Status st = test::ReadRegionFeed(Raw(s), after, page, &got, &head, &reset);
       EXPECT_OK(st);
       EXPECT_FALSE(reset);
       if (!st.ok() || got.empty()) return all;
@@ -105,14 +106,14 @@ TEST_F(StoreRemoteLayoutTest, HubTakesOnlyWhatIsAboveItsMarkAndPagesAcrossBatche
     for (uint64_t lsn = from; lsn <= to; ++lsn) v.push_back(At(lsn));
     return v;
   };
-  ASSERT_OK(s->ApplyOriginBatch(kA, 0, batch(1, 10), &hw));
-  ASSERT_OK(s->ApplyOriginBatch(kB, 0, batch(1, 7), &hw));
-  ASSERT_OK(s->ApplyOriginBatch(kA, 0, batch(5, 15), &hw));  // partial overlap: 11-15 are new
+  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kA, 0, batch(1, 10), &hw));
+  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kB, 0, batch(1, 7), &hw));
+  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kA, 0, batch(5, 15), &hw));  // partial overlap: 11-15 are new
   EXPECT_EQ(hw, 15u);
-  ASSERT_OK(s->ApplyOriginBatch(kA, 0, batch(1, 15), &hw));  // all held
+  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kA, 0, batch(1, 15), &hw));  // all held
   EXPECT_EQ(hw, 15u);
-  EXPECT_EQ(s->ApplyOriginBatch(kA, 0, batch(17, 20), &hw).code(), Status::Code::kInvalidArgument);  // a gap
-  ASSERT_OK(s->ApplyOriginBatch(kB, 0, batch(8, 8), &hw));
+  EXPECT_EQ(test::ApplyOriginBatch(Raw(s), kA, 0, batch(17, 20), &hw).code(), Status::Code::kInvalidArgument);  // a gap
+  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kB, 0, batch(8, 8), &hw));
   // Feed: A 1-10 (seq 1-10), B 1-7 (11-17), A 11-15 (18-22), B 8 (23).
   for (size_t page : {1u, 3u, 7u, 100u}) {
     std::vector<RegionFeedEntry> feed = FeedFrom(s.get(), 0, page);
@@ -132,7 +133,7 @@ TEST_F(StoreRemoteLayoutTest, HubTakesOnlyWhatIsAboveItsMarkAndPagesAcrossBatche
   EXPECT_EQ(tail[0].seq, 14u);
   EXPECT_EQ(tail[0].remote.origin_lsn, 4u);
   uint64_t oldest = 0, head = 0;
-  ASSERT_OK(s->RegionFeedBounds(&oldest, &head));
+  ASSERT_OK(test::RegionFeedBounds(Raw(s), &oldest, &head));
   EXPECT_EQ(oldest, 1u);
   EXPECT_EQ(head, 23u);
   EXPECT_EQ(RemoteEntries(s.get()), 23);
@@ -141,11 +142,11 @@ TEST_F(StoreRemoteLayoutTest, HubTakesOnlyWhatIsAboveItsMarkAndPagesAcrossBatche
 TEST_F(StoreRemoteLayoutTest, RetentionPrunesWholeChunksAndTheFeedKeepsItsHeadAndResets) {
   auto s = OpenStore();
   uint64_t hw = 0;
-  ASSERT_OK(s->ApplyOriginBatch(kA, 0, {At(1), At(2), At(3)}, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kA, 0, {At(1), At(2), At(3)}, &hw));
   int64_t applied = 0;
   ASSERT_OK(s->ApplyRemote(Page(kB, {{1, 4}}), &applied));
   clock_.Advance(8LL * 86400 * 1000);
-  ASSERT_OK(s->ApplyOriginBatch(kA, 0, {At(4), At(5)}, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kA, 0, {At(4), At(5)}, &hw));
   ASSERT_OK(s->ApplyRemote(Page(kB, {{5, 6}}), &applied));
   PruneResult p;
   ASSERT_OK(s->Prune(&p));
@@ -154,7 +155,7 @@ TEST_F(StoreRemoteLayoutTest, RetentionPrunesWholeChunksAndTheFeedKeepsItsHeadAn
   std::vector<RegionFeedEntry> feed;
   uint64_t head = 0;
   bool reset = false;
-  ASSERT_OK(s->ReadRegionFeed(2, 10, &feed, &head, &reset));
+  ASSERT_OK(test::ReadRegionFeed(Raw(s), 2, 10, &feed, &head, &reset));
   EXPECT_TRUE(reset);
   EXPECT_EQ(head, 5u);
   feed = FeedFrom(s.get(), 3, 10);
@@ -165,11 +166,11 @@ TEST_F(StoreRemoteLayoutTest, RetentionPrunesWholeChunksAndTheFeedKeepsItsHeadAn
   ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.remote, 4);
   uint64_t oldest = 0;
-  ASSERT_OK(s->RegionFeedBounds(&oldest, &head));
+  ASSERT_OK(test::RegionFeedBounds(Raw(s), &oldest, &head));
   EXPECT_EQ(oldest, 0u);
   EXPECT_EQ(head, 5u);
-  ASSERT_OK(s->ApplyOriginBatch(kA, 0, {At(6)}, &hw));
-  ASSERT_OK(s->ReadRegionFeed(5, 10, &feed, &head, &reset));
+  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kA, 0, {At(6)}, &hw));
+  ASSERT_OK(test::ReadRegionFeed(Raw(s), 5, 10, &feed, &head, &reset));
   EXPECT_FALSE(reset);
   ASSERT_EQ(feed.size(), 1u);
   EXPECT_EQ(feed[0].seq, 6u);
@@ -200,8 +201,8 @@ TEST_F(StoreRemoteLayoutTest, ADamagedChunkIsRefusedNamedAndCountedNeverACrash) 
   {
     auto s = OpenStore();
     uint64_t hw = 0;
-    ASSERT_OK(s->ApplyOriginBatch(kA, 0, {At(1), At(2), At(3)}, &hw));
-    ASSERT_OK(s->ApplyOriginBatch(kA, 0, {At(4)}, &hw));
+    ASSERT_OK(test::ApplyOriginBatch(Raw(s), kA, 0, {At(1), At(2), At(3)}, &hw));
+    ASSERT_OK(test::ApplyOriginBatch(Raw(s), kA, 0, {At(4)}, &hw));
     int64_t applied = 0;
     ASSERT_OK(s->ApplyRemote(Page(kB, {{1, 5}}), &applied));
   }
@@ -213,12 +214,12 @@ TEST_F(StoreRemoteLayoutTest, ADamagedChunkIsRefusedNamedAndCountedNeverACrash) 
   std::vector<RegionFeedEntry> feed;
   uint64_t head = 0;
   bool reset = false;
-  Status st = s->ReadRegionFeed(0, 10, &feed, &head, &reset);
+  Status st = test::ReadRegionFeed(Raw(s), 0, 10, &feed, &head, &reset);
   EXPECT_EQ(st.code(), Status::Code::kCorruption);
   EXPECT_NE(st.message().find("region chunk at sequence 1: remote chunk:"), std::string::npos) << st.ToString();
   EXPECT_EQ(CorruptChunks(s.get()), 1);
   // Past the damaged chunk the feed still serves.
-  ASSERT_OK(s->ReadRegionFeed(3, 10, &feed, &head, &reset));
+  ASSERT_OK(test::ReadRegionFeed(Raw(s), 3, 10, &feed, &head, &reset));
   ASSERT_EQ(feed.size(), 1u);
   EXPECT_EQ(feed[0].remote.origin_lsn, 4u);
   // A page overlapping the damaged read view chunk cannot be deduplicated
@@ -279,7 +280,7 @@ TEST_F(StoreRemoteLayoutTest, MigratesVersion4RowsIntoChunks) {
   EXPECT_EQ(s->schema_version(), kSchemaVersion);
   EXPECT_EQ(RemoteEntries(s.get()), 4 + 4);
   uint64_t oldest = 0, head = 0;
-  ASSERT_OK(s->RegionFeedBounds(&oldest, &head));
+  ASSERT_OK(test::RegionFeedBounds(Raw(s), &oldest, &head));
   EXPECT_EQ(oldest, 3u);
   EXPECT_EQ(head, 6u);
   std::vector<RegionFeedEntry> feed = FeedFrom(s.get(), 2, 100);
@@ -292,12 +293,12 @@ TEST_F(StoreRemoteLayoutTest, MigratesVersion4RowsIntoChunks) {
   EXPECT_EQ(feed[1].remote.entry.device.name, "Pump");
   EXPECT_EQ(feed[2].remote.entry.reading.value, 5.5);
   bool reset = false;
-  ASSERT_OK(s->ReadRegionFeed(1, 10, &feed, &head, &reset));
+  ASSERT_OK(test::ReadRegionFeed(Raw(s), 1, 10, &feed, &head, &reset));
   EXPECT_TRUE(reset);
   uint64_t hw = 0;
-  ASSERT_OK(s->GetHighWater(kA, &hw));
+  ASSERT_OK(test::GetHighWater(Raw(s), kA, &hw));
   EXPECT_EQ(hw, 6u);
-  ASSERT_OK(s->ApplyOriginBatch(kA, 0, {At(5), At(6), At(7)}, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kA, 0, {At(5), At(6), At(7)}, &hw));
   EXPECT_EQ(hw, 7u);
   EXPECT_EQ(FeedFrom(s.get(), 6, 10).size(), 1u);
   int64_t applied = 0;

@@ -19,38 +19,11 @@
 namespace edgesync {
 namespace {
 
-// Minimal in-memory store: only what the puller uses.
-class ViewStore : public Store {
+// An in-memory read view: the puller's role (ReadViewWriter), nothing else.
+class ViewStore : public ReadViewWriter {
  public:
+  // This gateway's origin: the entries the scripted hubs serve back as its own.
   Origin origin() const override { return {"gw-me", "00000000000000000000000000000001"}; }
-  int schema_version() const override { return 0; }
-  Status AppendReadings(const std::vector<Reading>&, AppendResult*) override { return Status::Unsupported(""); }
-  Status AppendReadingsMarked(const std::vector<Reading>&, const CheckpointMark&, AppendResult*) override {
-    return Status::Unsupported("");
-  }
-  uint64_t LastLsn() const override { return 0; }
-  Status UpsertDevice(const DeviceRecord&, uint64_t*) override { return Status::Unsupported(""); }
-  Status DeleteDevice(const std::string&, uint64_t*) override { return Status::Unsupported(""); }
-  Status GetDevice(const std::string&, DeviceRecord*) override { return Status::Unsupported(""); }
-  Status ListRanges(std::vector<RangeInfo>*) override { return Status::Unsupported(""); }
-  Status ReadFeed(uint32_t, const FeedStart&, size_t, FeedPage*) override { return Status::Unsupported(""); }
-  Status ReadLog(uint64_t, size_t, std::vector<ChangeEntry>*) override { return Status::Unsupported(""); }
-  Status AcquireLease(uint32_t, const std::string&, Lease*) override { return Status::Unsupported(""); }
-  Status RenewLease(const Lease&, Lease*) override { return Status::Unsupported(""); }
-  Status CheckpointLease(const Lease&, const std::string&, Lease*) override { return Status::Unsupported(""); }
-  Status ReleaseLease(const Lease&) override { return Status::Unsupported(""); }
-  Status ListLeases(std::vector<Lease>*) override { return Status::Unsupported(""); }
-  Status GetCheckpoint(const std::string& name, uint64_t* value) override {
-    std::lock_guard<std::mutex> lock(mu);
-    *value = checkpoints[name];
-    return Status::Ok();
-  }
-  Status SetCheckpoint(const std::string& name, uint64_t value) override {
-    std::lock_guard<std::mutex> lock(mu);
-    if (value < checkpoints[name]) return Status::InvalidArgument("checkpoint moves back");
-    checkpoints[name] = value;
-    return Status::Ok();
-  }
   Status GetFeedPosition(const std::string& region, FeedPosition* position) override {
     std::lock_guard<std::mutex> lock(mu);
     *position = positions[region];
@@ -70,7 +43,6 @@ class ViewStore : public Store {
     GetFeedPosition(region, &p);
     return p;
   }
-  Status AckUpstream(const std::string&, uint64_t) override { return Status::Unsupported(""); }
   Status ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t* applied) override {
     std::lock_guard<std::mutex> lock(mu);
     if (refuse_apply) return Status::NoSpace("disk full (test)");
@@ -78,21 +50,8 @@ class ViewStore : public Store {
     *applied = static_cast<int64_t>(entries.size());
     return Status::Ok();
   }
-  Status ApplyOriginBatch(const Origin&, uint64_t, const std::vector<ChangeEntry>&, uint64_t*) override {
-    return Status::Unsupported("");
-  }
-  Status GetHighWater(const Origin&, uint64_t*) override { return Status::Unsupported(""); }
-  Status ReadRegionFeed(uint64_t, size_t, std::vector<RegionFeedEntry>*, uint64_t*, bool*) override {
-    return Status::Unsupported("");
-  }
-  Status Query(const QueryRequest&, std::vector<QueryRow>*) override { return Status::Unsupported(""); }
-  Status AddDeadLetters(const std::vector<DeadLetter>&) override { return Status::Unsupported(""); }
-  Status ListDeadLetters(size_t, std::vector<DeadLetter>*) override { return Status::Unsupported(""); }
-  Status Prune(PruneResult*) override { return Status::Unsupported(""); }
-  Status Stats(StoreStats*) override { return Status::Unsupported(""); }
 
   std::mutex mu;
-  std::map<std::string, uint64_t> checkpoints;
   std::map<std::string, FeedPosition> positions;
   std::vector<RemoteEntry> remote;
   bool refuse_apply = false;

@@ -15,6 +15,7 @@
 #include "store/store.h"
 #include "sync/region_hub.h"
 #include "sync/wire.h"
+#include "tests/support/sqlite_hub.h"
 #include "tests/support/process.h"
 #include "tests/unit/sync/fake_link.h"
 #include "tests/support/status_assert.h"
@@ -29,7 +30,7 @@ class RegionHubStatusTest : public ::testing::Test {
     so.path = dir_.File("hub.db");
     so.gateway_id = "hub-eu";
     ASSERT_OK(Store::Open(so, &store_));
-    hub_store_ = NewSqliteHubStore(store_.get());
+    hub_store_ = test::NewSqliteHubView(store_.get());
     RegionHubOptions o;
     o.region = "eu";
     hub_ = std::make_unique<RegionHub>(hub_store_.get(), o, nullptr,

@@ -1,0 +1,286 @@
+// The region hub's tables of a SQLite store (HubStore): per-origin
+// high-water marks and the region feed, as remote chunks numbered by one
+// sequence. Decides each batch once, inside the transaction that applies it.
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+
+#include "store/chunk_codec.h"
+#include "store/schema.h"
+#include "store/sqlite_store.h"
+
+namespace edgesync {
+namespace {
+
+// A feed page scans at most this many pages' worth of entries (positions
+// that differ per shard, or a hostile reader's, are scanned from the lowest).
+constexpr size_t kFeedScanFactor = 4;
+
+}  // namespace
+
+Status SqliteStore::ApplyBatches(const std::vector<OriginBatch>& batches, std::vector<ApplyResult>* results) {
+  results->assign(batches.size(), ApplyResult{});
+  // Refused before the write lock: an invalid batch writes nothing and its
+  // refusal stays its own, whatever the batches beside it.
+  std::vector<bool> valid(batches.size(), false);
+  bool any = false;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    Status v = ValidateOriginBatch(batches[i]);
+    if (v.ok()) {
+      valid[i] = true;
+      any = true;
+      continue;
+    }
+    ApplyResult& r = (*results)[i];
+    r.outcome = ApplyOutcome::kInvalid;
+    r.detail = v.message();
+    if (ValidateOrigin(batches[i].origin).ok()) ES_RETURN_IF_ERROR(HighWater(batches[i].origin, &r.high_water));
+    r.before = r.high_water;
+  }
+  if (!any) return Status::Ok();
+  std::lock_guard<std::mutex> lock(write_mu_);
+  ES_RETURN_IF_ERROR(PrepareApply());
+  Txn txn(&write_db_);
+  pending_series_.clear();
+  // A busy hub's group is one transaction: its commit, not the batches, was
+  // the cost (WAL pages of the feed, the marks and the origins written once
+  // per group instead of once per batch).
+  Status s = [&]() -> Status {
+    ES_RETURN_IF_ERROR(txn.Begin());
+    int64_t head = 0;
+    {
+      Status st;
+      StmtScope scope(&w_region_head_);
+      head = w_region_head_.Step(&st) ? w_region_head_.Int(0) : 0;
+      ES_RETURN_IF_ERROR(st);
+    }
+    const int64_t now = clock_->WallMillis();
+    std::unordered_map<std::string, uint64_t> marks;
+    for (size_t i = 0; i < batches.size(); ++i) {
+      if (valid[i]) ES_RETURN_IF_ERROR(ApplyHubBatch(batches[i], now, &head, &marks, &(*results)[i]));
+    }
+    return txn.Commit();
+  }();
+  return EndRemoteWrite(&txn, s);
+}
+
+Status SqliteStore::FindOriginForWrite(const Origin& origin, int64_t* id) {
+  {
+    std::lock_guard<std::mutex> lock(origins_mu_);
+    auto it = origin_ids_.find(origin.ToString());
+    if (it != origin_ids_.end()) {
+      *id = it->second;
+      return Status::Ok();
+    }
+  }
+  Stmt& s = w_find_origin_;
+  StmtScope scope(&s);
+  s.Bind(1, std::string_view(origin.gateway_id));
+  s.Bind(2, std::string_view(origin.epoch));
+  Status st;
+  *id = s.Step(&st) ? s.Int(0) : 0;
+  return st;
+}
+
+Status SqliteStore::ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t* head,
+                                  std::unordered_map<std::string, uint64_t>* marks, ApplyResult* r) {
+  const std::string key = batch.origin.ToString();
+  uint64_t held = 0;
+  auto found = marks->find(key);
+  if (found != marks->end()) {
+    held = found->second;
+  } else {
+    int64_t id = 0;
+    ES_RETURN_IF_ERROR(FindOriginForWrite(batch.origin, &id));
+    if (id != 0) {
+      Status st;
+      StmtScope scope(&w_get_high_water_);
+      w_get_high_water_.Bind(1, id);
+      held = w_get_high_water_.Step(&st) ? static_cast<uint64_t>(w_get_high_water_.Int(0)) : 0;
+      ES_RETURN_IF_ERROR(st);
+    }
+  }
+  // The high-water mark alone decides what is new: everything at or below
+  // it is held (whatever a resend overlaps), everything above it is not.
+  const ApplyPlan plan = PlanApply(batch, held);
+  r->before = held;
+  r->high_water = plan.new_high_water;
+  r->base_lsn = plan.base;
+  r->outcome = plan.outcome;
+  r->detail = plan.detail;
+  (*marks)[key] = plan.new_high_water;
+  if (plan.outcome != ApplyOutcome::kApplied) return Status::Ok();
+  int64_t origin_id = 0;
+  ES_RETURN_IF_ERROR(OriginId(batch.origin, true, &origin_id));
+  const std::vector<ChangeEntry>& entries = *batch.entries;
+  std::vector<RemoteChunkEntry>& chunk = remote_buffer_;
+  chunk.clear();
+  for (size_t i = plan.first_new; i < entries.size(); ++i) {
+    chunk.emplace_back();
+    ES_RETURN_IF_ERROR(ToChunkEntry(entries[i], &chunk.back()));
+    if (chunk.size() >= kMaxRemoteChunkEntries || i + 1 == entries.size()) {
+      ES_RETURN_IF_ERROR(
+          InsertRemoteChunkRow(&w_insert_region_chunk_, *head + 1, origin_id, chunk, now, &block_buffer_));
+      *head += static_cast<int64_t>(chunk.size());
+      chunk.clear();
+    }
+  }
+  w_put_high_water_.Bind(1, origin_id);
+  w_put_high_water_.Bind(2, static_cast<int64_t>(plan.new_high_water));
+  ES_RETURN_IF_ERROR(w_put_high_water_.Run());
+  r->applied = entries.size() - plan.first_new;
+  return Status::Ok();
+}
+
+Status SqliteStore::HighWater(const Origin& origin, uint64_t* high_water) {
+  ES_RETURN_IF_ERROR(ValidateOrigin(origin));
+  std::lock_guard<std::mutex> lock(read_mu_);
+  if (r_get_high_water_.get() == nullptr) {
+    ES_RETURN_IF_ERROR(r_find_origin_.Prepare(&read_db_, kFindOriginSql));
+    ES_RETURN_IF_ERROR(r_get_high_water_.Prepare(&read_db_, "SELECT lsn FROM high_water WHERE origin=?"));
+  }
+  int64_t id = 0;
+  ES_RETURN_IF_ERROR(OriginId(origin, false, &id));
+  *high_water = 0;
+  if (id == 0) return Status::Ok();
+  Stmt& s = r_get_high_water_;
+  StmtScope scope(&s);
+  s.Bind(1, id);
+  Status st;
+  if (s.Step(&st)) *high_water = static_cast<uint64_t>(s.Int(0));
+  return st;
+}
+
+Status SqliteStore::RegionFeedBounds(uint64_t* oldest_seq, uint64_t* head_seq) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Txn snapshot(&read_db_);
+  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  int64_t oldest = 0, head = 0;
+  ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT ifnull((SELECT seq FROM region_chunks ORDER BY seq LIMIT 1), 0)",
+                                       &oldest));
+  ES_RETURN_IF_ERROR(read_db_.QueryInt(kRegionHeadSql, &head));
+  *oldest_seq = static_cast<uint64_t>(oldest);
+  *head_seq = static_cast<uint64_t>(head);
+  return Status::Ok();
+}
+
+Status SqliteStore::ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::vector<RegionFeedEntry>* entries,
+                                   uint64_t* head_seq, bool* reset) {
+  entries->clear();
+  *reset = false;
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Txn snapshot(&read_db_);
+  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  int64_t head = 0, pruned = 0;
+  ES_RETURN_IF_ERROR(read_db_.QueryInt(kRegionHeadSql, &head));
+  ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "region_pruned_seq", &pruned));
+  *head_seq = static_cast<uint64_t>(head);
+  if (after_seq < static_cast<uint64_t>(pruned)) {
+    *reset = true;  // never a silent rewind or skip
+    return Status::Ok();
+  }
+  if (after_seq >= static_cast<uint64_t>(head)) return Status::Ok();
+  const size_t max = std::min<size_t>(max_entries, 100000);
+  // From the chunk holding after_seq + 1 (the last one starting at or
+  // before it), chunk by chunk in sequence order.
+  Stmt s;
+  ES_RETURN_IF_ERROR(s.Prepare(&read_db_,
+                               "SELECT seq, origin, data FROM region_chunks WHERE seq >= ifnull((SELECT max(seq) "
+                               "FROM region_chunks WHERE seq <= ?1), 0) ORDER BY seq"));
+  s.Bind(1, static_cast<int64_t>(after_seq + 1));
+  Status st;
+  std::vector<RemoteChunkEntry>& chunk = region_decoded_;
+  while (entries->size() < max && s.Step(&st)) {
+    const int64_t seq = s.Int(0);
+    Origin origin;
+    ES_RETURN_IF_ERROR(OriginById(s.Int(1), &origin));
+    ES_RETURN_IF_ERROR(DecodeRemote(s.Blob(2), "region chunk at sequence", seq, &chunk));
+    for (size_t i = 0; i < chunk.size() && entries->size() < max; ++i) {
+      const uint64_t e_seq = static_cast<uint64_t>(seq) + i;
+      if (e_seq <= after_seq) continue;
+      const RemoteChunkEntry& c = chunk[i];
+      RegionFeedEntry e;
+      e.seq = e_seq;
+      e.remote.origin = origin;
+      e.remote.origin_lsn = c.olsn;
+      ES_RETURN_IF_ERROR(FromChunkEntry(c, &e.remote.entry));
+      entries->push_back(std::move(e));
+    }
+  }
+  return st;
+}
+
+Status SqliteStore::ReadFeed(const ShardPositions& after, size_t max_entries, FeedRead* page) {
+  *page = FeedRead{};
+  FeedBoundsInfo bounds;
+  ES_RETURN_IF_ERROR(FeedBounds(&bounds));
+  page->head = bounds.head;
+  page->next = after;
+  bool reset = false;
+  for (int s = 0; s < kRegionShards; ++s) {
+    if (after[s] < bounds.pruned[s]) {
+      reset = true;
+      page->next[s] = bounds.pruned[s];
+    }
+  }
+  if (reset) {
+    page->reset = true;
+    return Status::Ok();
+  }
+  // Each read below is a snapshot of its own, maybe newer than the
+  // bounds': the head moves with them, so no entry lies past it.
+  uint64_t head = bounds.head[0];
+  uint64_t scanned = *std::min_element(after.begin(), after.end());
+  // Positions that differ (a reader's own, or skewed by a hostile one)
+  // are scanned from the lowest; the scan is bounded so a page costs at
+  // most kScanFactor pages' reading.
+  const size_t max = std::max<size_t>(1, std::min<size_t>(max_entries, 100000));
+  size_t budget = max * kFeedScanFactor;
+  // Sized once: grown entry by entry, moving entries and faulting in fresh
+  // memory were the largest part of a 5,000-entry page's cost.
+  page->entries.reserve(static_cast<size_t>(std::min<uint64_t>(max, head - scanned)));
+  std::vector<RegionFeedEntry> chunk;
+  chunk.reserve(page->entries.capacity());
+  while (page->entries.size() < max && scanned < head && budget > 0) {
+    uint64_t chunk_head = 0;
+    bool chunk_reset = false;
+    ES_RETURN_IF_ERROR(ReadRegionFeed(scanned, std::min(budget, max), &chunk, &chunk_head, &chunk_reset));
+    if (chunk_reset) {  // pruned meanwhile: the next read resets the reader
+      page->entries.clear();
+      page->next = after;
+      return Status::Ok();
+    }
+    head = std::max(head, chunk_head);
+    if (chunk.empty()) break;
+    budget -= std::min(budget, chunk.size());
+    for (RegionFeedEntry& e : chunk) {
+      if (page->entries.size() == max) break;
+      scanned = e.seq;
+      e.shard = RegionShardOf(e.remote.origin.gateway_id);
+      if (e.seq > after[e.shard]) page->entries.push_back(std::move(e));
+    }
+  }
+  // Everything up to `scanned` was either on this page or at or below the
+  // reader's position in its shard.
+  page->head.fill(head);
+  for (uint64_t& n : page->next) n = std::min(std::max(n, scanned), head);
+  return Status::Ok();
+}
+
+Status SqliteStore::FeedBounds(FeedBoundsInfo* bounds) {
+  *bounds = FeedBoundsInfo{};
+  uint64_t oldest = 0, head = 0;
+  ES_RETURN_IF_ERROR(RegionFeedBounds(&oldest, &head));
+  bounds->oldest = oldest;
+  bounds->numbered = head;
+  bounds->head.fill(head);
+  bounds->pruned.fill(oldest > 0 ? oldest - 1 : head);
+  return Status::Ok();
+}
+
+Status SqliteStore::Stats(HubStoreStats* stats) {
+  stats->backend = backend();
+  return RegionFeedBounds(&stats->feed_oldest, &stats->feed_head);
+}
+
+}  // namespace edgesync
