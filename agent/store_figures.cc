@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "platform/files.h"
+#include "store/checkpoint_names.h"
 
 namespace edgesync {
 
@@ -63,15 +64,15 @@ nlohmann::json StoreFigures(StoreGauges* store, const StoreStats& s, const std::
                 {"corrupt_chunks", s.corrupt_chunks},
                 {"ranges", ranges}};
   uint64_t checkpoint = 0;
-  store->GetCheckpoint("upstream", &checkpoint);
+  store->GetCheckpoint(checkpoint::kUpstream, &checkpoint);
   json per_region = json::object();
   json feed = json::object();
   for (const std::string& r : regions) {
     uint64_t v = 0;
-    store->GetCheckpoint("upstream:" + r, &v);
+    store->GetCheckpoint(checkpoint::UpstreamOf(r), &v);
     per_region[r] = v;
     v = 0;
-    store->GetCheckpoint("feed:" + r, &v);
+    store->GetCheckpoint(checkpoint::FeedOf(r), &v);
     feed[r] = v;
   }
   j["upstream"] = {{"checkpoint", checkpoint}, {"regions", per_region}, {"feed_positions", feed}};

@@ -294,16 +294,16 @@ void CheckSemantics(const toml::value& root, ConfigRole role, Config* c, Checker
     check->Error(nullptr, "gateway.id",
                  "missing: every gateway needs an id of its own in the fleet; set [gateway] id (docs/DEPLOY.md)");
   }
-  if (!c->gateway_id.empty() && !IsTopicSafeId(c->gateway_id)) {
+  if (!c->gateway_id.empty() && !IsTopicId(c->gateway_id)) {
     check->Error(at("gateway", "id"), "gateway.id", "must be 1..64 of [A-Za-z0-9_-] (it goes into MQTT topics)");
   }
-  if (!IsTopicSafeId(c->uplink_topic_prefix)) {
+  if (!IsTopicId(c->uplink_topic_prefix)) {
     check->Error(at("uplink", "topic_prefix"), "uplink.topic_prefix", "must be 1..64 of [A-Za-z0-9_-]");
   }
   if (role == ConfigRole::kRegion && c->hub_region.empty()) {
     check->Error(nullptr, "hub.region", "missing: a region hub needs its region name");
   }
-  if (!c->hub_region.empty() && !IsTopicSafeId(c->hub_region)) {
+  if (!c->hub_region.empty() && !IsTopicId(c->hub_region)) {
     check->Error(at("hub", "region"), "hub.region", "must be 1..64 of [A-Za-z0-9_-]");
   }
   int64_t floor_ms = 0;
@@ -326,7 +326,7 @@ void CheckSemantics(const toml::value& root, ConfigRole role, Config* c, Checker
   if (c->uplink_backoff_max_ms < c->uplink_backoff_base_ms) {
     check->Error(at("uplink", "backoff_max_ms"), "uplink.backoff_max_ms", "smaller than uplink.backoff_base_ms");
   }
-  if (!c->hub_id.empty() && (!IsTopicSafeId(c->hub_id) || c->hub_id.size() > 40)) {
+  if (!c->hub_id.empty() && (!IsTopicId(c->hub_id) || c->hub_id.size() > 40)) {
     check->Error(at("hub", "id"), "hub.id", "must be 1..40 of [A-Za-z0-9_-]");
   }
   if (!c->hub_store.empty() && c->hub_store.rfind("postgresql://", 0) != 0 &&
@@ -366,14 +366,6 @@ bool ParseUtcMillis(const std::string& text, int64_t* ms) {
   tm.tm_year -= 1900;
   tm.tm_mon -= 1;
   *ms = static_cast<int64_t>(timegm(&tm)) * 1000;
-  return true;
-}
-
-bool IsTopicSafeId(const std::string& id) {
-  if (id.empty() || id.size() > 64) return false;
-  for (char c : id) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
-  }
   return true;
 }
 
@@ -463,7 +455,7 @@ Status ParseConfig(const std::string& text, const std::string& name, ConfigRole 
           RegionConfig r;
           check.ReadTable(item, "region", prefix, RegionOptions(), &r);
           if (r.uri.empty()) check.Error(&item, prefix + "uri", "missing: a region needs a broker URI");
-          if (!IsTopicSafeId(r.name)) {
+          if (!IsTopicId(r.name)) {
             check.Error(&item, prefix + "name", "missing or not 1..64 of [A-Za-z0-9_-]");
           }
           for (const auto& other : c.regions) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "platform/status.h"
+#include "platform/topic_id.h"
 
 namespace edgesync {
 
@@ -219,10 +220,6 @@ std::string ConfigReference();
 
 // "2026-01-01T00:00:00Z" (UTC) to Unix ms; false if not of that form.
 bool ParseUtcMillis(const std::string& text, int64_t* ms);
-
-// Ids that go into MQTT topics: [A-Za-z0-9_-], 1..64 (safe on every broker,
-// including nats-server's MQTT listener).
-bool IsTopicSafeId(const std::string& id);
 
 }  // namespace edgesync
 

@@ -13,6 +13,7 @@
 // view stays and applies are idempotent by (origin, LSN).
 #include <algorithm>
 
+#include "store/checkpoint_names.h"
 #include "store/sqlite_store.h"
 #include "store/token.h"
 
@@ -82,7 +83,7 @@ Status ReadPosition(Db* db, const std::string& region, FeedPosition* position) {
   // Only the single-sequence position of an older store (or nothing).
   Stmt c;
   ES_RETURN_IF_ERROR(c.Prepare(db, "SELECT value FROM checkpoints WHERE name=?"));
-  std::string name = "feed:" + region;
+  std::string name = checkpoint::FeedOf(region);
   c.Bind(1, std::string_view(name));
   position->single_seq = c.Step(&st) ? static_cast<uint64_t>(c.Int(0)) : 0;
   return st;
@@ -127,7 +128,7 @@ Status SqliteStore::SetFeedPosition(const std::string& region, const FeedPositio
   ES_RETURN_IF_ERROR(put.Run());
   Stmt put_seq;
   ES_RETURN_IF_ERROR(put_seq.Prepare(&write_db_, "INSERT OR REPLACE INTO checkpoints(name, value) VALUES(?, ?)"));
-  std::string name = "feed:" + region;
+  std::string name = checkpoint::FeedOf(region);
   put_seq.Bind(1, std::string_view(name));
   put_seq.Bind(2, static_cast<int64_t>(*std::max_element(position.shards.begin(), position.shards.end())));
   ES_RETURN_IF_ERROR(put_seq.Run());

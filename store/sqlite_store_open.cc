@@ -14,6 +14,7 @@
 
 #include "platform/files.h"
 #include "platform/log.h"
+#include "store/checkpoint_names.h"
 #include "store/schema.h"
 #include "store/sqlite_store.h"
 #include "store/token.h"
@@ -462,8 +463,9 @@ Status SqliteStore::TakeGatewayId(const std::string& bound_to, std::string* epoc
     // per-region records), was of the old origin: kept, the new origin
     // would claim it and be refilled from LSN 1, a second copy of what the
     // region holds under the old one.
-    ES_RETURN_IF_ERROR(write_db_.Exec(
-        "DELETE FROM checkpoints WHERE name LIKE 'upstream:%' OR name LIKE 'upstream-epoch:%'"));
+    ES_RETURN_IF_ERROR(write_db_.Exec(std::string("DELETE FROM checkpoints WHERE name LIKE '") +
+                                      checkpoint::kUpstreamRegionPrefix + "%' OR name LIKE '" +
+                                      checkpoint::kUpstreamEpochPrefix + "%'"));
   }
   ES_RETURN_IF_ERROR(set("gateway_id", id));
   ES_RETURN_IF_ERROR(txn.Commit());

@@ -303,8 +303,8 @@ class ReadingLog {
   // back; see SetCheckpoint) in the same transaction.
   virtual Status AppendReadingsMarked(const std::vector<Reading>& readings, const CheckpointMark& mark,
                                       AppendResult* result) = 0;
-  // Named checkpoints that only move forward ("upstream:<region>",
-  // "feed:<region>", the intake's). Missing = 0.
+  // Named checkpoints that only move forward (store/checkpoint_names.h).
+  // Missing = 0.
   virtual Status GetCheckpoint(const std::string& name, uint64_t* value) = 0;
   // Rejected payloads, capped (oldest dropped).
   virtual Status AddDeadLetters(const std::vector<DeadLetter>& letters) = 0;

@@ -25,7 +25,7 @@ FeedPuller::~FeedPuller() { Stop(); }
 
 Status FeedPuller::Start() {
   if (worker_.joinable()) return Status::Ok();
-  if (!IsTopicLevel(options_.gateway_id)) return Status::InvalidArgument("feed: gateway id must be [A-Za-z0-9_-]");
+  if (!IsTopicId(options_.gateway_id)) return Status::InvalidArgument("feed: gateway id must be [A-Za-z0-9_-]");
   own_ = store_->origin();
   reply_topic_ = ReplyTopic(options_.topic_prefix, options_.gateway_id, "feed");
   // Correlation ids start at a random point: an answer is matched to the

@@ -21,8 +21,8 @@ RegionHub::~RegionHub() { Stop(); }
 
 Status RegionHub::Start() {
   if (worker_.joinable()) return Status::Ok();
-  if (!IsTopicLevel(options_.region)) return Status::InvalidArgument("hub: region name must be 1..64 of [A-Za-z0-9_-]");
-  if (!IsTopicLevel(options_.hub_id) || options_.hub_id.size() > 40) {
+  if (!IsTopicId(options_.region)) return Status::InvalidArgument("hub: region name must be 1..64 of [A-Za-z0-9_-]");
+  if (!IsTopicId(options_.hub_id) || options_.hub_id.size() > 40) {
     return Status::InvalidArgument("hub: hub id must be 1..40 of [A-Za-z0-9_-]");
   }
   static_assert(kRegionShards <= 64, "held_ is a 64-bit mask");

@@ -5,6 +5,7 @@
 
 #include "platform/liveness.h"
 #include "platform/log.h"
+#include "store/checkpoint_names.h"
 
 namespace edgesync {
 namespace {
@@ -32,7 +33,7 @@ Uplink::~Uplink() { Stop(); }
 
 Status Uplink::Start() {
   if (worker_.joinable()) return Status::Ok();
-  if (!IsTopicLevel(options_.gateway_id)) {
+  if (!IsTopicId(options_.gateway_id)) {
     return Status::InvalidArgument("uplink: gateway id must be 1..64 of [A-Za-z0-9_-]");
   }
   if (options_.regions.empty()) return Status::InvalidArgument("uplink: no region configured");
@@ -41,7 +42,7 @@ Status Uplink::Start() {
   }
   origin_ = store_->origin();
   reply_topic_ = ReplyTopic(options_.topic_prefix, options_.gateway_id, "up");
-  ES_RETURN_IF_ERROR(store_->GetCheckpoint("upstream", &checkpoint_));
+  ES_RETURN_IF_ERROR(store_->GetCheckpoint(checkpoint::kUpstream, &checkpoint_));
   // Correlation ids start at a random point: an answer counts only for the
   // batch it names, and a guessable id would make forging one cheap.
   correlation_ = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
@@ -49,15 +50,15 @@ Status Uplink::Start() {
   stream_mark_ = checkpoint_;
   records_.assign(options_.regions.size(), RegionRecord{});
   for (size_t i = 0; i < options_.regions.size(); ++i) {
-    ES_RETURN_IF_ERROR(store_->GetCheckpoint("upstream:" + options_.regions[i].name, &records_[i].acked));
-    ES_RETURN_IF_ERROR(store_->GetCheckpoint("upstream-epoch:" + options_.regions[i].name, &records_[i].epoch_tag));
+    ES_RETURN_IF_ERROR(store_->GetCheckpoint(checkpoint::UpstreamOf(options_.regions[i].name), &records_[i].acked));
+    ES_RETURN_IF_ERROR(store_->GetCheckpoint(checkpoint::UpstreamEpochOf(options_.regions[i].name), &records_[i].epoch_tag));
   }
 
   std::vector<RegionSelector::Region> regions;
   links_.clear();
   for (size_t i = 0; i < options_.regions.size(); ++i) {
     const UplinkRegion& r = options_.regions[i];
-    if (!IsTopicLevel(r.name)) return Status::InvalidArgument("uplink: region name must be [A-Za-z0-9_-]");
+    if (!IsTopicId(r.name)) return Status::InvalidArgument("uplink: region name must be [A-Za-z0-9_-]");
     MqttLinkOptions lo = r.link;
     lo.client_id = "es-up-" + options_.gateway_id;
     std::unique_ptr<MqttLink> link;
@@ -351,16 +352,16 @@ bool Uplink::RecordAck(size_t region, const WireAck& ack, uint64_t hw, uint64_t 
   Status st;
   if (!rec.refilling && rec.epoch_tag == 0 && !ack.epoch.empty()) {
     // The first answer naming the store: our record is of it from now on.
-    st = store_->SetCheckpoint("upstream-epoch:" + name, EpochTag(ack.epoch));
+    st = store_->SetCheckpoint(checkpoint::UpstreamEpochOf(name), EpochTag(ack.epoch));
     if (st.ok()) rec.epoch_tag = EpochTag(ack.epoch);
   }
   if (st.ok() && hw > rec.acked) {
     st = store_->AckUpstream(name, hw);
-    if (st.ok()) st = store_->SetCheckpoint("upstream:" + name, hw);
+    if (st.ok()) st = store_->SetCheckpoint(checkpoint::UpstreamOf(name), hw);
     if (st.ok()) rec.acked = hw;
   }
   if (st.ok() && hw > checkpoint_) {
-    st = store_->SetCheckpoint("upstream", hw);
+    st = store_->SetCheckpoint(checkpoint::kUpstream, hw);
     if (st.ok()) checkpoint_ = hw;
   }
   if (!st.ok()) {
@@ -380,7 +381,7 @@ bool Uplink::RecordAck(size_t region, const WireAck& ack, uint64_t hw, uint64_t 
     rec.refill_mark = std::max(rec.refill_mark, hw);
     if (rec.refill_mark >= rec.refill_to) {
       // Refilled: the store of this epoch is our record of the region now.
-      st = store_->SetCheckpoint("upstream-epoch:" + name, rec.refill_tag);
+      st = store_->SetCheckpoint(checkpoint::UpstreamEpochOf(name), rec.refill_tag);
       if (!st.ok()) {
         ES_LOG(kError, "uplink: recording the refill of region {}: {}", name, st.ToString());
         return true;  // the next answer tries again
@@ -413,7 +414,7 @@ void Uplink::HandleRegressed(size_t region, const WireAck& ack) {
   if (rec.refill_mark >= rec.refill_to) {
     rec.refilling = false;  // nothing to resend after all
     rec.epoch_tag = rec.refill_tag;
-    store_->SetCheckpoint("upstream-epoch:" + name, rec.refill_tag);
+    store_->SetCheckpoint(checkpoint::UpstreamEpochOf(name), rec.refill_tag);
   }
   if (static_cast<int>(region) == target_) Rewind("the region lost what it acknowledged", false);
 }
@@ -560,7 +561,7 @@ void Uplink::SendBatches(int64_t now_ms) {
         }
         if (r.refilling) {
           r.epoch_tag = r.refill_tag;
-          store_->SetCheckpoint("upstream-epoch:" + region, r.refill_tag);
+          store_->SetCheckpoint(checkpoint::UpstreamEpochOf(region), r.refill_tag);
         }
         r.refilling = r.suspect = false;
         Rewind("nothing left to refill the region with", false);

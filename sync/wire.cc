@@ -563,23 +563,13 @@ std::string ReplyTopic(const std::string& prefix, const std::string& gateway_id,
   return prefix + "/reply/" + gateway_id + "/" + role;
 }
 
-bool IsTopicLevel(const std::string& id) {
-  if (id.empty() || id.size() > 64) return false;
-  for (char c : id) {
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) {
-      return false;
-    }
-  }
-  return true;
-}
-
 namespace {
 
 // If topic is head + <one level>, that level; else "".
 std::string LastLevelAfter(const std::string& head, const std::string& topic) {
   if (topic.size() <= head.size() || topic.compare(0, head.size(), head) != 0) return "";
   std::string level = topic.substr(head.size());
-  return IsTopicLevel(level) ? level : "";
+  return IsTopicId(level) ? level : "";
 }
 
 }  // namespace
@@ -602,7 +592,7 @@ bool InboxSender(const std::string& prefix, const std::string& region, const std
 }
 
 bool IsReplyTopic(const std::string& prefix, const std::string& sender, const std::string& topic) {
-  return IsTopicLevel(sender) && !LastLevelAfter(prefix + "/reply/" + sender + "/", topic).empty();
+  return IsTopicId(sender) && !LastLevelAfter(prefix + "/reply/" + sender + "/", topic).empty();
 }
 
 }  // namespace edgesync

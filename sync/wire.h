@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "platform/status.h"
+#include "platform/topic_id.h"
 #include "store/feed_cursor.h"
 #include "store/store.h"
 #include "store/types.h"
@@ -196,8 +197,6 @@ std::string HubInboxFilter(const std::string& prefix, const std::string& region,
 std::string HubInboxAllFilter(const std::string& prefix, const std::string& region);
 std::string HeadTopic(const std::string& prefix, const std::string& region);
 std::string ReplyTopic(const std::string& prefix, const std::string& gateway_id, const std::string& role);
-// A topic level edgesync builds from an id: 1..64 of [A-Za-z0-9_-].
-bool IsTopicLevel(const std::string& id);
 
 // kRegionShards and RegionShardOf live in store/feed_cursor.h: the feed's
 // continuation is one position per shard.

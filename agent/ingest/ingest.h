@@ -78,6 +78,7 @@
 #include "platform/clock.h"
 #include "platform/liveness.h"
 #include "platform/status.h"
+#include "store/checkpoint_names.h"
 #include "store/store.h"
 
 namespace edgesync {
@@ -98,7 +99,7 @@ class IngestSink {
 
 class StoreSink : public IngestSink {
  public:
-  static constexpr const char* kIntakeCheckpoint = "ingest:intake";
+  static constexpr const char* kIntakeCheckpoint = checkpoint::kIntake;
   explicit StoreSink(ReadingLog* store) : store_(store) {}
   Status AppendReadings(const std::vector<Reading>& readings, uint64_t intake_seq) override {
     AppendResult r;
