@@ -149,6 +149,7 @@ nlohmann::json Gateway::StatusJson() {
                    {"batches", c.batches},
                    {"commit_failures", c.commit_failures},
                    {"duplicates_skipped", c.duplicates_skipped},
+                   {"untrusted_clock", c.untrusted_clock},
                    {"replayed", c.replayed},
                    {"journal_failures", c.journal_failures},
                    {"journal_bytes", c.journal_bytes},
@@ -164,6 +165,11 @@ nlohmann::json Gateway::StatusJson() {
                    {"rate_limited_devices", limited},
                    {"rate_limited_evicted", c.rate_limited_evicted},
                    {"ack", config_.ingest_ack}};
+    const ClockTrust::State clock = ingest_->clock_state();
+    j["clock"] = {{"trusted", clock.trusted},
+                  {"source", clock.source},
+                  {"sync", ClockSyncName(clock.last)},
+                  {"trusted_since_ms", clock.trusted_since_ms}};
   }
   int64_t now_ms = clock_->MonotonicMillis();
   if (store_) {

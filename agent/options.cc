@@ -46,6 +46,8 @@ IngestOptions IngestOptionsFromConfig(const Config& c) {
   o.max_away_ms = (c.ingest_mqtt_version == 5 ? std::min(c.ingest_session_expiry_s, c.ingest_device_backlog_s)
                                               : c.ingest_device_backlog_s) * 1000;
   ParseUtcMillis(c.ingest_epoch_floor, &o.epoch_floor_ms);
+  o.clock_trust = c.ingest_clock_trust;
+  o.clock_trust_marker = c.data_dir.empty() ? std::string() : c.data_dir + "/clock-trusted";
   o.batch_max = c.ingest_batch_max;
   o.batch_delay_ms = c.ingest_batch_delay_ms;
   o.synced_commits = c.store_sync != "normal";

@@ -136,6 +136,11 @@ void StoreMetrics(Writer* w, const json& s) {
 }
 
 void GatewayMetrics(Writer* w, const json& s) {
+  if (s.contains("clock")) {
+    w->Sample("edgesync_clock_trusted", "gauge",
+              "1 once the gateway trusts its wall clock in this boot (ingest.clock_trust), else 0.",
+              s["clock"].value("trusted", false) ? 1 : 0);
+  }
   if (s.contains("ingest")) {
     const json& in = s["ingest"];
     Counter(w, "edgesync_ingest_messages_total", "MQTT messages received from the local broker.", in, "messages");
@@ -147,6 +152,9 @@ void GatewayMetrics(Writer* w, const json& s) {
     Counter(w, "edgesync_ingest_duplicates_skipped_total", "Redelivered messages skipped.", in,
             "duplicates_skipped");
     Counter(w, "edgesync_ingest_dead_letters_total", "Payloads dead-lettered by ingest.", in, "dead_letters");
+    Counter(w, "edgesync_ingest_untrusted_clock_total",
+            "Readings stamped by the gateway while its clock was not trusted (quality untrusted_clock).", in,
+            "untrusted_clock");
     Gauge(w, "edgesync_ingest_journal_bytes", "Bytes of the intake journal on disk.", in, "journal_bytes");
     w->Sample("edgesync_ingest_paused", "gauge",
               "1 while ingest takes no messages from the local broker (the store refuses commits).",

@@ -196,6 +196,16 @@ void PrintText(const json& j) {
                                                             : "DISCONNECTED",
                 Num(j, "ingest_mqtt", "connection_losses"));
   }
+  if (j.contains("clock")) {
+    const json& c = j["clock"];
+    if (c.value("trusted", false)) {
+      std::printf("clock     trusted (%s)\n", c.value("source", "").c_str());
+    } else {
+      std::printf("clock     NOT TRUSTED (%s: %s): times the gateway stamps are flagged untrusted_clock; "
+                  "%.0f readings so far\n",
+                  c.value("source", "").c_str(), c.value("sync", "").c_str(), Num(j, "ingest", "untrusted_clock"));
+    }
+  }
   if (j.contains("uplink")) {
     const json& u = j["uplink"];
     std::printf("uplink    write region %s, %.0f batches sent, %.0f acknowledgements, %.1f readings/s acknowledged\n",

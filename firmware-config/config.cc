@@ -13,6 +13,7 @@
 
 #include "firmware-config/option_spec.h"
 #include "firmware-config/transport.h"
+#include "platform/clock_trust.h"
 #include "platform/files.h"
 
 namespace edgesync {
@@ -124,6 +125,11 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              "back, so a backlog the broker or the device kept while we were away is not refused as a flood"),
       Str<C>("ingest", "epoch_floor", [](C& c) -> std::string& { return c.ingest_epoch_floor; },
              "wall times before this (UTC) are untrusted: readings get the untrusted-clock quality flag"),
+      Str<C>("ingest", "clock_trust", [](C& c) -> std::string& { return c.ingest_clock_trust; },
+             "what makes the clock trusted after a boot (until then, times the gateway stamps get the "
+             "untrusted-clock flag): \"kernel\" = the kernel says it is synchronised (adjtimex; chrony, ntpd, "
+             "systemd-timesyncd), \"file:/path\" = that file exists (e.g. /run/systemd/timesync/synchronized), "
+             "\"floor\" = epoch_floor alone (a board with a battery-backed clock)"),
       Int<C>("ingest", "mqtt_version", [](C& c) -> int64_t& { return c.ingest_mqtt_version; }, 4, 5,
              "MQTT version towards the local broker: 4 = 3.1.1 (sessions never expire), 5 = MQTT 5"),
       Str<C>("ingest", "ack", [](C& c) -> std::string& { return c.ingest_ack; },
@@ -305,6 +311,11 @@ void CheckSemantics(const toml::value& root, ConfigRole role, Config* c, Checker
   }
   if (!c->hub_region.empty() && !IsTopicId(c->hub_region)) {
     check->Error(at("hub", "region"), "hub.region", "must be 1..64 of [A-Za-z0-9_-]");
+  }
+  {
+    ClockTrustOptions trust;
+    Status t = ParseClockTrustSource(c->ingest_clock_trust, &trust);
+    if (!t.ok()) check->Error(at("ingest", "clock_trust"), "ingest.clock_trust", t.message());
   }
   int64_t floor_ms = 0;
   if (!ParseUtcMillis(c->ingest_epoch_floor, &floor_ms)) {

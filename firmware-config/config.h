@@ -105,6 +105,7 @@ struct Config {
   int64_t ingest_device_burst = 200;
   int64_t ingest_device_backlog_s = 7 * 86400;
   std::string ingest_epoch_floor = "2026-01-01T00:00:00Z";
+  std::string ingest_clock_trust = "kernel";
   int64_t ingest_mqtt_version = 5;          // 4 = MQTT 3.1.1, 5 = MQTT 5
   std::string ingest_ack = "after-journal";  // or "after-commit" (no journal), "on-receipt" (bounded loss window)
   std::string ingest_journal_dir;            // "" = data_dir

@@ -45,6 +45,12 @@ Ingest::Ingest(IngestOptions options, IngestSink* sink, Clock* clock)
 Ingest::~Ingest() { Stop(); }
 
 Status Ingest::Init() {
+  ClockTrustOptions trust;
+  ES_RETURN_IF_ERROR(ParseClockTrustSource(options_.clock_trust, &trust).Annotate("ingest.clock_trust"));
+  trust.epoch_floor_ms = options_.epoch_floor_ms;
+  trust.marker_path = options_.clock_trust_marker;
+  clock_trust_ = std::make_unique<ClockTrust>(trust, clock_,
+                                              options_.clock_sync ? options_.clock_sync : KernelClockSync);
   patterns_.clear();
   for (const std::string& p : options_.patterns) {
     TopicPattern tp;
@@ -242,7 +248,8 @@ void Ingest::Reject(const std::string& topic, const std::string& payload, Reject
 bool Ingest::Convert(std::vector<DecodedReading>& decoded, std::vector<Reading>* out, RejectReason* reason,
                      std::string* why) {
   int64_t now = clock_->WallMillis();
-  bool untrusted = now < options_.epoch_floor_ms;
+  const bool untrusted = !clock_trust_->Trusted();
+  int64_t stamped_untrusted = 0;
   for (DecodedReading& d : decoded) {
     Status s = ValidateKey("deviceId", d.device_id);
     if (s.ok()) s = ValidateKey("metric", d.metric);
@@ -264,8 +271,9 @@ bool Ingest::Convert(std::vector<DecodedReading>& decoded, std::vector<Reading>*
       r.ts_ms = now + d.ts_ms;
       if (untrusted) r.quality |= kQualityUntrustedClock;
     } else {
-      r.ts_ms = d.ts_ms;
+      r.ts_ms = d.ts_ms;  // the device's own time: left as it stamped it
     }
+    if (r.quality & kQualityUntrustedClock) ++stamped_untrusted;
     if (d.sensor_flagged) r.quality |= kQualitySensorFlagged;
     s = ValidateReading(r);
     if (!s.ok()) {
@@ -275,7 +283,17 @@ bool Ingest::Convert(std::vector<DecodedReading>& decoded, std::vector<Reading>*
     }
     out->push_back(std::move(r));
   }
+  if (stamped_untrusted > 0) {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    counters_.untrusted_clock += stamped_untrusted;
+  }
   return true;
+}
+
+ClockTrust::State Ingest::clock_state() const {
+  if (!clock_trust_) return ClockTrust::State{};
+  clock_trust_->Trusted();  // asks the source while idle too, so the figures do not wait for a message
+  return clock_trust_->Snapshot();
 }
 
 void Ingest::OnMessage(const std::string& topic, const std::string& payload, bool duplicate) {

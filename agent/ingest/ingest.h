@@ -64,6 +64,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -76,6 +77,7 @@
 #include "agent/ingest/rate_limiter.h"
 #include "agent/ingest/topic_pattern.h"
 #include "platform/clock.h"
+#include "platform/clock_trust.h"
 #include "platform/liveness.h"
 #include "platform/status.h"
 #include "store/checkpoint_names.h"
@@ -143,6 +145,14 @@ struct IngestOptions {
   // time the gateway was away.
   int64_t max_away_ms = int64_t{604800} * 1000;
   int64_t epoch_floor_ms = 1767225600000;  // 2026-01-01T00:00:00Z, the table's ingest.epoch_floor
+  // What makes the wall clock trusted for the times ingest stamps
+  // (platform/clock_trust.h): "kernel", "floor" or "file:<path>".
+  std::string clock_trust = "kernel";
+  // Where this boot's trust is kept across restarts of the process ("" =
+  // not kept).
+  std::string clock_trust_marker;
+  // The kernel's synchronisation state; nullptr = adjtimex (tests give theirs).
+  std::function<ClockSync()> clock_sync;
   int64_t batch_max = 2000;
   // The cap of the commit groups' wait; within it the wait follows the
   // arrival rate (commit_pacer.h).
@@ -175,7 +185,7 @@ struct IngestCounters {
   int64_t dead_letters = 0;
   int64_t dead_letters_dropped = 0;
   int64_t receive_time_stamped = 0;
-  int64_t untrusted_clock = 0;
+  int64_t untrusted_clock = 0;       // readings stamped while the clock was not trusted
   int64_t duplicates_skipped = 0;
   int64_t replayed = 0;               // readings committed again from the journal at start
   int64_t journal_failures = 0;       // journal writes that failed (the message was committed instead)
@@ -230,6 +240,8 @@ class Ingest {
   // the main loop that reports a stall and takes a stop request must not
   // wait for either.
   IngestCounters counters() const;
+  // Whether the clock is trusted now, and why (after Init).
+  ClockTrust::State clock_state() const;
 
   // The link to the local broker went down (lost, paused) / came up;
   // session_present: the broker kept our session, so it queued for us.
@@ -290,6 +302,7 @@ class Ingest {
   size_t group_target_ = 1;            // the committer's group target (commit_pacer.h), under mu_
   IngestSink* sink_;
   Clock* clock_;
+  std::unique_ptr<ClockTrust> clock_trust_;  // made by Init
   std::vector<TopicPattern> patterns_;
 
   mutable std::mutex limiter_mu_;

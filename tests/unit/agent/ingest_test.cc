@@ -96,7 +96,52 @@ IngestOptions Options(AckMode ack) {
   o.epoch_floor_ms = kFloor;
   o.ack = ack;
   o.retry_delay_ms = 1;
+  o.clock_sync = [] { return ClockSync::kSynchronized; };  // the floor alone decides, unless a test says
   return o;
+}
+
+// A board booted offline with a saved time days behind: past the floor, but
+// the kernel says the clock is not synchronised. Times ingest stamps are
+// flagged until it is, and stay trusted for the rest of the boot; a device's
+// own time is left as it stamped it.
+TEST(Ingest, StampedTimesStayUntrustedUntilTheKernelSaysTheClockIsSynchronised) {
+  FakeSink sink;
+  ManualClock clock(kFloor + 3 * 86400000LL, 1000000000);
+  std::atomic<bool> synced{false};
+  IngestOptions o = Options(AckMode::kAfterCommit);
+  o.clock_sync = [&] { return synced ? ClockSync::kSynchronized : ClockSync::kUnsynchronized; };
+  Ingest ingest(o, &sink, &clock);
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
+  ingest.OnMessage("sensors/d1/temp", "20");
+  ingest.OnMessage("sensors/d1/temp", R"({"v": 21, "t": 1800000000})");
+  EXPECT_FALSE(ingest.clock_state().trusted);
+  EXPECT_EQ(ingest.clock_state().last, ClockSync::kUnsynchronized);
+  synced = true;
+  ingest.OnMessage("sensors/d1/temp", "22");  // asked at most once a second: not yet
+  clock.Advance(1000);
+  ingest.OnMessage("sensors/d1/temp", "23");
+  synced = false;  // the daemon stopped: the clock stays trusted in this boot
+  clock.Advance(5000);
+  ingest.OnMessage("sensors/d1/temp", "24");
+  ASSERT_EQ(sink.count(), 5u);
+  EXPECT_EQ(sink.all[0].quality, kQualityReceiveTime | kQualityUntrustedClock);
+  EXPECT_EQ(sink.all[1].quality, 0u);
+  EXPECT_EQ(sink.all[1].ts_ms, 1800000000000);
+  EXPECT_EQ(sink.all[2].quality, kQualityReceiveTime | kQualityUntrustedClock);
+  EXPECT_EQ(sink.all[3].quality, kQualityReceiveTime);
+  EXPECT_EQ(sink.all[4].quality, kQualityReceiveTime);
+  EXPECT_TRUE(ingest.clock_state().trusted);
+  EXPECT_EQ(ingest.counters().untrusted_clock, 2);
+  ingest.Stop();
+}
+
+TEST(Ingest, AnUnknownClockTrustSourceIsRefusedAtInit) {
+  FakeSink sink;
+  IngestOptions o = Options(AckMode::kAfterCommit);
+  o.clock_trust = "ntp";
+  Ingest ingest(o, &sink);
+  EXPECT_EQ(ingest.Init().code(), Status::Code::kInvalidArgument);
 }
 
 TEST(Ingest, StampsReceiveTimeAndFlagsAnUntrustedClock) {

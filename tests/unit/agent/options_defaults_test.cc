@@ -45,6 +45,7 @@ TEST(OptionsDefaultsTest, IngestOptionsMatchTheTable) {
   EXPECT_EQ(plain.device_burst, table.device_burst);
   EXPECT_EQ(plain.device_backlog_ms, table.device_backlog_ms);
   EXPECT_EQ(plain.epoch_floor_ms, table.epoch_floor_ms);
+  EXPECT_EQ(plain.clock_trust, table.clock_trust);
   EXPECT_EQ(plain.batch_max, table.batch_max);
   EXPECT_EQ(plain.batch_delay_ms, table.batch_delay_ms);
   EXPECT_EQ(plain.synced_commits, table.synced_commits);
