@@ -34,7 +34,8 @@ fi
 # check_one FILE: the build's command for FILE (or platform/clock.cc's),
 # run by clang++ with only the thread-safety warnings, as errors. GCC's own
 # warnings (-Wall -Wextra) are the real build's business; clang's view of
-# them would only add noise here.
+# them would only add noise here. -Wthread-safety-beta adds the lock order
+# (ACQUIRED_BEFORE).
 check_one() {
   local file=$1 entry cmd dir args out=() skip=0 a
   entry=$(jq -c --arg f "$file" 'first(.[] | select(.file == $f))' "$db")
@@ -53,7 +54,8 @@ check_one() {
       *) out+=("$a") ;;
     esac
   done
-  cd "$dir" && "$CLANGXX" "${out[@]}" -fsyntax-only -Wthread-safety -Werror=thread-safety "$file"
+  cd "$dir" && "$CLANGXX" "${out[@]}" -fsyntax-only -Wthread-safety -Wthread-safety-beta \
+    -Werror=thread-safety -Werror=thread-safety-beta "$file"
 }
 export -f check_one
 export db src CLANGXX
