@@ -22,13 +22,16 @@ db=$build/compile_commands.json
 CLANGXX=${CLANGXX:-clang++}
 command -v "$CLANGXX" >/dev/null || { echo "thread-safety: $CLANGXX not found (firmware-config/deps.sh analysis)" >&2; exit 2; }
 
+# A list of its own: the thread_safety.* tests run this side by side.
+sources=$(mktemp)
+trap 'rm -f "$sources"' EXIT
 folders=(store agent/ingest sync platform)
 if [ $# -eq 0 ]; then
   for f in "${folders[@]}"; do
     jq -r --arg p "$src/$f/" '.[].file | select(startswith($p))' "$db"
-  done | sort -u > "$build/thread_safety_sources"
+  done | sort -u > "$sources"
 else
-  for s in "$@"; do case "$s" in /*) echo "$s" ;; *) echo "$src/$s" ;; esac; done > "$build/thread_safety_sources"
+  for s in "$@"; do case "$s" in /*) echo "$s" ;; *) echo "$src/$s" ;; esac; done > "$sources"
 fi
 
 # check_one FILE: the build's command for FILE (or platform/clock.cc's),
@@ -60,10 +63,10 @@ check_one() {
 export -f check_one
 export db src CLANGXX
 
-n=$(wc -l < "$build/thread_safety_sources")
+n=$(wc -l < "$sources")
 start=$(date +%s)
 rc=0
-xargs -a "$build/thread_safety_sources" -P "${JOBS:-$(nproc)}" -n 1 bash -c 'check_one "$1"' _ || rc=$?
+xargs -a "$sources" -P "${JOBS:-$(nproc)}" -n 1 bash -c 'check_one "$1"' _ || rc=$?
 took=$(( $(date +%s) - start ))
 if [ $rc != 0 ]; then
   echo "thread-safety: FAILED ($n sources, ${took} s): a lock rule is broken (see above)" >&2
