@@ -3,7 +3,7 @@
 # dpkg what is already there and installs only what is missing, printing it.
 #
 #   firmware-config/deps.sh [--check] GROUP...
-#   groups: build test demo region fuzz deb cross-arm64 cross-armhf
+#   groups: build test analysis demo region fuzz deb cross-arm64 cross-armhf
 #
 # --check only reports (exit 1 if something is missing). Not root: prints the
 # command to run instead of running it.
@@ -18,6 +18,9 @@ pkgs_demo="mosquitto mosquitto-clients"
 # for the CA, mosquitto_sub for `edgesync-region-auth revoke --broker`.
 pkgs_region="mosquitto mosquitto-clients openssl"
 pkgs_fuzz="clang libclang-rt-14-dev"
+# make thread-safety (the first step of make test): Clang's thread-safety
+# analysis over the build's compile_commands.json.
+pkgs_analysis="clang jq"
 # Packaging (make deb) and its test, which installs the package with dpkg:
 # dpkg-shlibdeps, strip, lintian, systemd-analyze, adduser for postinst.
 pkgs_deb="dpkg-dev binutils lintian systemd adduser"
@@ -35,7 +38,8 @@ wanted=""
 for group in "$@"; do
   case "$group" in
     build) wanted="$wanted $pkgs_build" ;;
-    test) wanted="$wanted $pkgs_build $pkgs_test $pkgs_deb" ;;
+    test) wanted="$wanted $pkgs_build $pkgs_test $pkgs_deb $pkgs_analysis" ;;
+    analysis) wanted="$wanted $pkgs_analysis" ;;
     demo) wanted="$wanted $pkgs_build $pkgs_demo" ;;
     region) wanted="$wanted $pkgs_region" ;;
     fuzz) wanted="$wanted $pkgs_build $pkgs_fuzz" ;;

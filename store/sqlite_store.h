@@ -1,27 +1,28 @@
 // store/sqlite_store.h: the SQLite implementation of Store and of HubStore
 // (internal to store/; callers use store.h and hub_store.h).
 //
-// Two connections: writes go through write_db_ under write_mu_ (SQLite allows
-// one writer anyway); feed, log and query reads go through read_db_ under
-// read_mu_, so the uplink's reads never wait for an ingest commit (WAL
-// readers see the last committed snapshot). The series cache (interned
-// deviceId/metric/unit) is shared by both under series_mu_; series rows are
-// never deleted, so a cached id stays valid forever.
+// Two connections: writes go through write_db_ (SQLite allows one writer
+// anyway); feed, log and query reads go through read_db_, each connection
+// under its own mutex, so the uplink's reads never wait for an ingest commit
+// (WAL readers see the last committed snapshot). The series cache (interned
+// deviceId/metric/unit) is shared by both; series rows are never deleted, so
+// a cached id stays valid forever.
 //
-// Thread safety: all public methods may be called from any thread.
+// Thread safety: all public methods may be called from any thread. Which
+// mutex guards what is declared with the members (GUARDED_BY, REQUIRES:
+// platform/thread_annotations.h) and checked by `make thread-safety`.
 #ifndef EDGESYNC_STORE_SQLITE_STORE_H_
 #define EDGESYNC_STORE_SQLITE_STORE_H_
 
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <set>
-#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "platform/mutex.h"
 #include "store/chunk_codec.h"
 #include "store/hub_store.h"
 #include "store/remote_chunk_codec.h"
@@ -118,90 +119,96 @@ class SqliteStore : public Store, public HubStore {
     int64_t bytes = 0;
   };
 
-  // Write side (write_mu_ held).
-  // mark may be null (no checkpoint to move).
-  Status AppendWithMark(const std::vector<Reading>& readings, const CheckpointMark* mark, AppendResult* result);
-  Status AppendOnce(const std::vector<Reading>& readings, const CheckpointMark* mark, AppendResult* result);
-  Status MoveCheckpoint(const CheckpointMark& mark);  // write_mu_ held, inside or outside a transaction
+  // Write side. mark may be null (no checkpoint to move).
+  Status AppendWithMark(const std::vector<Reading>& readings, const CheckpointMark* mark, AppendResult* result)
+      EXCLUDES(write_mu_);
+  Status AppendOnce(const std::vector<Reading>& readings, const CheckpointMark* mark, AppendResult* result)
+      REQUIRES(write_mu_);
+  Status MoveCheckpoint(const CheckpointMark& mark) REQUIRES(write_mu_);  // inside or outside a transaction
   // Space (sqlite_store_retention.cc). CheckSpace: how many of the oldest
   // readings must go before n more fit (0 = they fit).
-  Status CheckSpace(size_t n, int64_t* to_drop);
+  Status CheckSpace(size_t n, int64_t* to_drop) REQUIRES(write_mu_);
   // Drops up to n of the oldest readings, only acknowledged ones when
   // acked_only; *removed counts all, *dropped_unacked those not yet
   // acknowledged (data lost by policy, counted).
-  Status DropOldest(int64_t n, bool acked_only, int64_t* dropped_unacked, int64_t* removed);
+  Status DropOldest(int64_t n, bool acked_only, int64_t* dropped_unacked, int64_t* removed) REQUIRES(write_mu_);
   // Whether retention should prune before the age (near max_bytes or a full
   // filesystem), with hysteresis in space_low_.
-  Status SpaceLow(bool* low);
+  Status SpaceLow(bool* low) REQUIRES(write_mu_);
   // PruneStep's parts, inside its transaction.
-  Status PruneReadings(int64_t max_rows, int64_t now, bool space_low, PruneResult* result);
+  Status PruneReadings(int64_t max_rows, int64_t now, bool space_low, PruneResult* result) REQUIRES(write_mu_);
   // The highest LSN acknowledged at least ack_grace_ms before now (wall),
   // from a few (time, acknowledged LSN) samples kept in meta.
-  Status AckGraceBound(int64_t now, int64_t acked, int64_t* bound);
-  Status PruneTombstones(int64_t max_rows, int64_t now, PruneResult* result);
-  Status PruneRemote(int64_t max_rows, int64_t now, bool space_low, PruneResult* result);
+  Status AckGraceBound(int64_t now, int64_t acked, int64_t* bound) REQUIRES(write_mu_);
+  Status PruneTombstones(int64_t max_rows, int64_t now, PruneResult* result) REQUIRES(write_mu_);
+  Status PruneRemote(int64_t max_rows, int64_t now, bool space_low, PruneResult* result) REQUIRES(write_mu_);
   // from_cache: inside a write transaction after RefreshWriteRanges, the
   // LSN this connection committed last is still the high one unless another
   // connection wrote since (data_version), so no query is needed.
-  Status NextLsn(uint64_t* next, bool from_cache = false);
+  Status NextLsn(uint64_t* next, bool from_cache = false) REQUIRES(write_mu_);
   // The LSN fence (sqlite_store_lsn_fence.cc): with sync = normal a power
   // cut may take back commits whose LSNs a reader (the uplink, a feed
   // consumer) has already seen, so no LSN past a durably recorded fence is
   // given out. LoadLsnFence at open; ReserveLsns(last) before a write that
   // gives out LSNs up to `last` (outside a transaction); ReleaseLsnFence at
-  // a clean close. write_mu_ held for all three.
-  Status LoadLsnFence();
-  Status ReserveLsns(uint64_t last);
-  void ReleaseLsnFence();
+  // a clean close.
+  Status LoadLsnFence() REQUIRES(write_mu_);
+  Status ReserveLsns(uint64_t last) REQUIRES(write_mu_);
+  void ReleaseLsnFence() REQUIRES(write_mu_);
   Status InternSeries(const std::string& device_id, const std::string& metric, const std::string& unit,
-                      int64_t* id, uint64_t* hash);
-  void ForgetPendingSeries();
-  void RollBackLocalWrite(Txn* txn);  // rollback, and forget what it cached
+                      int64_t* id, uint64_t* hash) REQUIRES(write_mu_);
+  void ForgetPendingSeries() REQUIRES(write_mu_);
+  void RollBackLocalWrite(Txn* txn) REQUIRES(write_mu_);  // rollback, and forget what it cached
   Status LoadRanges(Db* db, std::vector<RangeRow>* ranges);
   static const RangeRow* FindRange(const std::vector<RangeRow>& ranges, uint32_t id);  // nullptr = none
-  Status RefreshWriteRanges();
+  Status RefreshWriteRanges() REQUIRES(write_mu_);
   // Adds counts to write_ranges_ and splits; writes the counts to the
   // ranges table only when `persist` (with those still pending).
-  Status CountIntoRanges(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add, bool persist);
+  Status CountIntoRanges(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add, bool persist)
+      REQUIRES(write_mu_);
   // After a commit: counts not persisted wait in pending_counts_.
-  void KeepPendingCounts(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add, bool persisted);
+  void KeepPendingCounts(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add, bool persisted)
+      REQUIRES(write_mu_);
   // Remote chunks (sqlite_store_remote.cc): an entry as a chunk holds it
   // (interning its series), and back; DecodeRemote counts a damaged block
   // in corrupt_chunks_ and names it (what, key) in its Corruption.
-  Status ToChunkEntry(const ChangeEntry& e, RemoteChunkEntry* c);
-  Status FromChunkEntry(const RemoteChunkEntry& c, ChangeEntry* e);
+  Status ToChunkEntry(const ChangeEntry& e, RemoteChunkEntry* c) REQUIRES(write_mu_);
+  Status FromChunkEntry(const RemoteChunkEntry& c, ChangeEntry* e) REQUIRES(read_mu_);
   Status DecodeRemote(std::string_view block, const char* what, int64_t key, std::vector<RemoteChunkEntry>* entries);
-  Status EndRemoteWrite(Txn* txn, const Status& status);
-  Status WriteRangeCounts(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& counts);
-  Status FlushRangeCounts();
-  Status WriteDeviceEntry(const DeviceRecord& device, bool deleted, uint64_t* lsn);
-  Status SetMetaInt(const std::string& key, int64_t value);
+  Status EndRemoteWrite(Txn* txn, const Status& status) REQUIRES(write_mu_);
+  Status WriteRangeCounts(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& counts) REQUIRES(write_mu_);
+  Status FlushRangeCounts() REQUIRES(write_mu_);
+  Status WriteDeviceEntry(const DeviceRecord& device, bool deleted, uint64_t* lsn) EXCLUDES(write_mu_);
+  Status SetMetaInt(const std::string& key, int64_t value) REQUIRES(write_mu_);
   Status GetMetaInt(Db* db, const std::string& key, int64_t* value);
-  // create: on the write connection (write_mu_ held, after PrepareApply),
-  // inserting an origin not seen yet; else on the read connection
-  // (read_mu_ held; *id = 0 for an origin never seen).
-  Status OriginId(const Origin& origin, bool create, int64_t* id);
+  // The origin's id, looked up with `find` on its connection: with `insert`
+  // (the write connection's, after PrepareApply) an origin not seen yet is
+  // inserted; without (the read connection), *id = 0 for it. The caller
+  // holds the statements' mutex (taking their address is checked as a use).
+  Status OriginId(const Origin& origin, Stmt* find, Stmt* insert, int64_t* id);
   // Inside ApplyBatches' transaction: decides one valid batch against its
   // origin's mark (marks: origin -> mark after the batches decided so far
   // in this transaction) and writes what is new; *head is the feed's head,
   // advanced by what it appends.
   Status ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t* head,
-                       std::unordered_map<std::string, uint64_t>* marks, ApplyResult* result);
+                       std::unordered_map<std::string, uint64_t>* marks, ApplyResult* result) REQUIRES(write_mu_);
   // The origin's id on the write connection without creating it (0 = none).
-  Status FindOriginForWrite(const Origin& origin, int64_t* id);
+  Status FindOriginForWrite(const Origin& origin, int64_t* id) REQUIRES(write_mu_);
   void ForgetOrigins();
   // The read view's statements, prepared on first use and kept for the
   // connection's life (a store that never applies remote entries pays nothing).
-  Status PrepareApply();
+  Status PrepareApply() REQUIRES(write_mu_);
   // One origin's entries of a read view page (sorted here), those the read
   // view does not hold yet written as chunks; *added counts them.
-  Status ApplyViewOrigin(int64_t origin_id, std::vector<const ChangeEntry*>* group, int64_t now, int64_t* added);
+  Status ApplyViewOrigin(int64_t origin_id, std::vector<const ChangeEntry*>* group, int64_t now, int64_t* added)
+      REQUIRES(write_mu_);
   // *since_renewal_ms (may be null): see SinceRenewal in sqlite_store_coord.cc.
-  Status LoadLease(uint32_t range_id, bool* found, Lease* lease, int64_t* since_renewal_ms);
+  Status LoadLease(uint32_t range_id, bool* found, Lease* lease, int64_t* since_renewal_ms) REQUIRES(write_mu_);
   // Gives the lease on range_id to owner if its version is still `version`,
   // stamped with now_ms and this boot's monotonic time; *moved tells whether
-  // it was (else another holder got there first). Caller holds write_mu_.
-  Status SetLeaseOwner(uint32_t range_id, const std::string& owner, int64_t version, int64_t now_ms, bool* moved);
+  // it was (else another holder got there first).
+  Status SetLeaseOwner(uint32_t range_id, const std::string& owner, int64_t version, int64_t now_ms, bool* moved)
+      REQUIRES(write_mu_);
 
   // Compaction (sqlite_store_compact.cc). The last LSN compacted: chunks at
   // or below it are spans (any connection).
@@ -212,28 +219,28 @@ class SqliteStore : public Store, public HubStore {
   // Every reading of the chunk row (commit chunk or span) in LSN order.
   Status DecodeChunkRow(Db* db, std::string_view data, int64_t first, int64_t last, std::vector<ChunkReading>* readings);
 
-  // Read side (read_mu_ held).
-  Status SeriesById(int64_t id, SeriesInfo* info);
-  Status FillDeviceEntry(const std::string& device_id, ChangeEntry* e);
+  // Read side.
+  Status SeriesById(int64_t id, SeriesInfo* info) REQUIRES(read_mu_);
+  Status FillDeviceEntry(const std::string& device_id, ChangeEntry* e) REQUIRES(read_mu_);
   // The chunk holding the first reading after `after` (or the next one):
   // *found false if none; *readings points at its decoded readings.
   Status NextChunk(uint64_t after, bool* found, int64_t* first_lsn, int64_t* last_lsn,
-                   const std::vector<ChunkReading>** readings);
+                   const std::vector<ChunkReading>** readings) REQUIRES(read_mu_);
   Status ReadRows(uint64_t after_lsn, size_t max_entries, const RangeInfo* range, size_t scan_budget,
-                  std::vector<ChangeEntry>* entries, uint64_t* last_scanned);
+                  std::vector<ChangeEntry>* entries, uint64_t* last_scanned) REQUIRES(read_mu_);
   Status ResolveStart(uint32_t range_id, const std::vector<RangeRow>& ranges, const FeedStart& from,
-                      uint64_t* after_lsn);
-  Status OriginById(int64_t id, Origin* origin);
+                      uint64_t* after_lsn) REQUIRES(read_mu_);
+  Status OriginById(int64_t id, Origin* origin) REQUIRES(read_mu_);
 
   // Picks how a read-only store opens the file (immutable or mode=ro) and
   // holds lock_ as a reader; *name is the SQLite URI.
   Status ReadOnlyName(std::string* name);
-  Status InitWriter();
+  Status InitWriter() REQUIRES(write_mu_);
   // Binds the store (meta gateway_id, epoch) to options_.gateway_id as the
   // options allow (StoreOptions::take_id_while_empty, reidentify), or
   // refuses; *epoch is then the store's epoch.
-  Status TakeGatewayId(const std::string& bound_to, std::string* epoch);
-  Status LoadFormerOrigins();
+  Status TakeGatewayId(const std::string& bound_to, std::string* epoch) REQUIRES(write_mu_);
+  Status LoadFormerOrigins() REQUIRES(write_mu_);
 
   StoreOptions options_;
   Clock* clock_;
@@ -246,52 +253,57 @@ class SqliteStore : public Store, public HubStore {
   int schema_version_ = 0;
   int64_t wal_max_bytes_ = 0;  // the WAL's size once it has grown to its limit
 
-  std::mutex write_mu_;
-  Db write_db_;
-  std::vector<RangeRow> write_ranges_;  // sorted by min; all ranges
-  int64_t write_data_version_ = -1;  // -1: reload write_ranges_
-  int64_t seen_data_version_ = -1;   // as of the last RefreshWriteRanges
+  // Each connection's mutex is taken before the caches' (series_mu_, origins_mu_).
+  Mutex write_mu_ ACQUIRED_BEFORE(series_mu_, origins_mu_);
+  Db write_db_ GUARDED_BY(write_mu_);
+  std::vector<RangeRow> write_ranges_ GUARDED_BY(write_mu_);  // sorted by min; all ranges
+  int64_t write_data_version_ GUARDED_BY(write_mu_) = -1;  // -1: reload write_ranges_
+  int64_t seen_data_version_ GUARDED_BY(write_mu_) = -1;   // as of the last RefreshWriteRanges
   // What this connection knows of the file while no other connection has
   // written (data_version unchanged); -1 / INT64_MIN = unknown.
-  int64_t cached_high_lsn_ = -1;
-  uint64_t lsn_floor_ = 0;     // no LSN at or below it is given out (the fence found at open after a reboot)
-  uint64_t lsn_reserved_ = 0;  // the durable fence: LSNs up to it may be given out
-  int64_t last_batch_at_ = INT64_MIN;  // written_at of the newest batches row
+  int64_t cached_high_lsn_ GUARDED_BY(write_mu_) = -1;
+  // No LSN at or below it is given out (the fence found at open after a reboot).
+  uint64_t lsn_floor_ GUARDED_BY(write_mu_) = 0;
+  uint64_t lsn_reserved_ GUARDED_BY(write_mu_) = 0;  // the durable fence: LSNs up to it may be given out
+  int64_t last_batch_at_ GUARDED_BY(write_mu_) = INT64_MIN;  // written_at of the newest batches row
   // Entry/byte counts of ranges (they only drive splits) are written to the
   // ranges table at most every kRangeFlushMs, not in every commit: a small
   // commit then touches the log and its index only. A kill -9 loses at most
   // that long a stretch of counts, which only delays a split.
-  std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> pending_counts_;
-  int64_t last_range_flush_ms_ = 0;
-  bool space_low_ = false;  // retention is pruning early for space (hysteresis)
-  int64_t last_space_log_ms_ = INT64_MIN;
-  int64_t last_drop_log_ms_ = 0;  // warnings about dropped readings, rate-limited
-  int64_t drop_log_pending_ = 0;
-  int64_t last_acked_drop_log_ms_ = 0;  // the same for acknowledged ones
-  int64_t acked_drop_log_pending_ = 0;
-  std::vector<std::pair<std::string, int64_t>> pending_series_;  // (device, id) created in the open txn
-  std::vector<ChunkReading> chunk_buffer_;  // AppendOnce's group, reused
-  std::string block_buffer_;                // its encoded chunk, reused
-  std::vector<RemoteChunkEntry> remote_buffer_;  // an applied batch's or page's chunk, reused
+  std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> pending_counts_ GUARDED_BY(write_mu_);
+  int64_t last_range_flush_ms_ GUARDED_BY(write_mu_) = 0;
+  bool space_low_ GUARDED_BY(write_mu_) = false;  // retention is pruning early for space (hysteresis)
+  int64_t last_space_log_ms_ GUARDED_BY(write_mu_) = INT64_MIN;
+  int64_t last_drop_log_ms_ GUARDED_BY(write_mu_) = 0;  // warnings about dropped readings, rate-limited
+  int64_t drop_log_pending_ GUARDED_BY(write_mu_) = 0;
+  int64_t last_acked_drop_log_ms_ GUARDED_BY(write_mu_) = 0;  // the same for acknowledged ones
+  int64_t acked_drop_log_pending_ GUARDED_BY(write_mu_) = 0;
+  // (device, id) created in the open transaction.
+  std::vector<std::pair<std::string, int64_t>> pending_series_ GUARDED_BY(write_mu_);
+  std::vector<ChunkReading> chunk_buffer_ GUARDED_BY(write_mu_);  // AppendOnce's group, reused
+  std::string block_buffer_ GUARDED_BY(write_mu_);                // its encoded chunk, reused
+  // An applied batch's or page's chunk, reused.
+  std::vector<RemoteChunkEntry> remote_buffer_ GUARDED_BY(write_mu_);
   // (series, origin) pairs view_series holds (committed), and those the open
   // transaction added: the read view inserts each pair once, not per entry.
   // At most kMaxKnownViewSeries remembered (~50 bytes each on a board).
   static constexpr size_t kMaxKnownViewSeries = 20000;
-  std::set<std::pair<int64_t, int64_t>> view_series_known_, pending_view_series_;
+  std::set<std::pair<int64_t, int64_t>> view_series_known_ GUARDED_BY(write_mu_);
+  std::set<std::pair<int64_t, int64_t>> pending_view_series_ GUARDED_BY(write_mu_);
 
-  std::mutex read_mu_;
-  Db read_db_;
+  Mutex read_mu_ ACQUIRED_BEFORE(series_mu_, origins_mu_);
+  Db read_db_ GUARDED_BY(read_mu_);
   // The chunk decoded last (read side): feed and log pages resume inside
   // it. The readings of an LSN never change (LSNs are never reused), so its
   // LSN bounds name it (a span keeps the first LSN of its first chunk).
   // 0 = none.
-  int64_t decoded_first_ = 0;
-  int64_t decoded_last_ = 0;
-  std::vector<ChunkReading> decoded_;
-  std::vector<RemoteChunkEntry> region_decoded_;  // ReadRegionFeed's, reused
+  int64_t decoded_first_ GUARDED_BY(read_mu_) = 0;
+  int64_t decoded_last_ GUARDED_BY(read_mu_) = 0;
+  std::vector<ChunkReading> decoded_ GUARDED_BY(read_mu_);
+  std::vector<RemoteChunkEntry> region_decoded_ GUARDED_BY(read_mu_);  // ReadRegionFeed's, reused
 
-  // by_device_ is touched only under write_mu_, so ingest's hot path takes
-  // no other lock; series_ (id -> info) is shared with readers under
+  // by_device_ belongs to the write side, so ingest's hot path takes no
+  // other lock; series_ (id -> info) is shared with readers under
   // series_mu_. Interning goes device first, then a short scan of its
   // metrics: a message's readings mostly share one device, so the last
   // device is remembered and most lookups hash nothing.
@@ -304,33 +316,54 @@ class SqliteStore : public Store, public HubStore {
     uint64_t hash = 0;
     std::vector<SeriesSlot> slots;
   };
-  std::unordered_map<std::string, DeviceSeries> by_device_;
-  DeviceSeries* last_device_ = nullptr;  // node pointers survive rehashing
-  std::string last_device_id_;
-  std::shared_mutex series_mu_;
+  std::unordered_map<std::string, DeviceSeries> by_device_ GUARDED_BY(write_mu_);
+  // Node pointers survive rehashing.
+  DeviceSeries* last_device_ GUARDED_BY(write_mu_) PT_GUARDED_BY(write_mu_) = nullptr;
+  std::string last_device_id_ GUARDED_BY(write_mu_);
+  SharedMutex series_mu_;
   // index: id. A deque: a vector doubling past 4,096 series held the old
   // and the new array at once (~1.4 MB at the reference workload's 8,000
   // series, ~112 bytes each), which set the gateway's peak RSS.
-  std::deque<SeriesInfo> series_;
+  std::deque<SeriesInfo> series_ GUARDED_BY(series_mu_);
 
-  std::mutex origins_mu_;
-  std::unordered_map<std::string, int64_t> origin_ids_;
-  std::unordered_map<int64_t, Origin> origins_;
+  Mutex origins_mu_;
+  std::unordered_map<std::string, int64_t> origin_ids_ GUARDED_BY(origins_mu_);
+  std::unordered_map<int64_t, Origin> origins_ GUARDED_BY(origins_mu_);
 
+  // Lock-free: read by LastLsn and Stats from any thread without a lock.
   std::atomic<uint64_t> last_lsn_{0};
   std::atomic<int64_t> rejected_full_{0};
   std::atomic<int64_t> corrupt_chunks_{0};  // remote chunks refused as damaged, since open
 
-  // Cached statements.
-  Stmt w_insert_log_, w_insert_chunk_, w_insert_series_, w_find_series_, w_insert_batch_, w_set_checkpoint_, w_high_,
-      w_update_range_, w_data_version_;
-  Stmt r_log_after_, r_chunk_after_, r_chunk_data_, r_series_by_id_, r_device_;
+  // Cached statements, each on its connection and under its mutex.
+  Stmt w_insert_log_ GUARDED_BY(write_mu_);
+  Stmt w_insert_chunk_ GUARDED_BY(write_mu_);
+  Stmt w_insert_series_ GUARDED_BY(write_mu_);
+  Stmt w_find_series_ GUARDED_BY(write_mu_);
+  Stmt w_insert_batch_ GUARDED_BY(write_mu_);
+  Stmt w_set_checkpoint_ GUARDED_BY(write_mu_);
+  Stmt w_high_ GUARDED_BY(write_mu_);
+  Stmt w_update_range_ GUARDED_BY(write_mu_);
+  Stmt w_data_version_ GUARDED_BY(write_mu_);
+  Stmt r_log_after_ GUARDED_BY(read_mu_);
+  Stmt r_chunk_after_ GUARDED_BY(read_mu_);
+  Stmt r_chunk_data_ GUARDED_BY(read_mu_);
+  Stmt r_series_by_id_ GUARDED_BY(read_mu_);
+  Stmt r_device_ GUARDED_BY(read_mu_);
   // Apply path (write side): see PrepareApply.
-  bool apply_prepared_ = false;
-  Stmt w_insert_region_chunk_, w_insert_view_chunk_, w_insert_view_series_, w_view_overlap_, w_region_head_, w_get_high_water_,
-      w_put_high_water_, w_find_origin_, w_insert_origin_;
-  // HighWater's (read side, read_mu_ held), prepared on its first call.
-  Stmt r_find_origin_, r_get_high_water_;
+  bool apply_prepared_ GUARDED_BY(write_mu_) = false;
+  Stmt w_insert_region_chunk_ GUARDED_BY(write_mu_);
+  Stmt w_insert_view_chunk_ GUARDED_BY(write_mu_);
+  Stmt w_insert_view_series_ GUARDED_BY(write_mu_);
+  Stmt w_view_overlap_ GUARDED_BY(write_mu_);
+  Stmt w_region_head_ GUARDED_BY(write_mu_);
+  Stmt w_get_high_water_ GUARDED_BY(write_mu_);
+  Stmt w_put_high_water_ GUARDED_BY(write_mu_);
+  Stmt w_find_origin_ GUARDED_BY(write_mu_);
+  Stmt w_insert_origin_ GUARDED_BY(write_mu_);
+  // HighWater's (read side), prepared on its first call.
+  Stmt r_find_origin_ GUARDED_BY(read_mu_);
+  Stmt r_get_high_water_ GUARDED_BY(read_mu_);
 };
 
 }  // namespace edgesync

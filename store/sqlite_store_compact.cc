@@ -114,7 +114,7 @@ Status SqliteStore::CompactStep(CompactResult* result) {
   int64_t upto = 0;
   bool closed = false;  // the run is a whole span: full, or a gap follows it
   {
-    std::lock_guard<std::mutex> lock(read_mu_);
+    MutexLock lock(&read_mu_);
     Txn snapshot(&read_db_);
     ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
     int64_t acked = 0;
@@ -202,10 +202,10 @@ Status SqliteStore::CompactStep(CompactResult* result) {
   const bool keep = options_.compact_only_smaller && cost_after >= cost_before;
 
   // 3. One short transaction: still the same chunks? Then swap them.
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   Txn txn(&write_db_);
   bool swapped = false;
-  Status s = [&]() -> Status {
+  Status s = [&]() REQUIRES(write_mu_) -> Status {
     ES_RETURN_IF_ERROR(txn.Begin());
     int64_t now_upto = 0;
     ES_RETURN_IF_ERROR(CompactedUpTo(&write_db_, &now_upto));

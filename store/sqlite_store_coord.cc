@@ -95,7 +95,7 @@ Status SqliteStore::SetLeaseOwner(uint32_t range_id, const std::string& owner, i
 
 Status SqliteStore::AcquireLease(uint32_t range_id, const std::string& owner, Lease* lease) {
   ES_RETURN_IF_ERROR(ValidateName("lease owner", owner));
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   Txn txn(&write_db_);
   ES_RETURN_IF_ERROR(txn.Begin());
   ES_RETURN_IF_ERROR(RefreshWriteRanges());
@@ -162,7 +162,7 @@ Status SqliteStore::CheckpointLease(const Lease& held, const std::string& contin
     FeedToken t;
     ES_RETURN_IF_ERROR(DecodeFeedToken(continuation, &t));
   }
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   const int64_t now = clock_->WallMillis();
   const std::string boot = clock_->BootId();  // bound as SQLITE_STATIC: must outlive Run
   Stmt up;
@@ -186,7 +186,7 @@ Status SqliteStore::CheckpointLease(const Lease& held, const std::string& contin
 }
 
 Status SqliteStore::ReleaseLease(const Lease& held) {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   Stmt up;
   ES_RETURN_IF_ERROR(up.Prepare(&write_db_,
                                 "UPDATE leases SET owner='', version=version+1 WHERE range_id=? AND owner=? AND version=?"));
@@ -201,7 +201,7 @@ Status SqliteStore::ReleaseLease(const Lease& held) {
 }
 
 Status SqliteStore::ListLeases(std::vector<Lease>* leases) {
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(&read_mu_);
   leases->clear();
   Stmt s;
   ES_RETURN_IF_ERROR(s.Prepare(&read_db_, (std::string("SELECT ") + kLeaseColumns + " FROM leases ORDER BY range_id").c_str()));
@@ -216,7 +216,7 @@ Status SqliteStore::ListLeases(std::vector<Lease>* leases) {
 
 Status SqliteStore::GetCheckpoint(const std::string& name, uint64_t* value) {
   ES_RETURN_IF_ERROR(ValidateName("checkpoint name", name));
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(&read_mu_);
   Stmt s;
   ES_RETURN_IF_ERROR(s.Prepare(&read_db_, "SELECT value FROM checkpoints WHERE name=?"));
   s.Bind(1, std::string_view(name));
@@ -228,7 +228,7 @@ Status SqliteStore::GetCheckpoint(const std::string& name, uint64_t* value) {
 Status SqliteStore::SetCheckpoint(const std::string& name, uint64_t value) {
   const CheckpointMark mark{name, value};
   ES_RETURN_IF_ERROR(ValidateMark(mark));
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   return MoveCheckpoint(mark);
 }
 
@@ -240,7 +240,7 @@ Status SqliteStore::AppendReadingsMarked(const std::vector<Reading>& readings, c
 
 Status SqliteStore::AckUpstream(const std::string& target, uint64_t lsn) {
   ES_RETURN_IF_ERROR(ValidateName("upstream target", target));
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   // From the file, not the cached LastLsn: another process may be the writer.
   uint64_t next = 0;
   ES_RETURN_IF_ERROR(NextLsn(&next));
@@ -258,7 +258,7 @@ Status SqliteStore::AckUpstream(const std::string& target, uint64_t lsn) {
 
 Status SqliteStore::AddDeadLetters(const std::vector<DeadLetter>& letters) {
   if (letters.empty()) return Status::Ok();
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   Txn txn(&write_db_);
   ES_RETURN_IF_ERROR(txn.Begin());
   Stmt ins;
@@ -284,7 +284,7 @@ Status SqliteStore::AddDeadLetters(const std::vector<DeadLetter>& letters) {
 }
 
 Status SqliteStore::ListDeadLetters(size_t max, std::vector<DeadLetter>* letters) {
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(&read_mu_);
   letters->clear();
   Stmt s;
   ES_RETURN_IF_ERROR(s.Prepare(&read_db_, "SELECT at, topic, head, reason FROM dead_letters ORDER BY id DESC LIMIT ?"));
@@ -306,7 +306,7 @@ Status SqliteStore::Stats(StoreStats* stats) {
   *stats = StoreStats{};
   stats->last_lsn = last_lsn_.load();
   stats->rejected_full = rejected_full_.load();
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(&read_mu_);
   Txn snapshot(&read_db_);
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
   int64_t v = 0;

@@ -10,7 +10,7 @@ namespace edgesync {
 
 Status SqliteStore::GetDevice(const std::string& device_id, DeviceRecord* device) {
   ES_RETURN_IF_ERROR(ValidateKey("deviceId", device_id));
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(&read_mu_);
   ChangeEntry e;
   ES_RETURN_IF_ERROR(FillDeviceEntry(device_id, &e));
   *device = e.device;
@@ -34,7 +34,7 @@ Status SqliteStore::FillDeviceEntry(const std::string& device_id, ChangeEntry* e
 }
 
 Status SqliteStore::ListRanges(std::vector<RangeInfo>* ranges) {
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(&read_mu_);
   std::vector<RangeRow> rows;
   ES_RETURN_IF_ERROR(LoadRanges(&read_db_, &rows));
   ranges->clear();
@@ -141,7 +141,7 @@ Status SqliteStore::ReadRows(uint64_t after_lsn, size_t max_entries, const Range
 Status SqliteStore::ReadLog(uint64_t after_lsn, size_t max_entries, std::vector<ChangeEntry>* entries) {
   entries->clear();
   if (max_entries == 0) return Status::Ok();
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(&read_mu_);
   Txn snapshot(&read_db_);  // one snapshot across chunks and device lookups
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
   uint64_t last = 0;
@@ -212,7 +212,7 @@ Status SqliteStore::ResolveStart(uint32_t range_id, const std::vector<RangeRow>&
 Status SqliteStore::ReadFeed(uint32_t range_id, const FeedStart& from, size_t max_entries, FeedPage* page) {
   page->entries.clear();
   page->continuation.clear();
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(&read_mu_);
   Txn snapshot(&read_db_);
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
   std::vector<RangeRow> rows;

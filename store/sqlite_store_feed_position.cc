@@ -93,7 +93,7 @@ Status ReadPosition(Db* db, const std::string& region, FeedPosition* position) {
 
 Status SqliteStore::GetFeedPosition(const std::string& region, FeedPosition* position) {
   ES_RETURN_IF_ERROR(ValidateRegion(region));
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(&read_mu_);
   Txn snapshot(&read_db_);
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
   ES_RETURN_IF_ERROR(ReadPosition(&read_db_, region, position));
@@ -106,7 +106,7 @@ Status SqliteStore::SetFeedPosition(const std::string& region, const FeedPositio
   for (uint64_t p : position.shards) {
     if (p > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("feed position: seq too large");
   }
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   Txn txn(&write_db_);
   ES_RETURN_IF_ERROR(txn.Begin());
   FeedPosition held;

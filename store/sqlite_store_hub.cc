@@ -38,14 +38,14 @@ Status SqliteStore::ApplyBatches(const std::vector<OriginBatch>& batches, std::v
     r.before = r.high_water;
   }
   if (!any) return Status::Ok();
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   ES_RETURN_IF_ERROR(PrepareApply());
   Txn txn(&write_db_);
   pending_series_.clear();
   // A busy hub's group is one transaction: its commit, not the batches, was
   // the cost (WAL pages of the feed, the marks and the origins written once
   // per group instead of once per batch).
-  Status s = [&]() -> Status {
+  Status s = [&]() REQUIRES(write_mu_) -> Status {
     ES_RETURN_IF_ERROR(txn.Begin());
     int64_t head = 0;
     {
@@ -66,7 +66,7 @@ Status SqliteStore::ApplyBatches(const std::vector<OriginBatch>& batches, std::v
 
 Status SqliteStore::FindOriginForWrite(const Origin& origin, int64_t* id) {
   {
-    std::lock_guard<std::mutex> lock(origins_mu_);
+    MutexLock lock(&origins_mu_);
     auto it = origin_ids_.find(origin.ToString());
     if (it != origin_ids_.end()) {
       *id = it->second;
@@ -111,7 +111,7 @@ Status SqliteStore::ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t
   (*marks)[key] = plan.new_high_water;
   if (plan.outcome != ApplyOutcome::kApplied) return Status::Ok();
   int64_t origin_id = 0;
-  ES_RETURN_IF_ERROR(OriginId(batch.origin, true, &origin_id));
+  ES_RETURN_IF_ERROR(OriginId(batch.origin, &w_find_origin_, &w_insert_origin_, &origin_id));
   const std::vector<ChangeEntry>& entries = *batch.entries;
   std::vector<RemoteChunkEntry>& chunk = remote_buffer_;
   chunk.clear();
@@ -134,13 +134,13 @@ Status SqliteStore::ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t
 
 Status SqliteStore::HighWater(const Origin& origin, uint64_t* high_water) {
   ES_RETURN_IF_ERROR(ValidateOrigin(origin));
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(&read_mu_);
   if (r_get_high_water_.get() == nullptr) {
     ES_RETURN_IF_ERROR(r_find_origin_.Prepare(&read_db_, kFindOriginSql));
     ES_RETURN_IF_ERROR(r_get_high_water_.Prepare(&read_db_, "SELECT lsn FROM high_water WHERE origin=?"));
   }
   int64_t id = 0;
-  ES_RETURN_IF_ERROR(OriginId(origin, false, &id));
+  ES_RETURN_IF_ERROR(OriginId(origin, &r_find_origin_, nullptr, &id));
   *high_water = 0;
   if (id == 0) return Status::Ok();
   Stmt& s = r_get_high_water_;
@@ -152,7 +152,7 @@ Status SqliteStore::HighWater(const Origin& origin, uint64_t* high_water) {
 }
 
 Status SqliteStore::RegionFeedBounds(uint64_t* oldest_seq, uint64_t* head_seq) {
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(&read_mu_);
   Txn snapshot(&read_db_);
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
   int64_t oldest = 0, head = 0;
@@ -168,7 +168,7 @@ Status SqliteStore::ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::
                                    uint64_t* head_seq, bool* reset) {
   entries->clear();
   *reset = false;
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(&read_mu_);
   Txn snapshot(&read_db_);
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
   int64_t head = 0, pruned = 0;

@@ -6,7 +6,7 @@ namespace edgesync {
 
 Status SqliteStore::TakeLease(const Lease& seen, const std::string& owner, Lease* lease) {
   if (owner.empty() || owner.size() > 128) return Status::InvalidArgument("lease owner must be 1..128 bytes");
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   const int64_t now = clock_->WallMillis();
   bool moved = false;
   ES_RETURN_IF_ERROR(SetLeaseOwner(seen.range_id, owner, seen.version, now, &moved));

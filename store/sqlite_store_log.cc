@@ -117,7 +117,7 @@ Status SqliteStore::InternSeries(const std::string& device_id, const std::string
     got = w_insert_series_.Int(0);
     fresh = true;
   }
-  std::unique_lock<std::shared_mutex> lock(series_mu_);
+  WriterLock lock(&series_mu_);
   if (static_cast<size_t>(got) >= series_.size()) series_.resize(static_cast<size_t>(got) + 1);
   series_[static_cast<size_t>(got)] = SeriesInfo{device_id, metric, unit, h, true};
   DeviceSeries& entry = by_device_[device_id];
@@ -131,7 +131,7 @@ Status SqliteStore::InternSeries(const std::string& device_id, const std::string
 
 // A rolled-back transaction takes its new series rows with it.
 void SqliteStore::ForgetPendingSeries() {
-  std::unique_lock<std::shared_mutex> lock(series_mu_);
+  WriterLock lock(&series_mu_);
   for (const auto& p : pending_series_) {
     auto it = by_device_.find(p.first);
     if (it != by_device_.end()) {
@@ -315,7 +315,7 @@ Status SqliteStore::AppendWithMark(const std::vector<Reading>& readings, const C
     Status v = ValidateReading(readings[i]);
     if (!v.ok()) return v.Annotate("reading " + std::to_string(i));
   }
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   if (readings.empty()) {
     result->first_lsn = result->last_lsn = last_lsn_.load();
     return mark != nullptr ? MoveCheckpoint(*mark) : Status::Ok();
@@ -367,7 +367,7 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
   const bool persist_counts = mono_ms - last_range_flush_ms_ >= kRangeFlushMs || mono_ms < last_range_flush_ms_;
   std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> counts;
   bool wrote_batch = false;
-  Status s = [&]() -> Status {
+  Status s = [&]() REQUIRES(write_mu_) -> Status {
     ES_RETURN_IF_ERROR(txn.Begin());
     ES_RETURN_IF_ERROR(RefreshWriteRanges());
     if (to_drop > 0) {
@@ -458,12 +458,12 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
 }
 
 Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, uint64_t* lsn_out) {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   ES_RETURN_IF_ERROR(ReserveLsns(last_lsn_.load() + 1));
   Txn txn(&write_db_);
   pending_series_.clear();
   uint64_t lsn = 0;
-  Status s = [&]() -> Status {
+  Status s = [&]() REQUIRES(write_mu_) -> Status {
     ES_RETURN_IF_ERROR(txn.Begin());
     ES_RETURN_IF_ERROR(RefreshWriteRanges());
     DeviceRecord rec = device;

@@ -192,7 +192,7 @@ SqliteStore::SqliteStore(const StoreOptions& options)
     : options_(options), clock_(options.clock ? options.clock : SystemClock()) {}
 
 SqliteStore::~SqliteStore() {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   ReleaseLsnFence();
   // The connections close (and the last one removes the -wal and -shm
   // files) after this body, with the gate held: see store_lock.h.
@@ -246,6 +246,10 @@ Status SqliteStore::ReadOnlyName(std::string* name) {
 }
 
 Status SqliteStore::Init() {
+  // Nothing else can reach the store yet: the locks cost nothing here and
+  // let the analysis check the members Init sets up like any others.
+  MutexLock write_lock(&write_mu_);
+  MutexLock read_lock(&read_mu_);
   const std::string& path = options_.path;
   std::string name = path;
   int flags = SQLITE_OPEN_READWRITE;
@@ -353,7 +357,7 @@ Status SqliteStore::Init() {
     Stmt all;
     ES_RETURN_IF_ERROR(all.Prepare(&write_db_, "SELECT id, device_id, metric, unit, hkey FROM series"));
     Status st;
-    std::unique_lock<std::shared_mutex> lock(series_mu_);
+    WriterLock lock(&series_mu_);
     while (all.Step(&st)) {
       int64_t id = all.Int(0);
       SeriesInfo info{all.Text(1), all.Text(2), all.Text(3), HashFromKey(all.Int(4)), true};
@@ -365,16 +369,13 @@ Status SqliteStore::Init() {
     }
     ES_RETURN_IF_ERROR(st);
   }
-  {
-    std::lock_guard<std::mutex> lock(write_mu_);
-    ES_RETURN_IF_ERROR(RefreshWriteRanges());
-    if (options_.read_only) {
-      uint64_t high = 0;
-      ES_RETURN_IF_ERROR(NextLsn(&high));
-      last_lsn_ = high - 1;
-    } else {
-      ES_RETURN_IF_ERROR(LoadLsnFence());
-    }
+  ES_RETURN_IF_ERROR(RefreshWriteRanges());
+  if (options_.read_only) {
+    uint64_t high = 0;
+    ES_RETURN_IF_ERROR(NextLsn(&high));
+    last_lsn_ = high - 1;
+  } else {
+    ES_RETURN_IF_ERROR(LoadLsnFence());
   }
   if (!options_.read_only) lock_.EndTransition();  // open: readers may come
   return Status::Ok();
@@ -501,7 +502,7 @@ Status SqliteStore::LoadFormerOrigins() {
 
 Status SqliteStore::SeriesById(int64_t id, SeriesInfo* info) {
   {
-    std::shared_lock<std::shared_mutex> lock(series_mu_);
+    ReaderLock lock(&series_mu_);
     if (id > 0 && static_cast<size_t>(id) < series_.size() && series_[static_cast<size_t>(id)].known) {
       *info = series_[static_cast<size_t>(id)];
       return Status::Ok();
@@ -518,7 +519,7 @@ Status SqliteStore::SeriesById(int64_t id, SeriesInfo* info) {
   SeriesInfo got{r_series_by_id_.Text(0), r_series_by_id_.Text(1), r_series_by_id_.Text(2),
                  HashFromKey(r_series_by_id_.Int(3)), true};
   *info = got;
-  std::unique_lock<std::shared_mutex> lock(series_mu_);
+  WriterLock lock(&series_mu_);
   if (static_cast<size_t>(id) >= series_.size()) series_.resize(static_cast<size_t>(id) + 1);
   if (!series_[static_cast<size_t>(id)].known) series_[static_cast<size_t>(id)] = std::move(got);
   return Status::Ok();

@@ -126,7 +126,7 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
     return Status::InvalidArgument("query limit " + std::to_string(q.limit) + " is above the maximum " +
                                    std::to_string(QueryRequest::kMaxRows));
   }
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(&read_mu_);
   Txn snapshot(&read_db_);
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
   Stmt series;
@@ -224,7 +224,7 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
                                        &both));
   std::vector<RemoteChunkEntry> chunk;
   // Rows of a statement giving (key, origin, data) of remote chunks.
-  auto scan = [&](Stmt* remote, bool region, const char* what) -> Status {
+  auto scan = [&](Stmt* remote, bool region, const char* what) REQUIRES(read_mu_) -> Status {
     Status st;
     while (remote->Step(&st)) {
       ES_RETURN_IF_ERROR(DecodeRemote(remote->Blob(2), what, remote->Int(0), &chunk));

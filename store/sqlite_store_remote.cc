@@ -14,10 +14,10 @@
 
 namespace edgesync {
 
-Status SqliteStore::OriginId(const Origin& origin, bool create, int64_t* id) {
+Status SqliteStore::OriginId(const Origin& origin, Stmt* find, Stmt* insert, int64_t* id) {
   std::string key = origin.ToString();
   {
-    std::lock_guard<std::mutex> lock(origins_mu_);
+    MutexLock lock(&origins_mu_);
     auto it = origin_ids_.find(key);
     if (it != origin_ids_.end()) {
       *id = it->second;
@@ -26,7 +26,7 @@ Status SqliteStore::OriginId(const Origin& origin, bool create, int64_t* id) {
   }
   // Prepared once (a hub sees every new gateway here, and its marks on
   // every batch): see PrepareApply and HighWater.
-  Stmt& s = create ? w_find_origin_ : r_find_origin_;
+  Stmt& s = *find;
   StmtScope scope(&s);
   s.Bind(1, std::string_view(origin.gateway_id));
   s.Bind(2, std::string_view(origin.epoch));
@@ -36,8 +36,8 @@ Status SqliteStore::OriginId(const Origin& origin, bool create, int64_t* id) {
   } else {
     ES_RETURN_IF_ERROR(st);
     *id = 0;
-    if (!create) return Status::Ok();
-    Stmt& ins = w_insert_origin_;
+    if (insert == nullptr) return Status::Ok();
+    Stmt& ins = *insert;
     StmtScope ins_scope(&ins);
     ins.Bind(1, std::string_view(origin.gateway_id));
     ins.Bind(2, std::string_view(origin.epoch));
@@ -45,7 +45,7 @@ Status SqliteStore::OriginId(const Origin& origin, bool create, int64_t* id) {
     *id = ins.Int(0);
     return Status::Ok();  // not cached until its transaction commits
   }
-  std::lock_guard<std::mutex> lock(origins_mu_);
+  MutexLock lock(&origins_mu_);
   origin_ids_[key] = *id;
   origins_[*id] = origin;
   return Status::Ok();
@@ -53,7 +53,7 @@ Status SqliteStore::OriginId(const Origin& origin, bool create, int64_t* id) {
 
 Status SqliteStore::OriginById(int64_t id, Origin* origin) {
   {
-    std::lock_guard<std::mutex> lock(origins_mu_);
+    MutexLock lock(&origins_mu_);
     auto it = origins_.find(id);
     if (it != origins_.end()) {
       *origin = it->second;
@@ -66,7 +66,7 @@ Status SqliteStore::OriginById(int64_t id, Origin* origin) {
   Status st;
   if (!s.Step(&st)) return st.ok() ? Status::Corruption("unknown origin id " + std::to_string(id)) : st;
   *origin = Origin{s.Text(0), s.Text(1)};
-  std::lock_guard<std::mutex> lock(origins_mu_);
+  MutexLock lock(&origins_mu_);
   origins_[id] = *origin;
   origin_ids_[origin->ToString()] = id;
   return Status::Ok();
@@ -74,7 +74,7 @@ Status SqliteStore::OriginById(int64_t id, Origin* origin) {
 
 // Origins created by a transaction that rolled back must not stay cached.
 void SqliteStore::ForgetOrigins() {
-  std::lock_guard<std::mutex> lock(origins_mu_);
+  MutexLock lock(&origins_mu_);
   origin_ids_.clear();
   origins_.clear();
 }
@@ -168,7 +168,7 @@ Status SqliteStore::ApplyViewOrigin(int64_t origin_id, std::vector<const ChangeE
   }
   std::vector<RemoteChunkEntry>& chunk = remote_buffer_;
   chunk.clear();
-  auto flush = [&]() -> Status {
+  auto flush = [&]() REQUIRES(write_mu_) -> Status {
     if (chunk.empty()) return Status::Ok();
     *added += static_cast<int64_t>(chunk.size());
     // The series this origin wrote, for the query (schema.cc, version 7).
@@ -236,17 +236,17 @@ Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t
     }
     groups.back().second.push_back(&r.entry);
   }
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   ES_RETURN_IF_ERROR(PrepareApply());
   Txn txn(&write_db_);
   pending_series_.clear();
   int64_t count = 0;
-  Status s = [&]() -> Status {
+  Status s = [&]() REQUIRES(write_mu_) -> Status {
     ES_RETURN_IF_ERROR(txn.Begin());
     const int64_t now = clock_->WallMillis();
     for (auto& [origin, group] : groups) {
       int64_t origin_id = 0;
-      ES_RETURN_IF_ERROR(OriginId(*origin, true, &origin_id));
+      ES_RETURN_IF_ERROR(OriginId(*origin, &w_find_origin_, &w_insert_origin_, &origin_id));
       ES_RETURN_IF_ERROR(ApplyViewOrigin(origin_id, &group, now, &count));
     }
     return txn.Commit();

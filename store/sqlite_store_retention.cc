@@ -428,9 +428,9 @@ Status SqliteStore::PruneStep(int64_t max_rows, PruneResult* result) {
   *result = PruneResult{};
   if (max_rows <= 0) return Status::InvalidArgument("prune step: max_rows must be positive");
   const int64_t now = clock_->WallMillis();
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   Txn txn(&write_db_);
-  Status s = [&]() -> Status {
+  Status s = [&]() REQUIRES(write_mu_) -> Status {
     ES_RETURN_IF_ERROR(txn.Begin());
     bool low = false;
     ES_RETURN_IF_ERROR(SpaceLow(&low));

@@ -10,7 +10,7 @@ namespace edgesync {
 
 Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
   devices->clear();
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(&read_mu_);
   Txn snapshot(&read_db_);
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
   // Local readings: every chunk decoded (a scan for people, not a hot path).
@@ -79,7 +79,7 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
 
 Status SqliteStore::Backlog(uint64_t after_lsn, BacklogInfo* info) {
   *info = BacklogInfo{};
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(&read_mu_);
   Txn snapshot(&read_db_);
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
   // The oldest entry after after_lsn: the chunk holding after_lsn + 1 (or

@@ -61,7 +61,7 @@ Status RegionHub::Start() {
     if (known && kind == WireKind::kFeedRequest) {
       if (QueueFeedRequest(sender, std::move(m))) return;
     } else {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (stop_) return;
       if (queue_.Push(sender, std::move(m))) {
         cv_.notify_one();
@@ -78,7 +78,7 @@ Status RegionHub::Start() {
     const int64_t now = clock_->MonotonicMillis();
     uint64_t shed = 0;
     {
-      std::lock_guard<std::mutex> lock(stats_mu_);
+      MutexLock lock(&stats_mu_);
       shed = ++stats_.batches_shed;
     }
     if (now - last_shed_log_ms_.load() >= 10000) {
@@ -105,8 +105,8 @@ void RegionHub::LeaseLoop() {
   while (true) {
     beat.Idle();  // a round every ttl / 3 may be longer than the watchdog period: waiting is no stall
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (cv_lease_.wait_for(lock, std::chrono::milliseconds(every), [this] { return stop_.load(); })) return;
+      MutexLock lock(&mu_);
+      if (lock.WaitFor(&cv_lease_, std::chrono::milliseconds(every), [this] { return stop_.load(); })) return;
     }
     beat.Beat();
     LeaseRound();
@@ -132,7 +132,7 @@ void RegionHub::LeaseRound() {
     renewed_at_ms_ = now;
   } else {
     {
-      std::lock_guard<std::mutex> lock(stats_mu_);
+      MutexLock lock(&stats_mu_);
       ++stats_.lease_errors;
     }
     if (st.code() == Status::Code::kRejected) joined_ = false;
@@ -149,7 +149,7 @@ void RegionHub::LeaseRound() {
     owned.clear();
   }
   Hold(owned);
-  std::lock_guard<std::mutex> lock(stats_mu_);
+  MutexLock lock(&stats_mu_);
   stats_.shards = owned;
   if (st.ok()) stats_.live_hubs = ls.live_hubs;
   stats_.shards_taken += static_cast<uint64_t>(ls.taken);
@@ -167,7 +167,7 @@ void RegionHub::Hold(const std::vector<int>& shards) {
   std::set_difference(subscribed_.begin(), subscribed_.end(), shards.begin(), shards.end(), std::back_inserter(gone));
   std::set_difference(shards.begin(), shards.end(), subscribed_.begin(), subscribed_.end(), std::back_inserter(fresh));
   if (!gone.empty()) {
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     stats_.shards_handed_over += gone.size();
   }
   for (int s : gone) link_->Unsubscribe(HubInboxFilter(options_.topic_prefix, options_.region, s));
@@ -185,13 +185,13 @@ void RegionHub::Hold(const std::vector<int>& shards) {
 void RegionHub::Stop() {
   if (!worker_.joinable()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
     cv_.notify_all();
     cv_lease_.notify_all();
   }
   {
-    std::lock_guard<std::mutex> lock(feed_mu_);  // the feed thread checks stop_ under it
+    MutexLock lock(&feed_mu_);  // the feed thread checks stop_ under it
     feed_cv_.notify_all();
   }
   // First off the broker: an apply under way then answers into a closed link
@@ -213,7 +213,7 @@ void RegionHub::Stop() {
 }
 
 RegionHubStats RegionHub::stats(size_t max_origins) const {
-  std::unique_lock<std::mutex> lock(stats_mu_);
+  MutexLock lock(&stats_mu_);
   RegionHubStats s = stats_;
   s.bad_messages += counters_.rejected();
   const int64_t renewed = renewed_at_ms_.load();
@@ -238,7 +238,7 @@ RegionHubStats RegionHub::stats(size_t max_origins) const {
     s.origins.reserve(max_origins);
     for (size_t i = 0; i < max_origins; ++i) s.origins.push_back(*all[i]);
   }
-  lock.unlock();  // the applier waits on this lock for its next answer: sort outside it
+  lock.Unlock();  // the applier waits on this lock for its next answer: sort outside it
   std::sort(s.origins.begin(), s.origins.end(),
             [](const HubOriginStats& a, const HubOriginStats& b) { return a.origin < b.origin; });
   return s;
@@ -252,9 +252,9 @@ void RegionHub::Run() {
     beat.Beat();  // each turn is bounded by a timed wait
     taken.clear();
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(options_.head_interval_ms),
-                   [this] { return stop_ || !queue_.empty(); });
+      MutexLock lock(&mu_);
+      lock.WaitFor(&cv_, std::chrono::milliseconds(options_.head_interval_ms),
+                   [this]() REQUIRES(mu_) { return stop_ || !queue_.empty(); });
       if (stop_) return;
       // What queued while the last turn applied goes together: a busy hub
       // groups batches, an idle one applies each as it comes.
@@ -270,13 +270,13 @@ void RegionHub::Run() {
 bool RegionHub::QueueFeedRequest(const std::string& sender, MqttMessage message) {
   FeedQueue<MqttMessage>::Pushed pushed;
   {
-    std::lock_guard<std::mutex> lock(feed_mu_);
+    MutexLock lock(&feed_mu_);
     if (stop_) return true;
     pushed = feed_queue_.Push(sender, std::move(message));
     if (pushed == FeedQueue<MqttMessage>::Pushed::kQueued) feed_cv_.notify_one();
   }
   if (pushed == FeedQueue<MqttMessage>::Pushed::kSuperseded) {
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     ++stats_.feed_requests_superseded;
   }
   return pushed != FeedQueue<MqttMessage>::Pushed::kRefused;
@@ -296,9 +296,9 @@ void RegionHub::ServeFeed() {
   while (true) {
     beat.Beat();  // each page is bounded (feed_max_entries), each wait timed
     {
-      std::unique_lock<std::mutex> lock(feed_mu_);
-      feed_cv_.wait_for(lock, std::chrono::milliseconds(options_.head_interval_ms),
-                        [this] { return stop_ || !feed_queue_.empty(); });
+      MutexLock lock(&feed_mu_);
+      lock.WaitFor(&feed_cv_, std::chrono::milliseconds(options_.head_interval_ms),
+                   [this]() REQUIRES(feed_mu_) { return stop_ || !feed_queue_.empty(); });
       if (stop_) return;
       if (!feed_queue_.Take(&sender, &message)) continue;
     }
@@ -326,7 +326,7 @@ bool RegionHub::Admit(const MqttMessage& message, std::string* sender, WireMessa
     Status cleared = link_->Publish(message.topic, "", 1, true, 5000);
     uint64_t n;
     {
-      std::lock_guard<std::mutex> lock(stats_mu_);
+      MutexLock lock(&stats_mu_);
       n = ++stats_.retained_refused;
     }
     if ((n & (n - 1)) == 0) {  // the 1st, 2nd, 4th...: a flood does not flood the log
@@ -344,14 +344,14 @@ bool RegionHub::Admit(const MqttMessage& message, std::string* sender, WireMessa
   if (!inbox) {
     // A broker delivering outside our subscription, or a gateway publishing
     // under a shard level that is not its own.
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     ++stats_.bad_messages;
     return false;
   }
   if (!Holds(shard)) {
     // Given up since it was sent (or still queued in our session): its
     // gateway gets no answer and resends to the shard's holder.
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     ++stats_.not_owned;
     return false;
   }
@@ -365,7 +365,7 @@ bool RegionHub::Admit(const MqttMessage& message, std::string* sender, WireMessa
     m.reply_to = ReplyTopic(options_.topic_prefix, *sender, "up");
   }
   if (m.kind == WireKind::kBatch) {  // pings are answered on the receive thread: contexts_ is not theirs
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     stats_.contexts = contexts_.size();
     stats_.context_bytes = contexts_.bytes();
     stats_.context_evictions = contexts_.evictions();
@@ -394,20 +394,20 @@ bool RegionHub::Admit(const MqttMessage& message, std::string* sender, WireMessa
     // reply address too): refused for its origin, ahead of the address.
     ES_LOG(kWarn, "hub {}: refused batch {}..{} sent by {} naming origin {}: a gateway writes only its own origin",
            options_.region, m.batch.first_lsn, m.batch.last_lsn, *sender, m.batch.origin.ToString());
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     ++stats_.sender_refused;
     return false;
   }
   if (!IsReplyTopic(options_.topic_prefix, *sender, m.reply_to)) {
     ES_LOG(kWarn, "hub {}: {} asked for an answer on {}, not one of its reply topics; dropped", options_.region,
            *sender, m.reply_to);
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     ++stats_.bad_reply_addresses;
     return false;
   }
   if (m.kind == WireKind::kPing) {
     {
-      std::lock_guard<std::mutex> lock(stats_mu_);
+      MutexLock lock(&stats_mu_);
       ++stats_.pings;
     }
     link_->Publish(m.reply_to, EncodePong(m.correlation_id, options_.region, m.ping_sent_ns, epoch_), 0, false, 0);
@@ -470,7 +470,7 @@ void RegionHub::HandleFeedRequest(const WireMessage& m) {
       // the others keep theirs.
       ES_LOG(kWarn, "hub {}: feed position {} was pruned; reader restarts at {}", options_.region,
              ShardPositionsText(m.feed_after), ShardPositionsText(page.next));
-      std::lock_guard<std::mutex> lock(stats_mu_);
+      MutexLock lock(&stats_mu_);
       ++stats_.feed_resets;
     }
   }
@@ -487,11 +487,11 @@ void RegionHub::HandleFeedRequest(const WireMessage& m) {
     ES_LOG(kWarn, "hub {}: feed position {} (epoch {}) {}; reader restarts at {} of epoch {}", options_.region,
            m.feed_per_shard ? ShardPositionsText(m.feed_after) : std::to_string(m.feed_after_seq),
            m.feed_epoch.empty() ? "-" : m.feed_epoch, why, ShardPositionsText(page.next), epoch_);
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     ++stats_.feed_resets;
   }
   {
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     ++stats_.feed_requests;
   }
   std::string out;
@@ -512,7 +512,7 @@ void RegionHub::ApplyBatches(std::vector<PendingBatch>* pending) {
       // way here is a forgery (an honest gateway's id is its topic level).
       ES_LOG(kWarn, "hub {}: refused batch {}..{} sent by {} naming origin {}: a gateway writes only its own origin",
              options_.region, b.first_lsn, b.last_lsn, p.sender, b.origin.ToString());
-      std::lock_guard<std::mutex> lock(stats_mu_);
+      MutexLock lock(&stats_mu_);
       ++stats_.sender_refused;
       continue;
     }
@@ -560,7 +560,7 @@ void RegionHub::Answer(const PendingBatch& p, const Status& status, const ApplyR
     }
   }
   {
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     stats_.entries_received += b.entries.size();
     if (!status.ok()) {
       ++stats_.store_errors;
@@ -639,7 +639,7 @@ void RegionHub::PublishHead(bool force) {
   if (!store_->FeedBounds(&bounds).ok()) return;
   last_head_ms_ = now;
   {
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     stats_.head_seq = bounds.numbered;
   }
   if (bounds.head == head_published_ && !force) return;

@@ -60,13 +60,13 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "platform/clock.h"
+#include "platform/mutex.h"
 #include "platform/status.h"
 #include "store/hub_store.h"
 #include "store/hub_store_leases.h"
@@ -224,13 +224,15 @@ class RegionHub {
   std::unique_ptr<ShardLeases> sole_leases_;  // when options_.leases is nullptr
   ShardLeases* leases_ = nullptr;
   std::atomic<uint64_t> held_{0};             // bit s: shard s is held (kRegionShards <= 64)
-  std::vector<int> subscribed_;               // lease thread (and Start/Stop) only
-  bool joined_ = false;                       // lease thread (and Start) only
-  bool legacy_unsubscribed_ = false;          // lease thread only
-  int64_t last_renewal_ms_ = 0;               // monotonic; lease thread only
+  // The lease thread's own (and Start's before it runs, Stop's after it
+  // has ended): no mutex, which the analysis has no way to state.
+  std::vector<int> subscribed_;
+  bool joined_ = false;
+  bool legacy_unsubscribed_ = false;
+  int64_t last_renewal_ms_ = 0;               // monotonic
   std::atomic<int64_t> renewed_at_ms_{-1};     // the same for stats(); -1 = never
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;       // worker: messages arrived
   std::condition_variable cv_lease_; // lease thread: stop
   // Batches received, not yet applied: fair between senders (each may hold
@@ -241,17 +243,17 @@ class RegionHub {
   // The feed thread's nice value above the hub's: about a third of the
   // CPU time of a normal thread while both want it.
   static constexpr int kFeedNiceIncrement = 5;
-  FairQueue<MqttMessage> queue_{options_.max_queued_messages,
+  FairQueue<MqttMessage> queue_ GUARDED_BY(mu_){options_.max_queued_messages,
                                 std::min(options_.max_queued_messages,
                                          std::max<size_t>(64, options_.max_queued_messages / 8)),
                                 kTurnCredit};
   // Feed requests not yet answered, at most one per sender (a newer one
-  // supersedes it), for as many senders as max_queued_messages. Guarded by
-  // feed_mu_ (never held with mu_ nor while a page is built); feed_cv_
-  // wakes the feed thread.
-  std::mutex feed_mu_;
+  // supersedes it), for as many senders as max_queued_messages. feed_mu_
+  // is never held with mu_ nor while a page is built; feed_cv_ wakes the
+  // feed thread.
+  Mutex feed_mu_;
   std::condition_variable feed_cv_;
-  FeedQueue<MqttMessage> feed_queue_{options_.max_queued_messages};
+  FeedQueue<MqttMessage> feed_queue_ GUARDED_BY(feed_mu_){options_.max_queued_messages};
   std::atomic<int64_t> last_shed_log_ms_{-1000000};  // the shed warning, at most every 10 s
 
   WireCounters counters_;
@@ -262,13 +264,13 @@ class RegionHub {
   uint64_t epoch_tag_ = 0;  // EpochTag(epoch_)
   ShardPositions head_published_{};
   int64_t last_head_ms_ = 0;
-  mutable std::mutex stats_mu_;
-  RegionHubStats stats_;
-  // Guarded by stats_mu_. Hashed: every answer updates its origin's entry
-  // (10,000 origins took ~14 string compares per batch in a map); stats()
-  // sorts the copy by name.
-  std::unordered_map<std::string, HubOriginStats> origins_;
-  std::string origin_key_;  // guarded by stats_mu_: the name of the origin answered, its buffer kept
+  mutable Mutex stats_mu_;
+  RegionHubStats stats_ GUARDED_BY(stats_mu_);
+  // Hashed: every answer updates its origin's entry (10,000 origins took
+  // ~14 string compares per batch in a map); stats() sorts the copy by name.
+  std::unordered_map<std::string, HubOriginStats> origins_ GUARDED_BY(stats_mu_);
+  // The name of the origin answered, its buffer kept.
+  std::string origin_key_ GUARDED_BY(stats_mu_);
 };
 
 }  // namespace edgesync

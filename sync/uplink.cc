@@ -64,12 +64,12 @@ Status Uplink::Start() {
     std::unique_ptr<MqttLink> link;
     ES_RETURN_IF_ERROR(factory_(lo, &link).Annotate("uplink region " + r.name));
     link->SetMessageHandler([this, i](MqttMessage&& m) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       events_.push_back(Event{Event::Type::kMessage, i, false, std::move(m.payload), clock_->MonotonicNanos()});
       cv_.notify_one();
     });
     link->SetStateHandler([this, i](bool connected, bool, const std::string&) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       events_.push_back(Event{Event::Type::kState, i, connected, {}, 0});
       cv_.notify_one();
     });
@@ -98,7 +98,7 @@ void Uplink::Stop() {
   if (!worker_.joinable()) return;
   stop_ = true;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     cv_.notify_all();
   }
   worker_.join();
@@ -107,13 +107,13 @@ void Uplink::Stop() {
 }
 
 void Uplink::NotifyAppended() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   wake_ = true;
   cv_.notify_one();
 }
 
 UplinkStats Uplink::stats() const {
-  std::lock_guard<std::mutex> lock(stats_mu_);
+  MutexLock lock(&stats_mu_);
   UplinkStats s = stats_;
   s.ack_latency = ack_latency_.Snapshot();
   return s;
@@ -131,8 +131,9 @@ void Uplink::Run() {
       int64_t wait_ms = kTickMs;
       if (wake_at_ms_ >= 0) wait_ms = std::clamp<int64_t>(wake_at_ms_ - NowMs(), 0, kTickMs);
       wake_at_ms_ = -1;
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [this] { return stop_ || wake_ || !events_.empty(); });
+      MutexLock lock(&mu_);
+      lock.WaitFor(&cv_, std::chrono::milliseconds(wait_ms),
+                   [this]() REQUIRES(mu_) { return stop_ || wake_ || !events_.empty(); });
       events.swap(events_);
       wake_ = false;
     }
@@ -143,7 +144,7 @@ void Uplink::Run() {
     ChooseTarget(now);
     if (!inflight_.empty() && now - inflight_.front().sent_ms > answer_wait_ms_) {
       {
-        std::lock_guard<std::mutex> lock(stats_mu_);
+        MutexLock lock(&stats_mu_);
         ++stats_.ack_timeouts;
       }
       const size_t region = inflight_.front().region;
@@ -179,7 +180,7 @@ void Uplink::Run() {
       late_acks_unsaid_ = 0;
     }
 
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     stats_.write_region = write_region_ >= 0 ? options_.regions[write_region_].name : "";
     stats_.checkpoint = checkpoint_;
     stats_.answer_wait_ms = answer_wait_ms_;
@@ -251,7 +252,7 @@ void Uplink::HandleEvent(Event& event) {
 void Uplink::IgnoreAck(size_t region, uint64_t correlation_id, const char* why) {
   ES_LOG(kWarn, "uplink: ignored an answer (correlation {}) arriving from region {}: {}", correlation_id,
          options_.regions[region].name, why);
-  std::lock_guard<std::mutex> lock(stats_mu_);
+  MutexLock lock(&stats_mu_);
   ++stats_.acks_ignored;
 }
 
@@ -281,7 +282,7 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
            "correlation id", correlation_id, name);
     ++late_acks_unsaid_;
     last_late_ack_ms_ = NowMs();
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     ++stats_.acks_ignored;
     ++stats_.acks_late;
     return;
@@ -293,7 +294,7 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
     // Not a fault of the batch nor a sign of load: the region lost (or
     // never had) the context, so the resend goes at once, self-contained.
     {
-      std::lock_guard<std::mutex> lock(stats_mu_);
+      MutexLock lock(&stats_mu_);
       ++stats_.refusals;
       ++stats_.context_misses;
     }
@@ -307,7 +308,7 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
   if (ack.code == AckCode::kRegressed) return HandleRegressed(region, ack);
   if (ack.code != AckCode::kOk) {
     {
-      std::lock_guard<std::mutex> lock(stats_mu_);
+      MutexLock lock(&stats_mu_);
       ++stats_.refusals;
     }
     ES_LOG(kWarn, "uplink: region {} refused a batch ({}): {}", name, static_cast<int>(ack.code), ack.message);
@@ -324,7 +325,7 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     ++stats_.acks;
   }
   if (batch->with_context) {
@@ -374,7 +375,7 @@ bool Uplink::RecordAck(size_t region, const WireAck& ack, uint64_t hw, uint64_t 
   stream_mark_ = std::max(stream_mark_, hw);
   if (lost > 0) {
     rec.lost += lost;
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     stats_.refill_lost += lost;
   }
   if (rec.refilling) {
@@ -400,7 +401,7 @@ void Uplink::HandleRegressed(size_t region, const WireAck& ack) {
   RegionRecord& rec = records_[region];
   const uint64_t to = std::max(rec.acked, rec.refilling ? rec.refill_to : 0);
   {
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     ++stats_.region_regressions;
   }
   ES_LOG(kWarn, "uplink: region {} lost what it acknowledged of ours: its store{}{} holds our log up to {}, it "
@@ -481,7 +482,7 @@ void Uplink::Rewind(const char* why, bool with_backoff) {
   const uint64_t start = StreamStart();
   if (!inflight_.empty() || next_after_ != start) {
     ES_LOG(kInfo, "uplink: resending from {} ({})", start, why);
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     ++stats_.resends;
   }
   inflight_.clear();
@@ -556,7 +557,7 @@ void Uplink::SendBatches(int64_t now_ms) {
                region, next_after_, r.refilling ? "refill" : "ask", r.refilling ? "" : " with", gone);
         r.lost += gone;
         {
-          std::lock_guard<std::mutex> lock(stats_mu_);
+          MutexLock lock(&stats_mu_);
           stats_.refill_lost += gone;
         }
         if (r.refilling) {
@@ -612,7 +613,7 @@ void Uplink::SendBatches(int64_t now_ms) {
     }
     inflight_.push_back({correlation_id, static_cast<size_t>(target_), batch.last_lsn, now_ms, with_context, lost});
     next_after_ = batch.last_lsn;
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     ++stats_.batches_sent;
     if (with_context) ++stats_.context_batches;
     stats_.entries_sent += batch.entries.size();

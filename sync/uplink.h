@@ -43,13 +43,13 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "platform/clock.h"
 #include "platform/histogram.h"
+#include "platform/mutex.h"
 #include "platform/progress.h"
 #include "platform/status.h"
 #include "store/store.h"
@@ -213,12 +213,14 @@ class Uplink {
   std::thread worker_;
   std::atomic<bool> stop_{false};
 
-  std::mutex mu_;  // guards events_ and wake_
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Event> events_;
-  bool wake_ = false;
+  std::deque<Event> events_ GUARDED_BY(mu_);
+  bool wake_ GUARDED_BY(mu_) = false;
 
-  // Worker state.
+  // Worker state: touched only by the worker thread (and by Start before
+  // it runs, Stop after it has ended), so no mutex guards it; the analysis
+  // has no way to state "one thread only".
   std::unique_ptr<RegionSelector> selector_;
   std::vector<int64_t> next_probe_ms_;
   std::vector<uint64_t> region_high_water_;
@@ -270,10 +272,10 @@ class Uplink {
   int context_misses_in_row_ = 0;
   size_t plain_batches_left_ = 0;
 
-  mutable std::mutex stats_mu_;
-  UplinkStats stats_;
-  Histogram ack_latency_;
-  ProgressLog drain_progress_{"uplink drain", "readings"};
+  mutable Mutex stats_mu_;
+  UplinkStats stats_ GUARDED_BY(stats_mu_);
+  Histogram ack_latency_;  // locks itself
+  ProgressLog drain_progress_{"uplink drain", "readings"};  // the worker's
 };
 
 }  // namespace edgesync

@@ -68,7 +68,7 @@ std::vector<std::string> Ingest::Filters() const {
 }
 
 Status Ingest::Start() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (started_) return Status::Ok();
   StartAbsence();
   uint64_t checkpoint = 0;
@@ -119,13 +119,13 @@ Status Ingest::Start() {
     // Not past a refused commit: a store that refuses (full under
     // reject-new) must not keep the gateway from starting; intake stays
     // closed until the records are in.
-    if (!done_cv_.wait_for(lock, std::chrono::milliseconds(options_.replay_wait_ms),
-                           [&] { return committed_seq_ >= target || refusing_; }) ||
+    if (!lock.WaitFor(&done_cv_, std::chrono::milliseconds(options_.replay_wait_ms),
+                      [&]() REQUIRES(mu_) { return committed_seq_ >= target || refusing_; }) ||
         committed_seq_ < target) {
       ES_LOG(kWarn, "ingest: the intake journal's readings are not committed yet; the local broker keeps new "
              "messages until they are");
     }
-    std::lock_guard<std::mutex> c(counters_mu_);
+    MutexLock c(&counters_mu_);
     counters_.replayed += static_cast<int64_t>(replay);
   }
   return Status::Ok();
@@ -133,20 +133,20 @@ Status Ingest::Start() {
 
 void Ingest::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!started_) return;
     stopping_ = true;
   }
   {
     // The link went down just before (the owner's contract): the broker
     // queues for us from now on.
-    std::lock_guard<std::mutex> p(presence_mu_);
+    MutexLock p(&presence_mu_);
     if (link_up_) WriteMark(clock_->MonotonicMillis());
     link_up_ = false;
   }
   cv_.notify_all();
   if (committer_.joinable()) committer_.join();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   started_ = false;
   // Everything journaled is committed: the next start has nothing to read.
   if (journal_ && !gave_up_ && queued_msgs_.empty() && committed_seq_ == enqueued_seq_) {
@@ -159,7 +159,7 @@ void Ingest::Stop() {
 }
 
 void Ingest::StartAbsence() {
-  std::lock_guard<std::mutex> p(presence_mu_);
+  MutexLock p(&presence_mu_);
   presence_ = std::make_unique<PresenceMark>(options_.journal_dir, clock_);
   const int64_t now = clock_->MonotonicMillis();
   int64_t since = 0;
@@ -169,7 +169,7 @@ void Ingest::StartAbsence() {
   // present or not) decides whether it counts at all.
   if (presence_->Read(&since) != PresenceMark::Found::kThisBoot || since > now) since = 0;
   link_up_ = false;
-  std::lock_guard<std::mutex> l(limiter_mu_);
+  MutexLock l(&limiter_mu_);
   limiter_.Away(since);
 }
 
@@ -184,19 +184,19 @@ void Ingest::WriteMark(int64_t mono_ms) {
 }
 
 void Ingest::LinkDown() {
-  std::lock_guard<std::mutex> p(presence_mu_);
+  MutexLock p(&presence_mu_);
   const int64_t now = clock_->MonotonicMillis();
   if (link_up_) WriteMark(now);
   link_up_ = false;
-  std::lock_guard<std::mutex> l(limiter_mu_);
+  MutexLock l(&limiter_mu_);
   limiter_.Away(now);
 }
 
 void Ingest::LinkUp(bool session_present) {
-  std::lock_guard<std::mutex> p(presence_mu_);
+  MutexLock p(&presence_mu_);
   const int64_t now = clock_->MonotonicMillis();
   {
-    std::lock_guard<std::mutex> l(limiter_mu_);
+    MutexLock l(&limiter_mu_);
     const int64_t away = limiter_.away_ms(now);
     limiter_.Back(now, session_present);
     if (away > 0 && session_present) {
@@ -211,7 +211,7 @@ void Ingest::LinkUp(bool session_present) {
 }
 
 void Ingest::KeepPresenceMark() {
-  std::lock_guard<std::mutex> p(presence_mu_);
+  MutexLock p(&presence_mu_);
   const int64_t now = clock_->MonotonicMillis();
   if (link_up_ && now - marked_ms_ >= kPresenceMarkMs) WriteMark(now);
 }
@@ -219,7 +219,7 @@ void Ingest::KeepPresenceMark() {
 void Ingest::Reject(const std::string& topic, const std::string& payload, RejectReason reason,
                     const std::string& why) {
   {
-    std::lock_guard<std::mutex> lock(counters_mu_);
+    MutexLock lock(&counters_mu_);
     counters_.rejected[static_cast<size_t>(reason)]++;
   }
   if (reason == RejectReason::kRateLimited) return;
@@ -231,7 +231,7 @@ void Ingest::Reject(const std::string& topic, const std::string& payload, Reject
   dl.reason = std::string(RejectReasonName(reason)) + ": " + why;
   bool dropped = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (dead_letters_.size() < options_.max_pending_dead_letters) {
       dead_letters_.push_back(std::move(dl));
       cv_.notify_one();
@@ -240,7 +240,7 @@ void Ingest::Reject(const std::string& topic, const std::string& payload, Reject
     }
   }
   if (dropped) {
-    std::lock_guard<std::mutex> lock(counters_mu_);
+    MutexLock lock(&counters_mu_);
     counters_.dead_letters_dropped++;
   }
 }
@@ -299,7 +299,7 @@ ClockTrust::State Ingest::clock_state() const {
 void Ingest::OnMessage(const std::string& topic, const std::string& payload, bool duplicate) {
   BusyScope busy(&receive_beat_);
   {
-    std::lock_guard<std::mutex> lock(counters_mu_);
+    MutexLock lock(&counters_mu_);
     counters_.messages++;
   }
   if (static_cast<int64_t>(payload.size()) > options_.max_payload_bytes) {
@@ -343,7 +343,7 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
                                   }),
                    readings.end());
     if (readings.size() != before) {
-      std::lock_guard<std::mutex> lock(counters_mu_);
+      MutexLock lock(&counters_mu_);
       counters_.duplicates_skipped += static_cast<int64_t>(before - readings.size());
     }
     if (readings.empty()) return;
@@ -351,29 +351,29 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
   if (!WithinRate(topic, payload, readings)) return;
   size_t n = readings.size();
   {
-    std::lock_guard<std::mutex> c(counters_mu_);
+    MutexLock c(&counters_mu_);
     counters_.readings_accepted += static_cast<int64_t>(n);
   }
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   // Back-pressure without holding the receive thread (see "Intake" in the
   // header): a short wait while the store takes commits, else intake
   // closes and the gate takes the link down; this message is taken.
-  auto room = [&](size_t limit) { return queue_.size() < limit || stopping_ || !started_; };
+  auto room = [&](size_t limit) REQUIRES(mu_) { return queue_.size() < limit || stopping_ || !started_; };
   if (!room(4 * batch_max_)) {
     if (!refusing_) {
-      done_cv_.wait_for(lock, std::chrono::milliseconds(kRoomWaitMs),
-                        [&] { return room(4 * batch_max_) || refusing_; });
+      lock.WaitFor(&done_cv_, std::chrono::milliseconds(kRoomWaitMs),
+                   [&]() REQUIRES(mu_) { return room(4 * batch_max_) || refusing_; });
     }
     if (!room(4 * batch_max_)) CloseIntake(refusing_ ? pause_reason_ : "the store is not keeping up");
     if (!room(kOverrunFactor * batch_max_)) {
       {
-        std::lock_guard<std::mutex> c(counters_mu_);
+        MutexLock c(&counters_mu_);
         if (counters_.overruns++ % 1000 == 0) {
           ES_LOG(kError, "ingest: {} readings queued and the local broker still delivers; waiting for room",
                  queue_.size());
         }
       }
-      done_cv_.wait(lock, [&] { return room(kOverrunFactor * batch_max_); });
+      lock.Wait(&done_cv_, [&]() REQUIRES(mu_) { return room(kOverrunFactor * batch_max_); });
     }
   }
   const size_t before = queue_.size();
@@ -384,7 +384,7 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
     journaled = s.ok();
     ShowIntakeState();
     if (!s.ok()) {
-      std::lock_guard<std::mutex> c(counters_mu_);
+      MutexLock c(&counters_mu_);
       if (counters_.journal_failures++ % 1000 == 0) {
         ES_LOG(kError, "ingest: intake journal: {}; committing each message before its PUBACK", s.ToString());
       }
@@ -402,10 +402,10 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
   // message (up to batch_max readings), so concurrent callers share commits.
   while (committed_seq_ < seq) {
     if (committing_) {
-      done_cv_.wait(lock);
+      lock.Wait(&done_cv_);
       continue;
     }
-    CommitHeldSlot(&lock, nullptr);
+    CommitHeldSlot(nullptr);
     // Only if the committer waits for the slot: a notify while it waits
     // for work would wake it for nothing, once per message.
     if (committer_wants_slot_) cv_.notify_one();
@@ -433,13 +433,13 @@ bool Ingest::WithinRate(const std::string& topic, const std::string& payload, co
   const double cost = std::min<double>(static_cast<double>(readings.size()), options_.device_burst);
   int64_t report = 0;
   {
-    std::lock_guard<std::mutex> lock(limiter_mu_);
+    MutexLock lock(&limiter_mu_);
     if (limiter_.Allow(readings.front().device_id, device_ms, now, cost, &report, clock_->MonotonicMillis())) {
       return true;
     }
   }
   {
-    std::lock_guard<std::mutex> lock(counters_mu_);
+    MutexLock lock(&counters_mu_);
     counters_.readings_rate_limited += static_cast<int64_t>(readings.size());
   }
   if (report > 0) {
@@ -464,9 +464,7 @@ void Ingest::WakeCommitter(size_t before) {
   if (before == 0 || (before < group_target_ && queue_.size() >= group_target_)) cv_.notify_one();
 }
 
-// Takes the commit slot, commits the next batch outside the lock, and hands
-// the slot back; callers hold `lock` on mu_ and have checked the slot is free.
-void Ingest::CommitHeldSlot(std::unique_lock<std::mutex>* lock, Heartbeat* beat) {
+void Ingest::CommitHeldSlot(Heartbeat* beat) {
   committing_ = true;
   std::vector<DeadLetter> letters;
   uint64_t last = TakeBatch(&letters);
@@ -477,9 +475,11 @@ void Ingest::CommitHeldSlot(std::unique_lock<std::mutex>* lock, Heartbeat* beat)
   // store at SIGTERM lost 3,159 acknowledged readings). The journal keeps
   // them all; the next start commits them in order.
   const bool skip = gave_up_ && stopping_;
-  lock->unlock();
+  // The caller's MutexLock stays as it is: mu_ is held again before it
+  // sees it.
+  mu_.Unlock();
   const bool committed = !skip && CommitBatch(letters, last, beat);
-  lock->lock();
+  mu_.Lock();
   if (!committed) gave_up_ = true;
   committing_ = false;
   committed_seq_ = last;
@@ -497,7 +497,7 @@ void Ingest::CloseIntake(const std::string& why) {
   intake_open_ = false;
   paused_since_ms_ = clock_->MonotonicMillis();
   {
-    std::lock_guard<std::mutex> c(counters_mu_);
+    MutexLock c(&counters_mu_);
     counters_.pauses++;
   }
   ShowIntakeState();
@@ -511,7 +511,7 @@ void Ingest::MaybeOpenIntake() {
   intake_open_ = true;
   const int64_t closed_ms = clock_->MonotonicMillis() - paused_since_ms_;
   {
-    std::lock_guard<std::mutex> c(counters_mu_);
+    MutexLock c(&counters_mu_);
     counters_.paused_ms += closed_ms;
   }
   ES_LOG(kInfo, "ingest: taking messages from the local broker again (not taken for {} ms: {})", closed_ms,
@@ -522,7 +522,7 @@ void Ingest::MaybeOpenIntake() {
 }
 
 void Ingest::ShowIntakeState() {
-  std::lock_guard<std::mutex> c(counters_mu_);
+  MutexLock c(&counters_mu_);
   counters_.journal_bytes = journal_ ? journal_->bytes() : 0;
   counters_.paused = !intake_open_;
   counters_.pause_reason = intake_open_ ? std::string() : pause_reason_;
@@ -530,14 +530,14 @@ void Ingest::ShowIntakeState() {
 }
 
 bool Ingest::intake_open() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return intake_open_;
 }
 
 bool Ingest::WaitIntakeChange(bool open, int64_t timeout_ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  intake_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                      [&] { return intake_open_ != open; });
+  MutexLock lock(&mu_);
+  lock.WaitFor(&intake_cv_, std::chrono::milliseconds(timeout_ms),
+               [&]() REQUIRES(mu_) { return intake_open_ != open; });
   return intake_open_;
 }
 
@@ -567,7 +567,7 @@ uint64_t Ingest::TakeBatch(std::vector<DeadLetter>* letters) {
 bool Ingest::CommitBatch(const std::vector<DeadLetter>& letters, uint64_t last_seq, Heartbeat* beat) {
   if (!letters.empty()) {
     Status s = sink_->AddDeadLetters(letters);
-    std::lock_guard<std::mutex> c(counters_mu_);
+    MutexLock c(&counters_mu_);
     if (s.ok()) {
       counters_.dead_letters += static_cast<int64_t>(letters.size());
     } else {
@@ -584,7 +584,7 @@ bool Ingest::CommitBatch(const std::vector<DeadLetter>& letters, uint64_t last_s
       break;
     }
     {
-      std::lock_guard<std::mutex> c(counters_mu_);
+      MutexLock c(&counters_mu_);
       counters_.commit_failures++;
     }
     if (attempt == 0 || attempt % 50 == 0) {
@@ -593,7 +593,7 @@ bool Ingest::CommitBatch(const std::vector<DeadLetter>& letters, uint64_t last_s
     }
     bool stopping;
     {
-      std::lock_guard<std::mutex> relock(mu_);
+      MutexLock relock(&mu_);
       stopping = stopping_;
       if (s.code() != Status::Code::kInvalidArgument) {  // retried below: take no more meanwhile
         refusing_ = true;
@@ -613,7 +613,7 @@ bool Ingest::CommitBatch(const std::vector<DeadLetter>& letters, uint64_t last_s
     if (beat != nullptr) beat->Beat();
     std::this_thread::sleep_for(std::chrono::milliseconds(options_.retry_delay_ms));
   }
-  std::lock_guard<std::mutex> c(counters_mu_);
+  MutexLock c(&counters_mu_);
   if (committed) {
     counters_.readings_committed += static_cast<int64_t>(batch_.size());
     counters_.batches++;
@@ -623,7 +623,7 @@ bool Ingest::CommitBatch(const std::vector<DeadLetter>& letters, uint64_t last_s
 
 void Ingest::CommitLoop() {
   using Steady = std::chrono::steady_clock;
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Steady::time_point first_seen{};
   bool have_first = false;
   // How long a group gathers follows the arrival rate (commit_pacer.h).
@@ -635,11 +635,11 @@ void Ingest::CommitLoop() {
   while (true) {
     {
       IdleScope idle(&beat);  // an empty queue is idle by design
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !dead_letters_.empty(); });
+      lock.Wait(&cv_, [&]() REQUIRES(mu_) { return stopping_ || !queue_.empty() || !dead_letters_.empty(); });
     }
     if (committing_) {  // the receiving thread is committing (ack after commit)
       committer_wants_slot_ = true;
-      cv_.wait(lock, [&] { return !committing_; });
+      lock.Wait(&cv_, [&]() REQUIRES(mu_) { return !committing_; });
       committer_wants_slot_ = false;
       continue;
     }
@@ -656,13 +656,13 @@ void Ingest::CommitLoop() {
       }
       auto deadline = first_seen + std::chrono::milliseconds(pacer.DelayMs());
       if (Steady::now() < deadline) {
-        cv_.wait_until(lock, deadline, [&] { return stopping_ || queue_.size() >= target; });
+        lock.WaitUntil(&cv_, deadline, [&]() REQUIRES(mu_) { return stopping_ || queue_.size() >= target; });
         continue;
       }
     }
     have_first = false;
     const size_t readings = std::min(queue_.size(), batch_max_);
-    CommitHeldSlot(&lock, &beat);
+    CommitHeldSlot(&beat);
     pacer.Committed(readings, mono_ms());
   }
 }
@@ -670,11 +670,11 @@ void Ingest::CommitLoop() {
 IngestCounters Ingest::counters() const {
   IngestCounters c;
   {
-    std::lock_guard<std::mutex> lock(counters_mu_);
+    MutexLock lock(&counters_mu_);
     c = counters_;
     if (c.paused) c.paused_ms += clock_->MonotonicMillis() - shown_paused_since_ms_;
   }
-  std::lock_guard<std::mutex> lock(limiter_mu_);
+  MutexLock lock(&limiter_mu_);
   c.top_rate_limited = limiter_.TopRejected(20);
   c.rate_limited_evicted = limiter_.evicted_rejections();
   return c;

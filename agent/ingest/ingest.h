@@ -66,7 +66,6 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -79,6 +78,7 @@
 #include "platform/clock.h"
 #include "platform/clock_trust.h"
 #include "platform/liveness.h"
+#include "platform/mutex.h"
 #include "platform/status.h"
 #include "store/checkpoint_names.h"
 #include "store/store.h"
@@ -265,32 +265,34 @@ class Ingest {
   void Reject(const std::string& topic, const std::string& payload, RejectReason reason, const std::string& why);
   // Away from the broker since the presence mark (see LinkDown).
   void StartAbsence();
-  // presence_mu_ held.
-  void WriteMark(int64_t mono_ms);
+  void WriteMark(int64_t mono_ms) REQUIRES(presence_mu_);
   void CommitLoop();
-  // mu_ held, committing_ set by the caller: whole messages, at most
-  // batch_max readings (at least one message), into batch_; returns the
-  // intake sequence number of the last message taken.
+  // Takes the commit slot (free: checked by the caller), commits the next
+  // batch with mu_ released (its caller's MutexLock holds it again when
+  // this returns) and hands the slot back.
   // beat: the committer's heartbeat, beaten after each refused attempt (a
   // store that answers "full" is not a wedged thread); nullptr on the
   // receive thread (ack after commit), whose stall the watchdog must see.
-  void CommitHeldSlot(std::unique_lock<std::mutex>* lock, Heartbeat* beat);
-  uint64_t TakeBatch(std::vector<DeadLetter>* letters);
-  // mu_ held: queues one accepted message under its sequence number.
-  void Enqueue(std::vector<Reading>* readings, uint64_t seq);
-  // mu_ held: closes intake (why goes to the status) / opens it again once
-  // the store takes commits and everything accepted is committed.
-  void CloseIntake(const std::string& why);
-  void MaybeOpenIntake();
-  // mu_ held: copies the journal's size and the intake state into
-  // counters_, for counters().
-  void ShowIntakeState();
-  // mu_ held: wakes the committer if its wait can end now that queue_ grew
-  // from `before` readings.
-  void WakeCommitter(size_t before);
-  // mu_ not held: writes letters and batch_ (retrying failures).
-  // False if the batch was given up (invalid, or failing while stopping).
-  bool CommitBatch(const std::vector<DeadLetter>& letters, uint64_t last_seq, Heartbeat* beat);
+  void CommitHeldSlot(Heartbeat* beat) REQUIRES(mu_);
+  // committing_ set by the caller: whole messages, at most batch_max
+  // readings (at least one message), into batch_; returns the intake
+  // sequence number of the last message taken.
+  uint64_t TakeBatch(std::vector<DeadLetter>* letters) REQUIRES(mu_);
+  // Queues one accepted message under its sequence number.
+  void Enqueue(std::vector<Reading>* readings, uint64_t seq) REQUIRES(mu_);
+  // Closes intake (why goes to the status) / opens it again once the store
+  // takes commits and everything accepted is committed.
+  void CloseIntake(const std::string& why) REQUIRES(mu_);
+  void MaybeOpenIntake() REQUIRES(mu_);
+  // Copies the journal's size and the intake state into counters_, for
+  // counters().
+  void ShowIntakeState() REQUIRES(mu_);
+  // Wakes the committer if its wait can end now that queue_ grew from
+  // `before` readings.
+  void WakeCommitter(size_t before) REQUIRES(mu_);
+  // Writes letters and batch_ (retrying failures). False if the batch was
+  // given up (invalid, or failing while stopping).
+  bool CommitBatch(const std::vector<DeadLetter>& letters, uint64_t last_seq, Heartbeat* beat) EXCLUDES(mu_);
   // The device's token bucket; false (counted, logged, rejected) when the
   // message is over its rate.
   bool WithinRate(const std::string& topic, const std::string& payload, const std::vector<Reading>& readings);
@@ -299,60 +301,64 @@ class Ingest {
 
   const IngestOptions options_;
   const size_t batch_max_;             // options_.batch_max, at least 1
-  size_t group_target_ = 1;            // the committer's group target (commit_pacer.h), under mu_
+  size_t group_target_ GUARDED_BY(mu_) = 1;  // the committer's group target (commit_pacer.h)
   IngestSink* sink_;
   Clock* clock_;
   std::unique_ptr<ClockTrust> clock_trust_;  // made by Init
   std::vector<TopicPattern> patterns_;
 
-  mutable std::mutex limiter_mu_;
-  RateLimiter limiter_;
+  mutable Mutex limiter_mu_;
+  RateLimiter limiter_ GUARDED_BY(limiter_mu_);
 
   // Taken before limiter_mu_ where both are: the mark's write is file I/O
   // and must not hold up the receive thread's limiter.
-  std::mutex presence_mu_;
-  bool link_up_ = false;
-  bool mark_failed_ = false;       // said once in the log
-  int64_t marked_ms_ = INT64_MIN;  // monotonic, the presence mark's last write
-  std::unique_ptr<PresenceMark> presence_;
+  Mutex presence_mu_ ACQUIRED_BEFORE(limiter_mu_);
+  bool link_up_ GUARDED_BY(presence_mu_) = false;
+  bool mark_failed_ GUARDED_BY(presence_mu_) = false;       // said once in the log
+  int64_t marked_ms_ GUARDED_BY(presence_mu_) = INT64_MIN;  // monotonic, the presence mark's last write
+  std::unique_ptr<PresenceMark> presence_ GUARDED_BY(presence_mu_);
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_ ACQUIRED_BEFORE(presence_mu_);
   std::condition_variable cv_;         // committer: work arrived / stop / commit slot free
   std::condition_variable done_cv_;    // producers: committed / space
-  std::vector<Reading> queue_;
+  std::vector<Reading> queue_ GUARDED_BY(mu_);
   struct QueuedMessage {
     size_t readings;
     uint64_t seq;
   };
-  std::deque<QueuedMessage> queued_msgs_;  // oldest first
-  std::unique_ptr<IntakeJournal> journal_;  // between Start and Stop; written only in kAfterJournal
-  std::vector<DeadLetter> dead_letters_;
+  std::deque<QueuedMessage> queued_msgs_ GUARDED_BY(mu_);  // oldest first
+  // Between Start and Stop; written only in kAfterJournal.
+  std::unique_ptr<IntakeJournal> journal_ GUARDED_BY(mu_);
+  std::vector<DeadLetter> dead_letters_ GUARDED_BY(mu_);
   // Intake sequence numbers: they go on from the store's checkpoint (and
   // the journal's last record) across restarts.
-  uint64_t enqueued_seq_ = 0;          // the last message queued
-  uint64_t committed_seq_ = 0;         // the last message committed
-  uint64_t replay_until_ = 0;          // the journal's messages, committed at start without delay
+  uint64_t enqueued_seq_ GUARDED_BY(mu_) = 0;   // the last message queued
+  uint64_t committed_seq_ GUARDED_BY(mu_) = 0;  // the last message committed
+  uint64_t replay_until_ GUARDED_BY(mu_) = 0;   // the journal's messages, committed at start without delay
   // One commit at a time, by the committer thread or (ack after commit) by
   // the receiving thread itself; batch_ is the holder's buffer, kept so its
-  // capacity is reused.
-  bool committing_ = false;
-  bool committer_wants_slot_ = false;  // the committer waits on cv_ for !committing_
+  // capacity is reused. batch_ belongs to whoever holds the slot
+  // (committing_), with or without mu_: no mutex guards it, which the
+  // analysis cannot state.
+  bool committing_ GUARDED_BY(mu_) = false;
+  bool committer_wants_slot_ GUARDED_BY(mu_) = false;  // the committer waits on cv_ for !committing_
   std::vector<Reading> batch_;
-  bool stopping_ = false;
-  bool started_ = false;
-  bool gave_up_ = false;               // a batch was not committed: keep the journal
-  bool refusing_ = false;              // the last commit attempt failed
-  bool intake_open_ = true;
-  std::string pause_reason_;
-  int64_t paused_since_ms_ = 0;        // monotonic, while closed
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool started_ GUARDED_BY(mu_) = false;
+  bool gave_up_ GUARDED_BY(mu_) = false;    // a batch was not committed: keep the journal
+  bool refusing_ GUARDED_BY(mu_) = false;   // the last commit attempt failed
+  bool intake_open_ GUARDED_BY(mu_) = true;
+  std::string pause_reason_ GUARDED_BY(mu_);
+  int64_t paused_since_ms_ GUARDED_BY(mu_) = 0;  // monotonic, while closed
   std::condition_variable intake_cv_;  // IntakeGate: intake_open_ changed
   std::thread committer_;
   // The receiving thread: busy while in OnMessage, idle between messages.
   Heartbeat receive_beat_{"ingest"};
 
-  mutable std::mutex counters_mu_;
-  IngestCounters counters_;
-  int64_t shown_paused_since_ms_ = 0;  // paused_since_ms_ as of the last ShowIntakeState
+  mutable Mutex counters_mu_;
+  IngestCounters counters_ GUARDED_BY(counters_mu_);
+  // paused_since_ms_ as of the last ShowIntakeState.
+  int64_t shown_paused_since_ms_ GUARDED_BY(counters_mu_) = 0;
 };
 
 }  // namespace edgesync
