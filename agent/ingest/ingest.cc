@@ -284,7 +284,7 @@ bool Ingest::Convert(std::vector<DecodedReading>& decoded, std::vector<Reading>*
     out->push_back(std::move(r));
   }
   if (stamped_untrusted > 0) {
-    std::lock_guard<std::mutex> lock(counters_mu_);
+    MutexLock lock(&counters_mu_);
     counters_.untrusted_clock += stamped_untrusted;
   }
   return true;
