@@ -42,6 +42,19 @@
 // (the link never went down) waits for room as a last resort, counted in
 // `overruns`.
 //
+// Device descriptions (ingest.device_topic, docs/INGEST.md) are not
+// readings: OnMessage decodes one (DecodeDeviceRecord) and writes the
+// device's record, or its deletion, through the sink before it returns, in
+// every ack mode (a description is rare; its commit on the receive thread
+// costs what one after-commit message does), so one acknowledged is not
+// lost by kill -9. They take no intake sequence number and no journal
+// record. A description equal to the last one this process wrote for the
+// device is not written again (a retained one comes with every
+// subscription). A write the store refuses is logged and counted in
+// commit_failures and not retried: the broker still holds a retained
+// description and delivers it again on the next subscription. Each
+// description costs its device one token of its rate.
+//
 // Rejected messages are counted by reason and dead-lettered (topic, first
 // bytes, reason, time) through the sink. Rate limiting (rate_limiter.h) is
 // measured on the device's own clock where it is trusted, and credits each
@@ -68,6 +81,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "agent/ingest/decoders.h"
@@ -95,6 +109,10 @@ class IngestSink {
   // True if this exact reading (device, metric, time, value) is stored:
   // used only for messages the broker marked as redelivered.
   virtual bool Contains(const Reading& reading) = 0;
+  // Commits a device's record, or with device.deleted its deletion (its
+  // tombstone), as the latest version. NotFound: deleting a device that has
+  // no record.
+  virtual Status PutDevice(const DeviceRecord& device) = 0;
 };
 
 class StoreSink : public IngestSink {
@@ -121,6 +139,9 @@ class StoreSink : public IngestSink {
     }
     return false;
   }
+  Status PutDevice(const DeviceRecord& device) override {
+    return device.deleted ? store_->DeleteDevice(device.device_id, nullptr) : store_->UpsertDevice(device, nullptr);
+  }
 
  private:
   ReadingLog* store_;
@@ -130,6 +151,9 @@ enum class AckMode { kAfterJournal, kAfterCommit, kOnReceipt };
 
 struct IngestOptions {
   std::vector<std::string> patterns = {"sensors/{deviceId}/{metric}", "sensors/{deviceId}"};
+  // Where devices publish their descriptions: a pattern naming {deviceId}
+  // and not {metric}; matched before `patterns`. "" = none.
+  std::string device_topic = "devices/{deviceId}/meta";
   int64_t max_payload_bytes = 65536;
   double device_rate = 100;
   double device_burst = 200;
@@ -170,6 +194,7 @@ struct IngestCounters {
   int64_t messages = 0;
   int64_t readings_accepted = 0;
   int64_t readings_committed = 0;
+  int64_t device_records = 0;         // device descriptions committed (records and deletions)
   int64_t batches = 0;
   int64_t commit_failures = 0;
   int64_t dead_letters = 0;
@@ -207,8 +232,8 @@ class Ingest {
 
   Ingest(IngestOptions options, IngestSink* sink, Clock* clock = nullptr);
   ~Ingest();
-  Status Init();  // parses the patterns
-  // The MQTT filters to subscribe to (one per pattern).
+  Status Init();  // parses the patterns and the device topic
+  // The MQTT filters to subscribe to (one per pattern, and the device topic's).
   std::vector<std::string> Filters() const;
 
   // Opens the journal (in every mode), queues what it holds beyond the
@@ -251,6 +276,8 @@ class Ingest {
 
  private:
   void Reject(const std::string& topic, const std::string& payload, RejectReason reason, const std::string& why);
+  // A message on the device topic: decoded, then written through the sink.
+  void OnDeviceRecord(const std::string& topic, const std::string& payload, const std::string& device_id);
   // Away from the broker since the presence mark (see LinkDown).
   void StartAbsence();
   // presence_mu_ held.
@@ -291,6 +318,13 @@ class Ingest {
   IngestSink* sink_;
   Clock* clock_;
   std::vector<TopicPattern> patterns_;
+  bool has_device_topic_ = false;
+  TopicPattern device_topic_;
+  // The last description written per device (at most max_tracked_devices,
+  // then forgotten): a retained description delivered again on every
+  // subscription is not written again.
+  std::mutex devices_mu_;
+  std::unordered_map<std::string, DeviceRecord> written_devices_;
 
   mutable std::mutex limiter_mu_;
   RateLimiter limiter_;
