@@ -118,7 +118,9 @@ class IngestSink {
 class StoreSink : public IngestSink {
  public:
   static constexpr const char* kIntakeCheckpoint = checkpoint::kIntake;
-  explicit StoreSink(ReadingLog* store) : store_(store) {}
+  // devices: where device descriptions go; nullptr = none (PutDevice is
+  // then Unsupported).
+  explicit StoreSink(ReadingLog* store, DeviceRecords* devices = nullptr) : store_(store), devices_(devices) {}
   Status AppendReadings(const std::vector<Reading>& readings, uint64_t intake_seq) override {
     AppendResult r;
     return store_->AppendReadingsMarked(readings, CheckpointMark{kIntakeCheckpoint, intake_seq}, &r);
@@ -140,11 +142,13 @@ class StoreSink : public IngestSink {
     return false;
   }
   Status PutDevice(const DeviceRecord& device) override {
-    return device.deleted ? store_->DeleteDevice(device.device_id, nullptr) : store_->UpsertDevice(device, nullptr);
+    if (devices_ == nullptr) return Status::Unsupported("this sink takes no device records");
+    return device.deleted ? devices_->DeleteDevice(device.device_id, nullptr) : devices_->UpsertDevice(device, nullptr);
   }
 
  private:
   ReadingLog* store_;
+  DeviceRecords* devices_;
 };
 
 enum class AckMode { kAfterJournal, kAfterCommit, kOnReceipt };
