@@ -138,6 +138,12 @@ int RunCli(int argc, char** argv) {
         if (!s.ok()) std::fprintf(stderr, "%s: ingest.subscriptions: %s\n", check_path.c_str(), s.message().c_str());
         patterns_ok = patterns_ok && s.ok();
       }
+      if (!config.ingest_device_topic.empty()) {
+        TopicPattern pattern;
+        Status s = TopicPattern::Parse(config.ingest_device_topic, &pattern);
+        if (!s.ok()) std::fprintf(stderr, "%s: ingest.device_topic: %s\n", check_path.c_str(), s.message().c_str());
+        patterns_ok = patterns_ok && s.ok();
+      }
       if (!patterns_ok) return 1;
     }
     std::printf("%s", DumpConfig(config).c_str());

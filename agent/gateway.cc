@@ -28,11 +28,16 @@ namespace {
 class UplinkNotifyingSink : public StoreSink {
  public:
   UplinkNotifyingSink(Store* store, Uplink* uplink, Histogram* latency, Clock* clock)
-      : StoreSink(store), uplink_(uplink), latency_(latency), clock_(clock) {}
+      : StoreSink(store, store), uplink_(uplink), latency_(latency), clock_(clock) {}
   Status AppendReadings(const std::vector<Reading>& readings, uint64_t intake_seq) override {
     int64_t start = clock_->MonotonicNanos();
     Status s = StoreSink::AppendReadings(readings, intake_seq);
     if (s.ok()) latency_->Observe(static_cast<double>(clock_->MonotonicNanos() - start) / 1e9);
+    if (s.ok() && uplink_ != nullptr) uplink_->NotifyAppended();
+    return s;
+  }
+  Status PutDevice(const DeviceRecord& device) override {
+    Status s = StoreSink::PutDevice(device);
     if (s.ok() && uplink_ != nullptr) uplink_->NotifyAppended();
     return s;
   }

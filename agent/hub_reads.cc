@@ -94,21 +94,34 @@ Status QueryRegionFeed(HubStore* hub, const QueryRequest& q, std::vector<QueryRo
 Status ListRegionFeedDevices(HubStore* hub, std::vector<DeviceSummary>* devices) {
   devices->clear();
   std::map<std::pair<std::string, std::string>, DeviceSummary> by_origin;  // (device, origin)
+  // Per (device, origin): the origin LSN of the latest record version seen
+  // (the feed holds every version the origin sent).
+  std::map<std::pair<std::string, std::string>, uint64_t> record_lsn;
   ES_RETURN_IF_ERROR(ScanRegionFeed(hub, [&](const RegionFeedEntry& e) {
     const ChangeEntry& c = e.remote.entry;
-    if (c.kind != ChangeEntry::Kind::kReading) return Status::Ok();
-    auto [it, added] = by_origin.try_emplace({c.reading.device_id, e.remote.origin.ToString()});
+    std::pair<std::string, std::string> key{c.device_id(), e.remote.origin.ToString()};
+    auto [it, added] = by_origin.try_emplace(key);
     DeviceSummary& d = it->second;
-    if (added) {
-      d = DeviceSummary{c.reading.device_id, e.remote.origin, false, 0, c.reading.ts_ms, c.reading.ts_ms};
+    if (added) d = DeviceSummary{c.device_id(), e.remote.origin, false, 0, 0, 0};
+    if (c.kind != ChangeEntry::Kind::kReading) {
+      uint64_t& latest = record_lsn[key];
+      if (e.remote.origin_lsn > latest) {
+        latest = e.remote.origin_lsn;
+        d.has_record = c.kind == ChangeEntry::Kind::kDeviceUpsert;
+        d.record = d.has_record ? c.device : DeviceRecord{};
+      }
+      return Status::Ok();
     }
+    d.first_ts_ms = d.readings == 0 ? c.reading.ts_ms : std::min(d.first_ts_ms, c.reading.ts_ms);
+    d.last_ts_ms = d.readings == 0 ? c.reading.ts_ms : std::max(d.last_ts_ms, c.reading.ts_ms);
     ++d.readings;
-    d.first_ts_ms = std::min(d.first_ts_ms, c.reading.ts_ms);
-    d.last_ts_ms = std::max(d.last_ts_ms, c.reading.ts_ms);
     return Status::Ok();
   }));
-  // (device, origin text) order: the SQLite store's order for remote rows.
-  for (auto& [key, d] : by_origin) devices->push_back(std::move(d));
+  // (device, origin text) order: the SQLite store's order for remote rows;
+  // a device whose only entry is its deleted record has no row, as there.
+  for (auto& [key, d] : by_origin) {
+    if (d.readings > 0 || d.has_record) devices->push_back(std::move(d));
+  }
   return Status::Ok();
 }
 

@@ -37,6 +37,7 @@ IngestOptions IngestOptionsFromConfig(const Config& c) {
   IngestOptions o;
   o.patterns.clear();
   for (const auto& s : c.subscriptions) o.patterns.push_back(s.pattern);
+  o.device_topic = c.ingest_device_topic;
   o.max_payload_bytes = c.ingest_max_payload_bytes;
   o.device_rate = c.ingest_device_rate;
   o.device_burst = static_cast<double>(c.ingest_device_burst);

@@ -332,17 +332,29 @@ int RunDevices(const Config& config, OutputFormat format) {
     st = hub ? ListRegionFeedDevices(hub.get(), &devices) : store->ListDevices(&devices);
     if (!st.ok()) return Fail("devices", st);
   }
-  Table table({"device", "origin", "local", "readings", "first", "last"});
+  // A device's record (name, location, default unit) as its origin last
+  // wrote it; a row with a record and no readings leaves first/last empty.
+  Table table({"device", "origin", "local", "readings", "first", "last", "name", "location", "unit"});
   for (const DeviceSummary& d : devices) {
+    const bool any = d.readings > 0;
     table.Add({d.device_id, d.origin.ToString(), d.local ? "true" : "false", std::to_string(d.readings),
-               Rfc3339(d.first_ts_ms), Rfc3339(d.last_ts_ms)},
-              [&d](nlohmann::json* j) {
+               any ? Rfc3339(d.first_ts_ms) : "", any ? Rfc3339(d.last_ts_ms) : "",
+               d.has_record ? d.record.name : "", d.has_record ? d.record.location : "",
+               d.has_record ? d.record.default_unit : ""},
+              [&d, any](nlohmann::json* j) {
                 (*j)["device"] = d.device_id;
                 (*j)["origin"] = d.origin.ToString();
                 (*j)["local"] = d.local;
                 (*j)["readings"] = d.readings;
-                (*j)["first_ts"] = d.first_ts_ms;
-                (*j)["last_ts"] = d.last_ts_ms;
+                if (any) {
+                  (*j)["first_ts"] = d.first_ts_ms;
+                  (*j)["last_ts"] = d.last_ts_ms;
+                }
+                if (d.has_record) {
+                  (*j)["name"] = d.record.name;
+                  (*j)["location"] = d.record.location;
+                  (*j)["unit"] = d.record.default_unit;
+                }
               });
   }
   table.Print(format);

@@ -33,6 +33,28 @@ using config_internal::StrList;
 
 const int64_t kBig = int64_t{1} << 50;
 
+// ingest.device_topic: a string whose first rule (it names the device, not a
+// metric) is checked here; TopicPattern (agent/ingest) checks the rest at
+// start.
+template <typename C>
+OptionSpec<C> DeviceTopic() {
+  OptionSpec<C> o = Str<C>("ingest", "device_topic", [](C& c) -> std::string& { return c.ingest_device_topic; },
+                           "topic pattern where devices publish their description (a JSON object: name, "
+                           "location, unit; empty payload = delete); {deviceId} names a level, {metric} is not "
+                           "allowed; \"\" = none");
+  auto read = o.read;
+  o.read = [read](C& t, const toml::value& v) -> std::string {
+    std::string error = read(t, v);
+    if (!error.empty()) return error;
+    const std::string& p = t.ingest_device_topic;
+    if (!p.empty() && (p.find("{deviceId}") == std::string::npos || p.find("{metric}") != std::string::npos)) {
+      return "pattern \"" + p + "\": needs {deviceId} and no {metric}";
+    }
+    return "";
+  };
+  return o;
+}
+
 const std::vector<OptionSpec<Config>>& ConfigOptions() {
   using C = Config;
   static const std::vector<OptionSpec<C>> kOptions = {
@@ -146,6 +168,7 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              4096, 1 << 30, "the journal's two segments take turns at this size: it uses about twice this on disk"),
       StrList<C>("ingest", "subscriptions", [](C& c) -> std::vector<SubscriptionConfig>& { return c.subscriptions; },
                  "topic patterns; {deviceId} and {metric} name topic levels"),
+      DeviceTopic<C>(),
 
       Str<C>("uplink", "topic_prefix", [](C& c) -> std::string& { return c.uplink_topic_prefix; },
              "first topic level of every sync message"),

@@ -113,6 +113,8 @@ struct Config {
   // series, ~200 KB for the reference workload's 8,000 series).
   int64_t ingest_journal_segment_bytes = 4 << 20;
   std::vector<SubscriptionConfig> subscriptions = {{"sensors/{deviceId}/{metric}"}, {"sensors/{deviceId}"}};
+  // Where devices publish their descriptions (docs/INGEST.md); "" = none.
+  std::string ingest_device_topic = "devices/{deviceId}/meta";
 
   // [uplink]
   std::string uplink_topic_prefix = "edgesync";

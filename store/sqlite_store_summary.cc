@@ -1,5 +1,5 @@
-// Summaries for people: the devices a store knows and how old its backlog
-// is. Read side only (read_mu_, one snapshot each).
+// Summaries for people: the devices a store knows (readings and records)
+// and how old its backlog is. Read side only (read_mu_, one snapshot each).
 #include <algorithm>
 #include <map>
 
@@ -14,10 +14,13 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
   Txn snapshot(&read_db_);
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
   // Local readings: every chunk decoded (a scan for people, not a hot path).
-  Stmt local, remote;
+  Stmt local, records, remote;
   ES_RETURN_IF_ERROR(local.Prepare(&read_db_, "SELECT first_lsn, last_lsn, data FROM chunks"));
   struct Span {
     int64_t readings = 0, first_ts = INT64_MAX, last_ts = INT64_MIN;
+    uint64_t record_olsn = 0;  // the latest record version seen (remote); 0 = none
+    bool has_record = false;   // that version is not a deletion
+    DeviceRecord record;
   };
   std::map<std::string, Span> by_device;
   std::vector<ChunkReading> chunk;
@@ -34,10 +37,27 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
     }
   }
   ES_RETURN_IF_ERROR(st);
-  for (const auto& [device, span] : by_device) {
-    devices->push_back({device, origin_, true, span.readings, span.first_ts, span.last_ts});
+  // Local records: the devices table holds each one's latest version.
+  ES_RETURN_IF_ERROR(records.Prepare(&read_db_, "SELECT device_id, name, location, default_unit FROM devices "
+                                                "WHERE deleted = 0"));
+  while (records.Step(&st)) {
+    Span& span = by_device[records.Text(0)];
+    span.has_record = true;
+    span.record = DeviceRecord{records.Text(0), records.Text(1), records.Text(2), records.Text(3), false};
   }
-  // Other origins' readings: every remote chunk decoded, by (device, origin).
+  ES_RETURN_IF_ERROR(st);
+  auto summary = [](const std::string& device, const Origin& origin, bool is_local, const Span& span) {
+    DeviceSummary d{device, origin, is_local, span.readings, 0, 0, span.has_record, span.record};
+    if (span.readings > 0) {
+      d.first_ts_ms = span.first_ts;
+      d.last_ts_ms = span.last_ts;
+    }
+    return d;
+  };
+  for (const auto& [device, span] : by_device) devices->push_back(summary(device, origin_, true, span));
+  // Other origins' readings and records: every remote chunk decoded, by
+  // (device, origin). A read view keeps every version of a record it was
+  // sent: the one with the highest origin LSN is the latest.
   std::map<std::pair<std::string, int64_t>, Span> by_origin;
   std::vector<RemoteChunkEntry> entries;
   const std::pair<const char*, const char*> tables[] = {{"SELECT id, origin, data FROM view_chunks", "read view chunk"},
@@ -48,10 +68,18 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
     while (remote.Step(&st)) {
       ES_RETURN_IF_ERROR(DecodeRemote(remote.Blob(2), what, remote.Int(0), &entries));
       for (const RemoteChunkEntry& e : entries) {
-        if (e.kind != 0) continue;
         SeriesInfo info;
         ES_RETURN_IF_ERROR(SeriesById(e.series, &info));
         Span& span = by_origin[{info.device_id, remote.Int(1)}];
+        if (e.kind != 0) {
+          if (e.olsn > span.record_olsn) {
+            span.record_olsn = e.olsn;
+            span.has_record = e.kind == static_cast<uint8_t>(ChangeEntry::Kind::kDeviceUpsert);
+            span.record = span.has_record ? DeviceRecord{info.device_id, e.name, e.location, e.default_unit, false}
+                                          : DeviceRecord{};
+          }
+          continue;
+        }
         ++span.readings;
         span.first_ts = std::min(span.first_ts, e.ts_ms);
         span.last_ts = std::max(span.last_ts, e.ts_ms);
@@ -61,7 +89,8 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
   }
   std::vector<std::pair<int64_t, DeviceSummary>> rows;
   for (const auto& [key, span] : by_origin) {
-    rows.emplace_back(key.second, DeviceSummary{key.first, Origin{}, false, span.readings, span.first_ts, span.last_ts});
+    if (span.readings == 0 && !span.has_record) continue;  // a deleted record, nothing else
+    rows.emplace_back(key.second, summary(key.first, Origin{}, false, span));
   }
   for (auto& [origin_id, d] : rows) {
     ES_RETURN_IF_ERROR(OriginById(origin_id, &d.origin));

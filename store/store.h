@@ -194,15 +194,18 @@ struct QueryRow {
   Reading reading;
 };
 
-// A device the store holds readings of: one row per (device, origin), local
-// rows for this store's own origin and read-view rows for the others.
+// A device the store holds readings or a record of: one row per (device,
+// origin), local rows for this store's own origin and read-view rows for
+// the others.
 struct DeviceSummary {
   std::string device_id;
   Origin origin;
   bool local = false;
-  int64_t readings = 0;
+  int64_t readings = 0;               // 0: a record only (first/last 0)
   int64_t first_ts_ms = 0;
   int64_t last_ts_ms = 0;
+  bool has_record = false;            // the origin's latest record of the device, not deleted
+  DeviceRecord record{};
 };
 
 // What is not yet acknowledged upstream beyond what LSNs tell.

@@ -25,6 +25,7 @@ const char* RejectReasonName(RejectReason reason) {
     case RejectReason::kFlatbuffersInvalid: return "flatbuffers_invalid";
     case RejectReason::kNoTopicMatch: return "no_topic_match";
     case RejectReason::kRateLimited: return "rate_limited";
+    case RejectReason::kInvalidDeviceRecord: return "invalid_device_record";
     case RejectReason::kCount: break;
   }
   return "unknown";
@@ -315,6 +316,57 @@ bool DecodeDevicePayload(std::string_view payload, const std::string& device_id,
   if (!t.empty() && t.front() == '[') return DecodeSenml(t, device_id, out, error);
   if (!t.empty() && t.front() == '{') return DecodeFlatJson(t, device_id, out, error);
   return Fail(error, RejectReason::kUnknownFormat, "expected a SenML pack, a JSON object or FlatBuffers");
+}
+
+bool DecodeDeviceRecord(std::string_view payload, const std::string& device_id, DeviceRecord* out,
+                        DecodeError* error) {
+  *out = DeviceRecord{};
+  out->device_id = device_id;
+  if (payload.empty()) {
+    out->deleted = true;
+    return true;
+  }
+  if (!IsValidUtf8(payload)) return Fail(error, RejectReason::kInvalidUtf8, "payload is not valid UTF-8");
+  json doc;
+  if (!ParseJson(Trim(payload), &doc, error, RejectReason::kMalformedJson)) return false;
+  if (!doc.is_object()) {
+    return Fail(error, RejectReason::kInvalidDeviceRecord,
+                "expected a JSON object {\"name\", \"location\", \"unit\"} or an empty payload");
+  }
+  bool deleted = false;
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    const std::string& key = it.key();
+    auto quoted = [&] { return "\"" + key.substr(0, 32) + "\""; };
+    if (key == "deleted") {
+      if (!it->is_boolean()) return Fail(error, RejectReason::kInvalidDeviceRecord, "\"deleted\" is not true or false");
+      deleted = it->get<bool>();
+      continue;
+    }
+    std::string* field = key == "name"       ? &out->name
+                         : key == "location" ? &out->location
+                         : key == "unit"     ? &out->default_unit
+                                             : nullptr;
+    if (field == nullptr) return Fail(error, RejectReason::kInvalidDeviceRecord, "unknown member " + quoted());
+    if (!it->is_string()) return Fail(error, RejectReason::kInvalidDeviceRecord, quoted() + " is not a string");
+    *field = it->get<std::string>();
+    const size_t max = field == &out->default_unit ? kMaxUnitBytes : kMaxDeviceFieldBytes;
+    if (field->size() > max) {
+      return Fail(error, RejectReason::kInvalidDeviceRecord,
+                  quoted() + " is longer than " + std::to_string(max) + " bytes");
+    }
+    for (char c : *field) {
+      const unsigned char u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u == 0x7f) {
+        return Fail(error, RejectReason::kInvalidDeviceRecord, quoted() + " contains a control character");
+      }
+    }
+  }
+  if (deleted) {
+    *out = DeviceRecord{};
+    out->device_id = device_id;
+    out->deleted = true;
+  }
+  return true;
 }
 
 }  // namespace edgesync

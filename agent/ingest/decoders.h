@@ -6,6 +6,8 @@
 // A rejection names its reason (a counter label) and a message.
 //
 // Formats (docs/INGEST.md):
+//  - device description topic (ingest.device_topic): a device's record
+//    (store/types.h DeviceRecord), see DecodeDeviceRecord.
 //  - metric topic ({deviceId} and {metric} in the topic): a bare number, or
 //    JSON {"v": number, "t": seconds, "u": unit, "q": flag}.
 //  - device topic ({deviceId} only): a SenML pack (RFC 8428; bn, bt, bu, bv,
@@ -21,6 +23,8 @@
 #include <string_view>
 #include <vector>
 
+#include "store/types.h"
+
 namespace edgesync {
 
 enum class RejectReason {
@@ -35,6 +39,7 @@ enum class RejectReason {
   kFlatbuffersInvalid,
   kNoTopicMatch,
   kRateLimited,
+  kInvalidDeviceRecord,  // a device description that is not one (see DecodeDeviceRecord)
   kCount,
 };
 const char* RejectReasonName(RejectReason reason);
@@ -63,6 +68,20 @@ bool DecodeMetricPayload(std::string_view payload, const std::string& device_id,
 // FlatBuffers device_id then supply it).
 bool DecodeDevicePayload(std::string_view payload, const std::string& device_id,
                          std::vector<DecodedReading>* out, DecodeError* error);
+
+// A device's description, device_id from the topic: a JSON object with the
+// optional strings "name" and "location" (at most kMaxDeviceFieldBytes each)
+// and "unit" (the default unit: a reading's unit rule, at most 32 bytes),
+// none with control characters; any other member is refused (a typo must
+// not pass silently). A deletion sets out->deleted: an empty payload (how a
+// retained message is cleared) or {"deleted": true} (then the other members
+// are ignored). Returns false with *error set; device_id is not checked here
+// (the caller applies the store's key rule).
+bool DecodeDeviceRecord(std::string_view payload, const std::string& device_id, DeviceRecord* out,
+                        DecodeError* error);
+// The store's bound on a device record's text fields (ValidateChangeEntry).
+constexpr size_t kMaxDeviceFieldBytes = 256;
+constexpr size_t kMaxUnitBytes = 32;
 
 // The individual formats (also the fuzz targets' entry points).
 bool DecodeBareNumber(std::string_view payload, const std::string& device_id, const std::string& metric,

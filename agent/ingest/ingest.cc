@@ -58,12 +58,21 @@ Status Ingest::Init() {
     patterns_.push_back(std::move(tp));
   }
   if (patterns_.empty()) return Status::InvalidArgument("no topic patterns to subscribe to");
+  has_device_topic_ = !options_.device_topic.empty();
+  if (has_device_topic_) {
+    ES_RETURN_IF_ERROR(TopicPattern::Parse(options_.device_topic, &device_topic_).Annotate("ingest.device_topic"));
+    if (!device_topic_.has_device() || device_topic_.has_metric()) {
+      return Status::InvalidArgument("ingest.device_topic: \"" + options_.device_topic +
+                                     "\" must name {deviceId} and not {metric}");
+    }
+  }
   return Status::Ok();
 }
 
 std::vector<std::string> Ingest::Filters() const {
   std::vector<std::string> f;
   for (const auto& p : patterns_) f.push_back(p.Filter());
+  if (has_device_topic_) f.push_back(device_topic_.Filter());
   return f;
 }
 
@@ -308,6 +317,10 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
     return;
   }
   std::string device, metric;
+  if (has_device_topic_ && device_topic_.Match(topic, &device, &metric)) {
+    OnDeviceRecord(topic, payload, device);
+    return;
+  }
   const TopicPattern* matched = nullptr;
   for (const auto& p : patterns_) {
     if (p.Match(topic, &device, &metric)) {
@@ -409,6 +422,49 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
     // Only if the committer waits for the slot: a notify while it waits
     // for work would wake it for nothing, once per message.
     if (committer_wants_slot_) cv_.notify_one();
+  }
+}
+
+void Ingest::OnDeviceRecord(const std::string& topic, const std::string& payload, const std::string& device_id) {
+  DeviceRecord record;
+  DecodeError error;
+  if (!DecodeDeviceRecord(payload, device_id, &record, &error)) {
+    Reject(topic, payload, error.reason, error.message);
+    return;
+  }
+  Status s = ValidateKey("deviceId", device_id);
+  if (!s.ok()) {
+    Reject(topic, payload, RejectReason::kInvalidKey, s.message());
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(devices_mu_);
+    auto it = written_devices_.find(device_id);
+    if (it != written_devices_.end() && it->second.deleted == record.deleted && it->second.name == record.name &&
+        it->second.location == record.location && it->second.default_unit == record.default_unit) {
+      return;
+    }
+  }
+  Reading token;  // the rate is counted in readings: a description costs one
+  token.device_id = device_id;
+  token.quality = kQualityReceiveTime;
+  if (!WithinRate(topic, payload, {token})) return;
+  s = sink_->PutDevice(record);
+  // A deletion of a device without a record has nothing to delete.
+  if (!s.ok() && !(record.deleted && s.code() == Status::Code::kNotFound)) {
+    ES_LOG(kWarn, "ingest: device {}: the store refused its description: {}", device_id, s.ToString());
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    counters_.commit_failures++;
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(devices_mu_);
+    if (written_devices_.size() >= options_.max_tracked_devices) written_devices_.clear();
+    written_devices_[device_id] = record;
+  }
+  if (s.ok()) {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    counters_.device_records++;
   }
 }
 

@@ -42,6 +42,19 @@
 // (the link never went down) waits for room as a last resort, counted in
 // `overruns`.
 //
+// Device descriptions (ingest.device_topic, docs/INGEST.md) are not
+// readings: OnMessage decodes one (DecodeDeviceRecord) and writes the
+// device's record, or its deletion, through the sink before it returns, in
+// every ack mode (a description is rare; its commit on the receive thread
+// costs what one after-commit message does), so one acknowledged is not
+// lost by kill -9. They take no intake sequence number and no journal
+// record. A description equal to the last one this process wrote for the
+// device is not written again (a retained one comes with every
+// subscription). A write the store refuses is logged and counted in
+// commit_failures and not retried: the broker still holds a retained
+// description and delivers it again on the next subscription. Each
+// description costs its device one token of its rate.
+//
 // Rejected messages are counted by reason and dead-lettered (topic, first
 // bytes, reason, time) through the sink. Rate limiting (rate_limiter.h) is
 // measured on the device's own clock where it is trusted, and credits each
@@ -68,6 +81,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "agent/ingest/decoders.h"
@@ -97,12 +111,18 @@ class IngestSink {
   // True if this exact reading (device, metric, time, value) is stored:
   // used only for messages the broker marked as redelivered.
   virtual bool Contains(const Reading& reading) = 0;
+  // Commits a device's record, or with device.deleted its deletion (its
+  // tombstone), as the latest version. NotFound: deleting a device that has
+  // no record.
+  virtual Status PutDevice(const DeviceRecord& device) = 0;
 };
 
 class StoreSink : public IngestSink {
  public:
   static constexpr const char* kIntakeCheckpoint = checkpoint::kIntake;
-  explicit StoreSink(ReadingLog* store) : store_(store) {}
+  // devices: where device descriptions go; nullptr = none (PutDevice is
+  // then Unsupported).
+  explicit StoreSink(ReadingLog* store, DeviceRecords* devices = nullptr) : store_(store), devices_(devices) {}
   Status AppendReadings(const std::vector<Reading>& readings, uint64_t intake_seq) override {
     AppendResult r;
     return store_->AppendReadingsMarked(readings, CheckpointMark{kIntakeCheckpoint, intake_seq}, &r);
@@ -123,15 +143,23 @@ class StoreSink : public IngestSink {
     }
     return false;
   }
+  Status PutDevice(const DeviceRecord& device) override {
+    if (devices_ == nullptr) return Status::Unsupported("this sink takes no device records");
+    return device.deleted ? devices_->DeleteDevice(device.device_id, nullptr) : devices_->UpsertDevice(device, nullptr);
+  }
 
  private:
   ReadingLog* store_;
+  DeviceRecords* devices_;
 };
 
 enum class AckMode { kAfterJournal, kAfterCommit, kOnReceipt };
 
 struct IngestOptions {
   std::vector<std::string> patterns = {"sensors/{deviceId}/{metric}", "sensors/{deviceId}"};
+  // Where devices publish their descriptions: a pattern naming {deviceId}
+  // and not {metric}; matched before `patterns`. "" = none.
+  std::string device_topic = "devices/{deviceId}/meta";
   int64_t max_payload_bytes = 65536;
   double device_rate = 100;
   double device_burst = 200;
@@ -180,6 +208,7 @@ struct IngestCounters {
   int64_t messages = 0;
   int64_t readings_accepted = 0;
   int64_t readings_committed = 0;
+  int64_t device_records = 0;         // device descriptions committed (records and deletions)
   int64_t batches = 0;
   int64_t commit_failures = 0;
   int64_t dead_letters = 0;
@@ -217,8 +246,8 @@ class Ingest {
 
   Ingest(IngestOptions options, IngestSink* sink, Clock* clock = nullptr);
   ~Ingest();
-  Status Init();  // parses the patterns
-  // The MQTT filters to subscribe to (one per pattern).
+  Status Init();  // parses the patterns and the device topic
+  // The MQTT filters to subscribe to (one per pattern, and the device topic's).
   std::vector<std::string> Filters() const;
 
   // Opens the journal (in every mode), queues what it holds beyond the
@@ -263,6 +292,8 @@ class Ingest {
 
  private:
   void Reject(const std::string& topic, const std::string& payload, RejectReason reason, const std::string& why);
+  // A message on the device topic: decoded, then written through the sink.
+  void OnDeviceRecord(const std::string& topic, const std::string& payload, const std::string& device_id);
   // Away from the broker since the presence mark (see LinkDown).
   void StartAbsence();
   void WriteMark(int64_t mono_ms) REQUIRES(presence_mu_);
@@ -306,6 +337,13 @@ class Ingest {
   Clock* clock_;
   std::unique_ptr<ClockTrust> clock_trust_;  // made by Init
   std::vector<TopicPattern> patterns_;
+  bool has_device_topic_ = false;
+  TopicPattern device_topic_;
+  // The last description written per device (at most max_tracked_devices,
+  // then forgotten): a retained description delivered again on every
+  // subscription is not written again.
+  std::mutex devices_mu_;
+  std::unordered_map<std::string, DeviceRecord> written_devices_;
 
   mutable Mutex limiter_mu_;
   RateLimiter limiter_ GUARDED_BY(limiter_mu_);

@@ -75,6 +75,13 @@ TEST(CliTest, ConfigCheckAppliesTheTopicPatternRules) {
   WriteAll(good, "[gateway]\nid = \"gw-1\"\n[ingest]\nsubscriptions = [\"senml\"]\n");
   r = Edgesync("config check " + good + " --role gateway");
   EXPECT_EQ(r.code, 0) << r.out;
+  // The device description topic follows the same grammar.
+  std::string device_topic = dir.File("device_topic.toml");
+  WriteAll(device_topic, "[gateway]\nid = \"gw-1\"\n[ingest]\ndevice_topic = \"meta/+/{deviceId}\"\n");
+  r = Edgesync("config check " + device_topic + " --role gateway");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("ingest.device_topic: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wildcards are not allowed"), std::string::npos) << r.out;
 }
 
 TEST(CliTest, ShippedExampleChecksClean) {

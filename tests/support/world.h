@@ -140,6 +140,9 @@ class World {
   };
   const std::vector<BrokerLife>& local_broker_kills(int g) const { return local_kills_[static_cast<size_t>(g)]; }
 
+  // Gateway g's local broker, where its sensors (and devices describing
+  // themselves) publish.
+  std::string local_broker_uri(int g) const { return local_brokers_[static_cast<size_t>(g)]->uri(); }
   std::string gateway_id(int g) const { return "gw" + std::to_string(g); }
   std::string device_prefix(int g) const { return "gw" + std::to_string(g) + "-d"; }
   std::string gateway_dir(int g) const;

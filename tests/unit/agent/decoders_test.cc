@@ -23,6 +23,82 @@ RejectReason ReasonOfMetric(const std::string& payload) {
   return e.reason;
 }
 
+DeviceRecord DeviceOf(const std::string& payload) {
+  DeviceRecord r;
+  DecodeError e;
+  EXPECT_TRUE(DecodeDeviceRecord(payload, "d1", &r, &e)) << payload << ": " << e.message;
+  return r;
+}
+
+RejectReason ReasonOfDescription(const std::string& payload) {
+  DeviceRecord r;
+  DecodeError e;
+  EXPECT_FALSE(DecodeDeviceRecord(payload, "d1", &r, &e)) << payload;
+  EXPECT_FALSE(e.message.empty());
+  return e.reason;
+}
+
+TEST(DeviceRecordDecoder, TakesTheDescribedFieldsAllOptional) {
+  DeviceRecord r = DeviceOf(R"( {"name": "Boiler", "location": "cellar, Kämpfelbach", "unit": "°C"} )");
+  EXPECT_EQ(r.device_id, "d1");
+  EXPECT_EQ(r.name, "Boiler");
+  EXPECT_EQ(r.location, "cellar, Kämpfelbach");
+  EXPECT_EQ(r.default_unit, "°C");
+  EXPECT_FALSE(r.deleted);
+  r = DeviceOf(R"({"location": "roof"})");
+  EXPECT_EQ(r.name, "");
+  EXPECT_EQ(r.location, "roof");
+  r = DeviceOf("{}");
+  EXPECT_FALSE(r.deleted);
+  EXPECT_EQ(r.name, "");
+  r = DeviceOf(R"({"deleted": false, "name": "kept"})");
+  EXPECT_FALSE(r.deleted);
+  EXPECT_EQ(r.name, "kept");
+  // At the bounds exactly.
+  r = DeviceOf(R"({"name": ")" + std::string(kMaxDeviceFieldBytes, 'n') + R"(", "unit": ")" +
+               std::string(kMaxUnitBytes, 'u') + R"("})");
+  EXPECT_EQ(r.name.size(), kMaxDeviceFieldBytes);
+  EXPECT_EQ(r.default_unit.size(), kMaxUnitBytes);
+}
+
+TEST(DeviceRecordDecoder, AnEmptyPayloadOrDeletedTrueDeletes) {
+  DeviceRecord r = DeviceOf("");
+  EXPECT_TRUE(r.deleted);
+  EXPECT_EQ(r.device_id, "d1");
+  r = DeviceOf(R"({"deleted": true, "name": "ignored"})");
+  EXPECT_TRUE(r.deleted);
+  EXPECT_EQ(r.name, "");
+}
+
+TEST(DeviceRecordDecoder, RefusesWhatIsNotADescription) {
+  EXPECT_EQ(ReasonOfDescription("{\"name\":"), RejectReason::kMalformedJson);
+  EXPECT_EQ(ReasonOfDescription(" "), RejectReason::kMalformedJson);
+  EXPECT_EQ(ReasonOfDescription("\xc3\x28"), RejectReason::kInvalidUtf8);
+  EXPECT_EQ(ReasonOfDescription(R"(["Boiler"])"), RejectReason::kInvalidDeviceRecord);
+  EXPECT_EQ(ReasonOfDescription("42"), RejectReason::kInvalidDeviceRecord);
+  EXPECT_EQ(ReasonOfDescription(R"({"name": 5})"), RejectReason::kInvalidDeviceRecord);
+  EXPECT_EQ(ReasonOfDescription(R"({"name": null})"), RejectReason::kInvalidDeviceRecord);
+  EXPECT_EQ(ReasonOfDescription(R"({"name": "a", "colour": "red"})"), RejectReason::kInvalidDeviceRecord);
+  EXPECT_EQ(ReasonOfDescription(R"({"deleted": "yes"})"), RejectReason::kInvalidDeviceRecord);
+  EXPECT_EQ(ReasonOfDescription(R"({"location": "a\nb"})"), RejectReason::kInvalidDeviceRecord);
+  EXPECT_EQ(ReasonOfDescription(R"({"name": "a\u0000b"})"), RejectReason::kInvalidDeviceRecord);
+}
+
+TEST(DeviceRecordDecoder, RefusesFieldsOverTheirBounds) {
+  EXPECT_EQ(ReasonOfDescription(R"({"name": ")" + std::string(kMaxDeviceFieldBytes + 1, 'n') + R"("})"),
+            RejectReason::kInvalidDeviceRecord);
+  EXPECT_EQ(ReasonOfDescription(R"({"location": ")" + std::string(kMaxDeviceFieldBytes + 1, 'l') + R"("})"),
+            RejectReason::kInvalidDeviceRecord);
+  EXPECT_EQ(ReasonOfDescription(R"({"unit": ")" + std::string(kMaxUnitBytes + 1, 'u') + R"("})"),
+            RejectReason::kInvalidDeviceRecord);
+  // What the decoder takes, the store takes (its own rule, ValidateChangeEntry).
+  ChangeEntry e;
+  e.lsn = 1;
+  e.kind = ChangeEntry::Kind::kDeviceUpsert;
+  e.device = DeviceOf(R"({"name": ")" + std::string(kMaxDeviceFieldBytes, 'n') + R"("})");
+  EXPECT_OK(ValidateChangeEntry(e));
+}
+
 TEST(TopicPattern, MatchesAndBuildsFilter) {
   TopicPattern p;
   ASSERT_OK(TopicPattern::Parse("sensors/{deviceId}/{metric}", &p));

@@ -8,9 +8,11 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -65,6 +67,17 @@ class FakeSink : public IngestSink {
     }
     return false;
   }
+  Status PutDevice(const DeviceRecord& device) override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (full) return Status::NoSpace("store.max_bytes reached");
+    auto it = devices.find(device.device_id);
+    if (device.deleted && (it == devices.end() || it->second.deleted)) {
+      return Status::NotFound("device " + device.device_id + " has no record");
+    }
+    devices[device.device_id] = device;
+    ++device_writes;
+    return Status::Ok();
+  }
   bool HasValue(const std::string& device, double value) {
     std::lock_guard<std::mutex> lock(mu);
     for (const auto& a : all) {
@@ -87,6 +100,8 @@ class FakeSink : public IngestSink {
   std::vector<std::vector<Reading>> batches;
   std::vector<Reading> all;
   std::vector<DeadLetter> dead;
+  std::map<std::string, DeviceRecord> devices;  // the latest version of each record
+  int device_writes = 0;
 };
 
 constexpr int64_t kFloor = 1767225600000;  // 2026-01-01
@@ -321,6 +336,122 @@ TEST(Ingest, RejectsBadInputWithReasonAndDeadLetter) {
   EXPECT_EQ(sink.dead[0].head.size(), 64u);
   EXPECT_EQ(sink.dead[0].reason.rfind("too_large", 0), 0u);
   EXPECT_EQ(sink.dead[1].head, "\\xc3(");
+}
+
+TEST(Ingest, ADeviceDescriptionIsWrittenBeforeTheCallReturnsInEveryAckMode) {
+  for (AckMode ack : {AckMode::kAfterJournal, AckMode::kAfterCommit, AckMode::kOnReceipt}) {
+    SCOPED_TRACE(static_cast<int>(ack));
+    test::TempDir dir;
+    FakeSink sink;
+    IngestOptions o = Options(ack);
+    o.journal_dir = dir.path();
+    Ingest ingest(o, &sink);
+    ASSERT_OK(ingest.Init());
+    std::vector<std::string> filters = ingest.Filters();
+    EXPECT_NE(std::find(filters.begin(), filters.end(), "devices/+/meta"), filters.end());
+    ASSERT_OK(ingest.Start());
+    ingest.OnMessage("devices/boiler-1/meta", R"({"name": "Boiler", "location": "cellar", "unit": "C"})");
+    {
+      std::lock_guard<std::mutex> lock(sink.mu);
+      ASSERT_EQ(sink.devices.count("boiler-1"), 1u);
+      EXPECT_EQ(sink.devices["boiler-1"].name, "Boiler");
+      EXPECT_EQ(sink.devices["boiler-1"].location, "cellar");
+      EXPECT_EQ(sink.devices["boiler-1"].default_unit, "C");
+      EXPECT_FALSE(sink.devices["boiler-1"].deleted);
+    }
+    EXPECT_EQ(sink.count(), 0u) << "a description is not a reading";
+    ingest.Stop();
+    EXPECT_EQ(ingest.counters().device_records, 1);
+  }
+}
+
+TEST(Ingest, ADeviceDescriptionIsReplacedThenDeletedAndARepeatIsNotWrittenAgain) {
+  FakeSink sink;
+  Ingest ingest(Options(AckMode::kAfterCommit), &sink);
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
+  const std::string topic = "devices/pump/meta";
+  ingest.OnMessage(topic, R"({"name": "Pump", "location": "yard"})");
+  ingest.OnMessage(topic, R"({"name": "Pump", "location": "yard"})");  // a retained one, delivered again
+  EXPECT_EQ(sink.device_writes, 1);
+  ingest.OnMessage(topic, R"({"name": "Pump 2"})");
+  EXPECT_EQ(sink.device_writes, 2);
+  EXPECT_EQ(sink.devices["pump"].name, "Pump 2");
+  EXPECT_EQ(sink.devices["pump"].location, "") << "a description replaces the record whole";
+  ingest.OnMessage(topic, "");  // the retained description cleared
+  EXPECT_TRUE(sink.devices["pump"].deleted);
+  ingest.OnMessage(topic, "");  // nothing left to delete: no error
+  ingest.OnMessage("devices/valve/meta", R"({"name": "Valve"})");
+  ingest.OnMessage("devices/valve/meta", R"({"deleted": true, "name": "ignored"})");
+  EXPECT_TRUE(sink.devices["valve"].deleted);
+  ingest.OnMessage("devices/ghost/meta", R"({"deleted": true})");  // never had a record
+  EXPECT_EQ(sink.devices.count("ghost"), 0u);
+  ingest.Stop();
+  IngestCounters c = ingest.counters();
+  EXPECT_EQ(c.device_records, 5);
+  EXPECT_EQ(c.commit_failures, 0);
+  EXPECT_TRUE(sink.dead.empty());
+}
+
+TEST(Ingest, ABadDeviceDescriptionIsDeadLetteredAndCounted) {
+  FakeSink sink;
+  Ingest ingest(Options(AckMode::kAfterCommit), &sink);
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
+  ingest.OnMessage("devices/d1/meta", R"({"name": 5})");
+  ingest.OnMessage("devices/d1/meta", R"({"colour": "red"})");
+  ingest.OnMessage("devices/d1/meta", "{\"name\":");
+  ingest.OnMessage("devices/d1/meta", "\xc3\x28");
+  ingest.OnMessage("devices/a+b/meta", R"({"name": "x"})");
+  ingest.OnMessage("devices/d1/meta", R"({"name": ")" + std::string(300, 'n') + R"("})");
+  ingest.Stop();
+  IngestCounters c = ingest.counters();
+  auto n = [&](RejectReason r) { return c.rejected[static_cast<size_t>(r)]; };
+  EXPECT_EQ(n(RejectReason::kInvalidDeviceRecord), 3);
+  EXPECT_EQ(n(RejectReason::kMalformedJson), 1);
+  EXPECT_EQ(n(RejectReason::kInvalidUtf8), 1);
+  EXPECT_EQ(n(RejectReason::kInvalidKey), 1);
+  EXPECT_EQ(c.device_records, 0);
+  EXPECT_TRUE(sink.devices.empty());
+  ASSERT_EQ(sink.dead.size(), 6u);
+  EXPECT_EQ(sink.dead[0].topic, "devices/d1/meta");
+  EXPECT_EQ(sink.dead[0].reason.rfind("invalid_device_record: ", 0), 0u) << sink.dead[0].reason;
+  EXPECT_NE(sink.dead[1].reason.find("colour"), std::string::npos) << sink.dead[1].reason;
+}
+
+TEST(Ingest, ADeviceDescriptionTheStoreRefusesIsCountedAndNotRemembered) {
+  FakeSink sink;
+  Ingest ingest(Options(AckMode::kOnReceipt), &sink);
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
+  sink.full = true;
+  ingest.OnMessage("devices/d1/meta", R"({"name": "A"})");
+  EXPECT_EQ(ingest.counters().commit_failures, 1);
+  sink.full = false;
+  ingest.OnMessage("devices/d1/meta", R"({"name": "A"})");  // the broker's retained copy, later
+  EXPECT_EQ(sink.devices["d1"].name, "A");
+  ingest.Stop();
+  EXPECT_EQ(ingest.counters().device_records, 1);
+}
+
+TEST(Ingest, TheDeviceTopicMustNameTheDeviceAndNoMetric) {
+  FakeSink sink;
+  for (const char* bad : {"devices/meta", "devices/{deviceId}/{metric}", "devices/#"}) {
+    IngestOptions o = Options(AckMode::kAfterCommit);
+    o.device_topic = bad;
+    Ingest ingest(o, &sink);
+    EXPECT_FALSE(ingest.Init().ok()) << bad;
+  }
+  IngestOptions o = Options(AckMode::kAfterCommit);
+  o.device_topic = "";
+  Ingest ingest(o, &sink);
+  ASSERT_OK(ingest.Init());
+  EXPECT_EQ(ingest.Filters().size(), 2u);
+  ASSERT_OK(ingest.Start());
+  ingest.OnMessage("devices/d1/meta", R"({"name": "A"})");
+  ingest.Stop();
+  EXPECT_TRUE(sink.devices.empty());
+  EXPECT_EQ(ingest.counters().rejected[static_cast<size_t>(RejectReason::kNoTopicMatch)], 1);
 }
 
 TEST(Ingest, RateLimitsAFloodingDeviceOnly) {

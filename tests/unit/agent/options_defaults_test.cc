@@ -41,6 +41,8 @@ TEST(OptionsDefaultsTest, IngestOptionsMatchTheTable) {
   const IngestOptions plain;
   const IngestOptions table = IngestOptionsFromConfig(Config());
   EXPECT_EQ(plain.max_payload_bytes, table.max_payload_bytes);
+  EXPECT_EQ(plain.patterns, table.patterns);
+  EXPECT_EQ(plain.device_topic, table.device_topic);
   EXPECT_EQ(plain.device_rate, table.device_rate);
   EXPECT_EQ(plain.device_burst, table.device_burst);
   EXPECT_EQ(plain.device_backlog_ms, table.device_backlog_ms);

@@ -134,6 +134,18 @@ TEST(ConfigTest, SubscriptionsNeedDeviceId) {
   EXPECT_EQ(errors[0].key, "ingest.subscriptions");
 }
 
+TEST(ConfigTest, DeviceTopicNamesTheDeviceAndNoMetric) {
+  Config c;
+  EXPECT_EQ(c.ingest_device_topic, "devices/{deviceId}/meta");
+  for (const char* bad : {"devices/meta", "devices/{deviceId}/{metric}"}) {
+    auto errors = ParseErrors(std::string("[gateway]\nid = \"gw\"\n[ingest]\ndevice_topic = \"") + bad + "\"\n");
+    ASSERT_EQ(errors.size(), 1u) << bad;
+    EXPECT_EQ(errors[0].key, "ingest.device_topic");
+  }
+  EXPECT_TRUE(ParseErrors("[gateway]\nid = \"gw\"\n[ingest]\ndevice_topic = \"\"\n").empty());
+  EXPECT_TRUE(ParseErrors("[gateway]\nid = \"gw\"\n[ingest]\ndevice_topic = \"site/{deviceId}/about\"\n").empty());
+}
+
 TEST(ConfigTest, DeepNestingIsAnErrorNotACrash) {
   auto errors = ParseErrors("[gateway]\nid = \"gw\"\nx = " + std::string(20000, '[') + "\n");
   ASSERT_EQ(errors.size(), 1u);

@@ -55,6 +55,67 @@ TEST_F(StoreSummaryTest, ListDevicesCountsLocalAndReadViewPerOrigin) {
   EXPECT_EQ(devices[3].device_id, "dev2");
 }
 
+TEST_F(StoreSummaryTest, ListDevicesShowsTheLatestRecordLocalAndFromTheReadView) {
+  auto s = OpenStore();
+  AppendResult r;
+  ASSERT_OK(s->AppendReadings(Batch(3, 1), &r));  // dev0
+  uint64_t lsn = 0;
+  ASSERT_OK(s->UpsertDevice(DeviceRecord{"dev0", "Boiler", "cellar", "C", false}, &lsn));
+  ASSERT_OK(s->UpsertDevice(DeviceRecord{"only-record", "Gate", "", "", false}, &lsn));
+  ASSERT_OK(s->UpsertDevice(DeviceRecord{"gone", "Old", "", "", false}, &lsn));
+  ASSERT_OK(s->DeleteDevice("gone", &lsn));
+  // Another gateway's records, every version its feed sent: far-1 described
+  // twice (the read view keeps both; the higher LSN is the latest, whatever
+  // order the pages came in), far-2 described then deleted, with a reading.
+  const Origin other{"gw2", std::string(32, 'b')};
+  auto device = [&](uint64_t olsn, ChangeEntry::Kind kind, DeviceRecord rec) {
+    ChangeEntry e;
+    e.lsn = olsn;
+    e.kind = kind;
+    rec.deleted = kind == ChangeEntry::Kind::kDeviceDelete;
+    e.device = rec;
+    return RemoteEntry{other, olsn, e};
+  };
+  ChangeEntry reading;
+  reading.lsn = 5;
+  reading.reading = MakeReading("far-2", "temp", 5, 1, "C");
+  int64_t applied = 0;
+  ASSERT_OK(s->ApplyRemote({device(9, ChangeEntry::Kind::kDeviceUpsert, {"far-1", "Pump 2", "yard", "bar", false}),
+                            device(3, ChangeEntry::Kind::kDeviceUpsert, {"far-2", "Fan", "roof", "", false}),
+                            RemoteEntry{other, 5, reading}},
+                           &applied));
+  ASSERT_OK(s->ApplyRemote({device(2, ChangeEntry::Kind::kDeviceUpsert, {"far-1", "Pump", "shed", "bar", false}),
+                            device(7, ChangeEntry::Kind::kDeviceDelete, {"far-2", "Fan", "roof", "", false})},
+                           &applied));
+  ASSERT_EQ(applied, 2);
+  std::vector<DeviceSummary> devices;
+  ASSERT_OK(s->ListDevices(&devices));
+  ASSERT_EQ(devices.size(), 4u);
+  EXPECT_EQ(devices[0].device_id, "dev0");
+  EXPECT_EQ(devices[0].readings, 3);
+  ASSERT_TRUE(devices[0].has_record);
+  EXPECT_EQ(devices[0].record.name, "Boiler");
+  EXPECT_EQ(devices[0].record.location, "cellar");
+  EXPECT_EQ(devices[0].record.default_unit, "C");
+  EXPECT_EQ(devices[1].device_id, "far-1");
+  EXPECT_FALSE(devices[1].local);
+  EXPECT_EQ(devices[1].origin, other);
+  EXPECT_EQ(devices[1].readings, 0);
+  EXPECT_EQ(devices[1].first_ts_ms, 0);
+  ASSERT_TRUE(devices[1].has_record);
+  EXPECT_EQ(devices[1].record.name, "Pump 2");
+  EXPECT_EQ(devices[1].record.location, "yard");
+  EXPECT_EQ(devices[2].device_id, "far-2");
+  EXPECT_EQ(devices[2].readings, 1);
+  EXPECT_FALSE(devices[2].has_record) << "deleted at its origin";
+  EXPECT_EQ(devices[2].record.name, "");
+  EXPECT_EQ(devices[3].device_id, "only-record");
+  EXPECT_TRUE(devices[3].local);
+  EXPECT_EQ(devices[3].readings, 0);
+  ASSERT_TRUE(devices[3].has_record);
+  EXPECT_EQ(devices[3].record.name, "Gate");
+}
+
 TEST_F(StoreSummaryTest, BacklogAgeIsTheOldestUnacknowledgedWrite) {
   auto s = OpenStore();
   AppendResult r;
