@@ -453,7 +453,7 @@ void Ingest::OnDeviceRecord(const std::string& topic, const std::string& payload
   // A deletion of a device without a record has nothing to delete.
   if (!s.ok() && !(record.deleted && s.code() == Status::Code::kNotFound)) {
     ES_LOG(kWarn, "ingest: device {}: the store refused its description: {}", device_id, s.ToString());
-    std::lock_guard<std::mutex> lock(counters_mu_);
+    MutexLock lock(&counters_mu_);
     counters_.commit_failures++;
     return;
   }
@@ -463,7 +463,7 @@ void Ingest::OnDeviceRecord(const std::string& topic, const std::string& payload
     written_devices_[device_id] = record;
   }
   if (s.ok()) {
-    std::lock_guard<std::mutex> lock(counters_mu_);
+    MutexLock lock(&counters_mu_);
     counters_.device_records++;
   }
 }
