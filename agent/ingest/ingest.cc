@@ -438,7 +438,7 @@ void Ingest::OnDeviceRecord(const std::string& topic, const std::string& payload
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(devices_mu_);
+    MutexLock lock(&devices_mu_);
     auto it = written_devices_.find(device_id);
     if (it != written_devices_.end() && it->second.deleted == record.deleted && it->second.name == record.name &&
         it->second.location == record.location && it->second.default_unit == record.default_unit) {
@@ -458,7 +458,7 @@ void Ingest::OnDeviceRecord(const std::string& topic, const std::string& payload
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(devices_mu_);
+    MutexLock lock(&devices_mu_);
     if (written_devices_.size() >= options_.max_tracked_devices) written_devices_.clear();
     written_devices_[device_id] = record;
   }

@@ -342,8 +342,8 @@ class Ingest {
   // The last description written per device (at most max_tracked_devices,
   // then forgotten): a retained description delivered again on every
   // subscription is not written again.
-  std::mutex devices_mu_;
-  std::unordered_map<std::string, DeviceRecord> written_devices_;
+  Mutex devices_mu_;
+  std::unordered_map<std::string, DeviceRecord> written_devices_ GUARDED_BY(devices_mu_);
 
   mutable Mutex limiter_mu_;
   RateLimiter limiter_ GUARDED_BY(limiter_mu_);

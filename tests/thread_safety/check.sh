@@ -8,7 +8,7 @@
 #   tests/thread_safety/check.sh BUILD_DIR [SOURCE...]
 #
 # SOURCE... defaults to every source of the annotated folders in the build;
-# a source the build does not compile (tests/thread_safety/probe.cc) takes
+# a source the build does not compile (tests/thread_safety/unguarded_probe.cc) takes
 # the flags of platform/clock.cc. Needs clang++ and jq (deps.sh group
 # analysis) and the build's generated headers (the thread_safety target of
 # CMakeLists.txt generates them first).
