@@ -82,7 +82,7 @@ Status Gateway::Start() {
   ES_RETURN_IF_ERROR(ingest_->Init());
   ES_RETURN_IF_ERROR(NewPahoMqttLink(IngestLinkOptionsFromConfig(config_), &link_).Annotate("ingest broker"));
   Ingest* ingest = ingest_.get();
-  link_->SetMessageHandler([ingest](MqttMessage&& m) { ingest->OnMessage(m.topic, m.payload, m.duplicate); });
+  link_->SetMessageHandler([ingest](MqttMessage&& m) { ingest->OnMessage(m.topic, m.payload, m.duplicate, m.packet_id); });
   // When the link was away and whether the broker kept our session: what a
   // device may send in a burst when the broker delivers its queue.
   link_->SetStateHandler([ingest](bool connected, bool session_present, const std::string&) {

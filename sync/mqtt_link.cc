@@ -22,6 +22,7 @@
 #include "platform/files.h"
 #include "platform/log.h"
 #include "sync/backoff.h"
+#include "sync/paho_packet_id.h"
 
 namespace edgesync {
 
@@ -446,6 +447,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
     msg.qos = m->get_qos();
     msg.retained = m->is_retained();
     msg.duplicate = m->is_duplicate();
+    msg.packet_id = PahoPacketId(*m);
     message_handler_(std::move(msg));
   }
 

@@ -70,6 +70,8 @@ struct MqttMessage {
   int qos = 0;
   bool retained = false;
   bool duplicate = false;
+  // The MQTT packet identifier (0 for QoS 0): a redelivery keeps it.
+  int packet_id = 0;
 };
 
 class MqttLink {

@@ -215,6 +215,7 @@ void Ingest::LinkUp(bool session_present) {
                                   1e3));
     }
   }
+  if (!session_present) redeliveries_.SessionLost();
   link_up_ = true;
   WriteMark(now);
 }
@@ -305,12 +306,13 @@ ClockTrust::State Ingest::clock_state() const {
   return clock_trust_->Snapshot();
 }
 
-void Ingest::OnMessage(const std::string& topic, const std::string& payload, bool duplicate) {
+void Ingest::OnMessage(const std::string& topic, const std::string& payload, bool duplicate, int packet_id) {
   BusyScope busy(&receive_beat_);
   {
     MutexLock lock(&counters_mu_);
     counters_.messages++;
   }
+  redeliveries_.Arrived(packet_id, duplicate);
   if (static_cast<int64_t>(payload.size()) > options_.max_payload_bytes) {
     Reject(topic, payload, RejectReason::kTooLarge,
            std::to_string(payload.size()) + " bytes > " + std::to_string(options_.max_payload_bytes));
@@ -346,6 +348,11 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
   std::string why;
   if (!Convert(decoded, &readings, &reason, &why)) {
     Reject(topic, payload, reason, why);
+    return;
+  }
+  if (duplicate && redeliveries_.AlreadyTaken(packet_id, topic, payload)) {
+    MutexLock lock(&counters_mu_);
+    counters_.duplicates_skipped += static_cast<int64_t>(readings.size());
     return;
   }
   if (duplicate) {
@@ -406,6 +413,7 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
   Enqueue(&readings, seq);
   if (options_.ack != AckMode::kAfterCommit && (journaled || options_.ack == AckMode::kOnReceipt)) {
     WakeCommitter(before);
+    redeliveries_.Taken(packet_id, topic, payload);
     return;
   }
   // Returning lets Paho send the PUBACK: only once the readings are
@@ -423,6 +431,7 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
     // for work would wake it for nothing, once per message.
     if (committer_wants_slot_) cv_.notify_one();
   }
+  redeliveries_.Taken(packet_id, topic, payload);
 }
 
 void Ingest::OnDeviceRecord(const std::string& topic, const std::string& payload, const std::string& device_id) {

@@ -88,6 +88,7 @@
 #include "agent/ingest/intake_journal.h"
 #include "agent/ingest/presence_mark.h"
 #include "agent/ingest/rate_limiter.h"
+#include "agent/ingest/redelivery_filter.h"
 #include "agent/ingest/topic_pattern.h"
 #include "platform/clock.h"
 #include "platform/clock_trust.h"
@@ -261,9 +262,12 @@ class Ingest {
   void Stop();
 
   // duplicate: the broker's DUP flag (a redelivery after we were cut off
-  // between commit and PUBACK); readings carrying their own time that are
-  // already stored are then skipped, so a redelivery is not stored twice.
-  void OnMessage(const std::string& topic, const std::string& payload, bool duplicate = false);
+  // between commit and PUBACK). A redelivery of a message taken in this run
+  // is recognised by its packet id (redelivery_filter.h) and skipped whole;
+  // otherwise readings carrying their own time that are already stored are
+  // skipped, so a redelivery is not stored twice. packet_id: the MQTT
+  // packet identifier, 0 if unknown.
+  void OnMessage(const std::string& topic, const std::string& payload, bool duplicate = false, int packet_id = 0);
   // Takes only counters_mu_ (held for copies, never across I/O), not mu_:
   // mu_ is held across a journal write, and by a committer that wedges, and
   // the main loop that reports a stall and takes a stop request must not
@@ -347,6 +351,7 @@ class Ingest {
 
   mutable Mutex limiter_mu_;
   RateLimiter limiter_ GUARDED_BY(limiter_mu_);
+  RedeliveryFilter redeliveries_;  // its own lock
 
   // Taken before limiter_mu_ where both are: the mark's write is file I/O
   // and must not hold up the receive thread's limiter.
