@@ -100,6 +100,7 @@ Status Ingest::Start() {
       ES_LOG(kWarn, "ingest: cut {} torn bytes off the intake journal (never acknowledged)", rec.cut_bytes);
     }
     last = std::max(last, rec.last_seq);
+    for (const IntakeMessageId& id : rec.taken) redeliveries_.Restored(id.packet_id, id.duplicate, id.fingerprint);
     for (IntakeRecord& r : rec.pending) {
       replay += r.readings.size();
       Enqueue(&r.readings, r.seq);
@@ -157,11 +158,9 @@ void Ingest::Stop() {
   if (committer_.joinable()) committer_.join();
   MutexLock lock(&mu_);
   started_ = false;
-  // Everything journaled is committed: the next start has nothing to read.
-  if (journal_ && !gave_up_ && queued_msgs_.empty() && committed_seq_ == enqueued_seq_) {
-    Status s = journal_->Clear();
-    if (!s.ok()) ES_LOG(kWarn, "ingest: {}", s.ToString());
-  }
+  // The journal stays as it is, although everything in it is committed
+  // (the next start replays nothing): its records name the messages taken,
+  // and the broker redelivers the one whose PUBACK the stop cut off.
   journal_.reset();
   ShowIntakeState();
   done_cv_.notify_all();
@@ -313,6 +312,7 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
     counters_.messages++;
   }
   redeliveries_.Arrived(packet_id, duplicate);
+  const uint64_t fingerprint = packet_id > 0 ? RedeliveryFilter::Fingerprint(topic, payload) : 0;
   if (static_cast<int64_t>(payload.size()) > options_.max_payload_bytes) {
     Reject(topic, payload, RejectReason::kTooLarge,
            std::to_string(payload.size()) + " bytes > " + std::to_string(options_.max_payload_bytes));
@@ -350,7 +350,7 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
     Reject(topic, payload, reason, why);
     return;
   }
-  if (duplicate && redeliveries_.AlreadyTaken(packet_id, topic, payload)) {
+  if (duplicate && redeliveries_.AlreadyTaken(packet_id, fingerprint)) {
     MutexLock lock(&counters_mu_);
     counters_.duplicates_skipped += static_cast<int64_t>(readings.size());
     return;
@@ -400,7 +400,8 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
   const uint64_t seq = ++enqueued_seq_;
   bool journaled = false;
   if (journal_ && options_.ack == AckMode::kAfterJournal) {
-    Status s = journal_->Append(seq, readings, committed_seq_);
+    Status s = journal_->Append(seq, readings, committed_seq_,
+                                IntakeMessageId{packet_id, duplicate, static_cast<uint8_t>(fingerprint & 0xff)});
     journaled = s.ok();
     ShowIntakeState();
     if (!s.ok()) {
@@ -413,7 +414,7 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
   Enqueue(&readings, seq);
   if (options_.ack != AckMode::kAfterCommit && (journaled || options_.ack == AckMode::kOnReceipt)) {
     WakeCommitter(before);
-    redeliveries_.Taken(packet_id, topic, payload);
+    redeliveries_.Taken(packet_id, fingerprint);
     return;
   }
   // Returning lets Paho send the PUBACK: only once the readings are
@@ -431,7 +432,7 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
     // for work would wake it for nothing, once per message.
     if (committer_wants_slot_) cv_.notify_one();
   }
-  redeliveries_.Taken(packet_id, topic, payload);
+  redeliveries_.Taken(packet_id, fingerprint);
 }
 
 void Ingest::OnDeviceRecord(const std::string& topic, const std::string& payload, const std::string& device_id) {

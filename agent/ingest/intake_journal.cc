@@ -70,7 +70,8 @@ class Reader {
   const char* end_;
 };
 
-constexpr char kMagic[8] = {'E', 'S', 'J', '2', '\r', '\n', '\x1a', '\n'};
+constexpr char kMagicNoIds[8] = {'E', 'S', 'J', '2', '\r', '\n', '\x1a', '\n'};
+constexpr char kMagic[8] = {'E', 'S', 'J', '3', '\r', '\n', '\x1a', '\n'};
 constexpr uint8_t kRawScale = kMaxDecimalScale + 1;
 // A compact reading takes at least 5 bytes (series, ts, scale, mantissa,
 // quality): a count beyond that is damage.
@@ -110,7 +111,25 @@ bool DecodeCompactBody(const char* data, size_t size, IntakeJournal::SegmentStat
   const auto* p = reinterpret_cast<const uint8_t*>(data);
   VarintReader in(p, p + size);
   uint64_t dseq = 0, count = 0;
-  if (!in.Next(&dseq) || !in.Next(&count) || count > in.left() / kMinCompactReading) return false;
+  if (!in.Next(&dseq) || !in.Next(&count)) return false;
+  int packet_id = state->prev_packet_id;
+  record->id = IntakeMessageId{};
+  if (state->with_ids) {
+    const uint64_t head = count;
+    count = head >> 2;
+    if (head & 1) {
+      uint64_t zid = 0;
+      const uint8_t* fp = nullptr;
+      if (!in.Next(&zid) || zid > 2 * 65535 || !in.Bytes(1, &fp)) return false;
+      const int64_t id = static_cast<int64_t>(packet_id) + UnZigZag(zid);
+      if (id < 1 || id > 65535) return false;
+      packet_id = static_cast<int>(id);
+      record->id = IntakeMessageId{packet_id, (head & 2) != 0, *fp};
+    } else if (head & 2) {
+      return false;
+    }
+  }
+  if (count > in.left() / kMinCompactReading) return false;
   const size_t known = dictionary->size();
   int64_t ts = state->prev_ts;
   record->seq = state->prev_seq + dseq;
@@ -157,6 +176,7 @@ bool DecodeCompactBody(const char* data, size_t size, IntakeJournal::SegmentStat
   }
   state->prev_seq = record->seq;
   state->prev_ts = ts;
+  state->prev_packet_id = packet_id;
   return true;
 }
 
@@ -166,8 +186,10 @@ size_t ParseSegmentState(const std::string& data, std::vector<IntakeRecord>* rec
                          IntakeJournal::SegmentState* state) {
   *state = IntakeJournal::SegmentState{};
   size_t pos = 0;
-  if (data.size() >= sizeof kMagic && std::memcmp(data.data(), kMagic, sizeof kMagic) == 0) {
+  const bool ids = data.size() >= sizeof kMagic && std::memcmp(data.data(), kMagic, sizeof kMagic) == 0;
+  if (ids || (data.size() >= sizeof kMagicNoIds && std::memcmp(data.data(), kMagicNoIds, sizeof kMagicNoIds) == 0)) {
     pos = sizeof kMagic;
+    state->with_ids = ids;
     std::vector<SeriesFields> dictionary;
     while (pos < data.size()) {
       const auto* p = reinterpret_cast<const uint8_t*>(data.data() + pos);
@@ -256,6 +278,7 @@ Status IntakeJournal::Open(const IntakeJournalOptions& options, uint64_t committ
   std::string data;
   bool created = false;
   SegmentState states[2];
+  std::vector<std::pair<uint64_t, IntakeMessageId>> taken;
   for (int k = 0; k < 2; ++k) {
     j->paths_[k] = options.dir + (k == 0 ? "/intake-a.journal" : "/intake-b.journal");
     created = created || !FileExists(j->paths_[k]);
@@ -268,6 +291,7 @@ Status IntakeJournal::Open(const IntakeJournalOptions& options, uint64_t committ
     if (state.compact && pos < sizeof kMagic) pos = 0;  // a torn magic: the segment starts over
     for (IntakeRecord& record : records) {
       j->last_seqs_[k] = std::max(j->last_seqs_[k], record.seq);
+      if (record.id.packet_id != 0) taken.emplace_back(record.seq, record.id);
       if (record.seq > committed_seq) recovery->pending.push_back(std::move(record));
     }
     states[k] = std::move(state);
@@ -288,6 +312,12 @@ Status IntakeJournal::Open(const IntakeJournalOptions& options, uint64_t committ
   recovery->pending.erase(std::unique(recovery->pending.begin(), recovery->pending.end(),
                                       [](const IntakeRecord& a, const IntakeRecord& b) { return a.seq == b.seq; }),
                           recovery->pending.end());
+  std::stable_sort(taken.begin(), taken.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < taken.size(); ++i) {
+    if (i > 0 && taken[i].first == taken[i - 1].first) continue;
+    recovery->taken.push_back(taken[i].second);
+  }
   recovery->last_seq = std::max(j->last_seqs_[0], j->last_seqs_[1]);
   // Go on writing where the newest records are.
   j->active_ = j->last_seqs_[1] > j->last_seqs_[0] ? 1 : 0;
@@ -321,10 +351,21 @@ size_t IntakeJournal::ParseSegment(const std::string& data, std::vector<IntakeRe
   return ParseSegmentState(data, records, &state);
 }
 
-void IntakeJournal::EncodeCompact(uint64_t seq, const std::vector<Reading>& readings, std::vector<std::string>* added) {
+void IntakeJournal::EncodeCompact(uint64_t seq, const std::vector<Reading>& readings, const IntakeMessageId& id,
+                                  std::vector<std::string>* added) {
   std::string& out = buffer_;
   PutVarint(seq - state_.prev_seq, &out);
-  PutVarint(readings.size(), &out);
+  if (state_.with_ids) {
+    const bool has_id = id.packet_id >= 1 && id.packet_id <= 65535;
+    PutVarint((static_cast<uint64_t>(readings.size()) << 2) | (has_id && id.duplicate ? 2u : 0u) | (has_id ? 1u : 0u),
+              &out);
+    if (has_id) {
+      PutVarint(ZigZag(static_cast<int64_t>(id.packet_id) - state_.prev_packet_id), &out);
+      out.push_back(static_cast<char>(id.fingerprint));
+    }
+  } else {
+    PutVarint(readings.size(), &out);
+  }
   int64_t ts = state_.prev_ts;
   const uint64_t known = state_.series.size();
   for (const Reading& r : readings) {
@@ -362,7 +403,8 @@ void IntakeJournal::EncodeCompact(uint64_t seq, const std::vector<Reading>& read
   }
 }
 
-Status IntakeJournal::Append(uint64_t seq, const std::vector<Reading>& readings, uint64_t committed_seq) {
+Status IntakeJournal::Append(uint64_t seq, const std::vector<Reading>& readings, uint64_t committed_seq,
+                             const IntakeMessageId& id) {
   ES_RETURN_IF_ERROR(Turn(committed_seq));
   const int k = active_;
   std::vector<std::string> added;
@@ -371,10 +413,10 @@ Status IntakeJournal::Append(uint64_t seq, const std::vector<Reading>& readings,
     // checksum, written once the body's length is known.
     std::string body_holder;
     buffer_.clear();
-    EncodeCompact(seq, readings, &added);
+    EncodeCompact(seq, readings, id, &added);
     body_holder.swap(buffer_);
     if (body_holder.size() > kMaxBodyBytes) return Status::InvalidArgument("intake record too large");
-    if (sizes_[k] == 0) buffer_.assign(kMagic, sizeof kMagic);
+    if (sizes_[k] == 0) buffer_.assign(state_.with_ids ? kMagic : kMagicNoIds, sizeof kMagic);
     PutVarint(body_holder.size(), &buffer_);
     PutLe(&buffer_, Checksum(body_holder.data(), body_holder.size()));
     buffer_ += body_holder;
@@ -404,6 +446,7 @@ Status IntakeJournal::Append(uint64_t seq, const std::vector<Reading>& readings,
     }
     state_.prev_seq = seq;
     if (!readings.empty()) state_.prev_ts = readings.back().ts_ms;
+    if (state_.with_ids && id.packet_id >= 1 && id.packet_id <= 65535) state_.prev_packet_id = id.packet_id;
   }
   return Status::Ok();
 }

@@ -13,8 +13,11 @@
 // them, so at start the records after the checkpoint are exactly the ones to
 // commit again. Two segments take turns (disk use about 2 x segment_bytes).
 // A torn or damaged record ends its segment and is cut off at open (a torn
-// record was never acknowledged). Both record formats (the compact one and
-// the first one, still read): docs/FORMATS.md, "Intake journal".
+// record was never acknowledged). Each compact record also names the MQTT
+// message it came from (packet id, DUP flag, a fingerprint byte), so a
+// restart can still recognise a redelivery. The record formats (compact with
+// message ids; the earlier ones, still read): docs/FORMATS.md, "Intake
+// journal".
 //
 // Thread safety: none; the owner serialises calls.
 #ifndef EDGESYNC_AGENT_INGEST_INTAKE_JOURNAL_H_
@@ -37,13 +40,23 @@ struct IntakeJournalOptions {
   bool sync = false;                  // fdatasync every record
 };
 
+// Which MQTT message a record came from, so that a redelivery after a
+// restart is recognised (redelivery_filter.h). packet_id 0 = none.
+struct IntakeMessageId {
+  int packet_id = 0;
+  bool duplicate = false;    // the message had the DUP flag
+  uint8_t fingerprint = 0;   // low byte of RedeliveryFilter::Fingerprint
+};
+
 struct IntakeRecord {
   uint64_t seq = 0;
   std::vector<Reading> readings;
+  IntakeMessageId id;
 };
 
 struct IntakeRecovery {
   std::vector<IntakeRecord> pending;  // seq > the committed checkpoint, in seq order
+  std::vector<IntakeMessageId> taken; // every record's message (with an id), in seq order
   uint64_t last_seq = 0;              // highest sequence number in either segment
   int64_t cut_bytes = 0;              // torn or damaged bytes cut off
 };
@@ -60,7 +73,8 @@ class IntakeJournal {
 
   // Appends one record; committed_seq (what the store holds) lets the
   // segments turn. On failure nothing of the record stays in the file.
-  Status Append(uint64_t seq, const std::vector<Reading>& readings, uint64_t committed_seq);
+  Status Append(uint64_t seq, const std::vector<Reading>& readings, uint64_t committed_seq,
+                const IntakeMessageId& id = IntakeMessageId{});
   // Empties both segments; only when everything appended is committed.
   Status Clear();
 
@@ -79,6 +93,8 @@ class IntakeJournal {
   // segment (the writer's copy; Open rebuilds it from the file).
   struct SegmentState {
     bool compact = true;              // false: a first-format segment
+    bool with_ids = true;             // false: a compact segment without message ids (ESJ2)
+    int prev_packet_id = 0;
     uint64_t prev_seq = 0;
     int64_t prev_ts = 0;
     std::unordered_map<std::string, uint64_t> series;  // device \0 metric \0 unit -> index (from 1)
@@ -89,7 +105,8 @@ class IntakeJournal {
   Status Turn(uint64_t committed_seq);
   // Appends one compact record for `readings` to buffer_; new dictionary
   // keys go to added (kept only once the write succeeds).
-  void EncodeCompact(uint64_t seq, const std::vector<Reading>& readings, std::vector<std::string>* added);
+  void EncodeCompact(uint64_t seq, const std::vector<Reading>& readings, const IntakeMessageId& id,
+                     std::vector<std::string>* added);
 
   IntakeJournalOptions options_;
   int fds_[2] = {-1, -1};

@@ -22,8 +22,20 @@ uint64_t RedeliveryFilter::Fingerprint(std::string_view topic, std::string_view 
 }
 
 void RedeliveryFilter::Arrived(int packet_id, bool duplicate) {
-  if (packet_id <= 0 || duplicate) return;
+  if (packet_id <= 0) return;
   MutexLock lock(&mu_);
+  if (duplicate) {
+    // A redelivery ahead of the newest id: sent before a cut and never
+    // read (with an unlimited in-flight window, thousands of them), it
+    // carries the sequence on. One of an id already seen leaves it be.
+    const int64_t step = last_fresh_ == 0 ? 0 : Step(last_fresh_, packet_id);
+    if (step >= 1 && step <= kMaxStep) {
+      last_fresh_ = packet_id;
+      position_ += step;
+      Evict();
+    }
+    return;
+  }
   if (last_fresh_ == 0) {
     last_fresh_ = packet_id;
     ++position_;
@@ -31,50 +43,89 @@ void RedeliveryFilter::Arrived(int packet_id, bool duplicate) {
   }
   const int64_t step = Step(last_fresh_, packet_id);
   last_fresh_ = packet_id;
-  if (step < 1 || step > kMaxStep) {
+  const bool in_sequence = step >= 1 && step <= kMaxStep;
+  if (restored_) {
+    // The previous run's entries: trusted only if the broker's numbering
+    // goes on from them.
+    restored_ = false;
+    if (!in_sequence) {
+      Clear();
+      ++position_;
+      return;
+    }
+  }
+  if (!in_sequence) {
     if (matching_) {
       matching_ = false;
       ++breaks_;
-      entries_.clear();
-      order_.clear();
+      Clear();
       ES_LOG(kWarn, "ingest: the local broker's packet ids are not in sequence (a step of {}); a bare number "
              "it redelivers after a lost PUBACK can now be stored twice", step);
     }
     return;
   }
   position_ += step;
+  Evict();
+}
+
+void RedeliveryFilter::Taken(int packet_id, uint64_t fingerprint) {
+  if (packet_id <= 0) return;
+  MutexLock lock(&mu_);
+  if (!matching_) return;
+  Put(packet_id, Entry{fingerprint, false, position_});
+}
+
+void RedeliveryFilter::Restored(int packet_id, bool duplicate, uint8_t fingerprint_low) {
+  if (packet_id <= 0 || packet_id > kIdSpace) return;
+  MutexLock lock(&mu_);
+  if (!matching_) return;
+  if (!duplicate) {
+    if (last_fresh_ != 0) {
+      const int64_t step = Step(last_fresh_, packet_id);
+      if (step < 1 || step > kMaxStep) {
+        Clear();  // a gap we cannot vouch for: only what follows it counts
+        ++position_;
+      } else {
+        position_ += step;
+      }
+    } else {
+      ++position_;
+    }
+    last_fresh_ = packet_id;
+  } else if (last_fresh_ != 0) {
+    const int64_t step = Step(last_fresh_, packet_id);
+    if (step >= 1 && step <= kMaxStep) {
+      last_fresh_ = packet_id;
+      position_ += step;
+    }
+  }
+  restored_ = true;
+  Put(packet_id, Entry{fingerprint_low, true, position_});
+  Evict();
+}
+
+void RedeliveryFilter::Evict() {
   while (!order_.empty() && position_ - order_.front().second > kWindow) {
     Forget(order_.front().first, order_.front().second);
     order_.pop_front();
   }
 }
 
-void RedeliveryFilter::Taken(int packet_id, std::string_view topic, std::string_view payload) {
-  if (packet_id <= 0) return;
-  MutexLock lock(&mu_);
-  if (!matching_) return;
-  entries_[packet_id] = Entry{Fingerprint(topic, payload), position_};
-  order_.emplace_back(packet_id, position_);
-  while (order_.size() > kCapacity) {
-    Forget(order_.front().first, order_.front().second);
-    order_.pop_front();
-  }
-}
-
-bool RedeliveryFilter::AlreadyTaken(int packet_id, std::string_view topic, std::string_view payload) const {
+bool RedeliveryFilter::AlreadyTaken(int packet_id, uint64_t fingerprint) const {
   if (packet_id <= 0) return false;
   MutexLock lock(&mu_);
   if (!matching_) return false;
   auto it = entries_.find(packet_id);
-  return it != entries_.end() && position_ - it->second.position <= kWindow &&
-         it->second.fingerprint == Fingerprint(topic, payload);
+  if (it == entries_.end() || position_ - it->second.position > kWindow) return false;
+  return it->second.low_byte_only ? (it->second.fingerprint & 0xff) == (fingerprint & 0xff)
+                                  : it->second.fingerprint == fingerprint;
 }
 
 void RedeliveryFilter::SessionLost() {
   MutexLock lock(&mu_);
-  entries_.clear();
-  order_.clear();
+  Clear();
   last_fresh_ = 0;
+  restored_ = false;
 }
 
 bool RedeliveryFilter::matching() const {
@@ -87,9 +138,23 @@ int64_t RedeliveryFilter::sequence_breaks() const {
   return breaks_;
 }
 
+void RedeliveryFilter::Put(int packet_id, Entry entry) {
+  order_.emplace_back(packet_id, entry.position);
+  entries_[packet_id] = entry;
+  while (order_.size() > kCapacity) {
+    Forget(order_.front().first, order_.front().second);
+    order_.pop_front();
+  }
+}
+
 void RedeliveryFilter::Forget(int packet_id, int64_t position) {
   auto it = entries_.find(packet_id);
   if (it != entries_.end() && it->second.position == position) entries_.erase(it);
+}
+
+void RedeliveryFilter::Clear() {
+  entries_.clear();
+  order_.clear();
 }
 
 }  // namespace edgesync

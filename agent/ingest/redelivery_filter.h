@@ -16,7 +16,8 @@
 // hands out ids in sequence, as Mosquitto does (last id + 1, per client): an
 // id comes back only after 65,535 others, and an entry is dropped well
 // before that (kWindow ids). So matching is on only while every fresh
-// message's id followed the previous one by a small step; the first id out
+// message's id followed the previous one by a small step (a redelivery of a
+// message never read, sent before a cut, carries the sequence on); the first id out
 // of sequence turns matching off for good (logged, counted), and ingest
 // then stores a redelivered bare number again rather than risk dropping a
 // new one. A connect without the broker's session starts the sequence
@@ -46,12 +47,21 @@ class RedeliveryFilter {
   // broker skips the ids of messages it dropped for a full queue).
   static constexpr int64_t kMaxStep = 4096;
 
+  // What tells two messages under one packet id apart: topic and payload.
+  static uint64_t Fingerprint(std::string_view topic, std::string_view payload);
+
   // Every message as it arrives (packet_id 0 = QoS 0 or unknown: ignored).
   void Arrived(int packet_id, bool duplicate);
   // A message ingest took (its readings journaled or committed).
-  void Taken(int packet_id, std::string_view topic, std::string_view payload);
+  void Taken(int packet_id, uint64_t fingerprint);
   // Whether a DUP message is one already taken.
-  bool AlreadyTaken(int packet_id, std::string_view topic, std::string_view payload) const;
+  bool AlreadyTaken(int packet_id, uint64_t fingerprint) const;
+  // At start, the messages the previous run took, oldest first, from the
+  // intake journal (which keeps the fingerprint's low byte). They count
+  // until the first fresh message: if its id does not follow the last one
+  // restored by a small step (the broker dropped or numbered messages we
+  // never saw), they are forgotten, not trusted.
+  void Restored(int packet_id, bool duplicate, uint8_t fingerprint_low);
   // A connect without the broker's session: nothing taken can come again.
   void SessionLost();
 
@@ -62,16 +72,20 @@ class RedeliveryFilter {
  private:
   struct Entry {
     uint64_t fingerprint = 0;
-    int64_t position = 0;  // of the newest fresh id when it was taken
+    bool low_byte_only = false;  // restored from the journal
+    int64_t position = 0;        // of the newest fresh id when it was taken
   };
-  static uint64_t Fingerprint(std::string_view topic, std::string_view payload);
+  void Put(int packet_id, Entry entry) REQUIRES(mu_);
   void Forget(int packet_id, int64_t position) REQUIRES(mu_);
+  void Evict() REQUIRES(mu_);  // entries more than kWindow ids behind
+  void Clear() REQUIRES(mu_);
 
   mutable Mutex mu_;
   bool matching_ GUARDED_BY(mu_) = true;
   int64_t breaks_ GUARDED_BY(mu_) = 0;
   int last_fresh_ GUARDED_BY(mu_) = 0;   // 0 = none yet
   int64_t position_ GUARDED_BY(mu_) = 0; // fresh ids seen, counted by their steps
+  bool restored_ GUARDED_BY(mu_) = false; // entries restored, no fresh message since
   std::unordered_map<int, Entry> entries_ GUARDED_BY(mu_);
   std::deque<std::pair<int, int64_t>> order_ GUARDED_BY(mu_);  // (id, position) as taken
 };

@@ -251,6 +251,94 @@ TEST(IntakeJournal, AFirstFormatJournalIsReadAndGoesOn) {
   EXPECT_EQ(rec.cut_bytes, 0);
 }
 
+// Each record names the MQTT message it came from, so a restart can still
+// recognise the broker's redelivery of it; every record's message comes
+// back in sequence order, committed or not.
+TEST(IntakeJournal, RecordsKeepTheirMessagesIds) {
+  test::TempDir dir;
+  std::unique_ptr<IntakeJournal> j;
+  IntakeRecovery rec;
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec));
+  const std::vector<IntakeMessageId> ids = {{65534, false, 7}, {65535, false, 0}, {1, false, 255},
+                                            {65535, true, 9},  {0, false, 0},     {2, false, 3}};
+  for (size_t i = 0; i < ids.size(); ++i) ASSERT_OK(j->Append(i + 1, Readings(i + 1, 1), 0, ids[i]));
+  j.reset();
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path()), 4, &j, &rec));
+  ASSERT_EQ(rec.pending.size(), 2u);
+  EXPECT_EQ(rec.pending[0].id.packet_id, 0) << "a record without a message id";
+  EXPECT_EQ(rec.pending[1].id.packet_id, 2);
+  EXPECT_EQ(rec.pending[1].readings[0].device_id, "dev-6");
+  ASSERT_EQ(rec.taken.size(), 5u);
+  size_t k = 0;
+  for (const IntakeMessageId& want : ids) {
+    if (want.packet_id == 0) continue;
+    EXPECT_EQ(rec.taken[k].packet_id, want.packet_id) << k;
+    EXPECT_EQ(rec.taken[k].duplicate, want.duplicate) << k;
+    EXPECT_EQ(rec.taken[k].fingerprint, want.fingerprint) << k;
+    ++k;
+  }
+}
+
+// A compact segment written before records carried message ids (magic
+// ESJ2) is read, and appended to in its own format until it turns.
+TEST(IntakeJournal, ACompactSegmentWithoutIdsIsReadAndGoesOn) {
+  test::TempDir dir;
+  const std::string seg = dir.path() + "/intake-a.journal";
+  auto varint = [](uint64_t v, std::string* out) {
+    while (v >= 0x80) {
+      out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+      v >>= 7;
+    }
+    out->push_back(static_cast<char>(v));
+  };
+  auto str = [&](const std::string& v, std::string* out) {
+    varint(v.size(), out);
+    *out += v;
+  };
+  std::string file("ESJ2\r\n\x1a\n", 8);
+  for (uint64_t seq = 1; seq <= 2; ++seq) {
+    std::string body;
+    varint(1, &body);  // seq delta
+    varint(1, &body);  // one reading
+    if (seq == 1) {
+      varint(0, &body);  // a new series
+      str("dev-a", &body);
+      str("temp", &body);
+      str("Cel", &body);
+      varint(2 * 1800000000000ULL, &body);  // zigzag ts delta from 0
+    } else {
+      varint(1, &body);  // series 1
+      varint(2 * 1000, &body);
+    }
+    body.push_back(1);               // scale 1
+    varint(2 * (210 + seq), &body);  // zigzag mantissa: 21.1, 21.2
+    varint(2, &body);                // quality: receive time
+    varint(body.size(), &file);
+    const uint32_t sum = static_cast<uint32_t>(XXH3_64bits(body.data(), body.size()));
+    for (int i = 0; i < 4; ++i) file.push_back(static_cast<char>((sum >> (8 * i)) & 0xff));
+    file += body;
+  }
+  ASSERT_OK(WriteFileAtomic(seg, file));
+  std::unique_ptr<IntakeJournal> j;
+  IntakeRecovery rec;
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec));
+  ASSERT_EQ(rec.pending.size(), 2u);
+  EXPECT_EQ(rec.cut_bytes, 0);
+  EXPECT_EQ(rec.pending[1].readings[0].device_id, "dev-a");
+  EXPECT_EQ(rec.pending[1].readings[0].ts_ms, 1800000001000);
+  EXPECT_DOUBLE_EQ(rec.pending[1].readings[0].value, 21.2);
+  EXPECT_TRUE(rec.taken.empty());
+  ASSERT_OK(j->Append(3, Readings(3, 1), 0, IntakeMessageId{5, false, 1}));
+  j.reset();
+  std::string data;
+  ASSERT_OK(ReadFile(seg, &data));
+  EXPECT_EQ(data.substr(0, 4), "ESJ2") << "the segment keeps its format";
+  ASSERT_OK(IntakeJournal::Open(Opts(dir.path()), 0, &j, &rec));
+  ASSERT_EQ(rec.pending.size(), 3u);
+  EXPECT_EQ(rec.cut_bytes, 0);
+  EXPECT_EQ(rec.pending[2].readings[0].device_id, "dev-3");
+}
+
 TEST(IntakeJournal, AnUnwritableDirectoryIsAnError) {
   std::unique_ptr<IntakeJournal> j;
   IntakeRecovery rec;

@@ -5,11 +5,13 @@
 namespace edgesync {
 namespace {
 
+uint64_t Fp(const char* topic, const char* payload) { return RedeliveryFilter::Fingerprint(topic, payload); }
+
 // Fresh messages 1..n arrive and are taken, as from Mosquitto.
 void TakeInSequence(RedeliveryFilter* f, int first, int n, const char* payload = "21.5") {
   for (int id = first; id < first + n; ++id) {
     f->Arrived(id, false);
-    f->Taken(id, "sensors/d1/temp", payload);
+    f->Taken(id, Fp("sensors/d1/temp", payload));
   }
 }
 
@@ -17,11 +19,11 @@ TEST(RedeliveryFilterTest, ARedeliveryOfATakenMessageIsKnownByItsIdAndContent) {
   RedeliveryFilter f;
   TakeInSequence(&f, 1, 10);
   f.Arrived(9, true);
-  EXPECT_TRUE(f.AlreadyTaken(9, "sensors/d1/temp", "21.5"));
-  EXPECT_FALSE(f.AlreadyTaken(9, "sensors/d1/temp", "21.6")) << "another payload under the id";
-  EXPECT_FALSE(f.AlreadyTaken(9, "sensors/d2/temp", "21.5")) << "another topic under the id";
-  EXPECT_FALSE(f.AlreadyTaken(11, "sensors/d1/temp", "21.5")) << "an id never taken";
-  EXPECT_FALSE(f.AlreadyTaken(0, "sensors/d1/temp", "21.5")) << "QoS 0 has no id";
+  EXPECT_TRUE(f.AlreadyTaken(9, Fp("sensors/d1/temp", "21.5")));
+  EXPECT_FALSE(f.AlreadyTaken(9, Fp("sensors/d1/temp", "21.6"))) << "another payload under the id";
+  EXPECT_FALSE(f.AlreadyTaken(9, Fp("sensors/d2/temp", "21.5"))) << "another topic under the id";
+  EXPECT_FALSE(f.AlreadyTaken(11, Fp("sensors/d1/temp", "21.5"))) << "an id never taken";
+  EXPECT_FALSE(f.AlreadyTaken(0, Fp("sensors/d1/temp", "21.5"))) << "QoS 0 has no id";
 }
 
 TEST(RedeliveryFilterTest, IdsWrapAroundWithoutBreakingTheSequence) {
@@ -29,8 +31,8 @@ TEST(RedeliveryFilterTest, IdsWrapAroundWithoutBreakingTheSequence) {
   TakeInSequence(&f, 65530, 6);  // 65530..65535
   TakeInSequence(&f, 1, 3);
   EXPECT_TRUE(f.matching());
-  EXPECT_TRUE(f.AlreadyTaken(65535, "sensors/d1/temp", "21.5"));
-  EXPECT_TRUE(f.AlreadyTaken(2, "sensors/d1/temp", "21.5"));
+  EXPECT_TRUE(f.AlreadyTaken(65535, Fp("sensors/d1/temp", "21.5")));
+  EXPECT_TRUE(f.AlreadyTaken(2, Fp("sensors/d1/temp", "21.5")));
 }
 
 // A broker that hands out the lowest free id could reuse an id at once: a
@@ -41,11 +43,28 @@ TEST(RedeliveryFilterTest, AnIdOutOfSequenceTurnsMatchingOff) {
   f.Arrived(1, false);
   EXPECT_FALSE(f.matching());
   EXPECT_EQ(f.sequence_breaks(), 1);
-  f.Taken(1, "sensors/d1/temp", "21.5");
-  EXPECT_FALSE(f.AlreadyTaken(1, "sensors/d1/temp", "21.5"));
+  f.Taken(1, Fp("sensors/d1/temp", "21.5"));
+  EXPECT_FALSE(f.AlreadyTaken(1, Fp("sensors/d1/temp", "21.5")));
   TakeInSequence(&f, 2, 5);
-  EXPECT_FALSE(f.AlreadyTaken(3, "sensors/d1/temp", "21.5"));
+  EXPECT_FALSE(f.AlreadyTaken(3, Fp("sensors/d1/temp", "21.5")));
   EXPECT_EQ(f.sequence_breaks(), 1);
+}
+
+// With an unlimited in-flight window the broker sends thousands of
+// messages that a stalled gateway never reads; after the cut they come
+// again with DUP set, then fresh ones follow them.
+TEST(RedeliveryFilterTest, RedeliveriesOfMessagesNeverReadCarryTheSequenceOn) {
+  RedeliveryFilter f;
+  TakeInSequence(&f, 1, 10);
+  f.Arrived(8, true);  // taken, its PUBACK lost
+  EXPECT_TRUE(f.AlreadyTaken(8, Fp("sensors/d1/temp", "21.5")));
+  for (int id = 11; id <= 10 + 3 * RedeliveryFilter::kMaxStep; ++id) {
+    f.Arrived(id, true);
+    f.Taken(id, Fp("sensors/d1/temp", "21.5"));
+  }
+  TakeInSequence(&f, 11 + 3 * RedeliveryFilter::kMaxStep, 1);
+  EXPECT_TRUE(f.matching());
+  EXPECT_TRUE(f.AlreadyTaken(10 + 3 * RedeliveryFilter::kMaxStep, Fp("sensors/d1/temp", "21.5")));
 }
 
 TEST(RedeliveryFilterTest, GapsFromDroppedMessagesAreStillASequence) {
@@ -62,27 +81,49 @@ TEST(RedeliveryFilterTest, OldEntriesAreForgotten) {
   RedeliveryFilter f;
   TakeInSequence(&f, 1, 1);
   TakeInSequence(&f, 2, static_cast<int>(RedeliveryFilter::kCapacity));
-  EXPECT_FALSE(f.AlreadyTaken(1, "sensors/d1/temp", "21.5"));
-  EXPECT_TRUE(f.AlreadyTaken(2, "sensors/d1/temp", "21.5"));
+  EXPECT_FALSE(f.AlreadyTaken(1, Fp("sensors/d1/temp", "21.5")));
+  EXPECT_TRUE(f.AlreadyTaken(2, Fp("sensors/d1/temp", "21.5")));
   RedeliveryFilter g;
   TakeInSequence(&g, 1, 1);
   for (int k = 1; k * RedeliveryFilter::kMaxStep <= RedeliveryFilter::kWindow; ++k) {
     g.Arrived(static_cast<int>(1 + k * RedeliveryFilter::kMaxStep), false);
   }
-  EXPECT_TRUE(g.AlreadyTaken(1, "sensors/d1/temp", "21.5")) << "still within the window";
+  EXPECT_TRUE(g.AlreadyTaken(1, Fp("sensors/d1/temp", "21.5"))) << "still within the window";
   g.Arrived(static_cast<int>(1 + RedeliveryFilter::kWindow + 1), false);
   EXPECT_TRUE(g.matching());
-  EXPECT_FALSE(g.AlreadyTaken(1, "sensors/d1/temp", "21.5"));
+  EXPECT_FALSE(g.AlreadyTaken(1, Fp("sensors/d1/temp", "21.5")));
 }
 
 TEST(RedeliveryFilterTest, ASessionLostForgetsEverythingAndRestartsTheSequence) {
   RedeliveryFilter f;
   TakeInSequence(&f, 100, 5);
   f.SessionLost();
-  EXPECT_FALSE(f.AlreadyTaken(101, "sensors/d1/temp", "21.5"));
+  EXPECT_FALSE(f.AlreadyTaken(101, Fp("sensors/d1/temp", "21.5")));
   TakeInSequence(&f, 1, 3);  // a new session's ids start again
   EXPECT_TRUE(f.matching());
-  EXPECT_TRUE(f.AlreadyTaken(2, "sensors/d1/temp", "21.5"));
+  EXPECT_TRUE(f.AlreadyTaken(2, Fp("sensors/d1/temp", "21.5")));
+}
+
+// After a restart: the journal's messages count while the broker's
+// numbering goes on from them.
+TEST(RedeliveryFilterTest, RestoredMessagesAreKnownWhileTheNumberingGoesOnFromThem) {
+  const uint64_t fp = Fp("sensors/d1/temp", "21.5");
+  RedeliveryFilter f;
+  for (int id = 40; id <= 50; ++id) f.Restored(id, false, static_cast<uint8_t>(fp));
+  f.Arrived(50, true);
+  EXPECT_TRUE(f.AlreadyTaken(50, fp)) << "the redelivery of the last message taken";
+  EXPECT_FALSE(f.AlreadyTaken(50, Fp("sensors/d1/temp", "21.6")));
+  f.Arrived(51, false);
+  EXPECT_TRUE(f.matching());
+  EXPECT_TRUE(f.AlreadyTaken(49, fp));
+
+  RedeliveryFilter g;
+  for (int id = 40; id <= 50; ++id) g.Restored(id, false, static_cast<uint8_t>(fp));
+  g.Arrived(50 + RedeliveryFilter::kMaxStep + 1, false);  // the broker went on without us
+  EXPECT_FALSE(g.AlreadyTaken(50, fp)) << "entries across a gap we cannot vouch for";
+  EXPECT_TRUE(g.matching()) << "a restart's gap is not a broker out of sequence";
+  TakeInSequence(&g, 50 + RedeliveryFilter::kMaxStep + 2, 2);
+  EXPECT_TRUE(g.AlreadyTaken(50 + RedeliveryFilter::kMaxStep + 2, fp));
 }
 
 }  // namespace
