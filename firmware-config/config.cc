@@ -75,7 +75,8 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              "most the commit group being gathered (ingest.batch_delay_ms); normal: everything survives a "
              "crash of edgesync (kill -9) but the last commits before a power cut may be lost, never corrupted",
              {"full", "commit", "normal"}),
-      Int<C>("store", "initial_ranges", [](C& c) -> int64_t& { return c.store_initial_ranges; }, 1, 256,
+      Int<C>("store", "initial_ranges", [](C& c) -> int64_t& { return c.store_initial_ranges; },
+             store_options::kInitialRangesMin, store_options::kInitialRangesMax,
              "partition key ranges a new store starts with"),
       Int<C>("store", "split_max_entries", [](C& c) -> int64_t& { return c.store_split_max_entries; }, 100, kBig,
              "a range splits in two past this many entries"),
@@ -107,7 +108,7 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              "readings acknowledged upstream and written longer ago than this are compacted into one block per "
              "series (fast queries of one series, fewer bytes on the card)"),
       Int<C>("store", "compact_span_readings", [](C& c) -> int64_t& { return c.store_compact_span_readings; }, 1000,
-             1 << 20, "readings per compacted span (a reader by LSN decodes a span whole: 32 bytes a reading)"),
+             store_options::kCompactSpanReadingsMax, "readings per compacted span (a reader by LSN decodes a span whole: 32 bytes a reading)"),
       Bool<C>("store", "compact_always", [](C& c) -> bool& { return c.store_compact_always; },
               "compact every span, also one whose per-series blocks take more room than its commit chunks "
               "(many series per span): faster one-series queries for more bytes on the card"),
@@ -173,7 +174,7 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
       Str<C>("uplink", "topic_prefix", [](C& c) -> std::string& { return c.uplink_topic_prefix; },
              "first topic level of every sync message"),
       Int<C>("uplink", "batch_max_readings", [](C& c) -> int64_t& { return c.uplink_batch_max_readings; }, 1,
-             1000000, "entries in one upstream batch at most"),
+             uplink_options::kBatchMaxReadingsMax, "entries in one upstream batch at most"),
       Int<C>("uplink", "batch_min_delay_ms", [](C& c) -> int64_t& { return c.uplink_batch_min_delay_ms; }, 0,
              600000, "a partial batch waits at least this long for more readings (fewer bytes on the wire per "
              "reading, more latency: see docs/BENCHMARKS.md)"),

@@ -47,6 +47,7 @@
 #include "platform/status.h"
 #include "store/feed_cursor.h"
 #include "store/store.h"
+#include "store/store_defaults.h"
 #include "store/types.h"
 
 namespace edgesync {
@@ -175,7 +176,7 @@ struct HubStoreOptions {
   // the SQLite store the caller opened (see OpenHubStore).
   std::string location;
   std::string password_file;        // PostgreSQL: the password, first line; "" = none
-  int64_t feed_retention_ms = int64_t{7} * 86400 * 1000;
+  int64_t feed_retention_ms = hub_store_options::kFeedRetentionS * 1000;
   int connect_timeout_s = 10;
   std::string application_name = "edgesync-hub";
   Clock* clock = nullptr;           // nullptr = SystemClock(); retention ages

@@ -26,12 +26,13 @@
 #include "platform/status.h"
 #include "store/hub_store.h"
 #include "store/store.h"
+#include "store/store_defaults.h"
 
 namespace edgesync {
 
 struct RetentionOptions {
-  int64_t interval_ms = 10000;  // see Config::store_retention_interval_s
-  int64_t step_rows = 2000;     // see Config::store_prune_step_rows
+  int64_t interval_ms = retention_options::kIntervalS * 1000;
+  int64_t step_rows = retention_options::kStepRows;
   int64_t pause_ms = 10;        // between steps of one pass
 };
 

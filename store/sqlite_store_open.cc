@@ -11,12 +11,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 #include "platform/files.h"
 #include "platform/log.h"
 #include "store/checkpoint_names.h"
 #include "store/schema.h"
 #include "store/sqlite_store.h"
+#include "store/store_defaults.h"
 #include "store/token.h"
 
 namespace edgesync {
@@ -160,8 +162,10 @@ Status CreateStoreFile(const StoreOptions& o) {
 
 Status OpenStore(const StoreOptions& options, std::unique_ptr<Store>* store) {
   if (!options.gateway_id.empty()) ES_RETURN_IF_ERROR(ValidateKey("gateway id", options.gateway_id));
-  if (options.initial_ranges < 1 || options.initial_ranges > 4096) {
-    return Status::InvalidArgument("store.initial_ranges must be 1..4096");
+  if (options.initial_ranges < store_options::kInitialRangesMin ||
+      options.initial_ranges > store_options::kInitialRangesMax) {
+    return Status::InvalidArgument("store.initial_ranges must be " + std::to_string(store_options::kInitialRangesMin) +
+                                   ".." + std::to_string(store_options::kInitialRangesMax));
   }
   if (options.split_max_entries < 1 || options.split_max_bytes < 1) {
     return Status::InvalidArgument("store split limits must be positive");

@@ -24,6 +24,7 @@
 #include "platform/clock.h"
 #include "platform/status.h"
 #include "store/feed_cursor.h"
+#include "store/store_defaults.h"
 #include "store/types.h"
 
 namespace edgesync {
@@ -37,39 +38,39 @@ struct StoreOptions {
   // the commits since the last sync (WAL checkpoint) but never corrupts the
   // file, and their LSNs are never given again (sqlite_store_lsn_fence.cc).
   Sync sync = Sync::kNormal;
-  int initial_ranges = 4;
-  int64_t split_max_entries = 1000000;
-  int64_t split_max_bytes = int64_t{64} << 20;
-  int64_t retention_age_ms = int64_t{7} * 86400 * 1000;
+  int initial_ranges = store_options::kInitialRanges;
+  int64_t split_max_entries = store_options::kSplitMaxEntries;
+  int64_t split_max_bytes = store_options::kSplitMaxBytes;
+  int64_t retention_age_ms = store_options::kRetentionAgeS * 1000;
   // Under normal space, an acknowledged reading is kept at least this long
   // after its acknowledgement as well (a region that loses its store is
-  // refilled from here; see Config::store_ack_grace_s). Space pressure
+  // refilled from here; see store_options::kAckGraceS). Space pressure
   // prunes acknowledged readings oldest first regardless. 0 = none.
-  int64_t ack_grace_ms = 0;
+  int64_t ack_grace_ms = store_options::kAckGraceS * 1000;
   enum class DiskPolicy { kRejectNew, kDropOldest };
   DiskPolicy disk_policy = DiskPolicy::kRejectNew;
-  int64_t max_bytes = 0;        // 0 = only the filesystem limits the store
-  int64_t tombstone_retention_ms = int64_t{30} * 86400 * 1000;
+  int64_t max_bytes = store_options::kMaxBytes;  // 0 = only the filesystem limits the store
+  int64_t tombstone_retention_ms = store_options::kTombstoneRetentionS * 1000;
   // Entries of other origins (the read view on a gateway, the region feed on
   // a hub) applied longer ago than this are pruned.
-  int64_t remote_retention_ms = int64_t{7} * 86400 * 1000;
+  int64_t remote_retention_ms = store_options::kReadViewRetentionS * 1000;
   // The filesystem "nears full" when its free bytes plus the store's own
   // free pages fall below this: retention then prunes acknowledged readings
   // (and remote entries) oldest first, before their age. So does a store past
   // 90% of max_bytes, down to 80%. 0 = no filesystem check.
-  int64_t min_free_bytes = int64_t{64} << 20;
-  int64_t dead_letter_cap = 1000;
-  int64_t lease_expiry_ms = 15000;
+  int64_t min_free_bytes = store_options::kMinFreeBytes;
+  int64_t dead_letter_cap = store_options::kDeadLetterCap;
+  int64_t lease_expiry_ms = store_options::kLeaseExpiryMs;
   // Compaction (CompactStep): acknowledged chunks written longer ago than
   // compact_after_ms become per-series blocks, in spans of up to
-  // compact_span_readings readings. See Config::store_compact_after_s and
-  // store_compact_span_readings for the defaults and why.
-  int64_t compact_after_ms = 600 * 1000;
-  int64_t compact_span_readings = 131072;
+  // compact_span_readings readings. See store_defaults.h for the defaults
+  // and why.
+  int64_t compact_after_ms = store_options::kCompactAfterS * 1000;
+  int64_t compact_span_readings = store_options::kCompactSpanReadings;
   // A span whose series blocks would take more room than its commit chunks
   // stays as they are (store/sqlite_store_compact.cc); tests turn this off
   // to compact small spans.
-  bool compact_only_smaller = true;
+  bool compact_only_smaller = store_options::kCompactOnlySmaller;
   bool create_if_missing = true;
   // Read only (`edgesync query`, `feed`): nothing is written, migrated or
   // checkpointed, and no -wal or -shm file is created beside the store

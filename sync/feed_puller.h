@@ -42,6 +42,7 @@
 #include "store/store.h"
 #include "sync/backoff.h"
 #include "sync/mqtt_link.h"
+#include "sync/sync_defaults.h"
 #include "sync/uplink.h"
 #include "sync/wire.h"
 
@@ -49,13 +50,13 @@ namespace edgesync {
 
 struct FeedPullerOptions {
   std::string gateway_id;               // names our reply topic and MQTT client
-  std::string topic_prefix = "edgesync";
+  std::string topic_prefix = uplink_options::kTopicPrefix;
   std::vector<UplinkRegion> regions;    // the same region list as the uplink
   uint32_t page_max_entries = 5000;
   int64_t poll_interval_ms = 5000;      // pull at least this often, even without a head notice
-  int64_t answer_timeout_ms = 10000;
-  int64_t backoff_base_ms = 200;
-  int64_t backoff_max_ms = 30000;
+  int64_t answer_timeout_ms = uplink_options::kAckTimeoutMs;
+  int64_t backoff_base_ms = uplink_options::kBackoffBaseMs;
+  int64_t backoff_max_ms = uplink_options::kBackoffMaxMs;
 };
 
 struct FeedRegionStats {

@@ -31,6 +31,7 @@
 #include <string>
 
 #include "platform/status.h"
+#include "sync/sync_defaults.h"
 
 namespace edgesync {
 
@@ -45,7 +46,7 @@ struct MqttLinkOptions {
   // Persistent session: the broker keeps our subscriptions and queues QoS 1
   // messages while we are away (clean start off).
   bool clean_start = false;
-  int64_t session_expiry_s = 7 * 86400;  // MQTT 5 only; 3.1.1 sessions never expire
+  int64_t session_expiry_s = mqtt_link_options::kSessionExpiryS;  // MQTT 5 only; 3.1.1 sessions never expire
   int keep_alive_s = 20;
   int64_t connect_timeout_ms = 5000;
   bool auto_reconnect = true;

@@ -73,6 +73,7 @@
 #include "sync/fair_queue.h"
 #include "sync/feed_queue.h"
 #include "sync/mqtt_link.h"
+#include "sync/sync_defaults.h"
 #include "sync/uplink.h"
 #include "sync/wire.h"
 
@@ -80,10 +81,10 @@ namespace edgesync {
 
 struct RegionHubOptions {
   std::string region;                  // [A-Za-z0-9_-]
-  std::string topic_prefix = "edgesync";
+  std::string topic_prefix = uplink_options::kTopicPrefix;
   std::string hub_id = "1";            // [A-Za-z0-9_-]: names the MQTT client and the hub's leases
   ShardLeases* leases = nullptr;       // not owned; nullptr = every shard, held for good (one hub)
-  int64_t lease_ttl_ms = 10000;        // leases are renewed every third of it
+  int64_t lease_ttl_ms = region_hub_options::kLeaseTtlS * 1000;  // leases are renewed every third of it
   MqttLinkOptions link;                // the region broker; client id is set by the hub
   size_t feed_max_entries = 5000;      // cap on one feed page
   // Feed pages are read through it (not owned); nullptr = the hub's store.
@@ -96,9 +97,9 @@ struct RegionHubOptions {
   // applier takes the senders' batches in turn: no gateway can crowd out
   // others. Feed requests wait apart, one per sender, for at most this many
   // senders.
-  size_t max_queued_messages = 1024;
+  size_t max_queued_messages = region_hub_options::kMaxQueuedMessages;
   size_t max_group_batches = 64;       // queued batches applied together (one transaction where the store groups)
-  size_t context_max_bytes = size_t{64} << 20;  // see Config::hub_context_max_bytes
+  size_t context_max_bytes = region_hub_options::kContextMaxBytes;  // sync_defaults.h says why
   int zstd_level = 3;
   DecodeLimits limits;
 };

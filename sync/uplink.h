@@ -56,6 +56,7 @@
 #include "sync/backoff.h"
 #include "sync/mqtt_link.h"
 #include "sync/region_selector.h"
+#include "sync/sync_defaults.h"
 #include "sync/wire.h"
 
 namespace edgesync {
@@ -68,18 +69,18 @@ struct UplinkRegion {
 
 struct UplinkOptions {
   std::string gateway_id;               // [A-Za-z0-9_-]: names our topics and MQTT client
-  std::string topic_prefix = "edgesync";
+  std::string topic_prefix = uplink_options::kTopicPrefix;
   std::vector<UplinkRegion> regions;
-  size_t batch_max_readings = 5000;
-  int64_t batch_min_delay_ms = 0;    // see Config::uplink_batch_min_delay_ms
-  int64_t batch_max_delay_ms = 200;  // see Config::uplink_batch_max_delay_ms
-  size_t window = 12;  // see Config::uplink_window
-  bool series_context = true;  // see Config::uplink_series_context
-  int64_t ack_timeout_ms = 10000;
-  int64_t backoff_base_ms = 200;
-  int64_t backoff_max_ms = 30000;
-  int64_t probe_interval_ms = 5000;
-  int64_t failback_after_ms = 60000;
+  size_t batch_max_readings = uplink_options::kBatchMaxReadings;
+  int64_t batch_min_delay_ms = uplink_options::kBatchMinDelayMs;  // sync_defaults.h says why
+  int64_t batch_max_delay_ms = uplink_options::kBatchMaxDelayMs;
+  size_t window = uplink_options::kWindow;
+  bool series_context = uplink_options::kSeriesContext;
+  int64_t ack_timeout_ms = uplink_options::kAckTimeoutMs;
+  int64_t backoff_base_ms = uplink_options::kBackoffBaseMs;
+  int64_t backoff_max_ms = uplink_options::kBackoffMaxMs;
+  int64_t probe_interval_ms = uplink_options::kProbeIntervalMs;
+  int64_t failback_after_ms = uplink_options::kFailbackAfterS * 1000;
   int zstd_level = 3;
 };
 

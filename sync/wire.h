@@ -24,6 +24,7 @@
 #include "store/store.h"
 #include "store/types.h"
 #include "sync/series_context.h"
+#include "sync/sync_defaults.h"
 
 namespace edgesync {
 
@@ -40,7 +41,7 @@ constexpr uint16_t kWireVersion = 4;
 struct DecodeLimits {
   size_t max_payload_bytes = size_t{16} << 20;  // compressed MQTT payload
   size_t max_raw_bytes = size_t{64} << 20;      // after decompression
-  size_t max_entries = 1000000;
+  size_t max_entries = kMaxBatchEntries;
 };
 
 struct EncodeOptions {

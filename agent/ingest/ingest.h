@@ -78,6 +78,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -90,6 +91,7 @@
 #include "agent/ingest/rate_limiter.h"
 #include "agent/ingest/redelivery_filter.h"
 #include "agent/ingest/topic_pattern.h"
+#include "firmware-config/ingest_defaults.h"
 #include "platform/clock.h"
 #include "platform/clock_trust.h"
 #include "platform/liveness.h"
@@ -157,35 +159,36 @@ class StoreSink : public IngestSink {
 enum class AckMode { kAfterJournal, kAfterCommit, kOnReceipt };
 
 struct IngestOptions {
-  std::vector<std::string> patterns = {"sensors/{deviceId}/{metric}", "sensors/{deviceId}"};
+  std::vector<std::string> patterns =
+      std::vector<std::string>(std::begin(ingest_options::kSubscriptions), std::end(ingest_options::kSubscriptions));
   // Where devices publish their descriptions: a pattern naming {deviceId}
   // and not {metric}; matched before `patterns`. "" = none.
-  std::string device_topic = "devices/{deviceId}/meta";
-  int64_t max_payload_bytes = 65536;
-  double device_rate = 100;
-  double device_burst = 200;
+  std::string device_topic = ingest_options::kDeviceTopic;
+  int64_t max_payload_bytes = ingest_options::kMaxPayloadBytes;
+  double device_rate = ingest_options::kDeviceRate;
+  double device_burst = ingest_options::kDeviceBurst;
   size_t max_tracked_devices = 10000;
   // How far in the past a device's own reading times still count for its
   // rate (a backlog kept by the broker or the device); older ones count at
   // the edge of this window.
-  int64_t device_backlog_ms = int64_t{604800} * 1000;
+  int64_t device_backlog_ms = ingest_options::kDeviceBacklogS * 1000;
   // The longest absence the local broker queues for (its session's
   // lifetime): a device is credited its rate over at most this much of the
   // time the gateway was away.
-  int64_t max_away_ms = int64_t{604800} * 1000;
-  int64_t epoch_floor_ms = 1767225600000;  // 2026-01-01T00:00:00Z, the table's ingest.epoch_floor
+  int64_t max_away_ms = ingest_options::kMaxAwayS * 1000;
+  int64_t epoch_floor_ms = ingest_options::kEpochFloorMs;
   // What makes the wall clock trusted for the times ingest stamps
   // (platform/clock_trust.h): "kernel", "floor" or "file:<path>".
-  std::string clock_trust = "kernel";
+  std::string clock_trust = ingest_options::kClockTrust;
   // Where this boot's trust is kept across restarts of the process ("" =
   // not kept).
   std::string clock_trust_marker;
   // The kernel's synchronisation state; nullptr = adjtimex (tests give theirs).
   std::function<ClockSync()> clock_sync;
-  int64_t batch_max = 2000;
+  int64_t batch_max = ingest_options::kBatchMax;
   // The cap of the commit groups' wait; within it the wait follows the
   // arrival rate (commit_pacer.h).
-  int64_t batch_delay_ms = 500;
+  int64_t batch_delay_ms = ingest_options::kBatchDelayMs;
   // The store syncs each commit (store.sync "commit" or "full"): a commit
   // costs more, so groups gather longer within the cap.
   bool synced_commits = false;
@@ -195,7 +198,7 @@ struct IngestOptions {
   // reused, and whether every record is fdatasync'ed (as the store does
   // with sync = full).
   std::string journal_dir;
-  int64_t journal_segment_bytes = 4 << 20;
+  int64_t journal_segment_bytes = ingest_options::kJournalSegmentBytes;
   bool journal_sync = false;
   // How long Start waits for the journal's records to be committed (a
   // store that refuses them ends the wait at once; intake stays closed).

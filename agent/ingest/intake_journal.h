@@ -29,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "firmware-config/ingest_defaults.h"
 #include "platform/status.h"
 #include "store/types.h"
 
@@ -36,7 +37,7 @@ namespace edgesync {
 
 struct IntakeJournalOptions {
   std::string dir;                    // holds intake-a.journal and intake-b.journal
-  int64_t segment_bytes = 4 << 20;  // ingest.journal_segment_bytes
+  int64_t segment_bytes = ingest_options::kJournalSegmentBytes;
   bool sync = false;                  // fdatasync every record
 };
 

@@ -58,6 +58,8 @@
 #include <utility>
 #include <vector>
 
+#include "firmware-config/ingest_defaults.h"
+
 namespace edgesync {
 
 class RateLimiter {
@@ -75,7 +77,7 @@ class RateLimiter {
   static constexpr int64_t kNoMono = INT64_MIN;
 
   RateLimiter(double rate_per_s, double burst, size_t max_devices = 10000, int64_t max_lag_ms = 0,
-              int64_t report_interval_ms = 10000, int64_t max_away_ms = int64_t{604800} * 1000);
+              int64_t report_interval_ms = 10000, int64_t max_away_ms = ingest_options::kMaxAwayS * 1000);
 
   // The gateway takes no messages from mono_ms on (a no-op while away).
   void Away(int64_t mono_ms);

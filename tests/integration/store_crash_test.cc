@@ -120,6 +120,7 @@ using Report = std::array<uint64_t, 2>;
 [[noreturn]] void PruningWriter(const std::string& path, int fd, unsigned seed) {
   StoreOptions o = Opts(path, false);
   o.retention_age_ms = 0;
+  o.ack_grace_ms = 0;
   std::unique_ptr<Store> store;
   if (!Store::Open(o, &store).ok()) _exit(2);
   std::mt19937 rng(seed);

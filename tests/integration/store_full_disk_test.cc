@@ -205,6 +205,7 @@ std::string WalMakesRoomScenario(const std::string& dir, const std::function<std
   o.path = dir + "/store.db";
   o.gateway_id = "full-gw";
   o.retention_age_ms = 1;
+  o.ack_grace_ms = 0;
   std::unique_ptr<Store> store;
   Status st = Store::Open(o, &store);
   if (!st.ok()) return "open: " + st.ToString();

@@ -197,6 +197,7 @@ TEST(SyncRefillTest, WhatTheGatewayPrunedIsNamedAsLostAtTheHubAndTheGateway) {
   so.path = tmp.File("a.db");
   so.gateway_id = "gw-a";
   so.retention_age_ms = 0;  // what eu acknowledged may go at once
+  so.ack_grace_ms = 0;
   so.min_free_bytes = 0;
   std::unique_ptr<Store> a;
   ASSERT_OK(Store::Open(so, &a));

@@ -35,6 +35,9 @@ class StoreTest : public ::testing::Test {
     o.path = dir_.File("store.db");
     o.gateway_id = "gw1";
     o.clock = &clock_;
+    // Acknowledged readings may be pruned at once; the tests of the grace
+    // (store_retention_test.cc) set theirs.
+    o.ack_grace_ms = 0;
     return o;
   }
   std::unique_ptr<Store> OpenStore(const StoreOptions& o) {
