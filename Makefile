@@ -9,6 +9,7 @@
 #   make cross ARCH=arm64|armhf, make test-arm ARCH=arm64|armhf
 #   make deb ARCH=amd64|arm64|armhf   Debian package in build/deb/
 #   make bench [BENCH=part], make fuzz [FUZZ_SECONDS=n]
+#   make bench-previous [PREVIOUS=commit]   the storage figures against an earlier build
 #   make soak [SOAK_SECONDS=600] [SOAK_SEED=n] [SOAK_PG_REGIONS=0..3]
 #                                                seeded fault soak, 3 regions x 6 gateways (root)
 #   make test SANITIZE=address,undefined   the same tests, ASan+UBSan build in build-asan/
@@ -39,7 +40,7 @@ CMAKE_GENERATOR ?= $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || ech
 CCACHE_FLAG := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 DEPS = firmware-config/deps.sh
 
-.PHONY: all deps configure thread-safety test unit integration demo bench fuzz soak cross test-arm clean
+.PHONY: all deps configure thread-safety test unit integration demo bench bench-previous fuzz soak cross test-arm clean
 
 all: configure
 	cmake --build $(BUILD) --target edgesync -j $(JOBS)
@@ -78,6 +79,13 @@ demo: configure
 bench: configure
 	cmake --build $(BUILD) -j $(JOBS)
 	./tests/bench/run.sh $(BUILD) "$(BENCH)"
+
+# The storage benchmark with an earlier commit's program as the baseline of
+# its "against the previous binary" rows (tests/bench/previous.sh).
+PREVIOUS ?= HEAD~1
+bench-previous: configure
+	cmake --build $(BUILD) -j $(JOBS)
+	./tests/bench/previous.sh $(BUILD) "$(PREVIOUS)" "$(CMAKE_GENERATOR)" "$(CCACHE_FLAG)"
 
 # Prints its seed; the same SOAK_SEED, SOAK_SECONDS and SOAK_PG_REGIONS
 # replay the same faults. SOAK_PG_REGIONS: how many regions (from region0

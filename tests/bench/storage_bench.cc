@@ -92,9 +92,11 @@ struct PacedRun {
 
 // The default config: only the ids, paths and the broker are set, and the
 // lines `store` and `ingest` in those tables.
+// program: the gateway binary (this build's, or a previous build's for the
+// comparison rows).
 PacedRun GatewayPaced(const test::Broker& broker, const std::string& dir, int rounds, const std::string& name,
                       const std::string& store, const std::string& ingest, int devices = kDevices,
-                      double rate = kRate) {
+                      double rate = kRate, const std::string& program = EDGESYNC_BINARY) {
   PacedRun run;
   const int64_t total = int64_t{devices} * 8 * rounds;
   const std::string data = dir + "/" + name + "-data";
@@ -103,7 +105,7 @@ PacedRun GatewayPaced(const test::Broker& broker, const std::string& dir, int ro
                              "[ingest]\nbroker_uri = \"" + broker.uri() + "\"\nclient_id = \"edgesync-" + name +
                              "\"\n" + ingest);
   test::Process gw;
-  if (!gw.Start({EDGESYNC_BINARY, "gateway", "--config", config}, dir + "/" + name + ".log")) return run;
+  if (!gw.Start({program, "gateway", "--config", config}, dir + "/" + name + ".log")) return run;
   test::WaitFor([&] {
     std::string s;
     return ReadFile(data + "/status.json", &s).ok() && s.find("\"connected\": true") != std::string::npos;
@@ -360,10 +362,10 @@ int main() {
     // Each run on its own broker, so an earlier gateway's session does not
     // queue this run's messages.
     auto paced = [&](const char* name, const std::string& store, const std::string& ingest, int rounds, int devices,
-                     double rate) {
+                     double rate, const std::string& program = EDGESYNC_BINARY) {
       test::Broker own(dir.File(std::string("broker-") + name));
       PacedRun r;
-      if (own.Start()) r = GatewayPaced(own, dir.path(), rounds, name, store, ingest, devices, rate);
+      if (own.Start()) r = GatewayPaced(own, dir.path(), rounds, name, store, ingest, devices, rate, program);
       std::printf("paced %s: gateway %.0f/s, %.1f bytes written/reading, %.2f on disk, peak RSS %.1f MiB\n", name,
                   r.rate, r.written_per_reading, r.disk_per_reading, r.peak_rss_mib);
       return r;
@@ -432,6 +434,35 @@ int main() {
                pi.written_per_reading, "bytes", "the same with sync = full, same run", pi_full.written_per_reading);
     report.Add("gateway bytes on disk/retained reading, default config, 100 msg/s", low.disk_per_reading, "bytes",
                "the same at 8,000 msg/s, same run", low_only ? 0 : run.disk_per_reading);
+    // EDGESYNC_BENCH_PREVIOUS=<a previous build's edgesync> (make
+    // bench-previous): the same runs with that program, as the baseline of
+    // rows that say whether this build made anything worse. Each run on a
+    // broker of its own, one after the other, so both see the same load.
+    if (const char* previous = std::getenv("EDGESYNC_BENCH_PREVIOUS")) {
+      const std::string prev(previous);
+      const char* kPrev = "the previous binary, same run";
+      if (!low_only) {
+        const PacedRun now = paced("paced-again", "", "", rounds, kDevices, kRate);
+        const PacedRun before = paced("paced-previous", "", "", rounds, kDevices, kRate, prev);
+        report.Add("gateway committed/s (paced 8,000 msg/s) against the previous binary", now.rate, "readings/s",
+                   kPrev, before.rate);
+        report.Add("gateway bytes written/reading (paced 8,000 msg/s) against the previous binary",
+                   now.written_per_reading, "bytes", kPrev, before.written_per_reading);
+        report.Add("gateway bytes on disk/retained reading (paced 8,000 msg/s) against the previous binary",
+                   now.disk_per_reading, "bytes", kPrev, before.disk_per_reading);
+        report.Add("gateway peak RSS (paced 8,000 msg/s) against the previous binary", now.peak_rss_mib, "MiB",
+                   kPrev, before.peak_rss_mib);
+        failed = failed || now.rate <= 0 || before.rate <= 0;
+      }
+      const PacedRun low_before = paced("default-100-previous", "", "", low_rounds, low_devices, 100, prev);
+      const PacedRun pi_before =
+          paced("pi-100-previous", "sync = \"commit\"\n", "batch_delay_ms = 1000\n", low_rounds, low_devices, 100, prev);
+      report.Add("gateway bytes written/reading, default config, 100 msg/s, against the previous binary",
+                 low.written_per_reading, "bytes", kPrev, low_before.written_per_reading);
+      report.Add("gateway bytes written/reading, Pi config, 100 msg/s, against the previous binary",
+                 pi.written_per_reading, "bytes", kPrev, pi_before.written_per_reading);
+      failed = failed || low_before.rate <= 0 || pi_before.rate <= 0;
+    }
     if (failed || pi.rate <= 0 || pi_full.rate <= 0 || low.rate <= 0 || fixed.rate <= 0) {
       run.rate = 0;  // a run failed
     } else if (low_only) {
