@@ -671,6 +671,15 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
 
 }  // namespace
 
+size_t MqttPublishPacketBytes(size_t topic_bytes, size_t payload_bytes, int qos, int mqtt_version) {
+  // MQTT 3.1.1 section 2.2.3, MQTT 5 sections 2.1.4 and 3.3.2.
+  size_t remaining = 2 + topic_bytes + (qos > 0 ? 2 : 0) + payload_bytes;
+  if (mqtt_version == 5) remaining += 1;  // property length 0
+  size_t length_bytes = 1;
+  for (size_t n = remaining; n >= 128; n /= 128) ++length_bytes;
+  return 1 + length_bytes + remaining;
+}
+
 Status NewPahoMqttLink(const MqttLinkOptions& options, std::unique_ptr<MqttLink>* link) {
   const std::string& uri = options.uri;
   if (uri.rfind("tcp://", 0) != 0 && uri.rfind("ssl://", 0) != 0 && uri.rfind("mqtt://", 0) != 0 &&

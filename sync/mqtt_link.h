@@ -25,6 +25,7 @@
 #ifndef EDGESYNC_SYNC_MQTT_LINK_H_
 #define EDGESYNC_SYNC_MQTT_LINK_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -139,6 +140,14 @@ class MqttLink {
   };
   virtual Counters counters() const = 0;
 };
+
+// The bytes of the MQTT PUBLISH packet that carries payload_bytes to a
+// topic of topic_bytes, as it goes on the wire: fixed header, remaining
+// length (1 to 4 bytes), topic (with its 2-byte length), packet id (QoS 1
+// and 2), property length (MQTT 5; MqttLink sends no properties), payload.
+// What the uplink counts against uplink.max_bytes_per_s; TLS records and
+// TCP/IP headers are not included.
+size_t MqttPublishPacketBytes(size_t topic_bytes, size_t payload_bytes, int qos, int mqtt_version);
 
 // Checks the options (URI scheme, version, client id, credentials file
 // readable and well-formed) and creates the Paho client.

@@ -16,6 +16,14 @@ constexpr int64_t kTickMs = 10;
 constexpr int64_t kMaxAnswerWaitFactor = 8;
 // Late answers are said in one line once none came for this long.
 constexpr int64_t kLateAnswersQuietMs = 5000;
+// Under uplink.max_bytes_per_s: the first batch's entries are sized on this
+// guess of bytes per entry (self-contained batches take ~5-40), the next
+// ones on what the last batch measured, aiming at this share of one second
+// of the cap (room for a batch that compresses worse than the last).
+constexpr int64_t kFirstGuessBytesPerEntry = 64;
+constexpr double kCappedBatchShare = 0.9;
+// The send rate (link_bytes_per_s) is measured over this many seconds.
+constexpr size_t kRateSeconds = 5;
 
 }  // namespace
 
@@ -39,6 +47,13 @@ Status Uplink::Start() {
   if (options_.regions.empty()) return Status::InvalidArgument("uplink: no region configured");
   if (options_.window == 0 || options_.batch_max_readings == 0) {
     return Status::InvalidArgument("uplink: window and batch_max_readings must be at least 1");
+  }
+  if (options_.max_bytes_per_s < 0) return Status::InvalidArgument("uplink: max_bytes_per_s must be 0 or more");
+  bucket_.reset();
+  if (options_.max_bytes_per_s > 0) bucket_ = std::make_unique<ByteBucket>(options_.max_bytes_per_s, clock_);
+  {
+    MutexLock lock(&stats_mu_);
+    stats_.max_bytes_per_s = options_.max_bytes_per_s;
   }
   origin_ = store_->origin();
   reply_topic_ = ReplyTopic(options_.topic_prefix, options_.gateway_id, "up");
@@ -187,6 +202,14 @@ void Uplink::Run() {
     stats_.last_lsn = store_->LastLsn();
     stats_.backlog = stats_.last_lsn > checkpoint_ ? stats_.last_lsn - checkpoint_ : 0;
     stats_.inflight = inflight_.size();
+    stats_.cap_wait_ms = cap_wait_ms_ + (cap_wait_since_ms_ >= 0 ? now - cap_wait_since_ms_ : 0);
+    if (rate_samples_.empty() || now - rate_samples_.back().first >= 1000) {
+      rate_samples_.emplace_back(now, link_bytes_);
+      if (rate_samples_.size() > kRateSeconds + 1) rate_samples_.pop_front();
+      const auto& [from_ms, from_bytes] = rate_samples_.front();
+      stats_.link_bytes_per_s =
+          now > from_ms ? static_cast<double>(link_bytes_ - from_bytes) * 1000.0 / static_cast<double>(now - from_ms) : 0;
+    }
     stats_.region_switches = static_cast<uint64_t>(selector_->switches());
     stats_.refills_pending = 0;
     stats_.bad_messages = wire_counters_.rejected();
@@ -423,11 +446,17 @@ void Uplink::HandleRegressed(size_t region, const WireAck& ack) {
 void Uplink::Probe(int64_t now_ms) {
   for (size_t i = 0; i < links_.size(); ++i) {
     if (now_ms < next_probe_ms_[i] || !links_[i]->connected()) continue;
-    next_probe_ms_[i] = now_ms + options_.probe_interval_ms;
     if (++correlation_ == 0) ++correlation_;
+    const std::string topic = HubInboxTopic(options_.topic_prefix, options_.regions[i].name, options_.gateway_id);
     std::string ping = EncodePing(reply_topic_, correlation_, clock_->MonotonicNanos());
-    links_[i]->Publish(HubInboxTopic(options_.topic_prefix, options_.regions[i].name, options_.gateway_id), ping, 0,
-                       false, 0);
+    // Under the cap a probe waits for its few bytes (at most about a
+    // second: batches are sized to one second of the cap).
+    if (!TakeLinkBytes(static_cast<int64_t>(
+            MqttPublishPacketBytes(topic.size(), ping.size(), 0, options_.regions[i].link.mqtt_version)))) {
+      continue;
+    }
+    next_probe_ms_[i] = now_ms + options_.probe_interval_ms;
+    links_[i]->Publish(topic, ping, 0, false, 0);
   }
 }
 
@@ -486,6 +515,11 @@ void Uplink::Rewind(const char* why, bool with_backoff) {
     ++stats_.resends;
   }
   inflight_.clear();
+  ready_.reset();
+  if (cap_wait_since_ms_ >= 0) {
+    cap_wait_ms_ += NowMs() - cap_wait_since_ms_;
+    cap_wait_since_ms_ = -1;
+  }
   next_after_ = start;
   stream_mark_ = start;
   pending_since_ms_ = -1;
@@ -503,122 +537,181 @@ SeriesContext* Uplink::NextContext() {
   return &context_;
 }
 
+size_t Uplink::BatchEntries() const {
+  if (!bucket_) return options_.batch_max_readings;
+  size_t n = capped_entries_;
+  if (n == 0) n = static_cast<size_t>(bucket_->depth() / kFirstGuessBytesPerEntry);
+  return std::clamp<size_t>(n, 1, options_.batch_max_readings);
+}
+
+bool Uplink::TakeLinkBytes(int64_t bytes) {
+  if (bucket_) {
+    if (!bucket_->CanTake(bytes)) return false;
+    bucket_->Take(bytes);
+  }
+  link_bytes_ += static_cast<uint64_t>(bytes);
+  MutexLock lock(&stats_mu_);
+  stats_.link_bytes_sent = link_bytes_;
+  return true;
+}
+
 void Uplink::SendBatches(int64_t now_ms) {
   if (target_ < 0 || now_ms < resume_at_ms_) return;
   MqttLink* link = links_[target_].get();
   if (!link->connected()) return;
   const std::string& region = options_.regions[target_].name;
-  const RegionRecord& rec = records_[target_];
   while (inflight_.size() < options_.window && !stop_) {
-    uint64_t last = store_->LastLsn();
-    if (last <= next_after_) {
-      pending_since_ms_ = -1;
+    if (!ready_ && !PrepareBatch(now_ms)) return;
+    if (!TakeLinkBytes(ready_->packet_bytes)) {
+      // The cap: the batch waits, encoded, until the bucket holds its
+      // bytes (a resend after a rewind is encoded again and waits too).
+      if (cap_wait_since_ms_ < 0) cap_wait_since_ms_ = now_ms;
+      wake_at_ms_ = now_ms + bucket_->WaitMs(ready_->packet_bytes);
       return;
     }
-    if (last - next_after_ < options_.batch_max_readings) {
-      // Not a full batch. While batches are in flight, Nagle's rule at the
-      // batch level: what arrives while the region has not yet answered is
-      // coalesced until its answers are in (then it goes at once), or for at
-      // most batch_max_delay_ms from the first of it when answers are slow.
-      // A partial batch on a link with nothing in flight goes at once. So a
-      // reading waits at most about one round trip for a batch to share,
-      // batches grow with the rate times the round trip, and a batch per
-      // commit (each batch carries ~660 bytes of its own: tens of bytes per
-      // reading at 10 readings per commit) never happens while answers flow.
-      // Measured (tests/bench/uplink_bench.cc, docs/BENCHMARKS.md): see
-      // Config::uplink_batch_max_delay_ms.
-      // batch_min_delay_ms (0 by default) holds every partial batch that
-      // long first, for links where bytes cost more than latency.
-      if (pending_since_ms_ < 0) pending_since_ms_ = now_ms;
-      const int64_t waited = now_ms - pending_since_ms_;
-      const int64_t hold = waited < options_.batch_min_delay_ms ? options_.batch_min_delay_ms
-                           : !inflight_.empty()                   ? options_.batch_max_delay_ms
-                                                                  : 0;
-      if (waited < hold) {
-        wake_at_ms_ = pending_since_ms_ + hold;
-        return;
-      }
+    if (cap_wait_since_ms_ >= 0) {
+      cap_wait_ms_ += now_ms - cap_wait_since_ms_;
+      cap_wait_since_ms_ = -1;
     }
-    WireBatch batch;
-    Status st = store_->ReadLog(next_after_, options_.batch_max_readings, &batch.entries);
-    if (!st.ok()) {
-      ES_LOG(kError, "uplink: reading the change log after {}: {}", next_after_, st.ToString());
-      resume_at_ms_ = now_ms + backoff_.Next();
-      return;
-    }
-    pending_since_ms_ = -1;
-    if (batch.entries.empty()) {
-      RegionRecord& r = records_[target_];
-      if (r.refilling || r.suspect) {
-        // Nothing left to send it from here on (pruned): the region cannot
-        // be refilled nor asked; what it lost is lost, said here.
-        const uint64_t gone = r.refilling && r.refill_to > r.refill_mark ? r.refill_to - r.refill_mark : 0;
-        ES_LOG(kWarn, "uplink: region {}: we no longer hold our log after {} to {} it{}; {} LSNs lost to it",
-               region, next_after_, r.refilling ? "refill" : "ask", r.refilling ? "" : " with", gone);
-        r.lost += gone;
-        {
-          MutexLock lock(&stats_mu_);
-          stats_.refill_lost += gone;
-        }
-        if (r.refilling) {
-          r.epoch_tag = r.refill_tag;
-          store_->SetCheckpoint(checkpoint::UpstreamEpochOf(region), r.refill_tag);
-        }
-        r.refilling = r.suspect = false;
-        Rewind("nothing left to refill the region with", false);
-      }
-      return;
-    }
-    batch.origin = origin_;
-    // The span starts right after the previous batch: LSNs the log compacted
-    // away (superseded device records) are covered, not a gap.
-    batch.first_lsn = next_after_ + 1;
-    batch.last_lsn = batch.entries.back().lsn;
-    // After a refill the stream may stand below the checkpoint: the base
-    // never lies inside the batch.
-    batch.base_lsn = std::min(checkpoint_, next_after_);
-    batch.region_epoch = rec.epoch_tag;
-    batch.region_held = rec.acked;
-    // The hub reads this origin's lag from it: 0 once a batch leaves
-    // nothing behind it.
-    batch.more = last > batch.last_lsn;
-    uint64_t lost = 0;
-    if (rec.refilling) {
-      // No jump over what the region lost: from its mark on, except over
-      // what we no longer hold (pruned after it acknowledged it), which it
-      // is told is lost rather than taking it for compacted LSNs.
-      batch.region_epoch = rec.refill_tag;
-      batch.region_held = rec.refill_mark;
-      batch.base_lsn = rec.refill_mark;
-      if (batch.entries.front().lsn > next_after_ + 1) {
-        batch.base_lsn = batch.entries.front().lsn - 1;
-        batch.base_lost = true;
-        lost = batch.base_lsn - next_after_;
-      }
-    }
-    std::string payload;
-    if (++correlation_ == 0) ++correlation_;
-    uint64_t correlation_id = correlation_;
-    SeriesContext* context = NextContext();
-    const bool with_context = context != nullptr && !context->empty();
-    encode_.context_names_origin = !context_proven_[target_];
-    st = EncodeBatch(reply_topic_, correlation_id, batch, encode_, &payload, context);
-    if (st.ok()) {
-      st = link->Publish(HubInboxTopic(options_.topic_prefix, region, options_.gateway_id), payload, 1, false, 1000);
-    }
+    Ready batch = std::move(*ready_);
+    ready_.reset();
+    Status st = link->Publish(batch.topic, batch.payload, 1, false, 1000);
     if (!st.ok()) {
       ES_LOG(kWarn, "uplink: sending to {}: {}", region, st.ToString());
       Rewind("send failed", true);
       return;
     }
-    inflight_.push_back({correlation_id, static_cast<size_t>(target_), batch.last_lsn, now_ms, with_context, lost});
-    next_after_ = batch.last_lsn;
+    inflight_.push_back(
+        {batch.correlation_id, static_cast<size_t>(target_), batch.last, now_ms, batch.with_context, batch.lost});
+    if (bucket_) {
+      // The next batches hold what one second of the cap carries at this
+      // batch's bytes per entry. Small batches overstate it (each carries
+      // a fixed part), so sizes grow towards the cap from below.
+      const double per_entry = static_cast<double>(batch.packet_bytes) / static_cast<double>(batch.entries);
+      capped_entries_ = std::max<size_t>(
+          1, static_cast<size_t>(kCappedBatchShare * static_cast<double>(bucket_->depth()) / per_entry));
+    }
     MutexLock lock(&stats_mu_);
     ++stats_.batches_sent;
-    if (with_context) ++stats_.context_batches;
-    stats_.entries_sent += batch.entries.size();
-    stats_.bytes_sent += payload.size();
+    if (batch.with_context) ++stats_.context_batches;
+    stats_.entries_sent += batch.entries;
+    stats_.bytes_sent += batch.payload.size();
   }
+}
+
+bool Uplink::PrepareBatch(int64_t now_ms) {
+  const std::string& region = options_.regions[target_].name;
+  const RegionRecord& rec = records_[target_];
+  const size_t max_entries = BatchEntries();
+  uint64_t last = store_->LastLsn();
+  if (last <= next_after_) {
+    pending_since_ms_ = -1;
+    return false;
+  }
+  if (last - next_after_ < max_entries) {
+    // Not a full batch. While batches are in flight, Nagle's rule at the
+    // batch level: what arrives while the region has not yet answered is
+    // coalesced until its answers are in (then it goes at once), or for at
+    // most batch_max_delay_ms from the first of it when answers are slow.
+    // A partial batch on a link with nothing in flight goes at once. So a
+    // reading waits at most about one round trip for a batch to share,
+    // batches grow with the rate times the round trip, and a batch per
+    // commit (each batch carries ~660 bytes of its own: tens of bytes per
+    // reading at 10 readings per commit) never happens while answers flow.
+    // Measured (tests/bench/uplink_bench.cc, docs/BENCHMARKS.md): see
+    // Config::uplink_batch_max_delay_ms.
+    // batch_min_delay_ms (0 by default) holds every partial batch that
+    // long first, for links where bytes cost more than latency.
+    if (pending_since_ms_ < 0) pending_since_ms_ = now_ms;
+    const int64_t waited = now_ms - pending_since_ms_;
+    const int64_t hold = waited < options_.batch_min_delay_ms ? options_.batch_min_delay_ms
+                         : !inflight_.empty()                   ? options_.batch_max_delay_ms
+                                                                : 0;
+    if (waited < hold) {
+      wake_at_ms_ = pending_since_ms_ + hold;
+      return false;
+    }
+  }
+  WireBatch batch;
+  Status st = store_->ReadLog(next_after_, max_entries, &batch.entries);
+  if (!st.ok()) {
+    ES_LOG(kError, "uplink: reading the change log after {}: {}", next_after_, st.ToString());
+    resume_at_ms_ = now_ms + backoff_.Next();
+    return false;
+  }
+  pending_since_ms_ = -1;
+  if (batch.entries.empty()) {
+    RegionRecord& r = records_[target_];
+    if (r.refilling || r.suspect) {
+      // Nothing left to send it from here on (pruned): the region cannot
+      // be refilled nor asked; what it lost is lost, said here.
+      const uint64_t gone = r.refilling && r.refill_to > r.refill_mark ? r.refill_to - r.refill_mark : 0;
+      ES_LOG(kWarn, "uplink: region {}: we no longer hold our log after {} to {} it{}; {} LSNs lost to it",
+             region, next_after_, r.refilling ? "refill" : "ask", r.refilling ? "" : " with", gone);
+      r.lost += gone;
+      {
+        MutexLock lock(&stats_mu_);
+        stats_.refill_lost += gone;
+      }
+      if (r.refilling) {
+        r.epoch_tag = r.refill_tag;
+        store_->SetCheckpoint(checkpoint::UpstreamEpochOf(region), r.refill_tag);
+      }
+      r.refilling = r.suspect = false;
+      Rewind("nothing left to refill the region with", false);
+    }
+    return false;
+  }
+  batch.origin = origin_;
+  // The span starts right after the previous batch: LSNs the log compacted
+  // away (superseded device records) are covered, not a gap.
+  batch.first_lsn = next_after_ + 1;
+  batch.last_lsn = batch.entries.back().lsn;
+  // After a refill the stream may stand below the checkpoint: the base
+  // never lies inside the batch.
+  batch.base_lsn = std::min(checkpoint_, next_after_);
+  batch.region_epoch = rec.epoch_tag;
+  batch.region_held = rec.acked;
+  // The hub reads this origin's lag from it: 0 once a batch leaves
+  // nothing behind it.
+  batch.more = last > batch.last_lsn;
+  uint64_t lost = 0;
+  if (rec.refilling) {
+    // No jump over what the region lost: from its mark on, except over
+    // what we no longer hold (pruned after it acknowledged it), which it
+    // is told is lost rather than taking it for compacted LSNs.
+    batch.region_epoch = rec.refill_tag;
+    batch.region_held = rec.refill_mark;
+    batch.base_lsn = rec.refill_mark;
+    if (batch.entries.front().lsn > next_after_ + 1) {
+      batch.base_lsn = batch.entries.front().lsn - 1;
+      batch.base_lost = true;
+      lost = batch.base_lsn - next_after_;
+    }
+  }
+  if (++correlation_ == 0) ++correlation_;
+  Ready ready;
+  ready.correlation_id = correlation_;
+  SeriesContext* context = NextContext();
+  ready.with_context = context != nullptr && !context->empty();
+  encode_.context_names_origin = !context_proven_[target_];
+  st = EncodeBatch(reply_topic_, ready.correlation_id, batch, encode_, &ready.payload, context);
+  if (!st.ok()) {
+    ES_LOG(kWarn, "uplink: encoding a batch for {}: {}", region, st.ToString());
+    Rewind("batch not encoded", true);
+    return false;
+  }
+  ready.topic = HubInboxTopic(options_.topic_prefix, region, options_.gateway_id);
+  ready.packet_bytes = static_cast<int64_t>(MqttPublishPacketBytes(ready.topic.size(), ready.payload.size(), 1,
+                                                                   options_.regions[target_].link.mqtt_version));
+  ready.last = batch.last_lsn;
+  ready.entries = batch.entries.size();
+  ready.lost = lost;
+  // The batch belongs to the stream from here: a rewind drops it with the
+  // batches in flight.
+  next_after_ = batch.last_lsn;
+  ready_ = std::move(ready);
+  return true;
 }
 
 }  // namespace edgesync

@@ -32,6 +32,15 @@
 // it no longer holds itself. Region choice: sync/region_selector.h.
 // Protocol: sync/PROTOCOL.md.
 //
+// With max_bytes_per_s set, every PUBLISH the uplink hands to its links
+// (batches, resends and probes), counted as whole MQTT packets
+// (MqttPublishPacketBytes), first takes its bytes from a token bucket
+// (sync/byte_bucket.h): over any span T the uplink sends at most
+// max_bytes_per_s x T + one second of the cap. A batch is encoded, then
+// waits for the bucket; batches are sized (from the bytes per entry of the
+// last ones) to about one second of the cap, so answers and new readings
+// never queue behind a batch that takes minutes to send.
+//
 // Thread safety: Start/Stop from one thread; NotifyAppended and stats() from
 // any thread.
 #ifndef EDGESYNC_SYNC_UPLINK_H_
@@ -43,8 +52,10 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "platform/clock.h"
@@ -54,6 +65,7 @@
 #include "platform/status.h"
 #include "store/store.h"
 #include "sync/backoff.h"
+#include "sync/byte_bucket.h"
 #include "sync/mqtt_link.h"
 #include "sync/region_selector.h"
 #include "sync/sync_defaults.h"
@@ -82,6 +94,9 @@ struct UplinkOptions {
   int64_t probe_interval_ms = uplink_options::kProbeIntervalMs;
   int64_t failback_after_ms = uplink_options::kFailbackAfterS * 1000;
   int zstd_level = 3;
+  // Bytes per second of MQTT packets sent to the regions, at most; 0 = no
+  // cap. See Config::uplink_max_bytes_per_s.
+  int64_t max_bytes_per_s = 0;
 };
 
 // Creates a link; tests may substitute a fake. Default: NewPahoMqttLink.
@@ -109,6 +124,13 @@ struct UplinkStats {
   uint64_t batches_sent = 0;
   uint64_t entries_sent = 0;      // including resends
   uint64_t bytes_sent = 0;        // MQTT payload bytes of batches
+  // Whole MQTT PUBLISH packets handed to the links (batches, resends and
+  // probes; framing included: what uplink.max_bytes_per_s counts), and
+  // their rate over the last second or so.
+  uint64_t link_bytes_sent = 0;
+  double link_bytes_per_s = 0;
+  int64_t max_bytes_per_s = 0;    // the cap; 0 = none
+  int64_t cap_wait_ms = 0;        // time a batch was ready and waited for the cap, in all
   uint64_t acks = 0;
   uint64_t resends = 0;           // times the uplink went back to the checkpoint
   uint64_t ack_timeouts = 0;
@@ -158,6 +180,17 @@ class Uplink {
     std::string payload;
     int64_t received_ns = 0;  // taken on arrival, so a busy worker does not inflate round trips
   };
+  // A batch encoded and not yet sent: it waits for the cap's bucket.
+  struct Ready {
+    uint64_t correlation_id = 0;
+    uint64_t last = 0;
+    size_t entries = 0;
+    bool with_context = false;
+    uint64_t lost = 0;
+    std::string topic;
+    std::string payload;
+    int64_t packet_bytes = 0;
+  };
   struct InFlight {
     uint64_t correlation_id = 0;
     size_t region = 0;  // where it was sent
@@ -198,6 +231,14 @@ class Uplink {
   // Records an Ok answer's mark hw from region; false if the store failed.
   bool RecordAck(size_t region, const WireAck& ack, uint64_t hw, uint64_t lost);
   void SendBatches(int64_t now_ms);
+  // Encodes the next batch into ready_; false when there is none to send
+  // now (nothing new, a partial batch held, a store error).
+  bool PrepareBatch(int64_t now_ms);
+  // The most entries the next batch may hold (the cap sizes it).
+  size_t BatchEntries() const;
+  // Under the cap: whether a packet of `bytes` may go now (then its bytes
+  // are taken). Without a cap: always. Counts it in link_bytes_sent.
+  bool TakeLinkBytes(int64_t bytes);
   void Rewind(const char* why, bool with_backoff);
   // The context the next batch is coded with (nullptr: self-contained, none kept).
   SeriesContext* NextContext();
@@ -252,6 +293,17 @@ class Uplink {
   int64_t wake_at_ms_ = -1;        // the coalescing batch's deadline (-1 = none)
   uint64_t correlation_ = 0;
   std::deque<InFlight> inflight_;
+  std::optional<Ready> ready_;  // dropped by every rewind
+  // The cap (null: none), the batch size it allows (entries; 0 = not yet
+  // measured) and how long a ready batch has been waiting for it.
+  std::unique_ptr<ByteBucket> bucket_;
+  size_t capped_entries_ = 0;
+  int64_t cap_wait_since_ms_ = -1;
+  int64_t cap_wait_ms_ = 0;
+  uint64_t link_bytes_ = 0;  // link_bytes_sent
+  // (time, link_bytes_) about once a second, the last kRateSeconds: the
+  // send rate is measured over them.
+  std::deque<std::pair<int64_t, uint64_t>> rate_samples_;
   EncodeOptions encode_;
   WireCounters wire_counters_;
   // The series context the write region holds of our batches since the

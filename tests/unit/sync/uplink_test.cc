@@ -444,3 +444,100 @@ TEST_F(UplinkTest, BatchMinDelayHoldsAPartialBatch) {
 
 }  // namespace
 }  // namespace edgesync
+
+namespace edgesync {
+namespace {
+
+// uplink.max_bytes_per_s on a ManualClock the test moves: every publish the
+// uplink hands to its link (batches, the resend after a refusal, probes),
+// counted as a whole MQTT packet, stays within cap x span + one second of
+// the cap over any span; batches are sized to about one second of the cap;
+// the checkpoint still reaches the end.
+TEST_F(UplinkTest, TheCapBoundsTheLinkBytesOverAnySpan) {
+  // The fixture's 10,000 readings take ~15 KB on the link.
+  constexpr int64_t kCap = 1000;
+  constexpr int64_t kStepMs = 10;
+  options_.max_bytes_per_s = kCap;
+  options_.ack_timeout_ms = 60000;  // virtual time runs ahead of the worker
+  options_.probe_interval_ms = 1000;  // probes take a small share of the cap
+  // ~800 bytes carry 1,000 of these readings: batches of this many would
+  // take five seconds of the cap.
+  options_.batch_max_readings = 5000;
+  hub_.mode = ScriptedHub::Mode::kRefuseOnce;
+  ManualClock clock(1780000000000, int64_t{1} << 40);
+  struct Sent {
+    int64_t ms;
+    int64_t bytes;
+    bool batch;
+  };
+  std::mutex mu;
+  std::vector<Sent> sent;
+  Uplink uplink(store_.get(), options_, &clock, [&](const MqttLinkOptions&, std::unique_ptr<MqttLink>* link) {
+    *link = std::make_unique<FakeLink>([&](const std::string& t, const std::string& p, FakeLink* l) {
+      WireKind kind = WireKind::kBatch;
+      EXPECT_TRUE(PeekKind(p, {}, &kind));
+      const bool batch = kind == WireKind::kBatch;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        sent.push_back({clock.MonotonicMillis(),
+                        static_cast<int64_t>(MqttPublishPacketBytes(t.size(), p.size(), batch ? 1 : 0, 4)), batch});
+      }
+      hub_.OnPublish(t, p, l);
+    });
+    return Status::Ok();
+  });
+  ASSERT_OK(uplink.Start());
+  const int64_t start_ms = clock.MonotonicMillis();
+  // Virtual time moves 10 ms per 2 ms of real time.
+  for (int i = 0; i < 30000 && Checkpoint() < 10000; ++i) {
+    clock.Advance(kStepMs);
+    test::SleepMs(2);
+  }
+  ASSERT_EQ(Checkpoint(), 10000u);
+  const UplinkStats s = uplink.stats();
+  uplink.Stop();
+  const int64_t span_ms = clock.MonotonicMillis() - start_ms;
+
+  std::lock_guard<std::mutex> lock(mu);
+  int64_t total = 0, largest_batch = 0, batches = 0;
+  for (const Sent& x : sent) {
+    total += x.bytes;
+    if (x.batch) {
+      ++batches;
+      largest_batch = std::max(largest_batch, x.bytes);
+    }
+  }
+  EXPECT_EQ(s.link_bytes_sent, static_cast<uint64_t>(total)) << "the counter is the packets handed to the link";
+  EXPECT_EQ(s.max_bytes_per_s, kCap);
+  EXPECT_GT(s.cap_wait_ms, 0);
+  EXPECT_GE(s.resends, 1u) << "the refusal's resend went through the bucket too";
+  // A drain of ~10,000 readings at this cap takes many virtual seconds.
+  EXPECT_GT(span_ms, 5000) << total << " bytes";
+  EXPECT_LE(total, kCap * span_ms / 1000 + kCap) << "over " << span_ms << " ms";
+  // Sized to about one second of the cap (the first batch on a guess of
+  // bytes per entry, the next ones on what the last measured): never many
+  // times the cap, and smaller than batch_max_readings.
+  EXPECT_LE(largest_batch, 2 * kCap);
+  EXPECT_GT(batches, 10);
+  {
+    std::lock_guard<std::mutex> hub_lock(hub_.mu);
+    uint64_t most = 0;
+    for (const WireBatch& b : hub_.received) most = std::max(most, b.last_lsn - b.first_lsn + 1);
+    EXPECT_LT(most, options_.batch_max_readings) << "the cap, not batch_max_readings, sized the batches";
+  }
+  // Any span: cap x span + one second of the cap (plus the part of its
+  // last packet above that, when one alone was larger). The recorded times
+  // may trail the bucket's by the test's step at either end.
+  for (size_t a = 0; a < sent.size(); ++a) {
+    int64_t bytes = 0;
+    for (size_t b = a; b < sent.size(); ++b) {
+      bytes += sent[b].bytes;
+      const int64_t span = sent[b].ms - sent[a].ms + 2 * kStepMs;
+      ASSERT_LE(bytes, kCap * span / 1000 + kCap + std::max<int64_t>(0, sent[b].bytes - kCap))
+          << "packets " << a << ".." << b << " over " << span << " ms";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace edgesync
