@@ -219,6 +219,8 @@ nlohmann::json Gateway::StatusJson() {
                    {"last_lsn", u.last_lsn},         {"backlog", u.backlog},
                    {"batches_sent", u.batches_sent}, {"entries_sent", u.entries_sent},
                    {"bytes_sent", u.bytes_sent},     {"acks", u.acks},
+                   {"link_bytes_sent", u.link_bytes_sent}, {"link_bytes_per_s", u.link_bytes_per_s},
+                   {"max_bytes_per_s", u.max_bytes_per_s}, {"cap_wait_ms", u.cap_wait_ms},
                    {"resends", u.resends},           {"ack_timeouts", u.ack_timeouts},
                    {"answer_wait_ms", u.answer_wait_ms},
                    {"refusals", u.refusals},         {"acks_ignored", u.acks_ignored},

@@ -187,6 +187,16 @@ void GatewayMetrics(Writer* w, const json& s) {
     Counter(w, "edgesync_uplink_entries_sent_total", "Entries sent to the write region (resends included).", u,
             "entries_sent");
     Counter(w, "edgesync_uplink_sent_bytes_total", "Payload bytes of the batches sent.", u, "bytes_sent");
+    Counter(w, "edgesync_uplink_link_sent_bytes_total",
+            "MQTT PUBLISH packets sent to regions, framing included (batches, resends, probes).", u,
+            "link_bytes_sent");
+    Gauge(w, "edgesync_uplink_link_send_rate_bytes_per_second",
+          "Bytes per second of MQTT PUBLISH packets sent to regions, over the last seconds.", u, "link_bytes_per_s");
+    Gauge(w, "edgesync_uplink_cap_bytes_per_second", "The uplink's cap (uplink.max_bytes_per_s); 0 = none.", u,
+          "max_bytes_per_s");
+    w->Sample("edgesync_uplink_cap_wait_seconds_total", "counter",
+              "Time a batch was ready and waited for the uplink's cap.",
+              static_cast<double>(u.value("cap_wait_ms", int64_t{0})) / 1000.0);
     Counter(w, "edgesync_uplink_acks_total", "Acknowledgements received from regions.", u, "acks");
     Counter(w, "edgesync_uplink_resends_total", "Times the uplink resent from its checkpoint.", u, "resends");
     Counter(w, "edgesync_uplink_ack_timeouts_total", "Batches not acknowledged in time.", u, "ack_timeouts");

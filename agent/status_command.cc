@@ -214,6 +214,12 @@ void PrintText(const json& j) {
     std::printf("          %.0f resends, %.0f answer timeouts; answers ignored %.0f (late, to resent batches: %.0f)\n",
                 Num(j, "uplink", "resends"), Num(j, "uplink", "ack_timeouts"), Num(j, "uplink", "acks_ignored"),
                 Num(j, "uplink", "acks_late"));
+    const double cap = Num(j, "uplink", "max_bytes_per_s");
+    std::printf("          link %.0f bytes sent (MQTT packets), %.0f bytes/s; cap %s",
+                Num(j, "uplink", "link_bytes_sent"), Num(j, "uplink", "link_bytes_per_s"),
+                cap > 0 ? (std::to_string(static_cast<int64_t>(cap)) + " bytes/s").c_str() : "none");
+    if (cap > 0) std::printf(", waited on it %.1f s", Num(j, "uplink", "cap_wait_ms") / 1000.0);
+    std::printf("\n");
     for (const json& r : u.value("regions", json::array())) {
       double rtt = r.value("rtt_ms", -1.0);
       std::printf("  region  %-12s %s, round trip %s\n", r.value("name", "").c_str(),

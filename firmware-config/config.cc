@@ -197,6 +197,11 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              3600000, "how often the round trip to each region is measured"),
       Int<C>("uplink", "failback_after_s", [](C& c) -> int64_t& { return c.uplink_failback_after_s; }, 0, 86400,
              "a nearer region must be healthy this long before writes move back to it"),
+      Int<C>("uplink", "max_bytes_per_s", [](C& c) -> int64_t& { return c.uplink_max_bytes_per_s; }, 0,
+             uplink_options::kMaxBytesPerSMax,
+             "bytes per second the uplink sends to the regions at most, counted as whole MQTT packets (batches, "
+             "resends and probes; framing included); batches are sized to about one second of it; 0 = no cap "
+             "(docs/REGION.md)"),
 
       Str<C>("metrics", "listen", [](C& c) -> std::string& { return c.metrics_listen; },
              "host:port of the status page (/) and Prometheus metrics (/metrics); loopback by default "

@@ -122,6 +122,7 @@ struct Config {
   int64_t uplink_backoff_max_ms = uplink_options::kBackoffMaxMs;
   int64_t uplink_probe_interval_ms = uplink_options::kProbeIntervalMs;
   int64_t uplink_failback_after_s = uplink_options::kFailbackAfterS;
+  int64_t uplink_max_bytes_per_s = uplink_options::kMaxBytesPerS;
 
   // [[region]]
   std::vector<RegionConfig> regions;

@@ -58,6 +58,10 @@ inline constexpr int64_t kWindow = 12;
 // self-contained.
 inline constexpr bool kSeriesContext = true;
 inline constexpr int64_t kAckTimeoutMs = 10000;
+// Bytes per second of MQTT packets the uplink sends its regions, at most
+// (sync/uplink.h, docs/DEPLOY.md): 0 = no cap; for metered links.
+inline constexpr int64_t kMaxBytesPerS = 0;
+inline constexpr int64_t kMaxBytesPerSMax = int64_t{1} << 40;
 inline constexpr int64_t kBackoffBaseMs = 200;
 inline constexpr int64_t kBackoffMaxMs = 30000;
 inline constexpr int64_t kProbeIntervalMs = 5000;

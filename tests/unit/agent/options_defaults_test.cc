@@ -116,6 +116,7 @@ TEST(OptionsDefaultsTest, UplinkOptionsMatchTheTable) {
   EXPECT_EQ(plain.backoff_max_ms, table.backoff_max_ms);
   EXPECT_EQ(plain.probe_interval_ms, table.probe_interval_ms);
   EXPECT_EQ(plain.failback_after_ms, table.failback_after_ms);
+  EXPECT_EQ(plain.max_bytes_per_s, table.max_bytes_per_s);
 }
 
 TEST(OptionsDefaultsTest, FeedPullerOptionsMatchTheTable) {
