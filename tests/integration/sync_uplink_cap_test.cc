@@ -1,0 +1,176 @@
+// uplink.max_bytes_per_s with real parts: an `edgesync gateway` process
+// drains a backlog of the reference workload to a real `edgesync region`
+// hub over a real Mosquitto, its region link through a TCP proxy that counts
+// the bytes reaching the region's broker. Every reading arrives exactly once,
+// and the cap holds on the gateway's own counter (MQTT packets, framing
+// included, sampled twice during the drain) and at the region's broker: an
+// observer subscribed to the hub's inbox sees the uplink's batches and probes
+// (the feed puller's requests share the connection and are not capped).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/integration/sync_sites.h"
+#include "tests/support/broker.h"
+#include "tests/support/http_get.h"
+#include "tests/support/mqtt_client.h"
+#include "tests/support/process.h"
+#include "tests/support/status_assert.h"
+#include "tests/support/tcp_proxy.h"
+#include "sync/mqtt_link.h"
+#include "sync/wire.h"
+
+namespace edgesync::test {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int64_t kCap = 20000;  // bytes per second
+// ~0.65 bytes per reading on the link in backlog batches (series context,
+// zstd): a drain of ~22 s at the cap.
+constexpr size_t kReadings = 700000;
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double Figure(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains("uplink") || !j["uplink"].contains(key) || !j["uplink"][key].is_number()) {
+    ADD_FAILURE() << "no uplink." << key << " in " << j.dump();
+    return -1;
+  }
+  return j["uplink"][key].get<double>();
+}
+
+// The gateway's status, with the steady-clock bounds of the request: the
+// snapshot was taken between *before_ms and *after_ms.
+json StatusAt(int port, int64_t* before_ms, int64_t* after_ms) {
+  *before_ms = SteadyMs();
+  json j = json::parse(HttpGet(port, "/status.json"), nullptr, false);
+  *after_ms = SteadyMs();
+  return j;
+}
+
+TEST(SyncUplinkCapTest, AGatewayDrainsABacklogWithinItsCapAndExactlyOnce) {
+  TempDir tmp;
+  Broker local(tmp.File("local"));
+  ASSERT_TRUE(local.Start()) << local.log();
+  RegionSite eu(tmp.path(), "eu");
+  ASSERT_TRUE(eu.Start());
+  TcpProxy link(eu.broker().port());  // counts the bytes that reach the region's broker
+  // What the region's broker receives from the gateway for its hub.
+  TestMqttClient observer(eu.broker().uri(), "cap-observer", true);
+  ASSERT_TRUE(observer.Connect());
+  ASSERT_TRUE(observer.Subscribe("edgesync/region/eu/in/+/gw-cap", 1));
+
+  // The backlog: stored before the gateway starts.
+  const std::string data = tmp.File("gw");
+  RegionSite::MakeDir(data);
+  ::chmod(data.c_str(), 0700);
+  Origin origin;
+  uint64_t last = 0;
+  {
+    std::unique_ptr<Store> store = OpenGatewayStore(data + "/store.db", "gw-cap");
+    ASSERT_TRUE(store);
+    SensorWorkload workload(1000, 1780000000000);
+    Fill(store.get(), &workload, kReadings);
+    origin = store->origin();
+    last = store->LastLsn();
+  }
+  ASSERT_EQ(last, kReadings);
+
+  const int port = FreePort();
+  const std::string config = data + "/gateway.toml";
+  // batch_max_readings far above what one second of the cap carries: the
+  // cap sizes the batches.
+  std::ofstream(config) << "[gateway]\nid = \"gw-cap\"\ndata_dir = " << Q(data) << "\n\n"
+                        << "[metrics]\nlisten = \"127.0.0.1:" << port << "\"\n\n"
+                        << "[ingest]\nbroker_uri = " << Q(local.uri()) << "\n\n"
+                        << "[uplink]\nmax_bytes_per_s = " << kCap << "\nbatch_max_readings = 100000\n"
+                        << "batch_max_delay_ms = 20\nack_timeout_ms = 5000\nbackoff_base_ms = 50\n"
+                        << "backoff_max_ms = 500\nprobe_interval_ms = 200\n\n"
+                        << "[[region]]\nname = \"eu\"\nuri = " << Q(link.uri()) << "\n";
+  const int64_t started_ms = SteadyMs();
+  Process gateway;
+  ASSERT_TRUE(gateway.Start({EDGESYNC_BINARY, "gateway", "--config", config}, data + "/gateway.log"));
+  ASSERT_TRUE(WaitForPort(port, 30000)) << ReadAll(data + "/gateway.log");
+
+  // Two samples of the gateway's own counter, 12 s apart, while it drains.
+  int64_t b1 = 0, a1 = 0, b2 = 0, a2 = 0;
+  json s1;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        s1 = StatusAt(port, &b1, &a1);
+        return s1.is_object() && s1.contains("uplink") && s1["uplink"].value("batches_sent", 0) > 0;
+      },
+      60000))
+      << s1.dump() << ReadAll(data + "/gateway.log");
+  SleepMs(12000);
+  json s2 = StatusAt(port, &b2, &a2);
+  ASSERT_GT(Figure(s2, "backlog"), 0) << "the samples are to fall inside the drain: " << s2.dump();
+  const double interval_s = static_cast<double>(a2 - b1) / 1000.0;  // the widest the snapshots can be apart
+  const double sent = Figure(s2, "link_bytes_sent") - Figure(s1, "link_bytes_sent");
+  EXPECT_LE(sent, kCap * interval_s + kCap) << "over " << interval_s << " s";
+  EXPECT_GT(sent, 0);
+  EXPECT_EQ(Figure(s2, "max_bytes_per_s"), kCap);
+  EXPECT_GT(Figure(s2, "cap_wait_ms"), 0) << "batches waited for the cap";
+  EXPECT_GT(Figure(s2, "link_bytes_per_s"), 0);
+  // Measured over the last ~5 s: within the cap plus one second of it spread over them.
+  EXPECT_LE(Figure(s2, "link_bytes_per_s"), 2.0 * kCap);
+  // The counter counts whole packets: more than the batches' payloads.
+  EXPECT_GT(Figure(s2, "link_bytes_sent"), Figure(s2, "bytes_sent"));
+
+  // The rest of the drain; every reading reaches the region exactly once.
+  json end;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        end = json::parse(HttpGet(port, "/status.json"), nullptr, false);
+        return end.is_object() && end.contains("uplink") && end["uplink"].value("checkpoint", uint64_t{0}) == last;
+      },
+      240000))
+      << end.dump();
+  const int64_t ended_ms = SteadyMs();
+  const double counted = Figure(end, "link_bytes_sent");
+  const double run_s = static_cast<double>(ended_ms - started_ms) / 1000.0;
+  // At the region's broker: the uplink's messages (batches QoS 1, probes
+  // QoS 0) as whole PUBLISH packets. Probes go on after the drain: those
+  // the status counted have all arrived once as many have.
+  int64_t observed = 0, batches = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        observed = batches = 0;
+        for (const auto& [topic, payload] : observer.received()) {
+          WireKind kind;
+          if (!PeekKind(payload, {}, &kind) || (kind != WireKind::kBatch && kind != WireKind::kPing)) continue;
+          batches += kind == WireKind::kBatch;
+          observed += static_cast<int64_t>(
+              MqttPublishPacketBytes(topic.size(), payload.size(), kind == WireKind::kBatch ? 1 : 0, 4));
+        }
+        return static_cast<double>(observed) >= counted;
+      },
+      10000))
+      << observed << " bytes at the region's broker, " << counted << " counted";
+  EXPECT_EQ(static_cast<double>(batches), Figure(end, "batches_sent"));
+  // The socket holds every counted packet, and more: the connection's own
+  // packets and the feed puller's requests.
+  const int64_t upstream = link.bytes_upstream();
+  EXPECT_GE(static_cast<double>(upstream), counted);
+  std::printf("capped drain: %zu readings in %.1f s; %.0f bytes counted, %lld of the uplink at the region's "
+              "broker, %lld on the socket (feed requests and MQTT control packets too); cap %lld bytes/s, "
+              "%.0f bytes/s\n",
+              kReadings, run_s, counted, static_cast<long long>(observed), static_cast<long long>(upstream),
+              static_cast<long long>(kCap), counted / run_s);
+  // The cap over the whole run, as the region's broker saw it (the
+  // status snapshot came before ended_ms; probes since are at most a few).
+  EXPECT_LE(static_cast<double>(observed), kCap * (run_s + 2.0) + kCap) << "over " << run_s << " s";
+  EXPECT_EQ(gateway.Stop(10000), 0);
+  ExpectExactlyOnce({&eu}, origin, last);
+}
+
+}  // namespace
+}  // namespace edgesync::test
