@@ -22,6 +22,11 @@ constexpr int64_t kLateAnswersQuietMs = 5000;
 // of the cap (room for a batch that compresses worse than the last).
 constexpr int64_t kFirstGuessBytesPerEntry = 64;
 constexpr double kCappedBatchShare = 0.9;
+// ... but never below this many bytes: a batch carries ~660 bytes of its
+// own, so under a cap of a few KB/s batches of one second would hold a
+// handful of readings and the link would carry mostly batch headers. Such a
+// batch goes once the bucket is full and the next waits for its debt.
+constexpr double kMinCappedBatchBytes = 4096;
 // The send rate (link_bytes_per_s) is measured over this many seconds.
 constexpr size_t kRateSeconds = 5;
 
@@ -449,10 +454,14 @@ void Uplink::Probe(int64_t now_ms) {
     if (++correlation_ == 0) ++correlation_;
     const std::string topic = HubInboxTopic(options_.topic_prefix, options_.regions[i].name, options_.gateway_id);
     std::string ping = EncodePing(reply_topic_, correlation_, clock_->MonotonicNanos());
-    // Under the cap a probe waits for its few bytes (at most about a
-    // second: batches are sized to one second of the cap).
-    if (!TakeLinkBytes(static_cast<int64_t>(
-            MqttPublishPacketBytes(topic.size(), ping.size(), 0, options_.regions[i].link.mqtt_version)))) {
+    // Under the cap a probe waits for its few bytes, which batches sized
+    // to one second of the cap leave soon; behind a larger batch's debt it
+    // goes anyway once a whole interval late, so the region stays healthy
+    // (the batches after it pay for it).
+    const bool overdue = now_ms - next_probe_ms_[i] >= options_.probe_interval_ms;
+    if (!TakeLinkBytes(static_cast<int64_t>(MqttPublishPacketBytes(topic.size(), ping.size(), 0,
+                                                                   options_.regions[i].link.mqtt_version)),
+                       overdue)) {
       continue;
     }
     next_probe_ms_[i] = now_ms + options_.probe_interval_ms;
@@ -540,13 +549,17 @@ SeriesContext* Uplink::NextContext() {
 size_t Uplink::BatchEntries() const {
   if (!bucket_) return options_.batch_max_readings;
   size_t n = capped_entries_;
-  if (n == 0) n = static_cast<size_t>(bucket_->depth() / kFirstGuessBytesPerEntry);
+  if (n == 0) n = static_cast<size_t>(CappedBatchBytes() / kFirstGuessBytesPerEntry);
   return std::clamp<size_t>(n, 1, options_.batch_max_readings);
 }
 
-bool Uplink::TakeLinkBytes(int64_t bytes) {
+double Uplink::CappedBatchBytes() const {
+  return std::max(kMinCappedBatchBytes, kCappedBatchShare * static_cast<double>(bucket_->depth()));
+}
+
+bool Uplink::TakeLinkBytes(int64_t bytes, bool now_anyway) {
   if (bucket_) {
-    if (!bucket_->CanTake(bytes)) return false;
+    if (!now_anyway && !bucket_->CanTake(bytes)) return false;
     bucket_->Take(bytes);
   }
   link_bytes_ += static_cast<uint64_t>(bytes);
@@ -588,8 +601,7 @@ void Uplink::SendBatches(int64_t now_ms) {
       // batch's bytes per entry. Small batches overstate it (each carries
       // a fixed part), so sizes grow towards the cap from below.
       const double per_entry = static_cast<double>(batch.packet_bytes) / static_cast<double>(batch.entries);
-      capped_entries_ = std::max<size_t>(
-          1, static_cast<size_t>(kCappedBatchShare * static_cast<double>(bucket_->depth()) / per_entry));
+      capped_entries_ = std::max<size_t>(1, static_cast<size_t>(CappedBatchBytes() / per_entry));
     }
     MutexLock lock(&stats_mu_);
     ++stats_.batches_sent;

@@ -36,10 +36,12 @@
 // (batches, resends and probes), counted as whole MQTT packets
 // (MqttPublishPacketBytes), first takes its bytes from a token bucket
 // (sync/byte_bucket.h): over any span T the uplink sends at most
-// max_bytes_per_s x T + one second of the cap. A batch is encoded, then
-// waits for the bucket; batches are sized (from the bytes per entry of the
-// last ones) to about one second of the cap, so answers and new readings
-// never queue behind a batch that takes minutes to send.
+// max_bytes_per_s x T + one second of the cap (plus what a batch larger
+// than that, or a probe overdue behind it, leaves as a debt the next
+// batches pay). A batch is encoded, then waits for the bucket; batches are
+// sized (from the bytes per entry of the last ones) to about one second of
+// the cap, at least 4 KB, so answers and new readings never queue behind a
+// batch that takes minutes to send.
 //
 // Thread safety: Start/Stop from one thread; NotifyAppended and stats() from
 // any thread.
@@ -95,7 +97,7 @@ struct UplinkOptions {
   int64_t failback_after_ms = uplink_options::kFailbackAfterS * 1000;
   int zstd_level = 3;
   // Bytes per second of MQTT packets sent to the regions, at most; 0 = no
-  // cap. See Config::uplink_max_bytes_per_s.
+  // cap. See Config::uplink_max_bytes_per_s and docs/DEPLOY.md.
   int64_t max_bytes_per_s = 0;
 };
 
@@ -237,8 +239,11 @@ class Uplink {
   // The most entries the next batch may hold (the cap sizes it).
   size_t BatchEntries() const;
   // Under the cap: whether a packet of `bytes` may go now (then its bytes
-  // are taken). Without a cap: always. Counts it in link_bytes_sent.
-  bool TakeLinkBytes(int64_t bytes);
+  // are taken; now_anyway: taken even into debt). Without a cap: always.
+  // Counts it in link_bytes_sent.
+  bool TakeLinkBytes(int64_t bytes, bool now_anyway = false);
+  // Under the cap: the bytes a batch is sized to.
+  double CappedBatchBytes() const;
   void Rewind(const char* why, bool with_backoff);
   // The context the next batch is coded with (nullptr: self-contained, none kept).
   SeriesContext* NextContext();

@@ -454,15 +454,24 @@ namespace {
 // the cap over any span; batches are sized to about one second of the cap;
 // the checkpoint still reaches the end.
 TEST_F(UplinkTest, TheCapBoundsTheLinkBytesOverAnySpan) {
-  // The fixture's 10,000 readings take ~15 KB on the link.
-  constexpr int64_t kCap = 1000;
+  // 100,000 readings: ~80 KB on the link.
+  constexpr int64_t kCap = 8000;
+  constexpr uint64_t kReadings = 100000;
+  {
+    test::SensorWorkload more(100, 1790000000000);
+    for (int i = 0; i < 9; ++i) {
+      AppendResult r;
+      ASSERT_OK(store_->AppendReadings(more.Take(10000), &r));
+    }
+    ASSERT_EQ(store_->LastLsn(), kReadings);
+  }
   constexpr int64_t kStepMs = 10;
   options_.max_bytes_per_s = kCap;
   options_.ack_timeout_ms = 60000;  // virtual time runs ahead of the worker
   options_.probe_interval_ms = 1000;  // probes take a small share of the cap
   // ~800 bytes carry 1,000 of these readings: batches of this many would
   // take five seconds of the cap.
-  options_.batch_max_readings = 5000;
+  options_.batch_max_readings = 50000;
   hub_.mode = ScriptedHub::Mode::kRefuseOnce;
   ManualClock clock(1780000000000, int64_t{1} << 40);
   struct Sent {
@@ -489,11 +498,11 @@ TEST_F(UplinkTest, TheCapBoundsTheLinkBytesOverAnySpan) {
   ASSERT_OK(uplink.Start());
   const int64_t start_ms = clock.MonotonicMillis();
   // Virtual time moves 10 ms per 2 ms of real time.
-  for (int i = 0; i < 30000 && Checkpoint() < 10000; ++i) {
+  for (int i = 0; i < 30000 && Checkpoint() < kReadings; ++i) {
     clock.Advance(kStepMs);
     test::SleepMs(2);
   }
-  ASSERT_EQ(Checkpoint(), 10000u);
+  ASSERT_EQ(Checkpoint(), kReadings);
   const UplinkStats s = uplink.stats();
   uplink.Stop();
   const int64_t span_ms = clock.MonotonicMillis() - start_ms;
@@ -511,7 +520,7 @@ TEST_F(UplinkTest, TheCapBoundsTheLinkBytesOverAnySpan) {
   EXPECT_EQ(s.max_bytes_per_s, kCap);
   EXPECT_GT(s.cap_wait_ms, 0);
   EXPECT_GE(s.resends, 1u) << "the refusal's resend went through the bucket too";
-  // A drain of ~10,000 readings at this cap takes many virtual seconds.
+  // A drain of 100,000 readings at this cap takes many virtual seconds.
   EXPECT_GT(span_ms, 5000) << total << " bytes";
   EXPECT_LE(total, kCap * span_ms / 1000 + kCap) << "over " << span_ms << " ms";
   // Sized to about one second of the cap (the first batch on a guess of
@@ -537,6 +546,64 @@ TEST_F(UplinkTest, TheCapBoundsTheLinkBytesOverAnySpan) {
           << "packets " << a << ".." << b << " over " << span << " ms";
     }
   }
+}
+
+}  // namespace
+}  // namespace edgesync
+
+namespace edgesync {
+namespace {
+
+// A cap far below one batch's own bytes (a cellular plan's ~300 B/s):
+// batches are still sized to carry many readings (at least 4 KB), each goes
+// once the bucket is full and the next waits for its debt, and probes still
+// go at least every other interval, so the region stays the write region.
+TEST_F(UplinkTest, AVeryLowCapStillSendsFullBatchesAndKeepsTheRegionHealthy) {
+  constexpr int64_t kCap = 300;
+  options_.max_bytes_per_s = kCap;
+  options_.ack_timeout_ms = 600000;
+  options_.probe_interval_ms = 5000;
+  options_.batch_max_readings = 5000;
+  hub_.mode = ScriptedHub::Mode::kAnswer;
+  ManualClock clock(1780000000000, int64_t{1} << 40);
+  std::mutex mu;
+  int64_t batch_bytes = 0, probe_bytes = 0;
+  Uplink uplink(store_.get(), options_, &clock, [&](const MqttLinkOptions&, std::unique_ptr<MqttLink>* link) {
+    *link = std::make_unique<FakeLink>([&](const std::string& t, const std::string& p, FakeLink* l) {
+      WireKind kind = WireKind::kBatch;
+      EXPECT_TRUE(PeekKind(p, {}, &kind));
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        (kind == WireKind::kBatch ? batch_bytes : probe_bytes) +=
+            static_cast<int64_t>(MqttPublishPacketBytes(t.size(), p.size(), kind == WireKind::kBatch ? 1 : 0, 4));
+      }
+      hub_.OnPublish(t, p, l);
+    });
+    return Status::Ok();
+  });
+  ASSERT_OK(uplink.Start());
+  const int64_t start_ms = clock.MonotonicMillis();
+  // Virtual time moves 50 ms per 2 ms of real time.
+  for (int i = 0; i < 30000 && Checkpoint() < 10000; ++i) {
+    clock.Advance(50);
+    test::SleepMs(2);
+  }
+  ASSERT_EQ(Checkpoint(), 10000u);
+  const UplinkStats s = uplink.stats();
+  uplink.Stop();
+  const int64_t span_ms = clock.MonotonicMillis() - start_ms;
+  EXPECT_EQ(s.region_switches, 1u) << "the region stayed the write region throughout";
+  EXPECT_EQ(s.write_region, "eu");
+  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> hub_lock(hub_.mu);
+  ASSERT_FALSE(hub_.received.empty());
+  // Not one-reading batches of ~660 bytes each: the 10,000 readings went
+  // in a handful of batches.
+  EXPECT_LT(hub_.received.size(), 40u);
+  EXPECT_GT(probe_bytes, 0);
+  // The long run: the cap, plus the bucket's second and the last batch's debt.
+  EXPECT_LE(batch_bytes + probe_bytes, kCap * span_ms / 1000 + kCap + 8192) << "over " << span_ms << " ms";
+  EXPECT_EQ(s.link_bytes_sent, static_cast<uint64_t>(batch_bytes + probe_bytes));
 }
 
 }  // namespace
