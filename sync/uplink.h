@@ -98,7 +98,7 @@ struct UplinkOptions {
   int zstd_level = 3;
   // Bytes per second of MQTT packets sent to the regions, at most; 0 = no
   // cap. See Config::uplink_max_bytes_per_s and docs/DEPLOY.md.
-  int64_t max_bytes_per_s = 0;
+  int64_t max_bytes_per_s = uplink_options::kMaxBytesPerS;
 };
 
 // Creates a link; tests may substitute a fake. Default: NewPahoMqttLink.
