@@ -374,18 +374,20 @@ void BareOutageOf30s(bool kill9, bool runaway) {
   // included: at most its burst plus 100/s of the time from its first
   // reading to the end; every loss is counted, to the reading, and named.
   ReadingTally h = Count(gw.store_path(), "hot", 1, hot.readings, hot.base_ms, 1);
-  const int64_t seconds = (NowMs() - started) / 1000 + 1;
+  const double elapsed_s = static_cast<double>(NowMs() - started) / 1000.0;
+  const int64_t seconds = static_cast<int64_t>(elapsed_s) + 1;
   std::printf("runaway at 1,000/s: %lld of %d stored, %lld refused and counted, in %lld s\n", (long long)h.total,
               hot.readings, (long long)(first_limited + limited), (long long)seconds);
   EXPECT_EQ(t.duplicates + h.duplicates, 0);
   EXPECT_EQ(lsn, cool_total + t.duplicates + h.total + h.duplicates);
-  // (A restart starts every bucket full: a burst per run.) Plus one second
-  // of its rate: the gateway grants on its own monotonic clock, from its
-  // presence mark, and the window here is the test's, around the processes
-  // it starts; a sanitizer build's gateway was seen granting 0.1 s past it
-  // (4,610 readings against 4,600 in 42 s), and its grants run within a
-  // second of the window.
-  EXPECT_LE(h.total, 2 * 200 + 100 * (seconds + 1)) << "the runaway was not limited to its rate";
+  // (A restart starts every bucket full: a burst per run.) Plus three
+  // seconds of its rate: the gateway grants on its own monotonic clock, from
+  // its presence mark, and the window here is the test's, around the
+  // processes it starts; a sanitizer build's gateway, slowed down, was seen
+  // granting up to ~2 s past it (4,910 readings in a window of 43-44 s). It
+  // was sent 33,000: a limiter that does not hold stores far more.
+  EXPECT_LE(static_cast<double>(h.total), 2 * 200 + 100 * (elapsed_s + 3))
+      << "the runaway was not limited to its rate";
   EXPECT_EQ(first_limited + limited, h.missing) << status.dump();
   ASSERT_EQ(status["ingest"]["rate_limited_devices"].size(), 1u) << status.dump();
   EXPECT_EQ(status["ingest"]["rate_limited_devices"][0].value("device", ""), "hot0");
