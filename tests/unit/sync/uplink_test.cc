@@ -518,7 +518,6 @@ TEST_F(UplinkTest, TheCapBoundsTheLinkBytesOverAnySpan) {
   }
   EXPECT_EQ(s.link_bytes_sent, static_cast<uint64_t>(total)) << "the counter is the packets handed to the link";
   EXPECT_EQ(s.max_bytes_per_s, kCap);
-  EXPECT_GT(s.cap_wait_ms, 0);
   EXPECT_GE(s.resends, 1u) << "the refusal's resend went through the bucket too";
   // A drain of 100,000 readings at this cap takes many virtual seconds.
   EXPECT_GT(span_ms, 5000) << total << " bytes";
@@ -592,6 +591,10 @@ TEST_F(UplinkTest, AVeryLowCapStillSendsFullBatchesAndKeepsTheRegionHealthy) {
   const UplinkStats s = uplink.stats();
   uplink.Stop();
   const int64_t span_ms = clock.MonotonicMillis() - start_ms;
+  // Each 4 KB batch needs ~13 s of virtual time at this cap, far longer
+  // than the worker takes to prepare it, however slow the machine (under
+  // qemu the cap of the test above can stay ahead of the worker).
+  EXPECT_GT(s.cap_wait_ms, 0) << "the time waited on the cap is counted";
   EXPECT_EQ(s.region_switches, 1u) << "the region stayed the write region throughout";
   EXPECT_EQ(s.write_region, "eu");
   std::lock_guard<std::mutex> lock(mu);
