@@ -131,6 +131,13 @@ TEST_F(StoreTimeCorrectionTest, CorrectedPeriodShowsTrueTimesOnce) {
   ASSERT_OK(s->CorrectClockPeriod(period, 3 * kDay, kTrue0 + 60'000, &done));
   EXPECT_TRUE(done);
   ExpectCorrected(s.get(), 60);
+  // `devices` gives the span of the times a query shows.
+  std::vector<DeviceSummary> devices;
+  ASSERT_OK(s->ListDevices(&devices));
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].readings, 61);
+  EXPECT_EQ(devices[0].first_ts_ms, kTrue0);
+  EXPECT_EQ(devices[0].last_ts_ms, kTrue0 + 5 * kDay);
   // Once only: a second correction changes nothing.
   ASSERT_OK(s->CorrectClockPeriod(period, 7, kTrue0 + 70'000, &done));
   EXPECT_FALSE(done);
