@@ -144,6 +144,27 @@ void AddReading(const Reading& r, nlohmann::json* j) {
   if (r.quality != 0) (*j)["quality"] = r.quality;
 }
 
+// Whose clock a row's time is, as `query` shows it: "sensor" (the
+// reading's own time), "gateway" (stamped on arrival by a trusted clock), "corrected"
+// (stamped while the clock was untrusted, moved to the true time since:
+// store/time_correction.h), "untrusted" (not corrected yet), or
+// "untrusted, uncorrectable" (a period of this store whose boot ended
+// before the clock was trusted: it keeps the flag for good).
+std::string ClockOfRow(const QueryRow& r, const std::vector<ClockPeriod>& periods, const std::string& boot) {
+  const uint32_t q = r.reading.quality;
+  if (q & kQualityCorrectedTime) return "corrected";
+  if (q & kQualityUntrustedClock) {
+    const uint32_t period = QualityPeriod(q);
+    if (r.local && period != 0) {
+      for (const ClockPeriod& p : periods) {
+        if (p.id == period && !p.corrected && p.boot_id != boot) return "untrusted, uncorrectable";
+      }
+    }
+    return "untrusted";
+  }
+  return (q & kQualityReceiveTime) ? "gateway" : "sensor";
+}
+
 }  // namespace
 
 nlohmann::json FeedEntryJson(const ChangeEntry& e) {
@@ -291,6 +312,7 @@ int RunQuery(const Config& config, const QueryOptions& options) {
   q.limit = options.limit + 1;
   q.newest_first = !options.oldest_first;
   std::vector<QueryRow> rows;
+  std::vector<ClockPeriod> periods;
   {
     std::unique_ptr<Store> store;
     HubStoreHandle hub;
@@ -298,19 +320,26 @@ int RunQuery(const Config& config, const QueryOptions& options) {
     if (!st.ok()) return Fail("query", st);
     st = hub ? QueryRegionFeed(hub.get(), q, &rows) : store->Query(q, &rows);
     if (!st.ok()) return Fail("query", st);
+    // This store's own periods tell an untrusted reading that will still
+    // be corrected from one whose boot ended untrusted.
+    if (store) st = store->ListClockPeriods(&periods);
+    if (!st.ok()) return Fail("query", st);
   }
+  const std::string boot = SystemClock()->BootId();
   bool cut = static_cast<int64_t>(rows.size()) > options.limit;
   if (cut) rows.resize(static_cast<size_t>(options.limit));
-  Table table({"time", "device", "metric", "value", "unit", "quality", "origin", "lsn", "local"});
+  Table table({"time", "device", "metric", "value", "unit", "quality", "origin", "lsn", "local", "clock"});
   for (const QueryRow& r : rows) {
+    const std::string clock = ClockOfRow(r, periods, boot);
     table.Add({Rfc3339(r.reading.ts_ms), r.reading.device_id, r.reading.metric, Value(r.reading.value), r.reading.unit,
                std::to_string(r.reading.quality), r.origin.ToString(), std::to_string(r.lsn),
-               r.local ? "true" : "false"},
-              [&r](nlohmann::json* j) {
+               r.local ? "true" : "false", clock},
+              [&r, &clock](nlohmann::json* j) {
                 AddReading(r.reading, j);
                 (*j)["origin"] = r.origin.ToString();
                 (*j)["lsn"] = r.lsn;
                 (*j)["local"] = r.local;
+                (*j)["clock"] = clock;
               });
   }
   table.Print(options.format);

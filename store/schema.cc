@@ -117,6 +117,17 @@ CREATE INDEX view_chunks_origin_time ON view_chunks(origin, max_ts, min_ts);
 DROP INDEX view_chunks_time;
 )sql";
 
+// Version 8: the untrusted clock periods of this store's own origin
+// (store/time_correction.h). A period's row is committed before the first
+// reading that carries its number, so no reading names a period the store
+// does not know; readings, first_ts and last_ts grow in the commits of its
+// readings; delta_ms is set (NULL before) once the period is corrected.
+const char* const kV7ToV8 = R"sql(
+CREATE TABLE clock_periods(id INTEGER PRIMARY KEY, boot_id TEXT NOT NULL, offset_ms INTEGER NOT NULL,
+                           opened_at INTEGER NOT NULL, readings INTEGER NOT NULL DEFAULT 0,
+                           first_ts INTEGER, last_ts INTEGER, delta_ms INTEGER, corrected_at INTEGER);
+)sql";
+
 // A migrated chunk holds at most this many readings (what a commit group
 // holds at ingest.batch_max's default).
 constexpr size_t kMigrationChunk = 1000;
@@ -370,6 +381,9 @@ Status MigrateBetween(Db* db, int from, int to) {
       case 6:
         ES_RETURN_IF_ERROR(db->Exec(kV6ToV7).Annotate("migrating schema 6 to 7"));
         ES_RETURN_IF_ERROR(FillViewSeries(db).Annotate("migrating schema 6 to 7"));
+        break;
+      case 7:
+        ES_RETURN_IF_ERROR(db->Exec(kV7ToV8).Annotate("migrating schema 7 to 8"));
         break;
       default:
         return Status::Unsupported("no migration from schema " + std::to_string(v));

@@ -254,7 +254,7 @@ TEST_F(StoreQueryTest, MigratesVersion6ReadViewsToSeriesByOrigin) {
     AppendResult r;
     ASSERT_OK(s->AppendReadings({MakeReading("a1", "temp", 500, 1, "C")}, &r));
   }
-  Sql("DROP TABLE view_series; DROP INDEX view_chunks_origin_time; "
+  Sql("DROP TABLE clock_periods; DROP TABLE view_series; DROP INDEX view_chunks_origin_time; "
       "CREATE INDEX view_chunks_time ON view_chunks(max_ts, min_ts); PRAGMA user_version=6;");
   auto s = OpenStore();
   ASSERT_TRUE(s);
