@@ -141,7 +141,10 @@ void AddReading(const Reading& r, nlohmann::json* j) {
   (*j)["ts"] = r.ts_ms;
   (*j)["value"] = r.value;
   if (!r.unit.empty()) (*j)["unit"] = r.unit;
-  if (r.quality != 0) (*j)["quality"] = r.quality;
+  // The flags alone; the untrusted clock period they share the field with
+  // (store/types.h) is a number of its own.
+  if (QualityFlags(r.quality) != 0) (*j)["quality"] = QualityFlags(r.quality);
+  if (QualityPeriod(r.quality) != 0) (*j)["clock_period"] = QualityPeriod(r.quality);
 }
 
 // Whose clock a row's time is, as `query` shows it: "sensor" (the
@@ -332,7 +335,7 @@ int RunQuery(const Config& config, const QueryOptions& options) {
   for (const QueryRow& r : rows) {
     const std::string clock = ClockOfRow(r, periods, boot);
     table.Add({Rfc3339(r.reading.ts_ms), r.reading.device_id, r.reading.metric, Value(r.reading.value), r.reading.unit,
-               std::to_string(r.reading.quality), r.origin.ToString(), std::to_string(r.lsn),
+               std::to_string(QualityFlags(r.reading.quality)), r.origin.ToString(), std::to_string(r.lsn),
                r.local ? "true" : "false", clock},
               [&r, &clock](nlohmann::json* j) {
                 AddReading(r.reading, j);

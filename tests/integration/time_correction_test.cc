@@ -90,6 +90,9 @@ class TimeCorrectionGateway : public ::testing::Test {
       EXPECT_FALSE(seen[i]) << "twice: " << r.dump();
       seen[i] = true;
       EXPECT_EQ(r.value("clock", ""), clock) << r.dump();
+      if (clock == "corrected") {
+        EXPECT_EQ(r.value("quality", 0), 2 + 8) << r.dump();
+      }
       // Received after it was sent, within a second.
       EXPECT_GE(r["ts"].get<int64_t>(), sent_at_[i] - 1000) << r.dump();
       EXPECT_LE(r["ts"].get<int64_t>(), sent_at_[i] + 1000) << r.dump();
@@ -122,6 +125,9 @@ TEST_F(TimeCorrectionGateway, ReadingsStampedThreeDaysBehindShowAtTheirTrueTimes
     for (const nlohmann::json& r : rows) {
       EXPECT_EQ(r.value("clock", ""), "untrusted") << r.dump();
       EXPECT_LT(r["ts"].get<int64_t>(), NowMs() - 2 * 86400000LL) << r.dump();
+      // The flags (untrusted clock, receive time) apart from the period.
+      EXPECT_EQ(r.value("quality", 0), 3) << r.dump();
+      EXPECT_EQ(r.value("clock_period", 0), 1) << r.dump();
     }
   }
   // NTP steps the clock to the true time and the time daemon says so.
