@@ -187,4 +187,11 @@ if "$BIN" query --help 2>/dev/null | grep -q -- '--format'; then QUERY+=(--forma
 echo
 echo "demo: a sample query: edgesync ${QUERY[*]:1}"
 "${QUERY[@]}"
+# A machine whose kernel says its clock is not synchronised (no NTP) gets
+# its receive times flagged, as a board booted offline would: say why.
+if python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["clock"]["trusted"] is False else 1)' \
+    "$DIR/gateway/status.json" 2>/dev/null; then
+  echo "demo: this machine's clock is not synchronised (adjtimex), so the gateway flags the times it stamps"
+  echo "      'untrusted' until it is (docs/INGEST.md, Clock trust)"
+fi
 exit "$summary"
