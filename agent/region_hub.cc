@@ -75,7 +75,9 @@ class HubSnapshot {
                          {"entries", o.entries},
                          {"last_batch_ms", o.last_batch_wall_ms},
                          {"lag_ms", o.lag_ms},
-                         {"lost", o.lost}});
+                         {"lost", o.lost},
+                         {"complete_through_ms", o.complete_through_ms},
+                         {"complete_age_ms", o.complete_through_ms > 0 ? j["time_ms"].get<int64_t>() - o.complete_through_ms : 0}});
     }
     j["hub"] = {{"region", config_.hub_region},
                 {"connected", hub_->connected()},

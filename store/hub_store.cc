@@ -62,6 +62,11 @@ Status ValidateOriginBatch(const OriginBatch& batch) {
   return Status::Ok();
 }
 
+bool BatchCompletes(const OriginBatch& batch, uint64_t high_water) {
+  if (batch.complete_through_ms <= 0 || batch.entries == nullptr || batch.entries->empty()) return false;
+  return batch.entries->back().lsn <= high_water;
+}
+
 ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held) {
   const std::vector<ChangeEntry>& entries = *batch.entries;
   ApplyPlan plan;

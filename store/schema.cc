@@ -117,6 +117,13 @@ CREATE INDEX view_chunks_origin_time ON view_chunks(origin, max_ts, min_ts);
 DROP INDEX view_chunks_time;
 )sql";
 
+// Version 8: each origin's completeness watermark beside its high-water
+// mark (store/hub_store.h, BatchCompletes): the sender's commit time
+// through which every reading of it is held. 0 = none known yet.
+const char* const kV7ToV8 = R"sql(
+ALTER TABLE high_water ADD COLUMN complete_ms INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 // A migrated chunk holds at most this many readings (what a commit group
 // holds at ingest.batch_max's default).
 constexpr size_t kMigrationChunk = 1000;
@@ -370,6 +377,9 @@ Status MigrateBetween(Db* db, int from, int to) {
       case 6:
         ES_RETURN_IF_ERROR(db->Exec(kV6ToV7).Annotate("migrating schema 6 to 7"));
         ES_RETURN_IF_ERROR(FillViewSeries(db).Annotate("migrating schema 6 to 7"));
+        break;
+      case 7:
+        ES_RETURN_IF_ERROR(db->Exec(kV7ToV8).Annotate("migrating schema 7 to 8"));
         break;
       default:
         return Status::Unsupported("no migration from schema " + std::to_string(v));

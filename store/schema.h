@@ -46,8 +46,9 @@ namespace edgesync {
 // 3: leases renewed on the monotonic clock of a named boot; 4: readings in
 // compressed chunks; 5: compacted spans in per-series blocks; 6: the read
 // view and the region feed in compressed chunks; 7: the read view's series
-// per origin, its chunks indexed by (origin, time).
-constexpr int kSchemaVersion = 7;
+// per origin, its chunks indexed by (origin, time); 8: each origin's
+// completeness watermark beside its high-water mark.
+constexpr int kSchemaVersion = 8;
 // "ESYG": marks a SQLite file as an edgesync store.
 constexpr int kApplicationId = 0x45535947;
 // The highest LSN given out so far: the log's, or meta's high_lsn once

@@ -55,7 +55,7 @@ Status SqliteStore::ApplyBatches(const std::vector<OriginBatch>& batches, std::v
       ES_RETURN_IF_ERROR(st);
     }
     const int64_t now = clock_->WallMillis();
-    std::unordered_map<std::string, uint64_t> marks;
+    std::unordered_map<std::string, HubMark> marks;
     for (size_t i = 0; i < batches.size(); ++i) {
       if (valid[i]) ES_RETURN_IF_ERROR(ApplyHubBatch(batches[i], now, &head, &marks, &(*results)[i]));
     }
@@ -83,23 +83,27 @@ Status SqliteStore::FindOriginForWrite(const Origin& origin, int64_t* id) {
 }
 
 Status SqliteStore::ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t* head,
-                                  std::unordered_map<std::string, uint64_t>* marks, ApplyResult* r) {
+                                  std::unordered_map<std::string, HubMark>* marks, ApplyResult* r) {
   const std::string key = batch.origin.ToString();
-  uint64_t held = 0;
+  HubMark mark;
   auto found = marks->find(key);
+  int64_t known_id = 0;
   if (found != marks->end()) {
-    held = found->second;
+    mark = found->second;
   } else {
-    int64_t id = 0;
-    ES_RETURN_IF_ERROR(FindOriginForWrite(batch.origin, &id));
-    if (id != 0) {
+    ES_RETURN_IF_ERROR(FindOriginForWrite(batch.origin, &known_id));
+    if (known_id != 0) {
       Status st;
       StmtScope scope(&w_get_high_water_);
-      w_get_high_water_.Bind(1, id);
-      held = w_get_high_water_.Step(&st) ? static_cast<uint64_t>(w_get_high_water_.Int(0)) : 0;
+      w_get_high_water_.Bind(1, known_id);
+      if (w_get_high_water_.Step(&st)) {
+        mark.high_water = static_cast<uint64_t>(w_get_high_water_.Int(0));
+        mark.complete_ms = w_get_high_water_.Int(1);
+      }
       ES_RETURN_IF_ERROR(st);
     }
   }
+  const uint64_t held = mark.high_water;
   // The high-water mark alone decides what is new: everything at or below
   // it is held (whatever a resend overlaps), everything above it is not.
   const ApplyPlan plan = PlanApply(batch, held);
@@ -108,7 +112,25 @@ Status SqliteStore::ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t
   r->base_lsn = plan.base;
   r->outcome = plan.outcome;
   r->detail = plan.detail;
-  (*marks)[key] = plan.new_high_water;
+  const bool completes = (plan.outcome == ApplyOutcome::kApplied || plan.outcome == ApplyOutcome::kAlreadyHeld) &&
+                         BatchCompletes(batch, plan.new_high_water) && batch.complete_through_ms > mark.complete_ms;
+  if (completes) mark.complete_ms = batch.complete_through_ms;
+  mark.high_water = plan.new_high_water;
+  (*marks)[key] = mark;
+  if (plan.outcome == ApplyOutcome::kApplied || plan.outcome == ApplyOutcome::kAlreadyHeld) {
+    r->complete_through_ms = mark.complete_ms;
+  }
+  if (plan.outcome == ApplyOutcome::kAlreadyHeld && completes) {
+    // A resend whose answer was lost carries the watermark again: kept
+    // without touching the mark or the feed.
+    if (known_id == 0) ES_RETURN_IF_ERROR(FindOriginForWrite(batch.origin, &known_id));
+    if (known_id != 0) {
+      w_put_high_water_.Bind(1, known_id);
+      w_put_high_water_.Bind(2, static_cast<int64_t>(plan.new_high_water));
+      w_put_high_water_.Bind(3, mark.complete_ms);
+      ES_RETURN_IF_ERROR(w_put_high_water_.Run());
+    }
+  }
   if (plan.outcome != ApplyOutcome::kApplied) return Status::Ok();
   int64_t origin_id = 0;
   ES_RETURN_IF_ERROR(OriginId(batch.origin, &w_find_origin_, &w_insert_origin_, &origin_id));
@@ -127,6 +149,7 @@ Status SqliteStore::ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t
   }
   w_put_high_water_.Bind(1, origin_id);
   w_put_high_water_.Bind(2, static_cast<int64_t>(plan.new_high_water));
+  w_put_high_water_.Bind(3, mark.complete_ms);
   ES_RETURN_IF_ERROR(w_put_high_water_.Run());
   r->applied = entries.size() - plan.first_new;
   return Status::Ok();

@@ -335,6 +335,14 @@ class UplinkSource {
   // The whole log in LSN order: entries with lsn > after_lsn. LSNs may skip
   // (compacted device records, pruned or dropped readings).
   virtual Status ReadLog(uint64_t after_lsn, size_t max_entries, std::vector<ChangeEntry>* entries) = 0;
+  // The completeness watermark of a batch ending at lsn: a wall time T such
+  // that every reading committed before T (its commit group's written_at)
+  // has an LSN at or below lsn. The written_at of the first commit group
+  // past lsn, or, when none is committed, now (or the newest group's
+  // written_at while a commit is under way). 0 = none (an empty log).
+  // Assumes the wall clock does not step back (the uplink uses it only
+  // while the clock is trusted).
+  virtual Status CompleteThrough(uint64_t lsn, int64_t* through_ms) = 0;
   virtual Status GetCheckpoint(const std::string& name, uint64_t* value) = 0;
   virtual Status SetCheckpoint(const std::string& name, uint64_t value) = 0;
   // Marks entries up to lsn as acknowledged upstream by target (a region):

@@ -529,7 +529,7 @@ void RegionHub::ApplyBatches(std::vector<PendingBatch>* pending) {
       continue;
     }
     admitted.push_back(&p);
-    batches.push_back(OriginBatch{b.origin, b.base_lsn, b.first_lsn, &b.entries, b.region_held});
+    batches.push_back(OriginBatch{b.origin, b.base_lsn, b.first_lsn, &b.entries, b.region_held, b.complete_through_ms});
   }
   std::vector<ApplyResult> results;
   Status st = batches.empty() ? Status::Ok() : store_->ApplyBatches(batches, &results);
@@ -578,6 +578,7 @@ void RegionHub::Answer(const PendingBatch& p, const Status& status, const ApplyR
       }
       HubOriginStats& o = it->second;
       o.high_water = r.high_water;
+      o.complete_through_ms = std::max(o.complete_through_ms, r.complete_through_ms);
       ++o.batches;
       o.entries += r.applied;
       o.last_batch_wall_ms = clock_->WallMillis();

@@ -108,6 +108,10 @@ struct RegionHubOptions {
 struct HubOriginStats {
   std::string origin;               // gateway_id/epoch
   uint64_t high_water = 0;          // highest contiguous LSN held
+  // The origin's completeness watermark as the store keeps it: every
+  // reading its gateway committed before this wall time (Unix ms) is held
+  // here (Batch.complete_through_ms); 0 = none known.
+  int64_t complete_through_ms = 0;
   uint64_t batches = 0;             // applied since the hub started
   uint64_t entries = 0;             // new entries applied since the hub started
   int64_t last_batch_wall_ms = 0;   // when the last batch was applied

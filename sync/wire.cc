@@ -199,6 +199,9 @@ Status DecodeBatch(const wire::Batch* b, const DecodeLimits& limits, WireBatch* 
   out->region_held = b->region_held();
   out->base_lost = b->base_lost();
   out->more = b->more();
+  // A negative time means nothing: read as unknown, so it never lowers or
+  // sets a watermark.
+  out->complete_through_ms = std::max<int64_t>(0, b->complete_through_ms());
   out->entries.clear();
   auto bad = [counters](const std::string& why) {
     if (counters) ++counters->bad_entries;
@@ -318,7 +321,8 @@ Status EncodeBatch(const std::string& reply_to, uint64_t correlation_id, const W
                              static_cast<uint32_t>(batch.entries.size()), wire::Codec::Zstd,
                              with_context ? wire::Encoding::ColumnsContext : wire::Encoding::ColumnsV1,
                              static_cast<uint32_t>(raw.size()), body, context_lsn, context_hash, context != nullptr,
-                             batch.region_epoch, batch.region_held, batch.base_lost, batch.more);
+                             batch.region_epoch, batch.region_held, batch.base_lost, batch.more,
+                             batch.complete_through_ms);
   *out = Finish(fbb, lean ? std::string() : reply_to, correlation_id, wire::Body::Batch, b.Union());
   return Status::Ok();
 }

@@ -564,6 +564,68 @@ TEST_P(HubStoreTest, EpochAndMarksOutliveAReopen) {
   EXPECT_EQ(hw, 7u);
 }
 
+OriginBatch Completing(const Origin& origin, const std::vector<ChangeEntry>& entries, int64_t through_ms) {
+  OriginBatch b = Batch(origin, entries);
+  b.complete_through_ms = through_ms;
+  return b;
+}
+
+// The completeness watermark (BatchCompletes): kept only once the mark
+// holds the whole batch, only ever raised, per origin, across a reopen.
+TEST_P(HubStoreTest, TheWatermarkMovesOnlyOverGapFreeLsnsAndNeverBack) {
+  HubStore* s = Open();
+  ASSERT_NE(s, nullptr);
+  auto first = Entries(1, 10), second = Entries(11, 20), third = Entries(21, 30);
+  ApplyResult r = Apply(s, Completing(kGw1, first, 1'000));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r.complete_through_ms, 1'000);
+  // A gap: nothing held past 10, so its watermark means nothing yet.
+  r = Apply(s, Completing(kGw1, third, 3'000));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kGap);
+  EXPECT_EQ(r.complete_through_ms, 0);
+  // An older time (a clock that was corrected) never lowers it.
+  r = Apply(s, Completing(kGw1, second, 500));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r.complete_through_ms, 1'000);
+  // A resend whose answer was lost carries a later watermark: kept, the
+  // mark and the feed untouched.
+  r = Apply(s, Completing(kGw1, second, 2'000));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kAlreadyHeld);
+  EXPECT_EQ(r.complete_through_ms, 2'000);
+  // A batch without one (an older sender, an untrusted clock) leaves it.
+  r = Apply(s, Completing(kGw1, third, 0));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r.complete_through_ms, 2'000);
+  // Another origin's is its own.
+  auto other = Entries(1, 5);
+  r = Apply(s, Completing(kGw2, other, 9'000));
+  EXPECT_EQ(r.complete_through_ms, 9'000);
+  EXPECT_EQ(Feed(s).size(), 35u);
+
+  // In one group, a batch past a gap completes once the batch before it
+  // in the group filled the gap.
+  auto fourth = Entries(31, 40), fifth = Entries(41, 50);
+  std::vector<OriginBatch> group = {Completing(kGw1, fifth, 5'000), Completing(kGw1, fourth, 4'000),
+                                    Completing(kGw1, fifth, 6'000)};
+  std::vector<ApplyResult> results;
+  ASSERT_OK(s->ApplyBatches(group, &results));
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].outcome, ApplyOutcome::kGap);
+  EXPECT_EQ(results[1].complete_through_ms, 4'000);
+  EXPECT_EQ(results[2].outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(results[2].complete_through_ms, 6'000);
+
+  hubs_.clear();
+  stores_.clear();
+  HubStore* again = Open();
+  ASSERT_NE(again, nullptr);
+  r = Apply(again, Completing(kGw1, fifth, 0));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kAlreadyHeld);
+  EXPECT_EQ(r.complete_through_ms, 6'000) << "the watermark is durable beside the mark";
+  r = Apply(again, Completing(kGw2, other, 0));
+  EXPECT_EQ(r.complete_through_ms, 9'000);
+}
+
 // Two writers of one store apply the same spans at once: every entry lands
 // once, and (where the store tells) the applied counts add up to it.
 TEST_P(HubStoreTest, TwoWritersNeverBothApplyTheSameSpan) {

@@ -153,6 +153,44 @@ TEST(WireTest, TheRegionRecordAndTheHubEpochRoundTrip) {
   EXPECT_EQ(m.pong_epoch, "");
 }
 
+TEST(WireTest, TheWatermarkRoundTripsAndAnOlderSendersBatchReadsAsUnknown) {
+  WireBatch batch = MakeBatch({{"dev-a", "temperature", 1780000000000, 21.5, "C", 0}}, 10);
+  EXPECT_EQ(RoundTrip(batch).batch.complete_through_ms, 0);
+  batch.complete_through_ms = 1780000123456;
+  EXPECT_EQ(RoundTrip(batch).batch.complete_through_ms, 1780000123456);
+
+  // A sender of protocol 4 writes the Batch table without the field: its
+  // batches decode as before, the watermark unknown (0).
+  flatbuffers::FlatBufferBuilder fbb;
+  std::string raw = EncodeEntries(batch.entries, 9, nullptr);
+  std::string body(ZSTD_compressBound(raw.size()), '\0');
+  body.resize(ZSTD_compress(body.data(), body.size(), raw.data(), raw.size(), 3));
+  auto origin = wire::CreateWireOrigin(fbb, fbb.CreateString(kOrigin.gateway_id), fbb.CreateString(kOrigin.epoch));
+  auto old = wire::CreateBatch(fbb, origin, 10, 10, 0, 1, wire::Codec::Zstd, wire::Encoding::ColumnsV1,
+                               static_cast<uint32_t>(raw.size()),
+                               fbb.CreateVector(reinterpret_cast<const uint8_t*>(body.data()), body.size()), 0, 0,
+                               false, 0, 0, false, true);
+  wire::FinishMessageBuffer(fbb, wire::CreateMessage(fbb, 1, fbb.CreateString("r"), 1, wire::Body::Batch, old.Union()));
+  WireMessage m;
+  ASSERT_OK(DecodeMessage(std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize()), {}, &m,
+                          nullptr));
+  EXPECT_EQ(m.batch.entries.size(), 1u);
+  EXPECT_TRUE(m.batch.more);
+  EXPECT_EQ(m.batch.complete_through_ms, 0);
+
+  // A negative time means nothing: read as unknown, never as a watermark.
+  flatbuffers::FlatBufferBuilder bad;
+  auto o2 = wire::CreateWireOrigin(bad, bad.CreateString(kOrigin.gateway_id), bad.CreateString(kOrigin.epoch));
+  auto neg = wire::CreateBatch(bad, o2, 10, 10, 0, 1, wire::Codec::Zstd, wire::Encoding::ColumnsV1,
+                               static_cast<uint32_t>(raw.size()),
+                               bad.CreateVector(reinterpret_cast<const uint8_t*>(body.data()), body.size()), 0, 0,
+                               false, 0, 0, false, false, -5);
+  wire::FinishMessageBuffer(bad, wire::CreateMessage(bad, 1, bad.CreateString("r"), 1, wire::Body::Batch, neg.Union()));
+  ASSERT_OK(DecodeMessage(std::string(reinterpret_cast<const char*>(bad.GetBufferPointer()), bad.GetSize()), {}, &m,
+                          nullptr));
+  EXPECT_EQ(m.batch.complete_through_ms, 0);
+}
+
 TEST(WireTest, ABatchSpanMayOpenBeforeItsFirstEntry) {
   WireBatch batch = MakeBatch({{"dev-a", "t", 1, 1.5, "C", 0}, {"dev-a", "t", 2, 2.5, "C", 0}}, 20);
   batch.first_lsn = 17;  // 17..19 were compacted away
