@@ -154,7 +154,23 @@ class HubStore {
   virtual Status PruneStep(int64_t max_rows, PruneResult* result) = 0;
 
   virtual Status Stats(HubStoreStats* stats) = 0;
+
+  // Every origin's completeness watermark (those known: complete_through_ms
+  // > 0), each with the sequence of the origin's shard from which a feed
+  // reader holds all it covers (OriginWatermark::seq). PageWatermarks picks
+  // a page's.
+  virtual Status FeedWatermarks(std::vector<OriginWatermark>* watermarks) = 0;
 };
+
+// The watermarks a feed page from `after` to `next` carries: those valid at
+// next (seq at or below next in the origin's shard: the reader then holds
+// all they cover) that changed since after (seq past it), or every valid
+// one while at most kAllPageWatermarks are known; never more than
+// kMaxPageWatermarks (sync/PROTOCOL.md).
+constexpr size_t kAllPageWatermarks = 64;
+constexpr size_t kMaxPageWatermarks = 4096;
+std::vector<OriginWatermark> PageWatermarks(const std::vector<OriginWatermark>& all, const ShardPositions& after,
+                                            const ShardPositions& next);
 
 // Checks a batch (origin, every entry, LSN order, base): the "invalid"
 // outcome. Shared by every backend so they refuse the same inputs.

@@ -119,9 +119,13 @@ DROP INDEX view_chunks_time;
 
 // Version 8: each origin's completeness watermark beside its high-water
 // mark (store/hub_store.h, BatchCompletes): the sender's commit time
-// through which every reading of it is held. 0 = none known yet.
+// through which every reading of it is held, and the region feed sequence
+// from which a reader holds all of it (0 = none known yet). A gateway's
+// read view keeps the watermarks its feeds carried, per origin.
 const char* const kV7ToV8 = R"sql(
 ALTER TABLE high_water ADD COLUMN complete_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE high_water ADD COLUMN complete_seq INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE view_watermarks(origin INTEGER PRIMARY KEY, complete_ms INTEGER NOT NULL);
 )sql";
 
 // A migrated chunk holds at most this many readings (what a commit group

@@ -81,6 +81,9 @@ class SqliteStore : public Store, public HubStore {
 
   Status Query(const QueryRequest& request, std::vector<QueryRow>* rows) override;
   Status ListDevices(std::vector<DeviceSummary>* devices) override;
+  Status ListWatermarks(std::vector<OriginWatermark>* watermarks) override;
+  Status KeepWatermarks(const std::vector<OriginWatermark>& watermarks) override;
+  Status FeedWatermarks(std::vector<OriginWatermark>* watermarks) override;
   Status Backlog(uint64_t after_lsn, BacklogInfo* info) override;
 
   Status AddDeadLetters(const std::vector<DeadLetter>& letters) override;
@@ -194,6 +197,7 @@ class SqliteStore : public Store, public HubStore {
   struct HubMark {
     uint64_t high_water = 0;
     int64_t complete_ms = 0;
+    int64_t complete_seq = 0;  // the feed sequence the watermark is valid from
   };
   Status ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t* head,
                        std::unordered_map<std::string, HubMark>* marks, ApplyResult* result) REQUIRES(write_mu_);

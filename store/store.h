@@ -274,6 +274,17 @@ struct StoreStats {
 // A reader's position in a region hub's feed: the hub store's epoch and the
 // last sequence number read in each shard (store/feed_cursor.h). Sequences
 // of different epochs are unrelated (a re-created hub store starts again).
+// An origin's completeness watermark (sync/PROTOCOL.md, "Completeness
+// watermarks"): every reading its gateway committed before
+// complete_through_ms (Unix ms, the gateway's commit time) is held.
+struct OriginWatermark {
+  Origin origin;
+  int64_t complete_through_ms = 0;
+  // A hub's: the sequence, in the origin's shard of the region feed, at
+  // which everything of the origin the watermark covers is in the feed.
+  uint64_t seq = 0;
+};
+
 struct FeedPosition {
   std::string epoch;  // "" = no epoch heard yet
   ShardPositions shards{};
@@ -367,6 +378,10 @@ class ReadViewWriter {
   // replaced whatever it was (a restored hub store may be behind us).
   virtual Status GetFeedPosition(const std::string& region, FeedPosition* position) = 0;
   virtual Status SetFeedPosition(const std::string& region, const FeedPosition& position, bool reset) = 0;
+  // Keeps the origins' watermarks a feed page carried (each only raised),
+  // once the page's entries and position are in: the read view then holds
+  // every reading of the origin committed before it.
+  virtual Status KeepWatermarks(const std::vector<OriginWatermark>& watermarks) = 0;
 };
 
 // Readers: `edgesync query`, `devices`, `feed`, dead letters.
@@ -377,6 +392,10 @@ class StoreReader {
   // Every device with readings, local and in the read view, by device id
   // then origin. Scans the tables: for the CLI, not for a hot path.
   virtual Status ListDevices(std::vector<DeviceSummary>* devices) = 0;
+  // The watermark of every origin this store knows one of: a gateway's
+  // read view (kept from the feeds), a hub's marks. Not this store's own
+  // origin (its readings are all here).
+  virtual Status ListWatermarks(std::vector<OriginWatermark>* watermarks) = 0;
   virtual Status ListRanges(std::vector<RangeInfo>* ranges) = 0;
   // At most max_entries of the range, in LSN order, after `from`. A token of
   // a split parent is accepted by its children; a token of another epoch or

@@ -465,6 +465,17 @@ void RegionHub::HandleFeedRequest(const WireMessage& m) {
     page.next = read.next;
     page.head = read.head;
     page.reset = read.reset;
+    if (st.ok() && !read.reset) {
+      // Read after the page: a watermark is sent only where the page's
+      // continuation already holds what it covers, so a newer one is safe.
+      std::vector<OriginWatermark> all;
+      Status w = feed_store_->FeedWatermarks(&all);
+      if (w.ok()) {
+        page.watermarks = PageWatermarks(all, m.feed_after, page.next);
+      } else {
+        ES_LOG(kWarn, "hub {}: reading the origins' watermarks: {}", options_.region, w.ToString());
+      }
+    }
     if (read.reset) {
       // The shards whose positions were pruned move to their pruned marks;
       // the others keep theirs.

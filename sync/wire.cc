@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 
+#include "store/hub_store.h"
 #include "sync/batch_generated.h"
 #include "sync/columns.h"
 
@@ -258,6 +259,26 @@ Status DecodeFeedPage(const wire::FeedPage* p, const DecodeLimits& limits, WireF
       return st.Annotate("feed page");
     }
   }
+  out->watermarks.clear();
+  if (p->watermarks() != nullptr) {
+    if (p->watermarks()->size() > kMaxPageWatermarks) {
+      if (counters) ++counters->too_large;
+      return Status::Corruption("feed page: " + std::to_string(p->watermarks()->size()) + " watermarks, more than " +
+                                std::to_string(kMaxPageWatermarks));
+    }
+    out->watermarks.reserve(p->watermarks()->size());
+    for (const wire::OriginWatermark* w : *p->watermarks()) {
+      OriginWatermark kept{ReadOrigin(w->origin()), w->complete_through_ms(), 0};
+      Status v = ValidateOrigin(kept.origin);
+      if (v.ok() && kept.complete_through_ms <= 0) v = Status::InvalidArgument("a watermark at or before 1970");
+      if (!v.ok()) {
+        if (counters) ++counters->bad_entries;
+        return Status::Corruption("feed page: watermark " + std::to_string(out->watermarks.size()) + ": " +
+                                  v.message());
+      }
+      out->watermarks.push_back(std::move(kept));
+    }
+  }
   if (p->count() == 0) return Status::Ok();
   if (p->count() > limits.max_entries) {
     if (counters) ++counters->too_large;
@@ -406,9 +427,18 @@ Status EncodeFeedPage(uint64_t correlation_id, const WireFeedPage& page, const E
     next = PositionsVector(fbb, page.next);
     head = PositionsVector(fbb, page.head);
   }
+  Offset<flatbuffers::Vector<Offset<wire::OriginWatermark>>> watermarks;
+  if (!page.watermarks.empty()) {
+    std::vector<Offset<wire::OriginWatermark>> w;
+    w.reserve(page.watermarks.size());
+    for (const OriginWatermark& m : page.watermarks) {
+      w.push_back(wire::CreateOriginWatermark(fbb, MakeOrigin(fbb, m.origin), m.complete_through_ms));
+    }
+    watermarks = fbb.CreateVector(w);
+  }
   auto p = wire::CreateFeedPage(fbb, region, 0, 0, 0, page.reset, static_cast<uint32_t>(page.entries.size()),
                                 wire::Codec::Zstd, wire::Encoding::ColumnsV1, raw_size, body, epoch, after, next,
-                                head);
+                                head, watermarks);
   *out = Finish(fbb, "", correlation_id, wire::Body::FeedPage, p.Union());
   return Status::Ok();
 }

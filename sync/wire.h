@@ -122,6 +122,8 @@ struct WireFeedPage {
   std::string epoch;  // the hub store's epoch the sequences belong to
   // Each entry's seq is its shard's sequence; its shard is its origin's.
   std::vector<RegionFeedEntry> entries;
+  // Protocol 5: watermarks valid once the page is applied (seq unused).
+  std::vector<OriginWatermark> watermarks;
 };
 
 // One decoded message; only the member matching `kind` is filled.

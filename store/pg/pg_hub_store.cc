@@ -123,8 +123,10 @@ const char* const kMigrations[] = {
     "ALTER TABLE es_feed_chunks ALTER COLUMN data SET STORAGE EXTERNAL;"
     "CREATE INDEX IF NOT EXISTS es_feed_chunks_seq ON es_feed_chunks (seq);",
     // 5: each origin's completeness watermark beside its mark (store/hub_store.h,
-    // BatchCompletes); 0 = none known yet.
-    "ALTER TABLE es_origins ADD COLUMN IF NOT EXISTS complete_ms bigint NOT NULL DEFAULT 0;",
+    // BatchCompletes) and the sequence of its shard from which a feed reader
+    // holds all it covers; 0 = none known yet.
+    "ALTER TABLE es_origins ADD COLUMN IF NOT EXISTS complete_ms bigint NOT NULL DEFAULT 0;"
+    "ALTER TABLE es_origins ADD COLUMN IF NOT EXISTS complete_seq bigint NOT NULL DEFAULT 0;",
 };
 
 class PgHubStore : public HubStore {
@@ -164,6 +166,20 @@ class PgHubStore : public HubStore {
     ES_RETURN_IF_ERROR(conn_->Query("SELECT high_water FROM es_origins WHERE gateway_id=$1 AND epoch=$2",
                                     {origin.gateway_id, origin.epoch}, &r));
     *high_water = r.rows() ? static_cast<uint64_t>(r.Int(0, 0)) : 0;
+    return Status::Ok();
+  }
+
+  Status FeedWatermarks(std::vector<OriginWatermark>* watermarks) override {
+    watermarks->clear();
+    std::lock_guard<std::mutex> lock(mu_);
+    ES_RETURN_IF_ERROR(conn_->EnsureConnected());
+    PgResult r;
+    ES_RETURN_IF_ERROR(conn_->Query(
+        "SELECT gateway_id, epoch, complete_ms, complete_seq FROM es_origins WHERE complete_ms > 0", {}, &r));
+    for (int i = 0; i < r.rows(); ++i) {
+      watermarks->push_back(OriginWatermark{Origin{r.Text(i, 0), r.Text(i, 1)}, r.Int(i, 2),
+                                            static_cast<uint64_t>(std::max<int64_t>(0, r.Int(i, 3)))});
+    }
     return Status::Ok();
   }
 
@@ -476,12 +492,15 @@ class PgHubStore : public HubStore {
       wm_times += sep + std::to_string(o.complete);
     }
     if (wm_changed > 0) {
-      // Only ever raised (GREATEST): another writer's later watermark for
-      // the origin stays.
+      // Only ever raised: another writer's later watermark for the origin
+      // stays. The shard's counter is ours while we hold its row (an
+      // append), else the last one committed: either is at or past every
+      // entry of the origin the watermark covers.
       PgResult u;
       ES_RETURN_IF_ERROR(conn_->Query(
-          "UPDATE es_origins AS o SET complete_ms = GREATEST(o.complete_ms, v.t) FROM unnest($1::bigint[], "
-          "$2::bigint[]) AS v(id, t) WHERE o.id = v.id",
+          "UPDATE es_origins AS o SET complete_ms = v.t, complete_seq = (SELECT f.seq FROM es_feed_shards f WHERE "
+          "f.shard = o.shard) FROM unnest($1::bigint[], $2::bigint[]) AS v(id, t) WHERE o.id = v.id AND "
+          "o.complete_ms < v.t",
           {wm_ids + "}", wm_times + "}"}, &u));
     }
     return conn_->Exec("COMMIT");

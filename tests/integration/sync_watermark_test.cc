@@ -5,13 +5,17 @@
 // reports is checked against the gateway's own store afterwards: every
 // reading the gateway committed before the watermark has an LSN at or
 // below the mark the hub held with it (sync/PROTOCOL.md, "Completeness
-// watermarks").
+// watermarks"). A second gateway (no sensors of its own) reads the region
+// feed: `edgesync query` there says how complete each origin's answer is,
+// and an answer for a window older than the watermark never changes
+// through later traffic, a kill -9 of the writing gateway and a hub restart.
 #include <gtest/gtest.h>
 
 #include <sqlite3.h>
 
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -21,6 +25,7 @@
 #include "tests/integration/gateway_program.h"
 #include "tests/integration/sync_sites.h"
 #include "tests/support/broker.h"
+#include "tests/support/cli_run.h"
 #include "tests/support/process.h"
 #include "tests/support/status_assert.h"
 #include "tests/support/status_file.h"
@@ -39,28 +44,53 @@ class SyncWatermarkTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(eu_.Start()) << eu_.hub_log();
     ASSERT_TRUE(local_.Start());
+    ASSERT_TRUE(reader_local_.Start());
     proxy_ = std::make_unique<TcpProxy>(eu_.broker().port());
-    RegionSite::MakeDir(dir_);
-    // The floor source: the test machine's kernel may never say it is
-    // synchronised, and an untrusted clock never advances a watermark.
-    std::ofstream(config()) << "[gateway]\nid = \"gw1\"\ndata_dir = " << Q(dir_) << "\n\n"
-                            << "[ingest]\nbroker_uri = " << Q(local_.uri())
-                            << "\ndevice_rate = 100000.0\ndevice_burst = 100000\nclock_trust = \"floor\"\n"
-                            << "epoch_floor = \"2020-01-01T00:00:00Z\"\n\n"
-                            << "[uplink]\nbatch_max_delay_ms = 20\nack_timeout_ms = 2000\nbackoff_base_ms = 50\n"
-                            << "backoff_max_ms = 500\nprobe_interval_ms = 200\n\n"
-                            << "[[region]]\nname = \"eu\"\nuri = " << Q(proxy_->uri()) << "\npreference = 0\n";
+    WriteConfig("gw1", dir_, local_.uri(), proxy_->uri());
+    WriteConfig("gw2", reader_dir_, reader_local_.uri(), eu_.broker().uri());
   }
   void TearDown() override {
     sensors_.Stop(5000);
     gateway_.Stop(10000);
+    reader_.Stop(10000);
+  }
+  // The floor source: the test machine's kernel may never say it is
+  // synchronised, and an untrusted clock never advances a watermark.
+  static void WriteConfig(const std::string& id, const std::string& dir, const std::string& local,
+                          const std::string& region) {
+    RegionSite::MakeDir(dir);
+    std::ofstream(dir + "/gateway.toml")
+        << "[gateway]\nid = " << Q(id) << "\ndata_dir = " << Q(dir) << "\n\n"
+        << "[ingest]\nbroker_uri = " << Q(local) << "\ndevice_rate = 100000.0\ndevice_burst = 100000\n"
+        << "clock_trust = \"floor\"\nepoch_floor = \"2020-01-01T00:00:00Z\"\n\n"
+        << "[uplink]\nbatch_max_delay_ms = 20\nack_timeout_ms = 2000\nbackoff_base_ms = 50\n"
+        << "backoff_max_ms = 500\nprobe_interval_ms = 200\n\n"
+        << "[[region]]\nname = \"eu\"\nuri = " << Q(region) << "\npreference = 0\n";
   }
 
   std::string config() const { return dir_ + "/gateway.toml"; }
-  bool StartGateway() {
-    if (!gateway_.Start({EDGESYNC_BINARY, "gateway", "--config", config()}, dir_ + "/gateway.log")) return false;
-    return WaitFor([&] { return StatusField(ReadStatusFile(dir_ + "/status.json"), "ingest_mqtt", "connected") == 1; },
+  static bool Start(Process* p, const std::string& dir) {
+    if (!p->Start({EDGESYNC_BINARY, "gateway", "--config", dir + "/gateway.toml"}, dir + "/gateway.log")) return false;
+    return WaitFor([&] { return StatusField(ReadStatusFile(dir + "/status.json"), "ingest_mqtt", "connected") == 1; },
                    60000);
+  }
+  bool StartGateway() { return Start(&gateway_, dir_); }
+  // `edgesync query` on the reading gateway, JSON rows (of device wm-d0).
+  std::vector<nlohmann::json> Query(const std::vector<std::string>& window, std::string* text = nullptr) {
+    std::vector<std::string> args = {"query", "-c", reader_dir_ + "/gateway.toml", "--device", "wm-d0", "--limit",
+                                      "100000", "--format", text ? "table" : "json"};
+    args.insert(args.end(), window.begin(), window.end());
+    std::string out;
+    // A log of its own: the program's log is appended to.
+    EXPECT_EQ(RunEdgesync(args, tmp_.File("query" + std::to_string(++queries_) + ".log"), &out), 0) << out;
+    if (text) *text = out;
+    return JsonLines(out);
+  }
+  // A query's rows as (timestamp, value, origin LSN), comparable.
+  static std::vector<std::tuple<int64_t, double, uint64_t>> Answer(const std::vector<nlohmann::json>& rows) {
+    std::vector<std::tuple<int64_t, double, uint64_t>> out;
+    for (const auto& r : rows) out.emplace_back(r.value("ts", int64_t{0}), r.value("value", 0.0), r.value("lsn", uint64_t{0}));
+    return out;
   }
   nlohmann::json GatewayStatus() const { return ReadStatusFile(dir_ + "/status.json"); }
   // The hub's view of gw1 (high water, watermark), from its status file;
@@ -101,23 +131,54 @@ class SyncWatermarkTest : public ::testing::Test {
   TempDir tmp_;
   RegionSite eu_{tmp_.path(), "eu"};
   Broker local_{tmp_.File("local")};
+  Broker reader_local_{tmp_.File("reader_local")};
   std::unique_ptr<TcpProxy> proxy_;
   std::string dir_ = tmp_.File("gw1");
+  std::string reader_dir_ = tmp_.File("gw2");
   Process gateway_;
+  Process reader_;
+  int queries_ = 0;
   Process sensors_;
   std::vector<Seen> seen_;
 };
 
 TEST_F(SyncWatermarkTest, AWatermarkStallsWhileTheLinkIsCutAdvancesAfterTheHealAndNeverClaimsTooMuch) {
   ASSERT_TRUE(StartGateway()) << ReadAll(dir_ + "/gateway.log");
+  ASSERT_TRUE(Start(&reader_, reader_dir_)) << ReadAll(reader_dir_ + "/gateway.log");
   SleepMs(500);
-  // 4 sensors at 40 readings/s in all, for longer than the test runs.
-  ASSERT_TRUE(sensors_.Start({EDGESYNC_PUBLISHER, local_.uri(), "sensors", "4", "100000", "wm-d", "1800000000000",
-                              "40"}));
+  // 4 sensors at 40 readings/s in all, for longer than the test runs. Bare
+  // numbers: the gateway stamps its receive time, just before the commit.
+  ASSERT_TRUE(sensors_.Start({EDGESYNC_PUBLISHER, local_.uri(), "sensors", "4", "100000", "wm-d", "0", "40", "bare"}));
   ASSERT_TRUE(WaitFor([&] { return Hub().complete_ms > 0; }, 60000)) << eu_.hub_log();
   const int64_t first = Hub().complete_ms;
   ASSERT_TRUE(WaitFor([&] { return Hub().complete_ms > first; }, 60000)) << "it advances with the traffic";
   ASSERT_TRUE(WaitFor([&] { return GatewayWatermark() > 0; }, 30000)) << GatewayStatus().dump(2);
+
+  // The reading gateway learns gw1's watermark from the feed; a window
+  // ending before it is answered whole. The margin covers a reading's
+  // wait between its receive time and its group's commit.
+  int64_t view_mark = 0;
+  ASSERT_TRUE(WaitFor([&] {
+    std::vector<nlohmann::json> rows = Query({});
+    view_mark = rows.empty() ? 0 : rows[0].value("complete_through_ms", int64_t{0});
+    // Far enough past the first reading that the window below holds some.
+    return view_mark > 0 && view_mark - rows.back().value("ts", int64_t{0}) > 5000;
+  }, 60000)) << ReadAll(reader_dir_ + "/gateway.log");
+  const std::string window_end = std::to_string(view_mark - 2000);
+  const std::vector<nlohmann::json> before = Query({"--from", "0", "--to", window_end});
+  ASSERT_FALSE(before.empty());
+  for (const auto& r : before) {
+    EXPECT_EQ(r.value("origin", "").rfind("gw1/", 0), 0u);
+    EXPECT_FALSE(r.value("may_grow", true)) << r.dump();
+    EXPECT_GE(r.value("complete_through_ms", int64_t{0}), view_mark);
+  }
+  std::string table;
+  Query({"--from", "0", "--to", window_end}, &table);
+  EXPECT_NE(table.find("# origin gw1/"), std::string::npos) << table;
+  EXPECT_NE(table.find(": complete through 20"), std::string::npos) << table;
+  EXPECT_EQ(table.find("may still grow"), std::string::npos) << table;
+  Query({}, &table);  // an open window reaches past it
+  EXPECT_NE(table.find("the window reaches past it: the answer may still grow"), std::string::npos) << table;
 
   // Cut: readings go on being committed, none reaches the hub.
   proxy_->Cut();
@@ -139,7 +200,8 @@ TEST_F(SyncWatermarkTest, AWatermarkStallsWhileTheLinkIsCutAdvancesAfterTheHealA
   const int64_t healed_ms = SystemClock()->WallMillis();
   ASSERT_TRUE(WaitFor([&] { return Hub().complete_ms > healed_ms; }, 120000))
       << "the watermark passes the outage once the backlog drained\n" << GatewayStatus().dump(2);
-  EXPECT_GT(GatewayWatermark(), cut_ms);
+  // Its status file is written once a second: waited for, not read once.
+  EXPECT_TRUE(WaitFor([&] { return GatewayWatermark() > cut_ms; }, 30000)) << GatewayStatus().dump(2);
 
   // A gateway killed mid-stream comes back; its watermark goes on from
   // where the hub holds it, never back.
@@ -149,6 +211,11 @@ TEST_F(SyncWatermarkTest, AWatermarkStallsWhileTheLinkIsCutAdvancesAfterTheHealA
   const int64_t restarted_ms = SystemClock()->WallMillis();
   ASSERT_TRUE(WaitFor([&] { return Hub().complete_ms > restarted_ms; }, 120000)) << GatewayStatus().dump(2);
   EXPECT_GE(Hub().complete_ms, before_restart);
+
+  // Through all of it, the answer for the window older than the watermark
+  // stayed as it was, while the open window grew.
+  EXPECT_EQ(Answer(Query({"--from", "0", "--to", window_end})), Answer(before));
+  EXPECT_GT(Query({}).size(), before.size());
 
   sensors_.Stop(5000);
   gateway_.Stop(10000);

@@ -626,6 +626,63 @@ TEST_P(HubStoreTest, TheWatermarkMovesOnlyOverGapFreeLsnsAndNeverBack) {
   EXPECT_EQ(r.complete_through_ms, 9'000);
 }
 
+// A feed page carries an origin's watermark only once its continuation
+// holds every entry the watermark covers (PageWatermarks).
+TEST_P(HubStoreTest, AFeedPageCarriesAWatermarkOnlyWhereItsReaderHoldsWhatItCovers) {
+  HubStore* s = Open();
+  ASSERT_NE(s, nullptr);
+  auto first = Entries(1, 10), second = Entries(11, 20);
+  Apply(s, Completing(kGw1, first, 1'000));
+  Apply(s, Completing(kGw1, second, 2'000));
+  auto other = Entries(1, 4);
+  Apply(s, Batch(kGw2, other));  // no watermark: none listed
+  std::vector<OriginWatermark> all;
+  ASSERT_OK(s->FeedWatermarks(&all));
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].origin, kGw1);
+  EXPECT_EQ(all[0].complete_through_ms, 2'000);
+
+  // A reader that stops inside gw-1's entries does not get it; one that
+  // reaches them all does.
+  ShardPositions start{};
+  FeedRead page;
+  ASSERT_OK(s->ReadFeed(start, 15, &page));
+  std::vector<OriginWatermark> carried = PageWatermarks(all, start, page.next);
+  size_t gw1_entries = 0;
+  for (const auto& e : page.entries) gw1_entries += e.remote.origin == kGw1;
+  ASSERT_LT(gw1_entries, 20u);
+  EXPECT_TRUE(carried.empty()) << "a page short of the entries it covers";
+  ShardPositions at = page.next;
+  while (!page.entries.empty()) {
+    ASSERT_OK(s->ReadFeed(at, 15, &page));
+    carried = PageWatermarks(all, start, page.next);
+    at = page.next;
+  }
+  ASSERT_EQ(carried.size(), 1u);
+  EXPECT_EQ(carried[0].origin, kGw1);
+  EXPECT_EQ(carried[0].complete_through_ms, 2'000);
+  // A reader already past it gets it again while few origins have one.
+  EXPECT_EQ(PageWatermarks(all, at, at).size(), 1u);
+}
+
+TEST(PageWatermarksTest, ManyOriginsGetOnlyThoseChangedInThePagesSpan) {
+  std::vector<OriginWatermark> all;
+  for (int i = 0; i < 100; ++i) {
+    all.push_back(OriginWatermark{Origin{"gw-" + std::to_string(i), std::string(32, 'a')}, 1'000 + i,
+                                  static_cast<uint64_t>(10 * (i + 1))});
+  }
+  ShardPositions after{}, next{};
+  after.fill(200);  // seq 210.. changed since: gw-20..
+  next.fill(500);   // valid up to seq 500: ..gw-49
+  std::vector<OriginWatermark> got = PageWatermarks(all, after, next);
+  ASSERT_EQ(got.size(), 30u);
+  EXPECT_EQ(got.front().origin.gateway_id, "gw-20");
+  EXPECT_EQ(got.back().origin.gateway_id, "gw-49");
+  // Unknown watermarks are never sent.
+  all[25].complete_through_ms = 0;
+  EXPECT_EQ(PageWatermarks(all, after, next).size(), 29u);
+}
+
 // Two writers of one store apply the same spans at once: every entry lands
 // once, and (where the store tells) the applied counts add up to it.
 TEST_P(HubStoreTest, TwoWritersNeverBothApplyTheSameSpan) {

@@ -257,7 +257,7 @@ TEST_F(StoreQueryTest, MigratesVersion6ReadViewsToSeriesByOrigin) {
   // Back to the version 6 layout: without what versions 7 and 8 added.
   Sql("DROP TABLE view_series; DROP INDEX view_chunks_origin_time; "
       "CREATE INDEX view_chunks_time ON view_chunks(max_ts, min_ts); ALTER TABLE high_water DROP COLUMN complete_ms; "
-      "PRAGMA user_version=6;");
+      "ALTER TABLE high_water DROP COLUMN complete_seq; DROP TABLE view_watermarks; PRAGMA user_version=6;");
   auto s = OpenStore();
   ASSERT_TRUE(s);
   EXPECT_EQ(s->schema_version(), kSchemaVersion);

@@ -191,6 +191,38 @@ TEST(WireTest, TheWatermarkRoundTripsAndAnOlderSendersBatchReadsAsUnknown) {
   EXPECT_EQ(m.batch.complete_through_ms, 0);
 }
 
+TEST(WireTest, AFeedPageCarriesWatermarksAndRefusesBadOnesWithACounter) {
+  WireFeedPage page;
+  page.region = "eu";
+  page.next[3] = 40;
+  page.watermarks.push_back(OriginWatermark{kOrigin, 1780000123456, 0});
+  page.watermarks.push_back(OriginWatermark{Origin{"gw-2", std::string(32, 'b')}, 1780000999000, 0});
+  std::string bytes;
+  ASSERT_OK(EncodeFeedPage(9, page, {}, &bytes));
+  WireMessage m;
+  ASSERT_OK(DecodeMessage(bytes, {}, &m, nullptr));
+  ASSERT_EQ(m.feed_page.watermarks.size(), 2u);
+  EXPECT_EQ(m.feed_page.watermarks[0].origin, kOrigin);
+  EXPECT_EQ(m.feed_page.watermarks[0].complete_through_ms, 1780000123456);
+  EXPECT_EQ(m.feed_page.watermarks[1].complete_through_ms, 1780000999000);
+  // A page without them (a hub of protocol 4): none.
+  page.watermarks.clear();
+  ASSERT_OK(EncodeFeedPage(9, page, {}, &bytes));
+  ASSERT_OK(DecodeMessage(bytes, {}, &m, nullptr));
+  EXPECT_TRUE(m.feed_page.watermarks.empty());
+  // A bad origin or a time at or before 1970: refused, counted.
+  for (const OriginWatermark& bad : {OriginWatermark{Origin{"gw/1", std::string(32, 'a')}, 5, 0},
+                                     OriginWatermark{kOrigin, 0, 0}, OriginWatermark{kOrigin, -7, 0}}) {
+    page.watermarks = {bad};
+    ASSERT_OK(EncodeFeedPage(9, page, {}, &bytes));
+    WireCounters counters;
+    Status st = DecodeMessage(bytes, {}, &m, &counters);
+    EXPECT_EQ(st.code(), Status::Code::kCorruption) << st.ToString();
+    EXPECT_NE(st.message().find("watermark"), std::string::npos) << st.ToString();
+    EXPECT_EQ(counters.bad_entries.load(), 1u);
+  }
+}
+
 TEST(WireTest, ABatchSpanMayOpenBeforeItsFirstEntry) {
   WireBatch batch = MakeBatch({{"dev-a", "t", 1, 1.5, "C", 0}, {"dev-a", "t", 2, 2.5, "C", 0}}, 20);
   batch.first_lsn = 17;  // 17..19 were compacted away
