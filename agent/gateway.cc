@@ -264,6 +264,24 @@ nlohmann::json Gateway::StatusJson() {
     }
     j["read_view"] = {{"pages", f.pages}, {"timeouts", f.timeouts}, {"bad_messages", f.bad_messages},
                       {"regions", regions}};
+    // The other origins' completeness watermarks the read view holds: the
+    // oldest (most behind) first, at most kListedWatermarks of them.
+    std::vector<OriginWatermark> marks;
+    if (store_ && store_->ListWatermarks(&marks).ok()) {
+      std::sort(marks.begin(), marks.end(), [](const OriginWatermark& a, const OriginWatermark& b) {
+        return a.complete_through_ms != b.complete_through_ms ? a.complete_through_ms < b.complete_through_ms
+                                                              : a.origin.ToString() < b.origin.ToString();
+      });
+      const int64_t wall = clock_->WallMillis();
+      nlohmann::json listed = nlohmann::json::array();
+      for (size_t i = 0; i < marks.size() && i < kListedWatermarks; ++i) {
+        listed.push_back({{"origin", marks[i].origin.ToString()},
+                          {"complete_through_ms", marks[i].complete_through_ms},
+                          {"complete_age_ms", wall - marks[i].complete_through_ms}});
+      }
+      j["read_view"]["watermark_origins"] = marks.size();
+      j["read_view"]["watermarks"] = std::move(listed);
+    }
   }
   j["rates"] = {{"ingest_per_s", ingest_rate_.Update(committed, now_ms)},
                 {"acked_per_s", ack_rate_.Update(acked, now_ms)}};

@@ -62,6 +62,9 @@ class Gateway {
   // The ingest once its clock trust is made (Init): the uplink asks it
   // whether commit times are trusted (UplinkOptions::clock_trusted_since).
   std::atomic<Ingest*> clock_source_{nullptr};
+  // Read-view watermarks listed in the status (the oldest first): every
+  // one while they are few, bounded for a large fleet.
+  static constexpr size_t kListedWatermarks = 20;
   std::unique_ptr<FeedPuller> feed_puller_;
   std::unique_ptr<Retention> retention_;  // after store_: stopped and destroyed before it
   bool running_ = false;

@@ -259,6 +259,16 @@ void GatewayMetrics(Writer* w, const json& s) {
               "pages_late", l);
       Counter(w, "edgesync_feed_resets_total", "Explicit feed resets.", r, "resets", l);
     }
+    for (const json& m : f.value("watermarks", json::array())) {
+      Labels l = {{"origin", m.value("origin", "")}};
+      w->Sample("edgesync_read_view_origin_complete_through_seconds", "gauge",
+                "The origin's completeness watermark the read view holds (Unix time): every reading its gateway "
+                "committed before it is in the read view.",
+                static_cast<double>(m.value("complete_through_ms", int64_t{0})) / 1000.0, l);
+      w->Sample("edgesync_read_view_origin_complete_age_seconds", "gauge",
+                "Age of the origin's completeness watermark in the read view.",
+                static_cast<double>(m.value("complete_age_ms", int64_t{0})) / 1000.0, l);
+    }
   }
 }
 

@@ -250,6 +250,15 @@ void PrintText(const json& j) {
                   r.value("name", "").c_str(), r.value("position", 0.0), r.value("head", 0.0), r.value("lag", 0.0),
                   r.value("pages_ignored", 0.0), r.value("pages_late", 0.0));
     }
+    const json marks = j["read_view"].value("watermarks", json::array());
+    if (j["read_view"].value("watermark_origins", 0.0) > static_cast<double>(marks.size())) {
+      std::printf("          read view: the %zu oldest watermarks of %.0f origins\n", marks.size(),
+                  j["read_view"].value("watermark_origins", 0.0));
+    }
+    for (const json& m : marks) {
+      std::printf("  view    %s complete through %s\n", m.value("origin", "").c_str(),
+                  Watermark(m.value("complete_through_ms", int64_t{0}), m.value("complete_age_ms", 0.0)).c_str());
+    }
   }
   if (j.contains("hub")) {
     const json& h = j["hub"];

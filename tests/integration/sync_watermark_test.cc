@@ -26,6 +26,7 @@
 #include "tests/integration/sync_sites.h"
 #include "tests/support/broker.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/http_get.h"
 #include "tests/support/process.h"
 #include "tests/support/status_assert.h"
 #include "tests/support/status_file.h"
@@ -42,12 +43,14 @@ struct Seen {
 class SyncWatermarkTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(eu_.Start()) << eu_.hub_log();
+    ASSERT_TRUE(eu_.Start("", "\n[metrics]\nlisten = \"127.0.0.1:" + std::to_string(hub_port_) + "\""))
+        << eu_.hub_log();
     ASSERT_TRUE(local_.Start());
     ASSERT_TRUE(reader_local_.Start());
     proxy_ = std::make_unique<TcpProxy>(eu_.broker().port());
     WriteConfig("gw1", dir_, local_.uri(), proxy_->uri());
-    WriteConfig("gw2", reader_dir_, reader_local_.uri(), eu_.broker().uri());
+    WriteConfig("gw2", reader_dir_, reader_local_.uri(), eu_.broker().uri(),
+                "\n[metrics]\nlisten = \"127.0.0.1:" + std::to_string(reader_port_) + "\"\n");
   }
   void TearDown() override {
     sensors_.Stop(5000);
@@ -57,7 +60,7 @@ class SyncWatermarkTest : public ::testing::Test {
   // The floor source: the test machine's kernel may never say it is
   // synchronised, and an untrusted clock never advances a watermark.
   static void WriteConfig(const std::string& id, const std::string& dir, const std::string& local,
-                          const std::string& region) {
+                          const std::string& region, const std::string& extra = "") {
     RegionSite::MakeDir(dir);
     std::ofstream(dir + "/gateway.toml")
         << "[gateway]\nid = " << Q(id) << "\ndata_dir = " << Q(dir) << "\n\n"
@@ -65,7 +68,7 @@ class SyncWatermarkTest : public ::testing::Test {
         << "clock_trust = \"floor\"\nepoch_floor = \"2020-01-01T00:00:00Z\"\n\n"
         << "[uplink]\nbatch_max_delay_ms = 20\nack_timeout_ms = 2000\nbackoff_base_ms = 50\n"
         << "backoff_max_ms = 500\nprobe_interval_ms = 200\n\n"
-        << "[[region]]\nname = \"eu\"\nuri = " << Q(region) << "\npreference = 0\n";
+        << "[[region]]\nname = \"eu\"\nuri = " << Q(region) << "\npreference = 0\n" << extra;
   }
 
   std::string config() const { return dir_ + "/gateway.toml"; }
@@ -138,6 +141,8 @@ class SyncWatermarkTest : public ::testing::Test {
   Process gateway_;
   Process reader_;
   int queries_ = 0;
+  int hub_port_ = FreePort();
+  int reader_port_ = FreePort();
   Process sensors_;
   std::vector<Seen> seen_;
 };
@@ -179,6 +184,32 @@ TEST_F(SyncWatermarkTest, AWatermarkStallsWhileTheLinkIsCutAdvancesAfterTheHealA
   EXPECT_EQ(table.find("may still grow"), std::string::npos) << table;
   Query({}, &table);  // an open window reaches past it
   EXPECT_NE(table.find("the window reaches past it: the answer may still grow"), std::string::npos) << table;
+  // The reading gateway's status, `edgesync devices` and both /metrics name it.
+  ASSERT_TRUE(WaitFor([&] {
+    nlohmann::json s = ReadStatusFile(reader_dir_ + "/status.json");
+    return s.contains("read_view") && s["read_view"].value("watermarks", nlohmann::json::array()).size() == 1 &&
+           s["read_view"]["watermarks"][0].value("complete_through_ms", int64_t{0}) >= view_mark;
+  }, 30000)) << ReadStatusFile(reader_dir_ + "/status.json").dump(2);
+  std::string out;
+  ASSERT_EQ(RunEdgesync({"status", "-c", reader_dir_ + "/gateway.toml"}, tmp_.File("status.log"), &out), 0) << out;
+  EXPECT_NE(out.find("  view    gw1/"), std::string::npos) << out;
+  EXPECT_NE(out.find(" complete through 20"), std::string::npos) << out;
+  ASSERT_EQ(RunEdgesync({"devices", "-c", reader_dir_ + "/gateway.toml", "--format", "json"}, tmp_.File("devices.log"),
+                        &out),
+            0)
+      << out;
+  std::vector<nlohmann::json> devices = JsonLines(out);
+  ASSERT_FALSE(devices.empty()) << out;
+  for (const auto& d : devices) EXPECT_GE(d.value("complete_through_ms", int64_t{0}), view_mark) << d.dump();
+  for (const auto& [port, name] : {std::pair<int, std::string>{reader_port_, "edgesync_read_view_origin_complete_age_seconds"},
+                                   std::pair<int, std::string>{hub_port_, "edgesync_hub_origin_complete_age_seconds"}}) {
+    std::string metrics, check;
+    ASSERT_TRUE(WaitFor([&] {
+      metrics = HttpGet(port, "/metrics");
+      return metrics.find(name + "{origin=\"gw1/") != std::string::npos;
+    }, 30000)) << metrics;
+    EXPECT_EQ(PromtoolCheck(metrics, tmp_.File("metrics" + std::to_string(port) + ".txt"), &check), 0) << check;
+  }
 
   // Cut: readings go on being committed, none reaches the hub.
   proxy_->Cut();
