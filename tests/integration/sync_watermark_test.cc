@@ -8,7 +8,8 @@
 // watermarks"). A second gateway (no sensors of its own) reads the region
 // feed: `edgesync query` there says how complete each origin's answer is,
 // and an answer for a window older than the watermark never changes
-// through later traffic, a kill -9 of the writing gateway and a hub restart.
+// through later traffic, a kill -9 of the writing gateway, a hub restart
+// and retention passes (their horizons far from the window).
 #include <gtest/gtest.h>
 
 #include <sqlite3.h>
@@ -64,6 +65,8 @@ class SyncWatermarkTest : public ::testing::Test {
     RegionSite::MakeDir(dir);
     std::ofstream(dir + "/gateway.toml")
         << "[gateway]\nid = " << Q(id) << "\ndata_dir = " << Q(dir) << "\n\n"
+        // Retention runs every second; its horizons (days) reach no reading here.
+        << "[store]\nretention_interval_s = 1\n\n"
         << "[ingest]\nbroker_uri = " << Q(local) << "\ndevice_rate = 100000.0\ndevice_burst = 100000\n"
         << "clock_trust = \"floor\"\nepoch_floor = \"2020-01-01T00:00:00Z\"\n\n"
         << "[uplink]\nbatch_max_delay_ms = 20\nack_timeout_ms = 2000\nbackoff_base_ms = 50\n"
@@ -172,6 +175,7 @@ TEST_F(SyncWatermarkTest, AWatermarkStallsWhileTheLinkIsCutAdvancesAfterTheHealA
   const std::string window_end = std::to_string(view_mark - 2000);
   const std::vector<nlohmann::json> before = Query({"--from", "0", "--to", window_end});
   ASSERT_FALSE(before.empty());
+  const int64_t retention_passes = StatusField(ReadStatusFile(reader_dir_ + "/status.json"), "retention", "passes");
   for (const auto& r : before) {
     EXPECT_EQ(r.value("origin", "").rfind("gw1/", 0), 0u);
     EXPECT_FALSE(r.value("may_grow", true)) << r.dump();
@@ -243,6 +247,10 @@ TEST_F(SyncWatermarkTest, AWatermarkStallsWhileTheLinkIsCutAdvancesAfterTheHealA
   ASSERT_TRUE(WaitFor([&] { return Hub().complete_ms > restarted_ms; }, 120000)) << GatewayStatus().dump(2);
   EXPECT_GE(Hub().complete_ms, before_restart);
 
+  // Retention passes of the reading gateway ran meanwhile too.
+  ASSERT_TRUE(WaitFor([&] {
+    return StatusField(ReadStatusFile(reader_dir_ + "/status.json"), "retention", "passes") > retention_passes + 1;
+  }, 30000)) << ReadStatusFile(reader_dir_ + "/status.json").dump(2);
   // Through all of it, the answer for the window older than the watermark
   // stayed as it was, while the open window grew.
   EXPECT_EQ(Answer(Query({"--from", "0", "--to", window_end})), Answer(before));
