@@ -296,6 +296,9 @@ void HubMetrics(Writer* w, const json& s) {
   Counter(w, "edgesync_hub_lost_at_origin_total",
           "LSNs refilling gateways no longer held (pruned after this region acknowledged them and lost them).", h,
           "lost_at_origin");
+  Counter(w, "edgesync_hub_late_readings_total",
+          "Readings that arrived stamped over a minute before their origin's watermark, all origins.", h,
+          "late_readings");
   // Shards and their leases (store/hub_store_leases.h; one hub on SQLite
   // holds every shard for good).
   w->Sample("edgesync_hub_shards_held", "gauge", "Region shards this hub holds (listens to and applies).",
@@ -343,6 +346,10 @@ void HubMetrics(Writer* w, const json& s) {
                 static_cast<double>(o.value("complete_age_ms", int64_t{0})) / 1000.0, l);
     }
     Counter(w, "edgesync_hub_origin_entries_applied_total", "Entries applied per origin.", o, "entries", l);
+    Counter(w, "edgesync_hub_origin_late_readings_total",
+            "Readings that arrived stamped over a minute before the origin's watermark (a device replaying its "
+            "buffer).",
+            o, "late_readings", l);
     Counter(w, "edgesync_hub_origin_lost_total",
             "LSNs the origin no longer held when it refilled this region after the region lost them.", o, "lost", l);
   }

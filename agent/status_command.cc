@@ -297,9 +297,10 @@ void PrintText(const json& j) {
       }
     }
     for (const json& o : origins) {
-      std::printf("  origin  %s high water %.0f, lag %.1f s, complete through %s\n", o.value("origin", "").c_str(),
-                  o.value("high_water", 0.0), o.value("lag_ms", 0.0) / 1000.0,
-                  Watermark(o.value("complete_through_ms", int64_t{0}), o.value("complete_age_ms", 0.0)).c_str());
+      std::printf("  origin  %s high water %.0f, lag %.1f s, complete through %s, late readings %.0f\n",
+                  o.value("origin", "").c_str(), o.value("high_water", 0.0), o.value("lag_ms", 0.0) / 1000.0,
+                  Watermark(o.value("complete_through_ms", int64_t{0}), o.value("complete_age_ms", 0.0)).c_str(),
+                  o.value("late_readings", 0.0));
     }
   }
   if (j.contains("region_feed")) {

@@ -565,9 +565,22 @@ void RegionHub::Answer(const PendingBatch& p, const Status& status, const ApplyR
   const uint64_t lost = jumped && b.base_lost ? b.base_lsn - r.before : 0;
   const bool held = status.ok() && (r.outcome == ApplyOutcome::kApplied || r.outcome == ApplyOutcome::kAlreadyHeld);
   int64_t newest_ts = INT64_MIN;  // outside the lock: stats() waits on it
-  if (held) {
+  // Readings stamped well before the origin's watermark as it stood: a
+  // device replaying its buffer, or a clock far behind. The watermark is
+  // over commit time, so they arrive after a window over their own time
+  // looked complete (docs/GUARANTEES.md); counted, not refused.
+  uint64_t late = 0;
+  if (held && r.applied > 0) {
+    int64_t watermark = 0;
+    {
+      MutexLock lock(&stats_mu_);
+      auto it = origins_.find(b.origin.ToString());
+      if (it != origins_.end()) watermark = it->second.complete_through_ms;
+    }
     for (const ChangeEntry& e : b.entries) {
-      if (e.lsn > r.before && e.kind == ChangeEntry::Kind::kReading) newest_ts = std::max(newest_ts, e.reading.ts_ms);
+      if (e.lsn <= r.before || e.kind != ChangeEntry::Kind::kReading) continue;
+      newest_ts = std::max(newest_ts, e.reading.ts_ms);
+      if (watermark > 0 && e.reading.ts_ms < watermark - kLateReadingMarginMs) ++late;
     }
   }
   {
@@ -590,6 +603,8 @@ void RegionHub::Answer(const PendingBatch& p, const Status& status, const ApplyR
       HubOriginStats& o = it->second;
       o.high_water = r.high_water;
       o.complete_through_ms = std::max(o.complete_through_ms, r.complete_through_ms);
+      o.late_readings += late;
+      stats_.late_readings += late;
       ++o.batches;
       o.entries += r.applied;
       o.last_batch_wall_ms = clock_->WallMillis();

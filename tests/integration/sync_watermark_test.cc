@@ -256,6 +256,9 @@ TEST_F(SyncWatermarkTest, AWatermarkStallsWhileTheLinkIsCutAdvancesAfterTheHealA
   EXPECT_EQ(Answer(Query({"--from", "0", "--to", window_end})), Answer(before));
   EXPECT_GT(Query({}).size(), before.size());
 
+  // Readings stamped on arrival are never counted as arriving late.
+  EXPECT_EQ(StatusField(ReadStatusFile(tmp_.path() + "/eu/hub/status.json"), "hub", "late_readings"), 0);
+
   sensors_.Stop(5000);
   gateway_.Stop(10000);
   // Never back, and never past what the hub held with it.

@@ -101,8 +101,27 @@ TEST_F(RegionHubStatusTest, AnOriginsWatermarkIsTheOneItsHeldBatchesCarried) {
   Send("gw-w", 0, false, 2, 1'780'000'005'000);
   ASSERT_TRUE(test::WaitFor([&] { return Acks() == 3; }, 20000));
   EXPECT_EQ(hub_->stats().origins[0].complete_through_ms, 1'780'000'005'000);
-  std::lock_guard<std::mutex> lock(mu_);
-  EXPECT_EQ(acks_, (std::vector<AckCode>{AckCode::kOk, AckCode::kGap, AckCode::kOk}));
+  EXPECT_EQ(hub_->stats().late_readings, 0u) << "readings stamped now are not late";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EXPECT_EQ(acks_, (std::vector<AckCode>{AckCode::kOk, AckCode::kGap, AckCode::kOk}));
+  }
+}
+
+// A reading stamped long before its origin's watermark (a device replaying
+// its buffer) is counted late; one stamped near it is not.
+TEST_F(RegionHubStatusTest, ReadingsStampedWellBeforeTheWatermarkAreCountedLate) {
+  const int64_t now = SystemClock()->WallMillis();
+  Send("gw-l", 0, false, 1, now);
+  ASSERT_TRUE(test::WaitFor([&] { return Acks() == 1; }, 20000));
+  Send("gw-l", 10 * 60000, false, 2, now);  // ten minutes old
+  ASSERT_TRUE(test::WaitFor([&] { return Acks() == 2; }, 20000));
+  Send("gw-l", 1000, false, 3, now);  // a second old: within the margin
+  ASSERT_TRUE(test::WaitFor([&] { return Acks() == 3; }, 20000));
+  RegionHubStats s = hub_->stats();
+  ASSERT_EQ(s.origins.size(), 1u);
+  EXPECT_EQ(s.origins[0].late_readings, 1u);
+  EXPECT_EQ(s.late_readings, 1u);
 }
 
 TEST_F(RegionHubStatusTest, AnOriginLagsWhileItsBacklogDrainsAndReadsZeroOnceCaughtUp) {
