@@ -28,7 +28,7 @@ namespace {
 class UplinkNotifyingSink : public StoreSink {
  public:
   UplinkNotifyingSink(Store* store, Uplink* uplink, Histogram* latency, Clock* clock)
-      : StoreSink(store, store), uplink_(uplink), latency_(latency), clock_(clock) {}
+      : StoreSink(store, store, store), uplink_(uplink), latency_(latency), clock_(clock) {}
   Status AppendReadings(const std::vector<Reading>& readings, uint64_t intake_seq) override {
     int64_t start = clock_->MonotonicNanos();
     Status s = StoreSink::AppendReadings(readings, intake_seq);
@@ -184,6 +184,15 @@ nlohmann::json Gateway::StatusJson() {
                   {"source", clock.source},
                   {"sync", ClockSyncName(clock.last)},
                   {"trusted_since_ms", clock.trusted_since_ms}};
+    const ClockPeriodFigures periods = ingest_->clock_periods();
+    if (periods.kept) {
+      j["clock"]["periods"] = {{"open", periods.open},
+                               {"corrected", periods.corrected},
+                               {"uncorrectable", periods.uncorrectable},
+                               {"readings_open", periods.readings_open},
+                               {"readings_corrected", periods.readings_corrected},
+                               {"readings_uncorrectable", periods.readings_uncorrectable}};
+    }
   }
   int64_t now_ms = clock_->MonotonicMillis();
   if (store_) {

@@ -140,6 +140,20 @@ void GatewayMetrics(Writer* w, const json& s) {
     w->Sample("edgesync_clock_trusted", "gauge",
               "1 once the gateway trusts its wall clock in this boot (ingest.clock_trust), else 0.",
               s["clock"].value("trusted", false) ? 1 : 0);
+    if (s["clock"].contains("periods")) {
+      const json& p = s["clock"]["periods"];
+      for (const char* state : {"open", "corrected", "uncorrectable"}) {
+        Gauge(w, "edgesync_clock_periods",
+              "Untrusted clock periods by state: open (this boot, corrected once the clock is trusted), corrected, "
+              "uncorrectable (their boot ended untrusted).",
+              p, state, {{"state", state}});
+      }
+      for (const char* state : {"open", "corrected", "uncorrectable"}) {
+        Gauge(w, "edgesync_clock_period_readings",
+              "Readings stamped on arrival while the clock was untrusted, by their period's state.", p,
+              (std::string("readings_") + state).c_str(), {{"state", state}});
+      }
+    }
   }
   if (s.contains("ingest")) {
     const json& in = s["ingest"];

@@ -220,6 +220,14 @@ void PrintText(const json& j) {
                   "%.0f readings so far\n",
                   c.value("source", "").c_str(), c.value("sync", "").c_str(), Num(j, "ingest", "untrusted_clock"));
     }
+    if (c.contains("periods")) {
+      std::printf("          untrusted periods: %.0f open (%.0f readings, corrected once trusted), %.0f corrected "
+                  "(%.0f readings), %.0f uncorrectable (%.0f readings keep untrusted_clock: their boot ended "
+                  "untrusted)\n",
+                  Num(c, "periods", "open"), Num(c, "periods", "readings_open"), Num(c, "periods", "corrected"),
+                  Num(c, "periods", "readings_corrected"), Num(c, "periods", "uncorrectable"),
+                  Num(c, "periods", "readings_uncorrectable"));
+    }
   }
   if (j.contains("uplink")) {
     const json& u = j["uplink"];

@@ -145,6 +145,27 @@ void AddReading(const Reading& r, nlohmann::json* j) {
   if (r.quality != 0) (*j)["quality"] = r.quality;
 }
 
+// Whose clock a row's time is, as `query` shows it: "sensor" (the
+// reading's own time), "gateway" (stamped on arrival by a trusted clock), "corrected"
+// (stamped while the clock was untrusted, moved to the true time since:
+// store/time_correction.h), "untrusted" (not corrected yet), or
+// "untrusted, uncorrectable" (a period of this store whose boot ended
+// before the clock was trusted: it keeps the flag for good).
+std::string ClockOfRow(const QueryRow& r, const std::vector<ClockPeriod>& periods, const std::string& boot) {
+  const uint32_t q = r.reading.quality;
+  if (q & kQualityCorrectedTime) return "corrected";
+  if (q & kQualityUntrustedClock) {
+    const uint32_t period = QualityPeriod(q);
+    if (r.local && period != 0) {
+      for (const ClockPeriod& p : periods) {
+        if (p.id == period && !p.corrected && p.boot_id != boot) return "untrusted, uncorrectable";
+      }
+    }
+    return "untrusted";
+  }
+  return (q & kQualityReceiveTime) ? "gateway" : "sensor";
+}
+
 }  // namespace
 
 nlohmann::json FeedEntryJson(const ChangeEntry& e) {
@@ -320,6 +341,7 @@ int RunQuery(const Config& config, const QueryOptions& options) {
   q.newest_first = !options.oldest_first;
   std::vector<QueryRow> rows;
   std::map<std::string, int64_t> watermarks;
+  std::vector<ClockPeriod> periods;
   {
     std::unique_ptr<Store> store;
     HubStoreHandle hub;
@@ -327,15 +349,20 @@ int RunQuery(const Config& config, const QueryOptions& options) {
     if (!st.ok()) return Fail("query", st);
     st = hub ? QueryRegionFeed(hub.get(), q, &rows) : store->Query(q, &rows);
     if (!st.ok()) return Fail("query", st);
+    // This store's own periods tell an untrusted reading that will still
+    // be corrected from one whose boot ended untrusted.
+    if (store) st = store->ListClockPeriods(&periods);
+    if (!st.ok()) return Fail("query", st);
     st = WatermarksByOrigin(store.get(), hub ? hub.get() : nullptr, &watermarks);
     if (!st.ok()) return Fail("query", st);
   }
+  const std::string boot = SystemClock()->BootId();
   bool cut = static_cast<int64_t>(rows.size()) > options.limit;
   if (cut) rows.resize(static_cast<size_t>(options.limit));
   // Per origin that answered, in order of first appearance. The window's
   // end (now when open) past the watermark: readings committed since may
   // still arrive (the watermark is over commit time: docs/GUARANTEES.md).
-  const int64_t window_end = q.to_ms > 0 ? q.to_ms : now;
+  const int64_t window_end = q.to_ms < INT64_MAX ? q.to_ms : now;
   std::vector<Completeness> answered;
   std::map<std::string, size_t> answered_at;
   for (const QueryRow& r : rows) {
@@ -350,17 +377,19 @@ int RunQuery(const Config& config, const QueryOptions& options) {
     answered_at[name] = answered.size();
     answered.push_back(c);
   }
-  Table table({"time", "device", "metric", "value", "unit", "quality", "origin", "lsn", "local"});
+  Table table({"time", "device", "metric", "value", "unit", "quality", "origin", "lsn", "local", "clock"});
   for (const QueryRow& r : rows) {
+    const std::string clock = ClockOfRow(r, periods, boot);
     const Completeness& c = answered[answered_at[r.origin.ToString()]];
     table.Add({Rfc3339(r.reading.ts_ms), r.reading.device_id, r.reading.metric, Value(r.reading.value), r.reading.unit,
                std::to_string(r.reading.quality), r.origin.ToString(), std::to_string(r.lsn),
-               r.local ? "true" : "false"},
-              [&r, &c](nlohmann::json* j) {
+               r.local ? "true" : "false", clock},
+              [&r, &clock, &c](nlohmann::json* j) {
                 AddReading(r.reading, j);
                 (*j)["origin"] = r.origin.ToString();
                 (*j)["lsn"] = r.lsn;
                 (*j)["local"] = r.local;
+                (*j)["clock"] = clock;
                 if (!c.local) {
                   (*j)["complete_through_ms"] = c.through_ms;
                   (*j)["may_grow"] = c.may_grow;

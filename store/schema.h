@@ -28,6 +28,9 @@
 //   the chunks an incoming page may overlap, so the read view's dedupe by
 //   (origin, LSN) stays exact. A row per entry with UNIQUE(origin, olsn) and
 //   a query index (version 4) cost ~89 bytes per reading on a hub.
+// - `clock_periods` (version 8): this origin's untrusted clock periods and
+//   their corrections (store/time_correction.h); readings name theirs in the
+//   quality's high bits.
 //
 // Thread safety: functions act on the connection given, under its mutex.
 #ifndef EDGESYNC_STORE_SCHEMA_H_
@@ -46,9 +49,10 @@ namespace edgesync {
 // 3: leases renewed on the monotonic clock of a named boot; 4: readings in
 // compressed chunks; 5: compacted spans in per-series blocks; 6: the read
 // view and the region feed in compressed chunks; 7: the read view's series
-// per origin, its chunks indexed by (origin, time); 8: each origin's
-// completeness watermark beside its high-water mark.
-constexpr int kSchemaVersion = 8;
+// per origin, its chunks indexed by (origin, time); 8: untrusted clock
+// periods (store/time_correction.h); 9: each origin's completeness
+// watermark beside its high-water mark, and the read view's.
+constexpr int kSchemaVersion = 9;
 // "ESYG": marks a SQLite file as an edgesync store.
 constexpr int kApplicationId = 0x45535947;
 // The highest LSN given out so far: the log's, or meta's high_lsn once

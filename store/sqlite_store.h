@@ -94,6 +94,10 @@ class SqliteStore : public Store, public HubStore {
   Status CompactStep(CompactResult* result) override;
   Status Stats(StoreStats* stats) override;
 
+  Status OpenClockPeriod(const std::string& boot_id, int64_t offset_ms, int64_t now_ms, uint32_t* id) override;
+  Status ListClockPeriods(std::vector<ClockPeriod>* periods) override;
+  Status CorrectClockPeriod(uint32_t id, int64_t delta_ms, int64_t now_ms, bool* done) override;
+
   // HubStore (sqlite_store_hub.cc): a region hub's tables in this file. One
   // hub is the file's only writer (agent/region_hub.cc locks it), and every
   // write goes through write_mu_: a batch is decided against the mark read
@@ -129,6 +133,10 @@ class SqliteStore : public Store, public HubStore {
   Status AppendOnce(const std::vector<Reading>& readings, const CheckpointMark* mark, AppendResult* result)
       REQUIRES(write_mu_);
   Status MoveCheckpoint(const CheckpointMark& mark) REQUIRES(write_mu_);  // inside or outside a transaction
+  // Inside an append's transaction: the readings stamped in untrusted clock
+  // periods counted into their periods' rows (sqlite_store_periods.cc);
+  // InvalidArgument for a period the store does not know.
+  Status CountPeriodReadings(const std::vector<Reading>& readings) REQUIRES(write_mu_);
   // Space (sqlite_store_retention.cc). CheckSpace: how many of the oldest
   // readings must go before n more fit (0 = they fit).
   Status CheckSpace(size_t n, int64_t* to_drop) REQUIRES(write_mu_);
@@ -229,6 +237,9 @@ class SqliteStore : public Store, public HubStore {
   Status DecodeChunkRow(Db* db, std::string_view data, int64_t first, int64_t last, std::vector<ChunkReading>* readings);
 
   // Read side.
+  // The corrections of this store's own periods (sqlite_store_periods.cc),
+  // on the read connection inside the caller's snapshot.
+  Status LoadOwnOverlay(TimeOverlay* overlay) REQUIRES(read_mu_);
   Status SeriesById(int64_t id, SeriesInfo* info) REQUIRES(read_mu_);
   Status FillDeviceEntry(const std::string& device_id, ChangeEntry* e) REQUIRES(read_mu_);
   // The chunk holding the first reading after `after` (or the next one):
@@ -357,6 +368,7 @@ class SqliteStore : public Store, public HubStore {
   Stmt w_high_ GUARDED_BY(write_mu_);
   Stmt w_update_range_ GUARDED_BY(write_mu_);
   Stmt w_data_version_ GUARDED_BY(write_mu_);
+  Stmt w_count_period_ GUARDED_BY(write_mu_);  // CountPeriodReadings', prepared on first use
   Stmt r_log_after_ GUARDED_BY(read_mu_);
   Stmt r_chunk_after_ GUARDED_BY(read_mu_);
   Stmt r_chunk_data_ GUARDED_BY(read_mu_);

@@ -418,6 +418,7 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
     for (size_t k = 0; k < by_pos.size(); ++k) {
       if (by_pos[k].first > 0) counts[write_ranges_[k].info.id] = by_pos[k];
     }
+    ES_RETURN_IF_ERROR(CountPeriodReadings(readings));
     result->last_lsn = lsn + readings.size() - 1;
     if (options_.sync == StoreOptions::Sync::kNormal && result->last_lsn > lsn_reserved_) {
       return Status::Corruption("LSN " + std::to_string(result->last_lsn) + " past the fence " +

@@ -159,30 +159,51 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   }
   std::vector<uint64_t> local_lsns;
   bool local_lsns_sorted = false;
+  // Corrected untrusted clock periods (store/time_correction.h): a reading
+  // is shown, and kept or not, at its corrected time, and the stamped times
+  // that a correction brings into [from, to) are read as well. Without
+  // corrections the only window is [from, to).
+  TimeOverlay own_overlay;
+  ES_RETURN_IF_ERROR(LoadOwnOverlay(&own_overlay));
+  const std::vector<std::pair<int64_t, int64_t>> own_windows = own_overlay.ScanWindows(q.from_ms, q.to_ms);
+  const std::vector<std::pair<int64_t, int64_t>> plain_windows{{q.from_ms, q.to_ms}};
+  // The time and quality shown: false when outside [from, to).
+  auto shown = [&q](const TimeOverlay* overlay, int64_t* ts, uint32_t* quality) {
+    if (overlay != nullptr) overlay->Apply(ts, quality);
+    return *ts >= q.from_ms && *ts < q.to_ms;
+  };
+  // A block or chunk met by two windows is read once.
+  std::set<int64_t> read_keys;
 
-  // Compacted spans: the series' own blocks that meet [from, to).
+  // Compacted spans: the series' own blocks that meet the windows.
   Stmt blocks;
   ES_RETURN_IF_ERROR(blocks.Prepare(&read_db_,
-                                    "SELECT span, data FROM series_chunks WHERE series = ? AND max_ts >= ? AND "
+                                    "SELECT span, data, id FROM series_chunks WHERE series = ? AND max_ts >= ? AND "
                                     "min_ts < ?"));
   std::vector<SeriesPoint> points;
   for (uint32_t si = 0; si < list.size(); ++si) {
-    StmtScope scope(&blocks);
-    blocks.Bind(1, list[si].id);
-    blocks.Bind(2, q.from_ms);
-    blocks.Bind(3, q.to_ms);
-    while (blocks.Step(&st)) {
-      Status d = DecodeSeriesBlock(blocks.Blob(1), kMaxChunkReadings, &points);
-      if (!d.ok()) return Status::Corruption("span at LSN " + std::to_string(blocks.Int(0)) + ": " + d.message());
-      for (const SeriesPoint& p : points) {
-        if (p.ts_ms < q.from_ms || p.ts_ms >= q.to_ms) continue;
-        hits.Add(Hit{p.ts_ms, static_cast<uint64_t>(p.lsn), p.value, p.quality, si, 0});
-        if (own_id != 0) local_lsns.push_back(static_cast<uint64_t>(p.lsn));
+    for (const auto& window : own_windows) {
+      StmtScope scope(&blocks);
+      blocks.Bind(1, list[si].id);
+      blocks.Bind(2, window.first);
+      blocks.Bind(3, window.second);
+      while (blocks.Step(&st)) {
+        if (own_windows.size() > 1 && !read_keys.insert(blocks.Int(2)).second) continue;
+        Status d = DecodeSeriesBlock(blocks.Blob(1), kMaxChunkReadings, &points);
+        if (!d.ok()) return Status::Corruption("span at LSN " + std::to_string(blocks.Int(0)) + ": " + d.message());
+        for (const SeriesPoint& p : points) {
+          int64_t ts = p.ts_ms;
+          uint32_t quality = p.quality;
+          if (!shown(&own_overlay, &ts, &quality)) continue;
+          hits.Add(Hit{ts, static_cast<uint64_t>(p.lsn), p.value, quality, si, 0});
+          if (own_id != 0) local_lsns.push_back(static_cast<uint64_t>(p.lsn));
+        }
+        hits.Trim();
       }
-      hits.Trim();
+      ES_RETURN_IF_ERROR(st);
     }
-    ES_RETURN_IF_ERROR(st);
   }
+  read_keys.clear();
   // Commit chunks whose time span meets [from, to), decoded (span markers
   // were read above, by series). No time index: one per commit would cost
   // an index page written per commit; the scan reads each row's head only.
@@ -191,25 +212,32 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
     ES_RETURN_IF_ERROR(local.Prepare(&read_db_,
                                      "SELECT first_lsn, data FROM chunks WHERE max_ts >= ? AND min_ts < ? "
                                      "ORDER BY first_lsn"));
-    local.Bind(1, q.from_ms);
-    local.Bind(2, q.to_ms);
     std::vector<ChunkReading> chunk;
-    while (local.Step(&st)) {
-      const uint64_t first = static_cast<uint64_t>(local.Int(0));
-      if (IsSpanMarker(local.Blob(1))) continue;
-      Status d = DecodeChunk(local.Blob(1), kMaxChunkReadings, &chunk);
-      if (!d.ok()) return Status::Corruption("chunk at LSN " + std::to_string(first) + ": " + d.message());
-      for (size_t i = 0; i < chunk.size(); ++i) {
-        const ChunkReading& c = chunk[i];
-        if (c.ts_ms < q.from_ms || c.ts_ms >= q.to_ms) continue;
-        auto it = wanted.find(c.series);
-        if (it == wanted.end()) continue;
-        hits.Add(Hit{c.ts_ms, first + i, c.value, c.quality, it->second, 0});
-        if (own_id != 0) local_lsns.push_back(first + i);
+    for (const auto& window : own_windows) {
+      StmtScope scope(&local);
+      local.Bind(1, window.first);
+      local.Bind(2, window.second);
+      while (local.Step(&st)) {
+        const uint64_t first = static_cast<uint64_t>(local.Int(0));
+        if (IsSpanMarker(local.Blob(1))) continue;
+        if (own_windows.size() > 1 && !read_keys.insert(local.Int(0)).second) continue;
+        Status d = DecodeChunk(local.Blob(1), kMaxChunkReadings, &chunk);
+        if (!d.ok()) return Status::Corruption("chunk at LSN " + std::to_string(first) + ": " + d.message());
+        for (size_t i = 0; i < chunk.size(); ++i) {
+          const ChunkReading& c = chunk[i];
+          auto it = wanted.find(c.series);
+          if (it == wanted.end()) continue;
+          int64_t ts = c.ts_ms;
+          uint32_t quality = c.quality;
+          if (!shown(&own_overlay, &ts, &quality)) continue;
+          hits.Add(Hit{ts, first + i, c.value, quality, it->second, 0});
+          if (own_id != 0) local_lsns.push_back(first + i);
+        }
+        hits.Trim();
       }
-      hits.Trim();
+      ES_RETURN_IF_ERROR(st);
     }
-    ES_RETURN_IF_ERROR(st);
+    read_keys.clear();
   }
   // Other origins' rows: the read view's chunks of the origins that wrote
   // the device's series (view_series), and the hub's chunks, whose time
@@ -224,9 +252,10 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
                                        &both));
   std::vector<RemoteChunkEntry> chunk;
   // Rows of a statement giving (key, origin, data) of remote chunks.
-  auto scan = [&](Stmt* remote, bool region, const char* what) REQUIRES(read_mu_) -> Status {
+  auto scan = [&](Stmt* remote, bool region, const char* what, bool several) REQUIRES(read_mu_) -> Status {
     Status st;
     while (remote->Step(&st)) {
+      if (several && !read_keys.insert(remote->Int(0)).second) continue;
       ES_RETURN_IF_ERROR(DecodeRemote(remote->Blob(2), what, remote->Int(0), &chunk));
       const int64_t origin_id = remote->Int(1);
       auto src = source_of.find(origin_id);
@@ -242,10 +271,16 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
         std::sort(local_lsns.begin(), local_lsns.end());
         local_lsns_sorted = true;
       }
+      // This store's own entries served back by a feed are corrected as
+      // its local rows are.
+      const TimeOverlay* overlay = own ? &own_overlay : nullptr;
       for (const RemoteChunkEntry& c : chunk) {
-        if (c.kind != 0 || c.ts_ms < q.from_ms || c.ts_ms >= q.to_ms) continue;
+        if (c.kind != 0) continue;
         auto it = wanted.find(c.series);
         if (it == wanted.end()) continue;
+        int64_t ts = c.ts_ms;
+        uint32_t quality = c.quality;
+        if (!shown(overlay, &ts, &quality)) continue;
         if (own && std::binary_search(local_lsns.begin(), local_lsns.end(), c.olsn)) continue;
         // A store in both roles (tests; in the field only a gateway pulls
         // feeds and only a hub applies batches) may hold an entry in both
@@ -254,7 +289,7 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
                             : !view_seen.emplace(origin_id, c.olsn).second)) {
           continue;
         }
-        hits.Add(Hit{c.ts_ms, c.olsn, c.value, c.quality, it->second, source});
+        hits.Add(Hit{ts, c.olsn, c.value, quality, it->second, source});
       }
       hits.Trim();
     }
@@ -276,18 +311,26 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
                                   "SELECT id, origin, data FROM view_chunks WHERE origin = ? AND max_ts >= ? AND "
                                   "min_ts < ?"));
   for (int64_t origin : view_origins) {
-    StmtScope scope(&view);
-    view.Bind(1, origin);
-    view.Bind(2, q.from_ms);
-    view.Bind(3, q.to_ms);
-    ES_RETURN_IF_ERROR(scan(&view, false, "read view chunk"));
+    const auto& windows = origin == own_id ? own_windows : plain_windows;
+    for (const auto& window : windows) {
+      StmtScope scope(&view);
+      view.Bind(1, origin);
+      view.Bind(2, window.first);
+      view.Bind(3, window.second);
+      ES_RETURN_IF_ERROR(scan(&view, false, "read view chunk", windows.size() > 1));
+    }
+    read_keys.clear();
   }
   Stmt region;
   ES_RETURN_IF_ERROR(
       region.Prepare(&read_db_, "SELECT seq, origin, data FROM region_chunks WHERE max_ts >= ? AND min_ts < ?"));
-  region.Bind(1, q.from_ms);
-  region.Bind(2, q.to_ms);
-  ES_RETURN_IF_ERROR(scan(&region, true, "region chunk at sequence"));
+  const auto& region_windows = own_id != 0 ? own_windows : plain_windows;
+  for (const auto& window : region_windows) {
+    StmtScope scope(&region);
+    region.Bind(1, window.first);
+    region.Bind(2, window.second);
+    ES_RETURN_IF_ERROR(scan(&region, true, "region chunk at sequence", region_windows.size() > 1));
+  }
   hits.Finish(q.device_id, list, rows);
   return Status::Ok();
 }

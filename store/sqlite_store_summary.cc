@@ -24,6 +24,9 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
   };
   std::map<std::string, Span> by_device;
   std::vector<ChunkReading> chunk;
+  // Times as a query shows them: corrected periods at their true times.
+  TimeOverlay overlay;
+  ES_RETURN_IF_ERROR(LoadOwnOverlay(&overlay));
   Status st;
   while (local.Step(&st)) {
     ES_RETURN_IF_ERROR(DecodeChunkRow(&read_db_, local.Blob(2), local.Int(0), local.Int(1), &chunk));
@@ -32,8 +35,11 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
       ES_RETURN_IF_ERROR(SeriesById(c.series, &info));
       Span& span = by_device[info.device_id];
       ++span.readings;
-      span.first_ts = std::min(span.first_ts, c.ts_ms);
-      span.last_ts = std::max(span.last_ts, c.ts_ms);
+      int64_t ts = c.ts_ms;
+      uint32_t quality = c.quality;
+      overlay.Apply(&ts, &quality);
+      span.first_ts = std::min(span.first_ts, ts);
+      span.last_ts = std::max(span.last_ts, ts);
     }
   }
   ES_RETURN_IF_ERROR(st);

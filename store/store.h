@@ -25,6 +25,7 @@
 #include "platform/status.h"
 #include "store/feed_cursor.h"
 #include "store/store_defaults.h"
+#include "store/time_correction.h"
 #include "store/types.h"
 
 namespace edgesync {
@@ -470,6 +471,24 @@ class StoreGauges {
   virtual Status Stats(StoreStats* stats) = 0;
 };
 
+// This origin's untrusted clock periods (store/time_correction.h): ingest
+// opens one before stamping its first reading, and corrects it once the
+// clock is trusted in the same boot.
+class ClockPeriodLog {
+ public:
+  virtual ~ClockPeriodLog() = default;
+  // Commits a new period of boot_id with this offset (wall - monotonic),
+  // opened at wall time now_ms; *id is its number (1, 2, ...).
+  // Rejected past kMaxClockPeriod periods.
+  virtual Status OpenClockPeriod(const std::string& boot_id, int64_t offset_ms, int64_t now_ms, uint32_t* id) = 0;
+  // Every period, by number.
+  virtual Status ListClockPeriods(std::vector<ClockPeriod>* periods) = 0;
+  // Marks period id corrected by delta_ms at (trusted) wall time now_ms.
+  // Once only: a period already corrected keeps its delta (*done false).
+  // NotFound for an unknown period.
+  virtual Status CorrectClockPeriod(uint32_t id, int64_t delta_ms, int64_t now_ms, bool* done) = 0;
+};
+
 class Store : public ReadingLog,
               public DeviceRecords,
               public UplinkSource,
@@ -477,7 +496,8 @@ class Store : public ReadingLog,
               public StoreReader,
               public RangeLeases,
               public StoreMaintenance,
-              public StoreGauges {
+              public StoreGauges,
+              public ClockPeriodLog {
  public:
   // Opens or creates the store. Refuses, without touching the file: a file
   // that is not a SQLite database (truncated, garbage), one that fails the

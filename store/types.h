@@ -22,7 +22,20 @@ enum QualityFlag : uint32_t {
   kQualityReceiveTime = 1u << 1,
   // Set by the sensor itself (e.g. SenML or JSON "q"): out of calibration etc.
   kQualitySensorFlagged = 1u << 2,
+  // Stamped while the clock was untrusted and moved to the true time since
+  // (store/time_correction.h): kQualityUntrustedClock is then clear.
+  kQualityCorrectedTime = 1u << 3,
 };
+
+// The bits from kQualityPeriodShift up carry the untrusted clock period a
+// reading was stamped in (store/time_correction.h; 0 = none): every storage
+// form keeps the quality varint as it is, so each keeps the period too.
+constexpr uint32_t kQualityPeriodShift = 8;
+constexpr uint32_t kQualityFlagMask = (1u << kQualityPeriodShift) - 1;
+// Bit 31 stays clear: the PostgreSQL hub keeps quality in a signed integer.
+constexpr uint32_t kMaxClockPeriod = (1u << (31 - kQualityPeriodShift)) - 1;
+inline uint32_t QualityPeriod(uint32_t quality) { return quality >> kQualityPeriodShift; }
+inline uint32_t QualityFlags(uint32_t quality) { return quality & kQualityFlagMask; }
 
 // One sensor reading. deviceId is the partition key.
 struct Reading {

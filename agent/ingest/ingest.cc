@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #include "agent/ingest/commit_pacer.h"
 #include "platform/log.h"
@@ -259,6 +260,17 @@ bool Ingest::Convert(std::vector<DecodedReading>& decoded, std::vector<Reading>*
   int64_t now = clock_->WallMillis();
   const bool untrusted = !clock_trust_->Trusted();
   int64_t stamped_untrusted = 0;
+  // Receive times stamped untrusted carry their period (0: none kept), so
+  // they can be corrected once the clock is trusted in this boot.
+  uint32_t period = 0;
+  if (untrusted) {
+    for (const DecodedReading& d : decoded) {
+      if (!d.has_time) {
+        period = StampPeriod(now);
+        break;
+      }
+    }
+  }
   for (DecodedReading& d : decoded) {
     Status s = ValidateKey("deviceId", d.device_id);
     if (s.ok()) s = ValidateKey("metric", d.metric);
@@ -275,7 +287,7 @@ bool Ingest::Convert(std::vector<DecodedReading>& decoded, std::vector<Reading>*
     if (!d.has_time) {
       r.ts_ms = now;
       r.quality |= kQualityReceiveTime;
-      if (untrusted) r.quality |= kQualityUntrustedClock;
+      if (untrusted) r.quality |= kQualityUntrustedClock | (period << kQualityPeriodShift);
     } else if (d.relative_time) {
       r.ts_ms = now + d.ts_ms;
       if (untrusted) r.quality |= kQualityUntrustedClock;
@@ -297,6 +309,119 @@ bool Ingest::Convert(std::vector<DecodedReading>& decoded, std::vector<Reading>*
     counters_.untrusted_clock += stamped_untrusted;
   }
   return true;
+}
+
+uint32_t Ingest::StampPeriod(int64_t wall) {
+  const int64_t offset = wall - clock_->MonotonicMillis();
+  const std::string boot = clock_->BootId();
+  MutexLock lock(&periods_mu_);
+  if (periods_unsupported_) return 0;
+  if (!periods_loaded_) {
+    // A run restarted in the same boot goes on in the period it left open.
+    std::vector<ClockPeriod> periods;
+    Status s = sink_->ListClockPeriods(&periods);
+    if (s.code() == Status::Code::kUnsupported) {
+      periods_unsupported_ = true;
+      return 0;
+    }
+    if (s.ok()) {
+      periods_loaded_ = true;
+      if (!periods.empty() && !periods.back().corrected) {
+        period_id_ = periods.back().id;
+        period_boot_ = periods.back().boot_id;
+        period_offset_ms_ = periods.back().offset_ms;
+      }
+    }
+  }
+  if (period_id_ != 0 && period_boot_ == boot && std::llabs(offset - period_offset_ms_) <= kPeriodStepMs) {
+    return period_id_;
+  }
+  uint32_t id = 0;
+  Status s = sink_->OpenClockPeriod(boot, offset, wall, &id);
+  if (s.code() == Status::Code::kUnsupported) {
+    periods_unsupported_ = true;
+    return 0;
+  }
+  if (!s.ok()) {
+    // The readings keep their untrusted flag, uncorrectable; the next
+    // message tries again.
+    if (!period_failure_logged_) ES_LOG(kWarn, "ingest: cannot open an untrusted clock period: {}", s.ToString());
+    period_failure_logged_ = true;
+    return 0;
+  }
+  if (period_id_ != 0) {
+    ES_LOG(kInfo, "ingest: the untrusted clock stepped by {} ms; clock period {} begins", offset - period_offset_ms_,
+           id);
+  } else {
+    ES_LOG(kInfo, "ingest: clock not trusted; readings stamped on arrival belong to clock period {}", id);
+  }
+  period_id_ = id;
+  corrections_done_.store(false, std::memory_order_release);  // to be corrected once trusted again
+  period_boot_ = boot;
+  period_offset_ms_ = offset;
+  return id;
+}
+
+void Ingest::CorrectClockPeriods() {
+  if (!clock_trust_ || corrections_done_.load(std::memory_order_acquire)) return;
+  if (!clock_trust_->Trusted()) return;
+  MutexLock lock(&periods_mu_);
+  if (corrections_done_.load(std::memory_order_relaxed)) return;
+  if (periods_unsupported_) {
+    corrections_done_ = true;
+    return;
+  }
+  std::vector<ClockPeriod> periods;
+  Status s = sink_->ListClockPeriods(&periods);
+  if (s.code() == Status::Code::kUnsupported) {
+    periods_unsupported_ = true;
+    corrections_done_ = true;
+    return;
+  }
+  if (!s.ok()) {
+    ES_LOG(kWarn, "ingest: cannot read the untrusted clock periods (tried again): {}", s.ToString());
+    return;
+  }
+  const std::string boot = clock_->BootId();
+  for (const ClockPeriod& p : periods) {
+    if (p.corrected || boot.empty() || p.boot_id != boot) continue;
+    // Wall and monotonic read together: the trusted offset now.
+    const int64_t wall = clock_->WallMillis();
+    const int64_t delta = (wall - clock_->MonotonicMillis()) - p.offset_ms;
+    bool done = false;
+    s = sink_->CorrectClockPeriod(p.id, delta, wall, &done);
+    if (!s.ok()) {
+      ES_LOG(kWarn, "ingest: cannot correct clock period {} (tried again): {}", p.id, s.ToString());
+      return;
+    }
+    if (done) {
+      ES_LOG(kInfo, "ingest: clock trusted; the {} readings of clock period {} move by {} ms", p.readings, p.id,
+             delta);
+    }
+  }
+  period_id_ = 0;  // a later untrusted stretch (not in this boot) opens its own
+  corrections_done_.store(true, std::memory_order_release);
+}
+
+ClockPeriodFigures Ingest::clock_periods() const {
+  ClockPeriodFigures f;
+  std::vector<ClockPeriod> periods;
+  if (!sink_->ListClockPeriods(&periods).ok()) return f;
+  f.kept = true;
+  const std::string boot = clock_->BootId();
+  for (const ClockPeriod& p : periods) {
+    if (p.corrected) {
+      ++f.corrected;
+      f.readings_corrected += p.readings;
+    } else if (!boot.empty() && p.boot_id == boot) {
+      ++f.open;
+      f.readings_open += p.readings;
+    } else {
+      ++f.uncorrectable;
+      f.readings_uncorrectable += p.readings;
+    }
+  }
+  return f;
 }
 
 ClockTrust::State Ingest::clock_state() const {

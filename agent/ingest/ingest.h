@@ -118,14 +118,29 @@ class IngestSink {
   // tombstone), as the latest version. NotFound: deleting a device that has
   // no record.
   virtual Status PutDevice(const DeviceRecord& device) = 0;
+  // Untrusted clock periods (store/time_correction.h, store.h's
+  // ClockPeriodLog). A sink that keeps none answers Unsupported: readings
+  // are then stamped with no period and keep their untrusted flag.
+  virtual Status OpenClockPeriod(const std::string& /*boot_id*/, int64_t /*offset_ms*/, int64_t /*now_ms*/,
+                                 uint32_t* /*id*/) {
+    return Status::Unsupported("this sink keeps no clock periods");
+  }
+  virtual Status ListClockPeriods(std::vector<ClockPeriod>* /*periods*/) {
+    return Status::Unsupported("this sink keeps no clock periods");
+  }
+  virtual Status CorrectClockPeriod(uint32_t /*id*/, int64_t /*delta_ms*/, int64_t /*now_ms*/, bool* /*done*/) {
+    return Status::Unsupported("this sink keeps no clock periods");
+  }
 };
 
 class StoreSink : public IngestSink {
  public:
   static constexpr const char* kIntakeCheckpoint = checkpoint::kIntake;
   // devices: where device descriptions go; nullptr = none (PutDevice is
-  // then Unsupported).
-  explicit StoreSink(ReadingLog* store, DeviceRecords* devices = nullptr) : store_(store), devices_(devices) {}
+  // then Unsupported); periods: where untrusted clock periods are kept
+  // (nullptr = none).
+  explicit StoreSink(ReadingLog* store, DeviceRecords* devices = nullptr, ClockPeriodLog* periods = nullptr)
+      : store_(store), devices_(devices), periods_(periods) {}
   Status AppendReadings(const std::vector<Reading>& readings, uint64_t intake_seq) override {
     AppendResult r;
     return store_->AppendReadingsMarked(readings, CheckpointMark{kIntakeCheckpoint, intake_seq}, &r);
@@ -150,10 +165,23 @@ class StoreSink : public IngestSink {
     if (devices_ == nullptr) return Status::Unsupported("this sink takes no device records");
     return device.deleted ? devices_->DeleteDevice(device.device_id, nullptr) : devices_->UpsertDevice(device, nullptr);
   }
+  Status OpenClockPeriod(const std::string& boot_id, int64_t offset_ms, int64_t now_ms, uint32_t* id) override {
+    if (periods_ == nullptr) return IngestSink::OpenClockPeriod(boot_id, offset_ms, now_ms, id);
+    return periods_->OpenClockPeriod(boot_id, offset_ms, now_ms, id);
+  }
+  Status ListClockPeriods(std::vector<ClockPeriod>* periods) override {
+    if (periods_ == nullptr) return IngestSink::ListClockPeriods(periods);
+    return periods_->ListClockPeriods(periods);
+  }
+  Status CorrectClockPeriod(uint32_t id, int64_t delta_ms, int64_t now_ms, bool* done) override {
+    if (periods_ == nullptr) return IngestSink::CorrectClockPeriod(id, delta_ms, now_ms, done);
+    return periods_->CorrectClockPeriod(id, delta_ms, now_ms, done);
+  }
 
  private:
   ReadingLog* store_;
   DeviceRecords* devices_;
+  ClockPeriodLog* periods_;
 };
 
 enum class AckMode { kAfterJournal, kAfterCommit, kOnReceipt };
@@ -234,6 +262,17 @@ struct IngestCounters {
   int64_t rate_limited_evicted = 0;
 };
 
+// The untrusted clock periods as status shows them (store/time_correction.h).
+struct ClockPeriodFigures {
+  bool kept = false;                 // the sink keeps periods (else every figure is 0)
+  int64_t open = 0;                  // periods of this boot not corrected yet (corrected once trusted)
+  int64_t corrected = 0;             // periods corrected
+  int64_t uncorrectable = 0;         // periods of an earlier boot that ended untrusted
+  int64_t readings_open = 0;         // readings of the open periods
+  int64_t readings_corrected = 0;    // readings shown at their corrected time
+  int64_t readings_uncorrectable = 0;  // readings that keep untrusted_clock for good
+};
+
 class Ingest {
  public:
   // How long OnMessage waits on the receive thread for room in a full
@@ -278,6 +317,15 @@ class Ingest {
   IngestCounters counters() const;
   // Whether the clock is trusted now, and why (after Init).
   ClockTrust::State clock_state() const;
+  // The untrusted clock periods, read from the sink (after Init).
+  ClockPeriodFigures clock_periods() const;
+  // Once the clock is trusted, corrects every uncorrected period of this
+  // boot (store/time_correction.h): delta = (wall - monotonic now) - the
+  // period's offset. Called periodically (IntakeGate's thread) and at
+  // Start (a run killed between trust and correction corrects at its
+  // next start in the same boot). Does nothing while untrusted or once
+  // done in this run.
+  void CorrectClockPeriods();
 
   // The link to the local broker went down (lost, paused) / came up;
   // session_present: the broker kept our session, so it queued for us.
@@ -336,6 +384,10 @@ class Ingest {
   bool WithinRate(const std::string& topic, const std::string& payload, const std::vector<Reading>& readings);
   bool Convert(std::vector<DecodedReading>& decoded, std::vector<Reading>* out, RejectReason* reason,
                std::string* why);
+  // The period a reading stamped now at untrusted wall time `wall` belongs
+  // to, opened in the sink first if the boot or the offset changed (a
+  // step); 0 when the sink keeps none or refused.
+  uint32_t StampPeriod(int64_t wall) EXCLUDES(periods_mu_);
 
   const IngestOptions options_;
   const size_t batch_max_;             // options_.batch_max, at least 1
@@ -343,6 +395,17 @@ class Ingest {
   IngestSink* sink_;
   Clock* clock_;
   std::unique_ptr<ClockTrust> clock_trust_;  // made by Init
+  // The untrusted clock period stamped last (store/time_correction.h).
+  // Taken on the receive thread only while the clock is untrusted, and
+  // around the sink's period calls.
+  Mutex periods_mu_;
+  uint32_t period_id_ GUARDED_BY(periods_mu_) = 0;  // 0 = none yet in this run
+  std::string period_boot_ GUARDED_BY(periods_mu_);
+  int64_t period_offset_ms_ GUARDED_BY(periods_mu_) = 0;
+  bool periods_loaded_ GUARDED_BY(periods_mu_) = false;  // the sink's latest period looked up
+  bool periods_unsupported_ GUARDED_BY(periods_mu_) = false;
+  bool period_failure_logged_ GUARDED_BY(periods_mu_) = false;
+  std::atomic<bool> corrections_done_{false};  // this run corrected what it could once trusted
   std::vector<TopicPattern> patterns_;
   bool has_device_topic_ = false;
   TopicPattern device_topic_;

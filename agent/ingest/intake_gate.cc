@@ -32,6 +32,7 @@ void IntakeGate::Run() {
   while (!stop_) {
     const bool open = ingest_->WaitIntakeChange(open_, kPollMs);
     ingest_->KeepPresenceMark();
+    ingest_->CorrectClockPeriods();
     if (open != open_) {
       open_ = open;
       Apply(open);

@@ -18,7 +18,8 @@
 // with a journal to commit does not connect first), then follows every
 // change on its own thread. Stop ends the thread and leaves the link as it
 // is. The thread also keeps ingest's presence mark fresh
-// (Ingest::KeepPresenceMark), every kPollMs.
+// (Ingest::KeepPresenceMark) and corrects the untrusted clock periods once
+// the clock is trusted (Ingest::CorrectClockPeriods), every kPollMs.
 //
 // Thread safety: Start/Stop from the owner.
 #ifndef EDGESYNC_AGENT_INGEST_INTAKE_GATE_H_

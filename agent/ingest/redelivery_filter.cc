@@ -1,6 +1,7 @@
 #include "agent/ingest/redelivery_filter.h"
 
-#include <functional>
+#include <xxhash.h>
+
 #include <string>
 
 #include "platform/log.h"
@@ -16,9 +17,9 @@ int64_t Step(int from, int to) { return ((to - from) % kIdSpace + kIdSpace) % kI
 }  // namespace
 
 uint64_t RedeliveryFilter::Fingerprint(std::string_view topic, std::string_view payload) {
-  const uint64_t t = std::hash<std::string_view>()(topic);
-  const uint64_t p = std::hash<std::string_view>()(payload);
-  return t ^ (p + 0x9e3779b97f4a7c15ULL + (t << 6) + (t >> 2)) ^ (static_cast<uint64_t>(payload.size()) << 48);
+  // XXH3 rather than std::hash: the low byte is kept in the intake journal,
+  // so the value must not change with the C++ library a build links.
+  return XXH3_64bits_withSeed(payload.data(), payload.size(), XXH3_64bits(topic.data(), topic.size()));
 }
 
 void RedeliveryFilter::Arrived(int packet_id, bool duplicate) {

@@ -95,7 +95,8 @@ if [ ! -d /run/systemd/system ]; then
         # running) or fails when it exits first.
         for _ in $(seq 1 300); do
           gateway_running || { echo "edgesync.service failed; see $out/journal" >&2; return 1; }
-          grep -q '"running": *true' /var/lib/edgesync/status.json 2>/dev/null && return 0
+          edgesync status --json --config /etc/edgesync/edgesync.toml 2>/dev/null | grep -q '"running": *true' &&
+            return 0
           sleep 0.2
         done
         return 1 ;;

@@ -90,7 +90,7 @@ struct FullStoreSetup {
   nlohmann::json Status() const { return ReadStatusFile(data + "/status.json"); }
   int64_t Field(const char* section, const char* key) const { return StatusField(Status(), section, key); }
   bool StartSensor() {
-    return sensor.Start({EDGESYNC_ACKED_SENSOR, local.uri(), "full-sensor", kPrefix, std::to_string(kDevices), "300",
+    return sensor.Start({EDGESYNC_ACKED_SENSOR, local.uri(), "full-sensor", kPrefix, std::to_string(kDevices), "1000",
                          acks},
                         log + ".sensor");
   }

@@ -19,23 +19,46 @@
 namespace edgesync::test {
 namespace {
 
-class MqttLinkRedeliveryTest : public ::testing::TestWithParam<int> {};
+class MqttLinkRedeliveryTest : public ::testing::TestWithParam<int> {
+ protected:
+  // A link as ingest opens it: persistent session, quick reconnects.
+  std::unique_ptr<MqttLink> NewLink(const std::string& uri, const std::string& client_id) {
+    MqttLinkOptions o;
+    o.uri = uri;
+    o.client_id = client_id;
+    o.mqtt_version = GetParam();
+    o.reconnect_min_ms = 50;
+    o.reconnect_max_ms = 200;
+    std::unique_ptr<MqttLink> link;
+    EXPECT_OK(NewPahoMqttLink(o, &link));
+    return link;
+  }
+  // Every message the link hands over, in order.
+  void Record(MqttMessage&& m) {
+    std::lock_guard<std::mutex> lock(mu_);
+    got_.push_back(std::move(m));
+  }
+  size_t count() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return got_.size();
+  }
+  std::vector<MqttMessage> got() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return got_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<MqttMessage> got_;
+};
 
 TEST_P(MqttLinkRedeliveryTest, AMessageWhosePubackWasLostComesAgainWithItsPacketId) {
   TempDir dir;
   Broker broker(dir.File("broker"));
   ASSERT_TRUE(broker.Start()) << broker.log();
   TcpProxy proxy(broker.port());
-  MqttLinkOptions o;
-  o.uri = proxy.uri();
-  o.client_id = "redelivery";
-  o.mqtt_version = GetParam();
-  o.reconnect_min_ms = 50;
-  o.reconnect_max_ms = 200;
-  std::unique_ptr<MqttLink> link;
-  ASSERT_OK(NewPahoMqttLink(o, &link));
-  std::mutex mu;
-  std::vector<MqttMessage> got;
+  std::unique_ptr<MqttLink> link = NewLink(proxy.uri(), "redelivery");
+  ASSERT_TRUE(link);
   std::atomic<bool> cut_done{false};
   link->SetMessageHandler([&](MqttMessage&& m) {
     // The first message: the connection goes while its handler runs, so
@@ -45,33 +68,23 @@ TEST_P(MqttLinkRedeliveryTest, AMessageWhosePubackWasLostComesAgainWithItsPacket
       SleepMs(300);
       cut_done = true;
     }
-    std::lock_guard<std::mutex> lock(mu);
-    got.push_back(std::move(m));
+    Record(std::move(m));
   });
   ASSERT_OK(link->Subscribe("redelivery/t", 1));
   ASSERT_OK(link->Connect(10000));
 
-  MqttLinkOptions po;
-  po.uri = "tcp://127.0.0.1:" + std::to_string(broker.port());
-  po.client_id = "redelivery-publisher";
-  po.mqtt_version = GetParam();
-  std::unique_ptr<MqttLink> publisher;
-  ASSERT_OK(NewPahoMqttLink(po, &publisher));
+  std::unique_ptr<MqttLink> publisher =
+      NewLink("tcp://127.0.0.1:" + std::to_string(broker.port()), "redelivery-publisher");
+  ASSERT_TRUE(publisher);
   ASSERT_OK(publisher->Connect(10000));
   ASSERT_OK(publisher->Publish("redelivery/t", "first", 1, false, 10000));
   ASSERT_TRUE(WaitFor([&] { return cut_done.load(); }, 10000));
   proxy.Restore();
-  ASSERT_TRUE(WaitFor([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return got.size() >= 2;
-  }, 30000)) << broker.log();
+  ASSERT_TRUE(WaitFor([&] { return count() >= 2; }, 30000)) << broker.log();
   ASSERT_OK(publisher->Publish("redelivery/t", "second", 1, false, 10000));
-  ASSERT_TRUE(WaitFor([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return got.size() >= 3;
-  }, 30000)) << broker.log();
+  ASSERT_TRUE(WaitFor([&] { return count() >= 3; }, 30000)) << broker.log();
 
-  std::lock_guard<std::mutex> lock(mu);
+  const std::vector<MqttMessage> got = this->got();
   ASSERT_EQ(got.size(), 3u);
   EXPECT_EQ(got[0].payload, "first");
   EXPECT_FALSE(got[0].duplicate);
@@ -94,36 +107,20 @@ TEST_P(MqttLinkRedeliveryTest, PacketIdsFollowInSequenceAcrossAPause) {
   TempDir dir;
   Broker broker(dir.File("broker"));
   ASSERT_TRUE(broker.Start()) << broker.log();
-  MqttLinkOptions o;
-  o.uri = "tcp://127.0.0.1:" + std::to_string(broker.port());
-  o.client_id = "sequence";
-  o.mqtt_version = GetParam();
-  o.reconnect_min_ms = 50;
-  o.reconnect_max_ms = 200;
-  std::unique_ptr<MqttLink> link;
-  ASSERT_OK(NewPahoMqttLink(o, &link));
-  std::mutex mu;
-  std::vector<MqttMessage> got;
-  link->SetMessageHandler([&](MqttMessage&& m) {
-    std::lock_guard<std::mutex> lock(mu);
-    got.push_back(std::move(m));
-  });
+  const std::string uri = "tcp://127.0.0.1:" + std::to_string(broker.port());
+  std::unique_ptr<MqttLink> link = NewLink(uri, "sequence");
+  ASSERT_TRUE(link);
+  link->SetMessageHandler([&](MqttMessage&& m) { Record(std::move(m)); });
   ASSERT_OK(link->Subscribe("sequence/+", 1));
   ASSERT_OK(link->Connect(10000));
-  MqttLinkOptions po = o;
-  po.client_id = "sequence-publisher";
-  std::unique_ptr<MqttLink> publisher;
-  ASSERT_OK(NewPahoMqttLink(po, &publisher));
+  std::unique_ptr<MqttLink> publisher = NewLink(uri, "sequence-publisher");
+  ASSERT_TRUE(publisher);
   ASSERT_OK(publisher->Connect(10000));
   constexpr int kBefore = 500, kAway = 6000, kAfter = 500;
   auto publish = [&](int from, int n) {
     for (int i = from; i < from + n; ++i) {
       ASSERT_OK(publisher->Publish("sequence/d" + std::to_string(i % 10), std::to_string(i), 1, false, 10000));
     }
-  };
-  auto count = [&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return got.size();
   };
   publish(0, kBefore);
   ASSERT_TRUE(WaitFor([&] { return count() >= kBefore; }, 30000));
@@ -134,9 +131,8 @@ TEST_P(MqttLinkRedeliveryTest, PacketIdsFollowInSequenceAcrossAPause) {
   link->Resume();
   publish(kBefore + kAway, kAfter);
   ASSERT_TRUE(WaitFor([&] { return count() >= kBefore + kAway + kAfter; }, 60000)) << count();
-  std::lock_guard<std::mutex> lock(mu);
   int breaks = 0, last = 0;
-  for (const MqttMessage& m : got) {
+  for (const MqttMessage& m : got()) {
     ASSERT_GT(m.packet_id, 0);
     const int step = last == 0 ? 1 : ((m.packet_id - last) % 65535 + 65535) % 65535;
     if (m.duplicate) {

@@ -104,15 +104,15 @@ TEST_F(StoreCliTest, QueryFormatsAndTimes) {
             0)
       << err;
   EXPECT_EQ(out,
-            "time,device,metric,value,unit,quality,origin,lsn,local\r\n"
+            "time,device,metric,value,unit,quality,origin,lsn,local,clock\r\n"
             "1970-01-01T00:00:01.011Z,dev3,temp,16.5,C,0," +
                 JsonLines(RunOut({"query", "-c", config_, "--device", "dev3", "--limit", "1"}))[0]["origin"]
                     .get<std::string>() +
-                ",12,true\r\n"
+                ",12,true,sensor\r\n"
                 "1970-01-01T00:00:01.007Z,dev3,temp,10.5,C,0," +
                 JsonLines(RunOut({"query", "-c", config_, "--device", "dev3", "--limit", "1"}))[0]["origin"]
                     .get<std::string>() +
-                ",8,true\r\n");
+                ",8,true,sensor\r\n");
   ASSERT_EQ(Run2({"query", "-c", config_, "--device", "dev3", "--format", "table", "--limit", "1"}, &out, &err), 0);
   EXPECT_EQ(out.rfind("time                      device  metric  value", 0), 0u) << out;
   EXPECT_NE(out.find("1970-01-01T00:00:01.019Z  dev3    temp    28.5"), std::string::npos) << out;

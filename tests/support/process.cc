@@ -143,9 +143,10 @@ int Process::Stop(int64_t grace_ms) {
   return rc;
 }
 
-TempDir::TempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base != nullptr ? base : "/tmp") + "/edgesync-test-XXXXXX";
+TempDir::TempDir() : TempDir(std::getenv("TMPDIR") != nullptr ? std::getenv("TMPDIR") : "/tmp") {}
+
+TempDir::TempDir(const std::string& base) {
+  std::string tmpl = base + "/edgesync-test-XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
   char* made = mkdtemp(buf.data());

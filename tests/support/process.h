@@ -47,6 +47,8 @@ class Process {
 class TempDir {
  public:
   TempDir();
+  // Under `base` instead of $TMPDIR (e.g. /dev/shm for a tmpfs).
+  explicit TempDir(const std::string& base);
   ~TempDir();
   const std::string& path() const { return path_; }
   std::string File(const std::string& name) const { return path_ + "/" + name; }

@@ -26,6 +26,15 @@ TEST(RedeliveryFilterTest, ARedeliveryOfATakenMessageIsKnownByItsIdAndContent) {
   EXPECT_FALSE(f.AlreadyTaken(0, Fp("sensors/d1/temp", "21.5"))) << "QoS 0 has no id";
 }
 
+// The fingerprint's low byte is kept in the intake journal and read back by
+// the next start, maybe of another build: its value is part of the format
+// (docs/FORMATS.md), pinned here.
+TEST(RedeliveryFilterTest, TheFingerprintIsTheSameInEveryBuild) {
+  EXPECT_EQ(Fp("sensors/d1/temp", "21.5"), 0xbecb7fe3c76a34e7ULL);
+  EXPECT_NE(Fp("ab", "c"), Fp("a", "bc")) << "where the topic ends matters";
+  EXPECT_NE(Fp("", ""), Fp("", " "));
+}
+
 TEST(RedeliveryFilterTest, IdsWrapAroundWithoutBreakingTheSequence) {
   RedeliveryFilter f;
   TakeInSequence(&f, 65530, 6);  // 65530..65535

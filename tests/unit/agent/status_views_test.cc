@@ -61,6 +61,25 @@ TEST(PrometheusText, NamesFollowConventionsWithHelpAndType) {
   EXPECT_NE(text.find("edgesync_region_write{region=\"eu\"} 1\n"), std::string::npos);
 }
 
+TEST(PrometheusText, ClockPeriodsByState) {
+  json s = GatewaySnapshot();
+  s["clock"] = {{"trusted", true},
+                {"periods",
+                 {{"open", 0},
+                  {"corrected", 2},
+                  {"uncorrectable", 1},
+                  {"readings_open", 0},
+                  {"readings_corrected", 120},
+                  {"readings_uncorrectable", 7}}}};
+  std::string text = PrometheusText(s);
+  ExpectWellFormed(text);
+  EXPECT_NE(text.find("# TYPE edgesync_clock_periods gauge\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("edgesync_clock_periods{state=\"corrected\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("edgesync_clock_periods{state=\"uncorrectable\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("edgesync_clock_period_readings{state=\"corrected\"} 120\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("edgesync_clock_period_readings{state=\"uncorrectable\"} 7\n"), std::string::npos) << text;
+}
+
 TEST(PrometheusText, HistogramBucketsAreCumulativeAndEndInInf) {
   std::string text = PrometheusText(GatewaySnapshot());
   EXPECT_NE(text.find("# TYPE edgesync_store_commit_latency_seconds histogram\n"

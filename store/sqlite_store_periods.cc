@@ -1,0 +1,126 @@
+// Untrusted clock periods of this store's origin (store/time_correction.h):
+// the clock_periods table, counted into by appends and corrected once.
+#include <algorithm>
+#include <map>
+
+#include "store/sqlite_store.h"
+
+namespace edgesync {
+
+Status SqliteStore::OpenClockPeriod(const std::string& boot_id, int64_t offset_ms, int64_t now_ms, uint32_t* id) {
+  *id = 0;
+  if (options_.read_only) return Status::Unsupported("store opened read only");
+  MutexLock lock(&write_mu_);
+  int64_t last = 0;
+  ES_RETURN_IF_ERROR(write_db_.QueryInt("SELECT ifnull(max(id), 0) FROM clock_periods", &last));
+  if (last >= static_cast<int64_t>(kMaxClockPeriod)) {
+    return Status::Rejected("no clock period number left (" + std::to_string(kMaxClockPeriod) + " used)");
+  }
+  Stmt ins;
+  ES_RETURN_IF_ERROR(ins.Prepare(&write_db_,
+                                 "INSERT INTO clock_periods(id, boot_id, offset_ms, opened_at) VALUES(?, ?, ?, ?)"));
+  ins.Bind(1, last + 1);
+  ins.Bind(2, std::string_view(boot_id));
+  ins.Bind(3, offset_ms);
+  ins.Bind(4, now_ms);
+  ES_RETURN_IF_ERROR(ins.Run());
+  *id = static_cast<uint32_t>(last + 1);
+  return Status::Ok();
+}
+
+Status SqliteStore::CountPeriodReadings(const std::vector<Reading>& readings) {
+  struct Count {
+    int64_t n = 0, first = INT64_MAX, last = INT64_MIN;
+  };
+  std::map<uint32_t, Count> by_period;  // a commit holds one period, or two across a step
+  for (const Reading& r : readings) {
+    const uint32_t period = QualityPeriod(r.quality);
+    if (period == 0) continue;
+    Count& c = by_period[period];
+    ++c.n;
+    c.first = std::min(c.first, r.ts_ms);
+    c.last = std::max(c.last, r.ts_ms);
+  }
+  if (by_period.empty()) return Status::Ok();
+  if (w_count_period_.get() == nullptr) {
+    ES_RETURN_IF_ERROR(w_count_period_.Prepare(
+        &write_db_,
+        "UPDATE clock_periods SET readings = readings + ?1, first_ts = min(ifnull(first_ts, ?2), ?2), "
+        "last_ts = max(ifnull(last_ts, ?3), ?3) WHERE id = ?4"));
+  }
+  for (const auto& [period, c] : by_period) {
+    w_count_period_.Bind(1, c.n);
+    w_count_period_.Bind(2, c.first);
+    w_count_period_.Bind(3, c.last);
+    w_count_period_.Bind(4, static_cast<int64_t>(period));
+    ES_RETURN_IF_ERROR(w_count_period_.Run());
+    if (write_db_.changes() != 1) {
+      return Status::InvalidArgument("readings name clock period " + std::to_string(period) +
+                                     ", which this store never opened");
+    }
+  }
+  return Status::Ok();
+}
+
+Status SqliteStore::ListClockPeriods(std::vector<ClockPeriod>* periods) {
+  periods->clear();
+  MutexLock lock(&read_mu_);
+  Stmt list;
+  ES_RETURN_IF_ERROR(list.Prepare(&read_db_,
+                                  "SELECT id, boot_id, offset_ms, opened_at, readings, ifnull(first_ts, 0), "
+                                  "ifnull(last_ts, 0), delta_ms IS NOT NULL, ifnull(delta_ms, 0), "
+                                  "ifnull(corrected_at, 0) FROM clock_periods ORDER BY id"));
+  Status st;
+  while (list.Step(&st)) {
+    ClockPeriod p;
+    p.id = static_cast<uint32_t>(list.Int(0));
+    p.boot_id = list.Text(1);
+    p.offset_ms = list.Int(2);
+    p.opened_at_ms = list.Int(3);
+    p.readings = list.Int(4);
+    p.first_ts_ms = list.Int(5);
+    p.last_ts_ms = list.Int(6);
+    p.corrected = list.Int(7) != 0;
+    p.delta_ms = list.Int(8);
+    p.corrected_at_ms = list.Int(9);
+    periods->push_back(std::move(p));
+  }
+  return st;
+}
+
+Status SqliteStore::CorrectClockPeriod(uint32_t id, int64_t delta_ms, int64_t now_ms, bool* done) {
+  *done = false;
+  if (options_.read_only) return Status::Unsupported("store opened read only");
+  MutexLock lock(&write_mu_);
+  Stmt upd;
+  ES_RETURN_IF_ERROR(upd.Prepare(&write_db_,
+                                 "UPDATE clock_periods SET delta_ms = ?, corrected_at = ? "
+                                 "WHERE id = ? AND delta_ms IS NULL"));
+  upd.Bind(1, delta_ms);
+  upd.Bind(2, now_ms);
+  upd.Bind(3, static_cast<int64_t>(id));
+  ES_RETURN_IF_ERROR(upd.Run());
+  if (write_db_.changes() == 1) {
+    *done = true;
+    return Status::Ok();
+  }
+  int64_t known = 0;
+  ES_RETURN_IF_ERROR(
+      write_db_.QueryInt("SELECT count(*) FROM clock_periods WHERE id = " + std::to_string(id), &known));
+  if (known == 0) return Status::NotFound("no clock period " + std::to_string(id));
+  return Status::Ok();
+}
+
+Status SqliteStore::LoadOwnOverlay(TimeOverlay* overlay) {
+  Stmt list;
+  ES_RETURN_IF_ERROR(list.Prepare(&read_db_,
+                                  "SELECT id, delta_ms, first_ts, last_ts FROM clock_periods "
+                                  "WHERE delta_ms IS NOT NULL AND readings > 0"));
+  Status st;
+  while (list.Step(&st)) {
+    overlay->Add(TimeCorrection{static_cast<uint32_t>(list.Int(0)), list.Int(1), list.Int(2), list.Int(3)});
+  }
+  return st;
+}
+
+}  // namespace edgesync
