@@ -70,7 +70,15 @@ Status Gateway::Start() {
     // the feed puller share one connection per region broker under the
     // gateway's identity (sync/mqtt_link_pool.h).
     MqttLinkFactory links = IdentityBoundLinks(config_.gateway_id);
-    uplink_ = std::make_unique<Uplink>(store_.get(), UplinkOptionsFromConfig(config_), clock_, links);
+    UplinkOptions uo = UplinkOptionsFromConfig(config_);
+    // Not trusted until the ingest has made its clock trust (below).
+    uo.clock_trusted_since = [this]() -> int64_t {
+      Ingest* ingest = clock_source_.load();
+      if (ingest == nullptr) return 0;
+      const ClockTrust::State state = ingest->clock_state();
+      return state.trusted ? std::max<int64_t>(1, state.trusted_since_ms) : 0;
+    };
+    uplink_ = std::make_unique<Uplink>(store_.get(), std::move(uo), clock_, links);
     ES_RETURN_IF_ERROR(uplink_->Start().Annotate("uplink"));
     feed_puller_ = std::make_unique<FeedPuller>(store_.get(), FeedPullerOptionsFromConfig(config_), clock_, links);
     ES_RETURN_IF_ERROR(feed_puller_->Start().Annotate("feed puller"));
@@ -80,6 +88,7 @@ Status Gateway::Start() {
   sink_ = std::make_unique<UplinkNotifyingSink>(store_.get(), uplink_.get(), &commit_latency_, clock_);
   ingest_ = std::make_unique<Ingest>(IngestOptionsFromConfig(config_), sink_.get(), clock_);
   ES_RETURN_IF_ERROR(ingest_->Init());
+  clock_source_ = ingest_.get();
   ES_RETURN_IF_ERROR(NewPahoMqttLink(IngestLinkOptionsFromConfig(config_), &link_).Annotate("ingest broker"));
   Ingest* ingest = ingest_.get();
   link_->SetMessageHandler([ingest](MqttMessage&& m) { ingest->OnMessage(m.topic, m.payload, m.duplicate, m.packet_id); });
@@ -225,6 +234,8 @@ nlohmann::json Gateway::StatusJson() {
                          {"refilling", r.refilling}, {"refill_to", r.refill_to}, {"lost", r.lost}});
     }
     j["uplink"] = {{"write_region", u.write_region}, {"checkpoint", u.checkpoint},
+                   {"complete_through_ms", u.complete_through_ms},
+                   {"complete_age_ms", u.complete_through_ms > 0 ? clock_->WallMillis() - u.complete_through_ms : 0},
                    {"last_lsn", u.last_lsn},         {"backlog", u.backlog},
                    {"batches_sent", u.batches_sent}, {"entries_sent", u.entries_sent},
                    {"bytes_sent", u.bytes_sent},     {"acks", u.acks},
@@ -262,6 +273,24 @@ nlohmann::json Gateway::StatusJson() {
     }
     j["read_view"] = {{"pages", f.pages}, {"timeouts", f.timeouts}, {"bad_messages", f.bad_messages},
                       {"regions", regions}};
+    // The other origins' completeness watermarks the read view holds: the
+    // oldest (most behind) first, at most kListedWatermarks of them.
+    std::vector<OriginWatermark> marks;
+    if (store_ && store_->ListWatermarks(&marks).ok()) {
+      std::sort(marks.begin(), marks.end(), [](const OriginWatermark& a, const OriginWatermark& b) {
+        return a.complete_through_ms != b.complete_through_ms ? a.complete_through_ms < b.complete_through_ms
+                                                              : a.origin.ToString() < b.origin.ToString();
+      });
+      const int64_t wall = clock_->WallMillis();
+      nlohmann::json listed = nlohmann::json::array();
+      for (size_t i = 0; i < marks.size() && i < kListedWatermarks; ++i) {
+        listed.push_back({{"origin", marks[i].origin.ToString()},
+                          {"complete_through_ms", marks[i].complete_through_ms},
+                          {"complete_age_ms", wall - marks[i].complete_through_ms}});
+      }
+      j["read_view"]["watermark_origins"] = marks.size();
+      j["read_view"]["watermarks"] = std::move(listed);
+    }
   }
   j["rates"] = {{"ingest_per_s", ingest_rate_.Update(committed, now_ms)},
                 {"acked_per_s", ack_rate_.Update(acked, now_ms)}};

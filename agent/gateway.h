@@ -12,6 +12,7 @@
 #ifndef EDGESYNC_AGENT_GATEWAY_H_
 #define EDGESYNC_AGENT_GATEWAY_H_
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -58,6 +59,12 @@ class Gateway {
   std::unique_ptr<MqttLink> link_;
   std::unique_ptr<IntakeGate> gate_;  // after link_ and ingest_: destroyed before them
   std::unique_ptr<Uplink> uplink_;
+  // The ingest once its clock trust is made (Init): the uplink asks it
+  // whether commit times are trusted (UplinkOptions::clock_trusted_since).
+  std::atomic<Ingest*> clock_source_{nullptr};
+  // Read-view watermarks listed in the status (the oldest first): every
+  // one while they are few, bounded for a large fleet.
+  static constexpr size_t kListedWatermarks = 20;
   std::unique_ptr<FeedPuller> feed_puller_;
   std::unique_ptr<Retention> retention_;  // after store_: stopped and destroyed before it
   bool running_ = false;

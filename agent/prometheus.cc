@@ -212,6 +212,15 @@ void GatewayMetrics(Writer* w, const json& s) {
               "Time a batch was ready and waited for the uplink's cap.",
               static_cast<double>(u.value("cap_wait_ms", int64_t{0})) / 1000.0);
     Counter(w, "edgesync_uplink_acks_total", "Acknowledgements received from regions.", u, "acks");
+    // Unknown (0) is left out rather than read as "complete through 1970".
+    if (u.value("complete_through_ms", int64_t{0}) > 0) {
+      w->Sample("edgesync_uplink_complete_through_seconds", "gauge",
+                "This gateway's acknowledged completeness watermark (Unix time): every reading committed before it "
+                "is held by a region.",
+                static_cast<double>(u.value("complete_through_ms", int64_t{0})) / 1000.0);
+      w->Sample("edgesync_uplink_complete_age_seconds", "gauge", "Age of this gateway's acknowledged watermark.",
+                static_cast<double>(u.value("complete_age_ms", int64_t{0})) / 1000.0);
+    }
     Counter(w, "edgesync_uplink_resends_total", "Times the uplink resent from its checkpoint.", u, "resends");
     Counter(w, "edgesync_uplink_ack_timeouts_total", "Batches not acknowledged in time.", u, "ack_timeouts");
     Counter(w, "edgesync_uplink_refusals_total", "Batches a region refused.", u, "refusals");
@@ -264,6 +273,16 @@ void GatewayMetrics(Writer* w, const json& s) {
               "pages_late", l);
       Counter(w, "edgesync_feed_resets_total", "Explicit feed resets.", r, "resets", l);
     }
+    for (const json& m : f.value("watermarks", json::array())) {
+      Labels l = {{"origin", m.value("origin", "")}};
+      w->Sample("edgesync_read_view_origin_complete_through_seconds", "gauge",
+                "The origin's completeness watermark the read view holds (Unix time): every reading its gateway "
+                "committed before it is in the read view.",
+                static_cast<double>(m.value("complete_through_ms", int64_t{0})) / 1000.0, l);
+      w->Sample("edgesync_read_view_origin_complete_age_seconds", "gauge",
+                "Age of the origin's completeness watermark in the read view.",
+                static_cast<double>(m.value("complete_age_ms", int64_t{0})) / 1000.0, l);
+    }
   }
 }
 
@@ -291,6 +310,9 @@ void HubMetrics(Writer* w, const json& s) {
   Counter(w, "edgesync_hub_lost_at_origin_total",
           "LSNs refilling gateways no longer held (pruned after this region acknowledged them and lost them).", h,
           "lost_at_origin");
+  Counter(w, "edgesync_hub_late_readings_total",
+          "Readings that arrived stamped over a minute before their origin's watermark, all origins.", h,
+          "late_readings");
   // Shards and their leases (store/hub_store_leases.h; one hub on SQLite
   // holds every shard for good).
   w->Sample("edgesync_hub_shards_held", "gauge", "Region shards this hub holds (listens to and applies).",
@@ -329,7 +351,19 @@ void HubMetrics(Writer* w, const json& s) {
     w->Sample("edgesync_hub_origin_lag_seconds", "gauge",
               "Age of the origin's newest reading applied while its gateway drains a backlog; 0 when caught up.", Num(o, "lag_ms") / 1000.0,
               l);
+    if (o.value("complete_through_ms", int64_t{0}) > 0) {
+      w->Sample("edgesync_hub_origin_complete_through_seconds", "gauge",
+                "The origin's completeness watermark (Unix time): every reading its gateway committed before it is "
+                "held by this region.",
+                static_cast<double>(o.value("complete_through_ms", int64_t{0})) / 1000.0, l);
+      w->Sample("edgesync_hub_origin_complete_age_seconds", "gauge", "Age of the origin's completeness watermark.",
+                static_cast<double>(o.value("complete_age_ms", int64_t{0})) / 1000.0, l);
+    }
     Counter(w, "edgesync_hub_origin_entries_applied_total", "Entries applied per origin.", o, "entries", l);
+    Counter(w, "edgesync_hub_origin_late_readings_total",
+            "Readings that arrived stamped over a minute before the origin's watermark (a device replaying its "
+            "buffer).",
+            o, "late_readings", l);
     Counter(w, "edgesync_hub_origin_lost_total",
             "LSNs the origin no longer held when it refilled this region after the region lost them.", o, "lost", l);
   }

@@ -75,7 +75,10 @@ class HubSnapshot {
                          {"entries", o.entries},
                          {"last_batch_ms", o.last_batch_wall_ms},
                          {"lag_ms", o.lag_ms},
-                         {"lost", o.lost}});
+                         {"lost", o.lost},
+                         {"complete_through_ms", o.complete_through_ms},
+                         {"late_readings", o.late_readings},
+                         {"complete_age_ms", o.complete_through_ms > 0 ? j["time_ms"].get<int64_t>() - o.complete_through_ms : 0}});
     }
     j["hub"] = {{"region", config_.hub_region},
                 {"connected", hub_->connected()},
@@ -89,6 +92,7 @@ class HubSnapshot {
                 {"hole_jumps", s.hole_jumps},
                 {"regressed", s.regressed},
                 {"lost_at_origin", s.lost_at_origin},
+                {"late_readings", s.late_readings},
                 {"pings", s.pings},
                 {"already_held", s.batches_already_held},
                 {"shed", s.batches_shed},

@@ -10,6 +10,7 @@
 #include <cerrno>
 
 #include <cstdio>
+#include <ctime>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -30,6 +31,20 @@ using json = nlohmann::json;
 // A status file counts as live when its process still exists and it was
 // written recently (the process rewrites it every second).
 constexpr int64_t kLiveWithinMs = 10000;
+
+// A completeness watermark for people: "<UTC time> (<age> s ago)", or
+// "unknown" when none is known (0).
+std::string Watermark(int64_t through_ms, double age_ms) {
+  if (through_ms <= 0) return "unknown";
+  const time_t secs = static_cast<time_t>(through_ms / 1000);
+  struct tm tm_utc {};
+  gmtime_r(&secs, &tm_utc);
+  char at[32];
+  std::strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm_utc);
+  char out[80];
+  std::snprintf(out, sizeof out, "%s (%.1f s ago)", at, age_ms / 1000.0);
+  return out;
+}
 
 bool LiveSnapshot(const Config& config, json* out) {
   std::string text;
@@ -228,6 +243,8 @@ void PrintText(const json& j) {
                 cap > 0 ? (std::to_string(static_cast<int64_t>(cap)) + " bytes/s").c_str() : "none");
     if (cap > 0) std::printf(", waited on it %.1f s", Num(j, "uplink", "cap_wait_ms") / 1000.0);
     std::printf("\n");
+    std::printf("          complete through %s (every reading committed before it is held by a region)\n",
+                Watermark(u.value("complete_through_ms", int64_t{0}), Num(j, "uplink", "complete_age_ms")).c_str());
     for (const json& r : u.value("regions", json::array())) {
       double rtt = r.value("rtt_ms", -1.0);
       std::printf("  region  %-12s %s, round trip %s\n", r.value("name", "").c_str(),
@@ -240,6 +257,15 @@ void PrintText(const json& j) {
       std::printf("  feed    %-12s position %.0f, head %.0f, lag %.0f entries; pages ignored %.0f (late: %.0f)\n",
                   r.value("name", "").c_str(), r.value("position", 0.0), r.value("head", 0.0), r.value("lag", 0.0),
                   r.value("pages_ignored", 0.0), r.value("pages_late", 0.0));
+    }
+    const json marks = j["read_view"].value("watermarks", json::array());
+    if (j["read_view"].value("watermark_origins", 0.0) > static_cast<double>(marks.size())) {
+      std::printf("          read view: the %zu oldest watermarks of %.0f origins\n", marks.size(),
+                  j["read_view"].value("watermark_origins", 0.0));
+    }
+    for (const json& m : marks) {
+      std::printf("  view    %s complete through %s\n", m.value("origin", "").c_str(),
+                  Watermark(m.value("complete_through_ms", int64_t{0}), m.value("complete_age_ms", 0.0)).c_str());
     }
   }
   if (j.contains("hub")) {
@@ -279,8 +305,10 @@ void PrintText(const json& j) {
       }
     }
     for (const json& o : origins) {
-      std::printf("  origin  %s high water %.0f, lag %.1f s\n", o.value("origin", "").c_str(),
-                  o.value("high_water", 0.0), o.value("lag_ms", 0.0) / 1000.0);
+      std::printf("  origin  %s high water %.0f, lag %.1f s, complete through %s, late readings %.0f\n",
+                  o.value("origin", "").c_str(), o.value("high_water", 0.0), o.value("lag_ms", 0.0) / 1000.0,
+                  Watermark(o.value("complete_through_ms", int64_t{0}), o.value("complete_age_ms", 0.0)).c_str(),
+                  o.value("late_readings", 0.0));
     }
   }
   if (j.contains("region_feed")) {

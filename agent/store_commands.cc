@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -268,6 +269,33 @@ class Table {
   std::vector<nlohmann::json> json_;
 };
 
+// Each origin's completeness watermark by its name ("gateway/epoch"), as
+// this store knows it (a read view's from the feeds, a hub's beside its
+// marks; PostgreSQL hubs through the hub store).
+Status WatermarksByOrigin(Store* store, HubStore* hub, std::map<std::string, int64_t>* out) {
+  std::vector<OriginWatermark> all;
+  ES_RETURN_IF_ERROR(hub != nullptr ? hub->FeedWatermarks(&all) : store->ListWatermarks(&all));
+  for (const OriginWatermark& w : all) (*out)[w.origin.ToString()] = w.complete_through_ms;
+  return Status::Ok();
+}
+
+// "complete through <time>" of an origin that answered, and whether the
+// window asked reaches past it (the answer may still grow). A gateway's own
+// readings are all in its store: complete as of now.
+struct Completeness {
+  std::string origin;
+  bool local = false;
+  int64_t through_ms = 0;  // 0 = unknown
+  bool may_grow = true;
+};
+
+std::string CompletenessText(const Completeness& c) {
+  std::string text = "origin " + c.origin + ": ";
+  text += c.through_ms > 0 ? "complete through " + Rfc3339(c.through_ms) : "completeness unknown";
+  if (c.may_grow) text += " (the window reaches past it: the answer may still grow)";
+  return text;
+}
+
 Status ParseFrom(const std::string& from, FeedStart* start) {
   auto number = [](const std::string& text, int64_t* out) {
     if (text.empty() || text.size() > 19) return false;
@@ -315,6 +343,7 @@ int RunQuery(const Config& config, const QueryOptions& options) {
   q.limit = options.limit + 1;
   q.newest_first = !options.oldest_first;
   std::vector<QueryRow> rows;
+  std::map<std::string, int64_t> watermarks;
   std::vector<ClockPeriod> periods;
   {
     std::unique_ptr<Store> store;
@@ -327,23 +356,55 @@ int RunQuery(const Config& config, const QueryOptions& options) {
     // be corrected from one whose boot ended untrusted.
     if (store) st = store->ListClockPeriods(&periods);
     if (!st.ok()) return Fail("query", st);
+    st = WatermarksByOrigin(store.get(), hub ? hub.get() : nullptr, &watermarks);
+    if (!st.ok()) return Fail("query", st);
   }
   const std::string boot = SystemClock()->BootId();
   bool cut = static_cast<int64_t>(rows.size()) > options.limit;
   if (cut) rows.resize(static_cast<size_t>(options.limit));
+  // Per origin that answered, in order of first appearance. The window's
+  // end (now when open) past the watermark: readings committed since may
+  // still arrive (the watermark is over commit time: docs/GUARANTEES.md).
+  const int64_t window_end = q.to_ms < INT64_MAX ? q.to_ms : now;
+  std::vector<Completeness> answered;
+  std::map<std::string, size_t> answered_at;
+  for (const QueryRow& r : rows) {
+    const std::string name = r.origin.ToString();
+    if (answered_at.count(name)) continue;
+    Completeness c;
+    c.origin = name;
+    c.local = r.local;
+    auto w = watermarks.find(name);
+    c.through_ms = w == watermarks.end() ? 0 : w->second;
+    c.may_grow = !c.local && (c.through_ms <= 0 || window_end > c.through_ms);
+    answered_at[name] = answered.size();
+    answered.push_back(c);
+  }
   Table table({"time", "device", "metric", "value", "unit", "quality", "origin", "lsn", "local", "clock"});
   for (const QueryRow& r : rows) {
     const std::string clock = ClockOfRow(r, periods, boot);
+    const Completeness& c = answered[answered_at[r.origin.ToString()]];
     table.Add({Rfc3339(r.reading.ts_ms), r.reading.device_id, r.reading.metric, Value(r.reading.value), r.reading.unit,
                std::to_string(QualityFlags(r.reading.quality)), r.origin.ToString(), std::to_string(r.lsn),
                r.local ? "true" : "false", clock},
-              [&r, &clock](nlohmann::json* j) {
+              [&r, &clock, &c](nlohmann::json* j) {
                 AddReading(r.reading, j);
                 (*j)["origin"] = r.origin.ToString();
                 (*j)["lsn"] = r.lsn;
                 (*j)["local"] = r.local;
                 (*j)["clock"] = clock;
+                if (!c.local) {
+                  (*j)["complete_through_ms"] = c.through_ms;
+                  (*j)["may_grow"] = c.may_grow;
+                }
               });
+  }
+  // The table's header lines; CSV keeps its rows clean (stderr); JSON
+  // carries it in every row. Local rows need none: this store holds them all.
+  for (const Completeness& c : answered) {
+    if (c.local) continue;
+    if (options.format == OutputFormat::kTable) std::printf("# %s\n", CompletenessText(c).c_str());
+    if (options.format == OutputFormat::kCsv) std::fprintf(stderr, "edgesync query: %s\n", CompletenessText(c).c_str());
   }
   table.Print(options.format);
   if (cut) {
@@ -355,6 +416,7 @@ int RunQuery(const Config& config, const QueryOptions& options) {
 
 int RunDevices(const Config& config, OutputFormat format) {
   std::vector<DeviceSummary> devices;
+  std::map<std::string, int64_t> watermarks;
   {
     std::unique_ptr<Store> store;
     HubStoreHandle hub;
@@ -363,17 +425,30 @@ int RunDevices(const Config& config, OutputFormat format) {
     if (!st.ok()) return Fail("devices", st);
     st = hub ? ListRegionFeedDevices(hub.get(), &devices) : store->ListDevices(&devices);
     if (!st.ok()) return Fail("devices", st);
+    st = WatermarksByOrigin(store.get(), hub ? hub.get() : nullptr, &watermarks);
+    if (!st.ok()) return Fail("devices", st);
   }
+  const int64_t now = SystemClock()->WallMillis();
   // A device's record (name, location, default unit) as its origin last
   // wrote it; a row with a record and no readings leaves first/last empty.
-  Table table({"device", "origin", "local", "readings", "first", "last", "name", "location", "unit"});
+  // The origin's completeness watermark and its age ("local": all here).
+  Table table({"device", "origin", "local", "readings", "first", "last", "name", "location", "unit",
+               "complete through"});
   for (const DeviceSummary& d : devices) {
     const bool any = d.readings > 0;
+    auto w = watermarks.find(d.origin.ToString());
+    const int64_t through = d.local || w == watermarks.end() ? 0 : w->second;
+    std::string complete = d.local ? "local" : "unknown";
+    if (through > 0) complete = Rfc3339(through) + " (" + std::to_string((now - through) / 1000) + " s ago)";
     table.Add({d.device_id, d.origin.ToString(), d.local ? "true" : "false", std::to_string(d.readings),
                any ? Rfc3339(d.first_ts_ms) : "", any ? Rfc3339(d.last_ts_ms) : "",
                d.has_record ? d.record.name : "", d.has_record ? d.record.location : "",
-               d.has_record ? d.record.default_unit : ""},
-              [&d, any](nlohmann::json* j) {
+               d.has_record ? d.record.default_unit : "", complete},
+              [&d, any, through, now](nlohmann::json* j) {
+                if (!d.local) {
+                  (*j)["complete_through_ms"] = through;
+                  (*j)["complete_age_ms"] = through > 0 ? now - through : 0;
+                }
                 (*j)["device"] = d.device_id;
                 (*j)["origin"] = d.origin.ToString();
                 (*j)["local"] = d.local;

@@ -62,6 +62,24 @@ Status ValidateOriginBatch(const OriginBatch& batch) {
   return Status::Ok();
 }
 
+std::vector<OriginWatermark> PageWatermarks(const std::vector<OriginWatermark>& all, const ShardPositions& after,
+                                            const ShardPositions& next) {
+  std::vector<OriginWatermark> out;
+  const bool every = all.size() <= kAllPageWatermarks;
+  for (const OriginWatermark& w : all) {
+    if (out.size() >= kMaxPageWatermarks) break;
+    const int shard = RegionShardOf(w.origin.gateway_id);
+    if (w.complete_through_ms <= 0 || w.seq > next[shard]) continue;
+    if (every || w.seq > after[shard]) out.push_back(OriginWatermark{w.origin, w.complete_through_ms, 0});
+  }
+  return out;
+}
+
+bool BatchCompletes(const OriginBatch& batch, uint64_t high_water) {
+  if (batch.complete_through_ms <= 0 || batch.entries == nullptr || batch.entries->empty()) return false;
+  return batch.entries->back().lsn <= high_water;
+}
+
 ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held) {
   const std::vector<ChangeEntry>& entries = *batch.entries;
   ApplyPlan plan;

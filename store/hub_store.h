@@ -69,6 +69,12 @@ struct OriginBatch {
   // (re-created, restored from a backup): nothing is applied, and a jump
   // to base_lsn could not hide the loss.
   uint64_t held_claim = 0;
+  // The sender's completeness watermark (Batch.complete_through_ms): every
+  // reading it committed before this wall time has an LSN at or below the
+  // batch's last entry. Once the origin's mark reaches that entry, the
+  // store keeps max(its watermark, this) beside the mark (BatchCompletes).
+  // 0 = unknown: the watermark stays.
+  int64_t complete_through_ms = 0;
 };
 
 enum class ApplyOutcome { kApplied, kAlreadyHeld, kGap, kInvalid, kRegressed };
@@ -81,6 +87,9 @@ struct ApplyResult {
   uint64_t base_lsn = 0;     // the base the apply used (after the compaction rule)
   uint64_t applied = 0;      // entries new to the region
   std::string detail;        // gap / invalid: why, for the log and the sender
+  // applied / already held: the origin's watermark after the call (0 =
+  // none known); other outcomes leave it 0.
+  int64_t complete_through_ms = 0;
 };
 
 struct HubStoreStats {
@@ -145,7 +154,23 @@ class HubStore {
   virtual Status PruneStep(int64_t max_rows, PruneResult* result) = 0;
 
   virtual Status Stats(HubStoreStats* stats) = 0;
+
+  // Every origin's completeness watermark (those known: complete_through_ms
+  // > 0), each with the sequence of the origin's shard from which a feed
+  // reader holds all it covers (OriginWatermark::seq). PageWatermarks picks
+  // a page's.
+  virtual Status FeedWatermarks(std::vector<OriginWatermark>* watermarks) = 0;
 };
+
+// The watermarks a feed page from `after` to `next` carries: those valid at
+// next (seq at or below next in the origin's shard: the reader then holds
+// all they cover) that changed since after (seq past it), or every valid
+// one while at most kAllPageWatermarks are known; never more than
+// kMaxPageWatermarks (sync/PROTOCOL.md).
+constexpr size_t kAllPageWatermarks = 64;
+constexpr size_t kMaxPageWatermarks = 4096;
+std::vector<OriginWatermark> PageWatermarks(const std::vector<OriginWatermark>& all, const ShardPositions& after,
+                                            const ShardPositions& next);
 
 // Checks a batch (origin, every entry, LSN order, base): the "invalid"
 // outcome. Shared by every backend so they refuse the same inputs.
@@ -166,6 +191,11 @@ struct ApplyPlan {
   std::string detail;
 };
 ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held);
+
+// Whether the batch's watermark may be kept once the origin's mark is
+// `high_water`: it names one (complete_through_ms > 0) and every entry of
+// the batch is at or below the mark (only gap-free LSNs count).
+bool BatchCompletes(const OriginBatch& batch, uint64_t high_water);
 
 // The hub tables of a SQLite store opened by Store::Open: the same object,
 // which implements HubStore too (not owned). nullptr for another Store.

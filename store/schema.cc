@@ -128,6 +128,17 @@ CREATE TABLE clock_periods(id INTEGER PRIMARY KEY, boot_id TEXT NOT NULL, offset
                            first_ts INTEGER, last_ts INTEGER, delta_ms INTEGER, corrected_at INTEGER);
 )sql";
 
+// Version 9: each origin's completeness watermark beside its high-water
+// mark (store/hub_store.h, BatchCompletes): the sender's commit time
+// through which every reading of it is held, and the region feed sequence
+// from which a reader holds all of it (0 = none known yet). A gateway's
+// read view keeps the watermarks its feeds carried, per origin.
+const char* const kV8ToV9 = R"sql(
+ALTER TABLE high_water ADD COLUMN complete_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE high_water ADD COLUMN complete_seq INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE view_watermarks(origin INTEGER PRIMARY KEY, complete_ms INTEGER NOT NULL);
+)sql";
+
 // A migrated chunk holds at most this many readings (what a commit group
 // holds at ingest.batch_max's default).
 constexpr size_t kMigrationChunk = 1000;
@@ -384,6 +395,9 @@ Status MigrateBetween(Db* db, int from, int to) {
         break;
       case 7:
         ES_RETURN_IF_ERROR(db->Exec(kV7ToV8).Annotate("migrating schema 7 to 8"));
+        break;
+      case 8:
+        ES_RETURN_IF_ERROR(db->Exec(kV8ToV9).Annotate("migrating schema 8 to 9"));
         break;
       default:
         return Status::Unsupported("no migration from schema " + std::to_string(v));

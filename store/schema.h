@@ -50,8 +50,9 @@ namespace edgesync {
 // compressed chunks; 5: compacted spans in per-series blocks; 6: the read
 // view and the region feed in compressed chunks; 7: the read view's series
 // per origin, its chunks indexed by (origin, time); 8: untrusted clock
-// periods (store/time_correction.h).
-constexpr int kSchemaVersion = 8;
+// periods (store/time_correction.h); 9: each origin's completeness
+// watermark beside its high-water mark, and the read view's.
+constexpr int kSchemaVersion = 9;
 // "ESYG": marks a SQLite file as an edgesync store.
 constexpr int kApplicationId = 0x45535947;
 // The highest LSN given out so far: the log's, or meta's high_lsn once

@@ -62,6 +62,7 @@ class SqliteStore : public Store, public HubStore {
   Status ListRanges(std::vector<RangeInfo>* ranges) override;
   Status ReadFeed(uint32_t range_id, const FeedStart& from, size_t max_entries, FeedPage* page) override;
   Status ReadLog(uint64_t after_lsn, size_t max_entries, std::vector<ChangeEntry>* entries) override;
+  Status CompleteThrough(uint64_t lsn, int64_t* through_ms) override;
 
   Status AcquireLease(uint32_t range_id, const std::string& owner, Lease* lease) override;
   Status RenewLease(const Lease& held, Lease* lease) override;
@@ -80,6 +81,9 @@ class SqliteStore : public Store, public HubStore {
 
   Status Query(const QueryRequest& request, std::vector<QueryRow>* rows) override;
   Status ListDevices(std::vector<DeviceSummary>* devices) override;
+  Status ListWatermarks(std::vector<OriginWatermark>* watermarks) override;
+  Status KeepWatermarks(const std::vector<OriginWatermark>& watermarks) override;
+  Status FeedWatermarks(std::vector<OriginWatermark>* watermarks) override;
   Status Backlog(uint64_t after_lsn, BacklogInfo* info) override;
 
   Status AddDeadLetters(const std::vector<DeadLetter>& letters) override;
@@ -195,11 +199,16 @@ class SqliteStore : public Store, public HubStore {
   // holds the statements' mutex (taking their address is checked as a use).
   Status OriginId(const Origin& origin, Stmt* find, Stmt* insert, int64_t* id);
   // Inside ApplyBatches' transaction: decides one valid batch against its
-  // origin's mark (marks: origin -> mark after the batches decided so far
-  // in this transaction) and writes what is new; *head is the feed's head,
-  // advanced by what it appends.
+  // origin's mark (marks: origin -> mark and watermark after the batches
+  // decided so far in this transaction) and writes what is new; *head is
+  // the feed's head, advanced by what it appends.
+  struct HubMark {
+    uint64_t high_water = 0;
+    int64_t complete_ms = 0;
+    int64_t complete_seq = 0;  // the feed sequence the watermark is valid from
+  };
   Status ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t* head,
-                       std::unordered_map<std::string, uint64_t>* marks, ApplyResult* result) REQUIRES(write_mu_);
+                       std::unordered_map<std::string, HubMark>* marks, ApplyResult* result) REQUIRES(write_mu_);
   // The origin's id on the write connection without creating it (0 = none).
   Status FindOriginForWrite(const Origin& origin, int64_t* id) REQUIRES(write_mu_);
   void ForgetOrigins();
@@ -343,6 +352,9 @@ class SqliteStore : public Store, public HubStore {
 
   // Lock-free: read by LastLsn and Stats from any thread without a lock.
   std::atomic<uint64_t> last_lsn_{0};
+  // Commit groups of readings being written now (AppendOnce): their
+  // written_at may be older than a reader's wall time (CompleteThrough).
+  std::atomic<int> appending_{0};
   std::atomic<int64_t> rejected_full_{0};
   std::atomic<int64_t> corrupt_chunks_{0};  // remote chunks refused as damaged, since open
 

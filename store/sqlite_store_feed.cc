@@ -148,6 +148,46 @@ Status SqliteStore::ReadLog(uint64_t after_lsn, size_t max_entries, std::vector<
   return ReadRows(after_lsn, max_entries, nullptr, SIZE_MAX, entries, &last);
 }
 
+Status SqliteStore::CompleteThrough(uint64_t lsn, int64_t* through_ms) {
+  *through_ms = 0;
+  if (lsn > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("LSN out of range");
+  // In this order: a commit group not yet announced when `writing` is read
+  // takes its written_at after `now`.
+  const int64_t now = clock_->WallMillis();
+  const bool writing = appending_.load() > 0;
+  MutexLock lock(&read_mu_);
+  Txn snapshot(&read_db_);  // the group past lsn and the newest one, of one state
+  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  // The group holding lsn + 1, else the first one after it (device records
+  // between are no readings). By first_lsn, the chunks' key: never a scan.
+  Stmt s;
+  ES_RETURN_IF_ERROR(s.Prepare(&read_db_,
+                               "SELECT ifnull((SELECT written_at FROM chunks WHERE first_lsn <= ?1 AND last_lsn > ?1 "
+                               "AND first_lsn = (SELECT max(first_lsn) FROM chunks WHERE first_lsn <= ?1)), "
+                               "(SELECT written_at FROM chunks WHERE first_lsn > ?1 ORDER BY first_lsn LIMIT 1))"));
+  s.Bind(1, static_cast<int64_t>(lsn));
+  Status st;
+  bool past = false;
+  if (s.Step(&st) && sqlite3_column_type(s.get(), 0) != SQLITE_NULL) {
+    *through_ms = s.Int(0);
+    past = true;
+  }
+  ES_RETURN_IF_ERROR(st);
+  if (past) return Status::Ok();
+  if (!writing) {
+    *through_ms = now;
+    return Status::Ok();
+  }
+  // A group is being written (its LSNs past lsn, its written_at perhaps
+  // before now): every reading committed before the newest group's
+  // written_at is in it or older.
+  int64_t newest = 0;
+  ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT ifnull((SELECT written_at FROM chunks ORDER BY first_lsn DESC LIMIT 1), 0)",
+                                       &newest));
+  *through_ms = newest;
+  return Status::Ok();
+}
+
 Status SqliteStore::ResolveStart(uint32_t range_id, const std::vector<RangeRow>& rows, const FeedStart& from,
                                  uint64_t* after) {
   switch (from.kind) {

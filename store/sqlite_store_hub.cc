@@ -55,7 +55,7 @@ Status SqliteStore::ApplyBatches(const std::vector<OriginBatch>& batches, std::v
       ES_RETURN_IF_ERROR(st);
     }
     const int64_t now = clock_->WallMillis();
-    std::unordered_map<std::string, uint64_t> marks;
+    std::unordered_map<std::string, HubMark> marks;
     for (size_t i = 0; i < batches.size(); ++i) {
       if (valid[i]) ES_RETURN_IF_ERROR(ApplyHubBatch(batches[i], now, &head, &marks, &(*results)[i]));
     }
@@ -83,23 +83,28 @@ Status SqliteStore::FindOriginForWrite(const Origin& origin, int64_t* id) {
 }
 
 Status SqliteStore::ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t* head,
-                                  std::unordered_map<std::string, uint64_t>* marks, ApplyResult* r) {
+                                  std::unordered_map<std::string, HubMark>* marks, ApplyResult* r) {
   const std::string key = batch.origin.ToString();
-  uint64_t held = 0;
+  HubMark mark;
   auto found = marks->find(key);
+  int64_t known_id = 0;
   if (found != marks->end()) {
-    held = found->second;
+    mark = found->second;
   } else {
-    int64_t id = 0;
-    ES_RETURN_IF_ERROR(FindOriginForWrite(batch.origin, &id));
-    if (id != 0) {
+    ES_RETURN_IF_ERROR(FindOriginForWrite(batch.origin, &known_id));
+    if (known_id != 0) {
       Status st;
       StmtScope scope(&w_get_high_water_);
-      w_get_high_water_.Bind(1, id);
-      held = w_get_high_water_.Step(&st) ? static_cast<uint64_t>(w_get_high_water_.Int(0)) : 0;
+      w_get_high_water_.Bind(1, known_id);
+      if (w_get_high_water_.Step(&st)) {
+        mark.high_water = static_cast<uint64_t>(w_get_high_water_.Int(0));
+        mark.complete_ms = w_get_high_water_.Int(1);
+        mark.complete_seq = w_get_high_water_.Int(2);
+      }
       ES_RETURN_IF_ERROR(st);
     }
   }
+  const uint64_t held = mark.high_water;
   // The high-water mark alone decides what is new: everything at or below
   // it is held (whatever a resend overlaps), everything above it is not.
   const ApplyPlan plan = PlanApply(batch, held);
@@ -108,7 +113,33 @@ Status SqliteStore::ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t
   r->base_lsn = plan.base;
   r->outcome = plan.outcome;
   r->detail = plan.detail;
-  (*marks)[key] = plan.new_high_water;
+  const bool completes = (plan.outcome == ApplyOutcome::kApplied || plan.outcome == ApplyOutcome::kAlreadyHeld) &&
+                         BatchCompletes(batch, plan.new_high_water) && batch.complete_through_ms > mark.complete_ms;
+  if (completes) {
+    mark.complete_ms = batch.complete_through_ms;
+    // Everything of the origin it covers is at or below the feed's head
+    // (after this batch's entries, appended below).
+    mark.complete_seq = *head + static_cast<int64_t>(plan.outcome == ApplyOutcome::kApplied
+                                                          ? batch.entries->size() - plan.first_new
+                                                          : 0);
+  }
+  mark.high_water = plan.new_high_water;
+  (*marks)[key] = mark;
+  if (plan.outcome == ApplyOutcome::kApplied || plan.outcome == ApplyOutcome::kAlreadyHeld) {
+    r->complete_through_ms = mark.complete_ms;
+  }
+  if (plan.outcome == ApplyOutcome::kAlreadyHeld && completes) {
+    // A resend whose answer was lost carries the watermark again: kept
+    // without touching the mark or the feed.
+    if (known_id == 0) ES_RETURN_IF_ERROR(FindOriginForWrite(batch.origin, &known_id));
+    if (known_id != 0) {
+      w_put_high_water_.Bind(1, known_id);
+      w_put_high_water_.Bind(2, static_cast<int64_t>(plan.new_high_water));
+      w_put_high_water_.Bind(3, mark.complete_ms);
+      w_put_high_water_.Bind(4, mark.complete_seq);
+      ES_RETURN_IF_ERROR(w_put_high_water_.Run());
+    }
+  }
   if (plan.outcome != ApplyOutcome::kApplied) return Status::Ok();
   int64_t origin_id = 0;
   ES_RETURN_IF_ERROR(OriginId(batch.origin, &w_find_origin_, &w_insert_origin_, &origin_id));
@@ -127,6 +158,8 @@ Status SqliteStore::ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t
   }
   w_put_high_water_.Bind(1, origin_id);
   w_put_high_water_.Bind(2, static_cast<int64_t>(plan.new_high_water));
+  w_put_high_water_.Bind(3, mark.complete_ms);
+  w_put_high_water_.Bind(4, mark.complete_seq);
   ES_RETURN_IF_ERROR(w_put_high_water_.Run());
   r->applied = entries.size() - plan.first_new;
   return Status::Ok();
@@ -265,6 +298,64 @@ Status SqliteStore::ReadFeed(const ShardPositions& after, size_t max_entries, Fe
   page->head.fill(head);
   for (uint64_t& n : page->next) n = std::min(std::max(n, scanned), head);
   return Status::Ok();
+}
+
+Status SqliteStore::FeedWatermarks(std::vector<OriginWatermark>* watermarks) {
+  watermarks->clear();
+  MutexLock lock(&read_mu_);
+  Stmt s;
+  ES_RETURN_IF_ERROR(s.Prepare(&read_db_,
+                               "SELECT o.gateway_id, o.epoch, h.complete_ms, h.complete_seq FROM high_water h JOIN "
+                               "origins o ON o.id = h.origin WHERE h.complete_ms > 0"));
+  Status st;
+  while (s.Step(&st)) {
+    watermarks->push_back(
+        OriginWatermark{Origin{s.Text(0), s.Text(1)}, s.Int(2), static_cast<uint64_t>(std::max<int64_t>(0, s.Int(3)))});
+  }
+  return st;
+}
+
+Status SqliteStore::ListWatermarks(std::vector<OriginWatermark>* watermarks) {
+  watermarks->clear();
+  MutexLock lock(&read_mu_);
+  Stmt s;
+  // A hub's marks and a read view's kept watermarks (a store may be both).
+  ES_RETURN_IF_ERROR(s.Prepare(&read_db_,
+                               "SELECT o.gateway_id, o.epoch, max(w.c) FROM (SELECT origin, complete_ms AS c FROM "
+                               "view_watermarks UNION ALL SELECT origin, complete_ms FROM high_water WHERE complete_ms "
+                               "> 0) w JOIN origins o ON o.id = w.origin GROUP BY w.origin"));
+  Status st;
+  while (s.Step(&st)) {
+    Origin origin{s.Text(0), s.Text(1)};
+    if (origin == origin_) continue;
+    watermarks->push_back(OriginWatermark{std::move(origin), s.Int(2), 0});
+  }
+  return st;
+}
+
+Status SqliteStore::KeepWatermarks(const std::vector<OriginWatermark>& watermarks) {
+  for (const OriginWatermark& w : watermarks) ES_RETURN_IF_ERROR(ValidateOrigin(w.origin));
+  if (watermarks.empty()) return Status::Ok();
+  MutexLock lock(&write_mu_);
+  ES_RETURN_IF_ERROR(PrepareApply());
+  Txn txn(&write_db_);
+  Status s = [&]() REQUIRES(write_mu_) -> Status {
+    ES_RETURN_IF_ERROR(txn.Begin());
+    Stmt put;
+    ES_RETURN_IF_ERROR(put.Prepare(&write_db_,
+                                   "INSERT INTO view_watermarks VALUES(?1, ?2) ON CONFLICT(origin) DO UPDATE SET "
+                                   "complete_ms = max(complete_ms, excluded.complete_ms)"));
+    for (const OriginWatermark& w : watermarks) {
+      if (w.complete_through_ms <= 0 || w.origin == origin_) continue;
+      int64_t id = 0;
+      ES_RETURN_IF_ERROR(OriginId(w.origin, &w_find_origin_, &w_insert_origin_, &id));
+      put.Bind(1, id);
+      put.Bind(2, w.complete_through_ms);
+      ES_RETURN_IF_ERROR(put.Run());
+    }
+    return txn.Commit();
+  }();
+  return EndRemoteWrite(&txn, s);
 }
 
 Status SqliteStore::FeedBounds(FeedBoundsInfo* bounds) {

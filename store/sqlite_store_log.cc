@@ -362,6 +362,13 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
   ES_RETURN_IF_ERROR(ReserveLsns(last_lsn_.load() + readings.size()));
   Txn txn(&write_db_);
   pending_series_.clear();
+  // Announced before written_at is taken: a CompleteThrough that does not
+  // see it knows this group's written_at is not before its own wall time.
+  appending_.fetch_add(1);
+  struct AppendingScope {
+    std::atomic<int>* n;
+    ~AppendingScope() { n->fetch_sub(1); }
+  } appending_scope{&appending_};
   const int64_t written_at = clock_->WallMillis();
   const int64_t mono_ms = clock_->MonotonicMillis();
   const bool persist_counts = mono_ms - last_range_flush_ms_ >= kRangeFlushMs || mono_ms < last_range_flush_ms_;

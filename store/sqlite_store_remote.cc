@@ -88,8 +88,11 @@ Status SqliteStore::PrepareApply() {
                                              "SELECT id, data FROM view_chunks WHERE origin = ? AND last_olsn >= ? "
                                              "AND first_olsn <= ?"));
   ES_RETURN_IF_ERROR(w_region_head_.Prepare(&write_db_, kRegionHeadSql));
-  ES_RETURN_IF_ERROR(w_get_high_water_.Prepare(&write_db_, "SELECT lsn FROM high_water WHERE origin=?"));
-  ES_RETURN_IF_ERROR(w_put_high_water_.Prepare(&write_db_, "INSERT OR REPLACE INTO high_water VALUES(?, ?)"));
+  ES_RETURN_IF_ERROR(
+      w_get_high_water_.Prepare(&write_db_, "SELECT lsn, complete_ms, complete_seq FROM high_water WHERE origin=?"));
+  // ApplyHubBatch decides the watermark (only raised) under the write lock.
+  ES_RETURN_IF_ERROR(w_put_high_water_.Prepare(
+      &write_db_, "INSERT OR REPLACE INTO high_water(origin, lsn, complete_ms, complete_seq) VALUES(?1, ?2, ?3, ?4)"));
   ES_RETURN_IF_ERROR(w_find_origin_.Prepare(&write_db_, kFindOriginSql));
   ES_RETURN_IF_ERROR(
       w_insert_origin_.Prepare(&write_db_, "INSERT INTO origins(gateway_id, epoch) VALUES(?, ?) RETURNING id"));

@@ -275,6 +275,17 @@ struct StoreStats {
 // A reader's position in a region hub's feed: the hub store's epoch and the
 // last sequence number read in each shard (store/feed_cursor.h). Sequences
 // of different epochs are unrelated (a re-created hub store starts again).
+// An origin's completeness watermark (sync/PROTOCOL.md, "Completeness
+// watermarks"): every reading its gateway committed before
+// complete_through_ms (Unix ms, the gateway's commit time) is held.
+struct OriginWatermark {
+  Origin origin;
+  int64_t complete_through_ms = 0;
+  // A hub's: the sequence, in the origin's shard of the region feed, at
+  // which everything of the origin the watermark covers is in the feed.
+  uint64_t seq = 0;
+};
+
 struct FeedPosition {
   std::string epoch;  // "" = no epoch heard yet
   ShardPositions shards{};
@@ -336,6 +347,14 @@ class UplinkSource {
   // The whole log in LSN order: entries with lsn > after_lsn. LSNs may skip
   // (compacted device records, pruned or dropped readings).
   virtual Status ReadLog(uint64_t after_lsn, size_t max_entries, std::vector<ChangeEntry>* entries) = 0;
+  // The completeness watermark of a batch ending at lsn: a wall time T such
+  // that every reading committed before T (its commit group's written_at)
+  // has an LSN at or below lsn. The written_at of the first commit group
+  // past lsn, or, when none is committed, now (or the newest group's
+  // written_at while a commit is under way). 0 = none (an empty log).
+  // Assumes the wall clock does not step back (the uplink uses it only
+  // while the clock is trusted).
+  virtual Status CompleteThrough(uint64_t lsn, int64_t* through_ms) = 0;
   virtual Status GetCheckpoint(const std::string& name, uint64_t* value) = 0;
   virtual Status SetCheckpoint(const std::string& name, uint64_t value) = 0;
   // Marks entries up to lsn as acknowledged upstream by target (a region):
@@ -360,6 +379,10 @@ class ReadViewWriter {
   // replaced whatever it was (a restored hub store may be behind us).
   virtual Status GetFeedPosition(const std::string& region, FeedPosition* position) = 0;
   virtual Status SetFeedPosition(const std::string& region, const FeedPosition& position, bool reset) = 0;
+  // Keeps the origins' watermarks a feed page carried (each only raised),
+  // once the page's entries and position are in: the read view then holds
+  // every reading of the origin committed before it.
+  virtual Status KeepWatermarks(const std::vector<OriginWatermark>& watermarks) = 0;
 };
 
 // Readers: `edgesync query`, `devices`, `feed`, dead letters.
@@ -370,6 +393,10 @@ class StoreReader {
   // Every device with readings, local and in the read view, by device id
   // then origin. Scans the tables: for the CLI, not for a hot path.
   virtual Status ListDevices(std::vector<DeviceSummary>* devices) = 0;
+  // The watermark of every origin this store knows one of: a gateway's
+  // read view (kept from the feeds), a hub's marks. Not this store's own
+  // origin (its readings are all here).
+  virtual Status ListWatermarks(std::vector<OriginWatermark>* watermarks) = 0;
   virtual Status ListRanges(std::vector<RangeInfo>* ranges) = 0;
   // At most max_entries of the range, in LSN order, after `from`. A token of
   // a split parent is accepted by its children; a token of another epoch or

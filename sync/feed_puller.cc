@@ -267,6 +267,9 @@ void FeedPuller::HandlePage(size_t index, WireMessage& m) {
   Status st;
   if (!entries.empty()) st = store_->ApplyRemote(entries, &applied);
   if (st.ok()) st = store_->SetFeedPosition(r.name, next, page.reset);
+  // Only once the entries and the position are in: kept before them, a
+  // crash between would claim readings the view does not hold.
+  if (st.ok() && !page.reset && !page.watermarks.empty()) st = store_->KeepWatermarks(page.watermarks);
   if (!st.ok()) {
     // Not dropped and not retried in a loop: asked again after a growing
     // delay, counted and shown in status until a page goes in.

@@ -465,6 +465,17 @@ void RegionHub::HandleFeedRequest(const WireMessage& m) {
     page.next = read.next;
     page.head = read.head;
     page.reset = read.reset;
+    if (st.ok() && !read.reset) {
+      // Read after the page: a watermark is sent only where the page's
+      // continuation already holds what it covers, so a newer one is safe.
+      std::vector<OriginWatermark> all;
+      Status w = feed_store_->FeedWatermarks(&all);
+      if (w.ok()) {
+        page.watermarks = PageWatermarks(all, m.feed_after, page.next);
+      } else {
+        ES_LOG(kWarn, "hub {}: reading the origins' watermarks: {}", options_.region, w.ToString());
+      }
+    }
     if (read.reset) {
       // The shards whose positions were pruned move to their pruned marks;
       // the others keep theirs.
@@ -529,7 +540,7 @@ void RegionHub::ApplyBatches(std::vector<PendingBatch>* pending) {
       continue;
     }
     admitted.push_back(&p);
-    batches.push_back(OriginBatch{b.origin, b.base_lsn, b.first_lsn, &b.entries, b.region_held});
+    batches.push_back(OriginBatch{b.origin, b.base_lsn, b.first_lsn, &b.entries, b.region_held, b.complete_through_ms});
   }
   std::vector<ApplyResult> results;
   Status st = batches.empty() ? Status::Ok() : store_->ApplyBatches(batches, &results);
@@ -554,9 +565,22 @@ void RegionHub::Answer(const PendingBatch& p, const Status& status, const ApplyR
   const uint64_t lost = jumped && b.base_lost ? b.base_lsn - r.before : 0;
   const bool held = status.ok() && (r.outcome == ApplyOutcome::kApplied || r.outcome == ApplyOutcome::kAlreadyHeld);
   int64_t newest_ts = INT64_MIN;  // outside the lock: stats() waits on it
-  if (held) {
+  // Readings stamped well before the origin's watermark as it stood: a
+  // device replaying its buffer, or a clock far behind. The watermark is
+  // over commit time, so they arrive after a window over their own time
+  // looked complete (docs/GUARANTEES.md); counted, not refused.
+  uint64_t late = 0;
+  if (held && r.applied > 0) {
+    int64_t watermark = 0;
+    {
+      MutexLock lock(&stats_mu_);
+      auto it = origins_.find(b.origin.ToString());
+      if (it != origins_.end()) watermark = it->second.complete_through_ms;
+    }
     for (const ChangeEntry& e : b.entries) {
-      if (e.lsn > r.before && e.kind == ChangeEntry::Kind::kReading) newest_ts = std::max(newest_ts, e.reading.ts_ms);
+      if (e.lsn <= r.before || e.kind != ChangeEntry::Kind::kReading) continue;
+      newest_ts = std::max(newest_ts, e.reading.ts_ms);
+      if (watermark > 0 && e.reading.ts_ms < watermark - kLateReadingMarginMs) ++late;
     }
   }
   {
@@ -578,6 +602,9 @@ void RegionHub::Answer(const PendingBatch& p, const Status& status, const ApplyR
       }
       HubOriginStats& o = it->second;
       o.high_water = r.high_water;
+      o.complete_through_ms = std::max(o.complete_through_ms, r.complete_through_ms);
+      o.late_readings += late;
+      stats_.late_readings += late;
       ++o.batches;
       o.entries += r.applied;
       o.last_batch_wall_ms = clock_->WallMillis();

@@ -104,10 +104,23 @@ struct RegionHubOptions {
   DecodeLimits limits;
 };
 
+// A reading stamped this much before its origin's watermark when it
+// arrives is counted late (HubOriginStats::late_readings): more than a
+// reading waits between its stamp and its commit on a working gateway.
+constexpr int64_t kLateReadingMarginMs = 60000;
+
 // One origin (gateway store) as the hub sees it.
 struct HubOriginStats {
   std::string origin;               // gateway_id/epoch
   uint64_t high_water = 0;          // highest contiguous LSN held
+  // The origin's completeness watermark as the store keeps it: every
+  // reading its gateway committed before this wall time (Unix ms) is held
+  // here (Batch.complete_through_ms); 0 = none known.
+  int64_t complete_through_ms = 0;
+  // Readings new to the region stamped more than kLateReadingMarginMs
+  // before complete_through_ms as it stood when they arrived (a device
+  // replaying its buffer), since the hub started.
+  uint64_t late_readings = 0;
   uint64_t batches = 0;             // applied since the hub started
   uint64_t entries = 0;             // new entries applied since the hub started
   int64_t last_batch_wall_ms = 0;   // when the last batch was applied
@@ -135,6 +148,7 @@ struct RegionHubStats {
   // re-created or restored); the sender refills from the mark.
   uint64_t regressed = 0;
   uint64_t lost_at_origin = 0;      // LSNs refilling origins no longer held (HubOriginStats::lost, all origins)
+  uint64_t late_readings = 0;       // HubOriginStats::late_readings, all origins
   uint64_t store_errors = 0;
   uint64_t batches_shed = 0;        // received while the queue was full: dropped, the gateway resends
   uint64_t bad_messages = 0;        // undecodable or invalid payloads

@@ -203,6 +203,7 @@ void Uplink::Run() {
     MutexLock lock(&stats_mu_);
     stats_.write_region = write_region_ >= 0 ? options_.regions[write_region_].name : "";
     stats_.checkpoint = checkpoint_;
+    stats_.complete_through_ms = complete_through_ms_;
     stats_.answer_wait_ms = answer_wait_ms_;
     stats_.last_lsn = store_->LastLsn();
     stats_.backlog = stats_.last_lsn > checkpoint_ ? stats_.last_lsn - checkpoint_ : 0;
@@ -370,6 +371,7 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
   answer_wait_ms_ = std::max(options_.ack_timeout_ms, std::min(answer_wait_ms_, 4 * (now - batch->sent_ms)));
   while (!inflight_.empty() && inflight_.front().last <= stream_mark_) {
     ack_latency_.Observe(static_cast<double>(now - inflight_.front().sent_ms) / 1000.0);
+    complete_through_ms_ = std::max(complete_through_ms_, inflight_.front().complete_ms);
     inflight_.pop_front();
   }
   if (next_after_ < stream_mark_) next_after_ = stream_mark_;
@@ -594,8 +596,8 @@ void Uplink::SendBatches(int64_t now_ms) {
       Rewind("send failed", true);
       return;
     }
-    inflight_.push_back(
-        {batch.correlation_id, static_cast<size_t>(target_), batch.last, now_ms, batch.with_context, batch.lost});
+    inflight_.push_back({batch.correlation_id, static_cast<size_t>(target_), batch.last, now_ms, batch.with_context,
+                         batch.lost, batch.complete_ms});
     if (bucket_) {
       // The next batches hold what one second of the cap carries at this
       // batch's bytes per entry. Small batches overstate it (each carries
@@ -609,6 +611,27 @@ void Uplink::SendBatches(int64_t now_ms) {
     stats_.entries_sent += batch.entries;
     stats_.bytes_sent += batch.payload.size();
   }
+}
+
+int64_t Uplink::BatchWatermark(uint64_t last_lsn, bool refilling) {
+  // A refill's batches may start below the checkpoint, where compacted
+  // spans carry the newest write time of many groups: none is claimed.
+  if (refilling || last_lsn < checkpoint_) return 0;
+  int64_t trusted_since = 1;
+  if (options_.clock_trusted_since) {
+    trusted_since = options_.clock_trusted_since();
+    if (trusted_since <= 0) return 0;  // the clock is not trusted now
+  }
+  int64_t through = 0;
+  Status st = store_->CompleteThrough(last_lsn, &through);
+  if (!st.ok()) {
+    ES_LOG(kWarn, "uplink: reading the commit time after LSN {}: {}", last_lsn, st.ToString());
+    return 0;
+  }
+  // A commit time from before trust began may be untrusted (stamped by a
+  // clock not yet synchronised, in this boot or before a restart): the
+  // watermark waits for the batches committed since.
+  return through >= trusted_since ? through : 0;
 }
 
 bool Uplink::PrepareBatch(int64_t now_ms) {
@@ -687,6 +710,7 @@ bool Uplink::PrepareBatch(int64_t now_ms) {
   // The hub reads this origin's lag from it: 0 once a batch leaves
   // nothing behind it.
   batch.more = last > batch.last_lsn;
+  batch.complete_through_ms = BatchWatermark(batch.last_lsn, rec.refilling);
   uint64_t lost = 0;
   if (rec.refilling) {
     // No jump over what the region lost: from its mark on, except over
@@ -719,6 +743,7 @@ bool Uplink::PrepareBatch(int64_t now_ms) {
   ready.last = batch.last_lsn;
   ready.entries = batch.entries.size();
   ready.lost = lost;
+  ready.complete_ms = batch.complete_through_ms;
   // The batch belongs to the stream from here: a rewind drops it with the
   // batches in flight.
   next_after_ = batch.last_lsn;

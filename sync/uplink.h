@@ -99,6 +99,11 @@ struct UplinkOptions {
   // Bytes per second of MQTT packets sent to the regions, at most; 0 = no
   // cap. See Config::uplink_max_bytes_per_s and docs/DEPLOY.md.
   int64_t max_bytes_per_s = uplink_options::kMaxBytesPerS;
+  // Since when the wall clock stamps trusted times (ClockTrust's
+  // trusted_since_ms; 0 = not trusted now): batches carry a completeness
+  // watermark (Batch.complete_through_ms) only at or after it, so an
+  // untrusted clock never advances it. Unset: every time is trusted.
+  std::function<int64_t()> clock_trusted_since;
 };
 
 // Creates a link; tests may substitute a fake. Default: NewPahoMqttLink.
@@ -121,6 +126,10 @@ struct UplinkRegionStats {
 struct UplinkStats {
   std::string write_region;       // "" = none healthy
   uint64_t checkpoint = 0;        // highest LSN acknowledged by a region
+  // This gateway's acknowledged completeness watermark: every reading it
+  // committed before this wall time (Unix ms) is held by a region. The
+  // highest of the batches acknowledged since the uplink started; 0 = none yet.
+  int64_t complete_through_ms = 0;
   uint64_t last_lsn = 0;
   uint64_t backlog = 0;           // last_lsn - checkpoint
   uint64_t batches_sent = 0;
@@ -189,6 +198,7 @@ class Uplink {
     size_t entries = 0;
     bool with_context = false;
     uint64_t lost = 0;
+    int64_t complete_ms = 0;  // the batch's watermark (0 = none)
     std::string topic;
     std::string payload;
     int64_t packet_bytes = 0;
@@ -200,6 +210,7 @@ class Uplink {
     int64_t sent_ms = 0;
     bool with_context = false;  // coded against the series context
     uint64_t lost = 0;          // a refill's first batch: LSNs it declares we no longer hold
+    int64_t complete_ms = 0;    // its watermark (0 = none)
   };
   // What a region's store acknowledged to us, and of which epoch (kept in
   // the store: checkpoints upstream:<region> and upstream-epoch:<region>).
@@ -233,6 +244,9 @@ class Uplink {
   // Records an Ok answer's mark hw from region; false if the store failed.
   bool RecordAck(size_t region, const WireAck& ack, uint64_t hw, uint64_t lost);
   void SendBatches(int64_t now_ms);
+  // The watermark a batch ending at last_lsn carries (0 = none: a refill,
+  // an untrusted clock, a store error).
+  int64_t BatchWatermark(uint64_t last_lsn, bool refilling);
   // Encodes the next batch into ready_; false when there is none to send
   // now (nothing new, a partial batch held, a store error).
   bool PrepareBatch(int64_t now_ms);
@@ -285,6 +299,7 @@ class Uplink {
   int target_ = -1;                // the region batches go to (ChooseTarget)
   std::vector<RegionRecord> records_;
   uint64_t checkpoint_ = 0;
+  int64_t complete_through_ms_ = 0;  // UplinkStats::complete_through_ms
   // The highest mark target_ acknowledged of this stream (since the last
   // rewind): batches at or below it are answered.
   uint64_t stream_mark_ = 0;

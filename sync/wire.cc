@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 
+#include "store/hub_store.h"
 #include "sync/batch_generated.h"
 #include "sync/columns.h"
 
@@ -199,6 +200,9 @@ Status DecodeBatch(const wire::Batch* b, const DecodeLimits& limits, WireBatch* 
   out->region_held = b->region_held();
   out->base_lost = b->base_lost();
   out->more = b->more();
+  // A negative time means nothing: read as unknown, so it never lowers or
+  // sets a watermark.
+  out->complete_through_ms = std::max<int64_t>(0, b->complete_through_ms());
   out->entries.clear();
   auto bad = [counters](const std::string& why) {
     if (counters) ++counters->bad_entries;
@@ -253,6 +257,26 @@ Status DecodeFeedPage(const wire::FeedPage* p, const DecodeLimits& limits, WireF
     if (!st.ok()) {
       if (counters) ++counters->bad_entries;
       return st.Annotate("feed page");
+    }
+  }
+  out->watermarks.clear();
+  if (p->watermarks() != nullptr) {
+    if (p->watermarks()->size() > kMaxPageWatermarks) {
+      if (counters) ++counters->too_large;
+      return Status::Corruption("feed page: " + std::to_string(p->watermarks()->size()) + " watermarks, more than " +
+                                std::to_string(kMaxPageWatermarks));
+    }
+    out->watermarks.reserve(p->watermarks()->size());
+    for (const wire::OriginWatermark* w : *p->watermarks()) {
+      OriginWatermark kept{ReadOrigin(w->origin()), w->complete_through_ms(), 0};
+      Status v = ValidateOrigin(kept.origin);
+      if (v.ok() && kept.complete_through_ms <= 0) v = Status::InvalidArgument("a watermark at or before 1970");
+      if (!v.ok()) {
+        if (counters) ++counters->bad_entries;
+        return Status::Corruption("feed page: watermark " + std::to_string(out->watermarks.size()) + ": " +
+                                  v.message());
+      }
+      out->watermarks.push_back(std::move(kept));
     }
   }
   if (p->count() == 0) return Status::Ok();
@@ -318,7 +342,8 @@ Status EncodeBatch(const std::string& reply_to, uint64_t correlation_id, const W
                              static_cast<uint32_t>(batch.entries.size()), wire::Codec::Zstd,
                              with_context ? wire::Encoding::ColumnsContext : wire::Encoding::ColumnsV1,
                              static_cast<uint32_t>(raw.size()), body, context_lsn, context_hash, context != nullptr,
-                             batch.region_epoch, batch.region_held, batch.base_lost, batch.more);
+                             batch.region_epoch, batch.region_held, batch.base_lost, batch.more,
+                             batch.complete_through_ms);
   *out = Finish(fbb, lean ? std::string() : reply_to, correlation_id, wire::Body::Batch, b.Union());
   return Status::Ok();
 }
@@ -402,9 +427,18 @@ Status EncodeFeedPage(uint64_t correlation_id, const WireFeedPage& page, const E
     next = PositionsVector(fbb, page.next);
     head = PositionsVector(fbb, page.head);
   }
+  Offset<flatbuffers::Vector<Offset<wire::OriginWatermark>>> watermarks;
+  if (!page.watermarks.empty()) {
+    std::vector<Offset<wire::OriginWatermark>> w;
+    w.reserve(page.watermarks.size());
+    for (const OriginWatermark& m : page.watermarks) {
+      w.push_back(wire::CreateOriginWatermark(fbb, MakeOrigin(fbb, m.origin), m.complete_through_ms));
+    }
+    watermarks = fbb.CreateVector(w);
+  }
   auto p = wire::CreateFeedPage(fbb, region, 0, 0, 0, page.reset, static_cast<uint32_t>(page.entries.size()),
                                 wire::Codec::Zstd, wire::Encoding::ColumnsV1, raw_size, body, epoch, after, next,
-                                head);
+                                head, watermarks);
   *out = Finish(fbb, "", correlation_id, wire::Body::FeedPage, p.Union());
   return Status::Ok();
 }

@@ -36,7 +36,9 @@ namespace edgesync {
 // 4: a gateway tells a region what it knows of its store (Batch.region_epoch,
 // region_held, base_lost; AckStatus Regressed; BatchAck.epoch, Pong.epoch)
 // and refills a region that lost what it acknowledged.
-constexpr uint16_t kWireVersion = 4;
+// 5: batches carry the origin's completeness watermark
+// (Batch.complete_through_ms; sync/PROTOCOL.md, "Completeness watermarks").
+constexpr uint16_t kWireVersion = 5;
 
 struct DecodeLimits {
   size_t max_payload_bytes = size_t{16} << 20;  // compressed MQTT payload
@@ -92,6 +94,9 @@ struct WireBatch {
   bool base_lost = false;
   // The sender's log held more than this batch when it was sent.
   bool more = false;
+  // Every reading the sender committed before this wall time (Unix ms) has
+  // an LSN at or below last_lsn; 0 = unknown. Decoded negative as 0.
+  int64_t complete_through_ms = 0;
   std::vector<ChangeEntry> entries;
 };
 
@@ -117,6 +122,8 @@ struct WireFeedPage {
   std::string epoch;  // the hub store's epoch the sequences belong to
   // Each entry's seq is its shard's sequence; its shard is its origin's.
   std::vector<RegionFeedEntry> entries;
+  // Protocol 5: watermarks valid once the page is applied (seq unused).
+  std::vector<OriginWatermark> watermarks;
 };
 
 // One decoded message; only the member matching `kind` is filled.

@@ -44,7 +44,7 @@
 namespace edgesync {
 namespace {
 
-constexpr int kSchemaVersion = 4;
+constexpr int kSchemaVersion = 5;
 // Retries of a group whose compare-and-set lost to another writer: each
 // retry decides the group on the marks that writer committed, so the second
 // attempt normally finds the span already held.
@@ -122,6 +122,11 @@ const char* const kMigrations[] = {
     "  PRIMARY KEY (shard, last_seq));"
     "ALTER TABLE es_feed_chunks ALTER COLUMN data SET STORAGE EXTERNAL;"
     "CREATE INDEX IF NOT EXISTS es_feed_chunks_seq ON es_feed_chunks (seq);",
+    // 5: each origin's completeness watermark beside its mark (store/hub_store.h,
+    // BatchCompletes) and the sequence of its shard from which a feed reader
+    // holds all it covers; 0 = none known yet.
+    "ALTER TABLE es_origins ADD COLUMN IF NOT EXISTS complete_ms bigint NOT NULL DEFAULT 0;"
+    "ALTER TABLE es_origins ADD COLUMN IF NOT EXISTS complete_seq bigint NOT NULL DEFAULT 0;",
 };
 
 class PgHubStore : public HubStore {
@@ -161,6 +166,20 @@ class PgHubStore : public HubStore {
     ES_RETURN_IF_ERROR(conn_->Query("SELECT high_water FROM es_origins WHERE gateway_id=$1 AND epoch=$2",
                                     {origin.gateway_id, origin.epoch}, &r));
     *high_water = r.rows() ? static_cast<uint64_t>(r.Int(0, 0)) : 0;
+    return Status::Ok();
+  }
+
+  Status FeedWatermarks(std::vector<OriginWatermark>* watermarks) override {
+    watermarks->clear();
+    std::lock_guard<std::mutex> lock(mu_);
+    ES_RETURN_IF_ERROR(conn_->EnsureConnected());
+    PgResult r;
+    ES_RETURN_IF_ERROR(conn_->Query(
+        "SELECT gateway_id, epoch, complete_ms, complete_seq FROM es_origins WHERE complete_ms > 0", {}, &r));
+    for (int i = 0; i < r.rows(); ++i) {
+      watermarks->push_back(OriginWatermark{Origin{r.Text(i, 0), r.Text(i, 1)}, r.Int(i, 2),
+                                            static_cast<uint64_t>(std::max<int64_t>(0, r.Int(i, 3)))});
+    }
     return Status::Ok();
   }
 
@@ -344,6 +363,8 @@ class PgHubStore : public HubStore {
     int64_t id = 0;
     uint64_t read = 0;     // the mark as read in this transaction
     uint64_t current = 0;  // after the group's batches so far
+    int64_t complete_read = 0;  // the watermark as read, and after the group's batches so far
+    int64_t complete = 0;
   };
 
   Status ApplyGroup(const std::vector<OriginBatch>& batches, std::vector<ApplyResult>* results) {
@@ -395,15 +416,16 @@ class PgHubStore : public HubStore {
     ES_RETURN_IF_ERROR(conn_->Query(
         "WITH want(g, e, s) AS (SELECT * FROM unnest($1::text[], $2::text[], $3::smallint[])), "
         "ins AS (INSERT INTO es_origins(gateway_id, epoch, shard) SELECT g, e, s FROM want ON CONFLICT DO NOTHING "
-        "RETURNING id, gateway_id, epoch, high_water) "
-        "SELECT id, gateway_id, epoch, high_water FROM ins UNION ALL "
-        "SELECT o.id, o.gateway_id, o.epoch, o.high_water FROM es_origins o JOIN want ON o.gateway_id = want.g "
-        "AND o.epoch = want.e",
+        "RETURNING id, gateway_id, epoch, high_water, complete_ms) "
+        "SELECT id, gateway_id, epoch, high_water, complete_ms FROM ins UNION ALL "
+        "SELECT o.id, o.gateway_id, o.epoch, o.high_water, o.complete_ms FROM es_origins o JOIN want ON "
+        "o.gateway_id = want.g AND o.epoch = want.e",
         {PgTextArray(gateways), PgTextArray(epochs), shards + "}"}, &r));
     for (int i = 0; i < r.rows(); ++i) {
       OriginRow& o = origins[Origin{r.Text(i, 1), r.Text(i, 2)}.ToString()];
       o.id = r.Int(i, 0);
       o.read = o.current = static_cast<uint64_t>(r.Int(i, 3));
+      o.complete_read = o.complete = r.Int(i, 4);
     }
     for (const auto& [name, o] : origins) {
       if (o.id == 0) return Status::Conflict("origin " + name + " was created by another writer meanwhile");
@@ -430,6 +452,10 @@ class PgHubStore : public HubStore {
       res.outcome = plan.outcome;
       res.detail = plan.detail;
       res.base_lsn = plan.base;
+      if (plan.outcome == ApplyOutcome::kApplied || plan.outcome == ApplyOutcome::kAlreadyHeld) {
+        if (BatchCompletes(b, plan.new_high_water)) o.complete = std::max(o.complete, b.complete_through_ms);
+        res.complete_through_ms = o.complete;
+      }
       if (plan.outcome != ApplyOutcome::kApplied) continue;
       appends.push_back(
           Append{o.id, RegionShardOf(b.origin.gateway_id), b.entries, plan.first_new, series_ids.data() + ids_from[i]});
@@ -456,6 +482,26 @@ class PgHubStore : public HubStore {
           "AS v(id, old, new) WHERE o.id = v.id AND o.high_water = v.old",
           {ids + "}", olds + "}", news + "}"}, &u));
       if (u.affected() != changed) return Status::Conflict("another writer moved a high-water mark meanwhile");
+    }
+    std::string wm_ids = "{", wm_times = "{";
+    int wm_changed = 0;
+    for (const auto& [name, o] : origins) {
+      if (o.complete <= o.complete_read) continue;
+      const char* sep = wm_changed++ ? "," : "";
+      wm_ids += sep + std::to_string(o.id);
+      wm_times += sep + std::to_string(o.complete);
+    }
+    if (wm_changed > 0) {
+      // Only ever raised: another writer's later watermark for the origin
+      // stays. The shard's counter is ours while we hold its row (an
+      // append), else the last one committed: either is at or past every
+      // entry of the origin the watermark covers.
+      PgResult u;
+      ES_RETURN_IF_ERROR(conn_->Query(
+          "UPDATE es_origins AS o SET complete_ms = v.t, complete_seq = (SELECT f.seq FROM es_feed_shards f WHERE "
+          "f.shard = o.shard) FROM unnest($1::bigint[], $2::bigint[]) AS v(id, t) WHERE o.id = v.id AND "
+          "o.complete_ms < v.t",
+          {wm_ids + "}", wm_times + "}"}, &u));
     }
     return conn_->Exec("COMMIT");
   }

@@ -564,6 +564,125 @@ TEST_P(HubStoreTest, EpochAndMarksOutliveAReopen) {
   EXPECT_EQ(hw, 7u);
 }
 
+OriginBatch Completing(const Origin& origin, const std::vector<ChangeEntry>& entries, int64_t through_ms) {
+  OriginBatch b = Batch(origin, entries);
+  b.complete_through_ms = through_ms;
+  return b;
+}
+
+// The completeness watermark (BatchCompletes): kept only once the mark
+// holds the whole batch, only ever raised, per origin, across a reopen.
+TEST_P(HubStoreTest, TheWatermarkMovesOnlyOverGapFreeLsnsAndNeverBack) {
+  HubStore* s = Open();
+  ASSERT_NE(s, nullptr);
+  auto first = Entries(1, 10), second = Entries(11, 20), third = Entries(21, 30);
+  ApplyResult r = Apply(s, Completing(kGw1, first, 1'000));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r.complete_through_ms, 1'000);
+  // A gap: nothing held past 10, so its watermark means nothing yet.
+  r = Apply(s, Completing(kGw1, third, 3'000));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kGap);
+  EXPECT_EQ(r.complete_through_ms, 0);
+  // An older time (a clock that was corrected) never lowers it.
+  r = Apply(s, Completing(kGw1, second, 500));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r.complete_through_ms, 1'000);
+  // A resend whose answer was lost carries a later watermark: kept, the
+  // mark and the feed untouched.
+  r = Apply(s, Completing(kGw1, second, 2'000));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kAlreadyHeld);
+  EXPECT_EQ(r.complete_through_ms, 2'000);
+  // A batch without one (an older sender, an untrusted clock) leaves it.
+  r = Apply(s, Completing(kGw1, third, 0));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r.complete_through_ms, 2'000);
+  // Another origin's is its own.
+  auto other = Entries(1, 5);
+  r = Apply(s, Completing(kGw2, other, 9'000));
+  EXPECT_EQ(r.complete_through_ms, 9'000);
+  EXPECT_EQ(Feed(s).size(), 35u);
+
+  // In one group, a batch past a gap completes once the batch before it
+  // in the group filled the gap.
+  auto fourth = Entries(31, 40), fifth = Entries(41, 50);
+  std::vector<OriginBatch> group = {Completing(kGw1, fifth, 5'000), Completing(kGw1, fourth, 4'000),
+                                    Completing(kGw1, fifth, 6'000)};
+  std::vector<ApplyResult> results;
+  ASSERT_OK(s->ApplyBatches(group, &results));
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].outcome, ApplyOutcome::kGap);
+  EXPECT_EQ(results[1].complete_through_ms, 4'000);
+  EXPECT_EQ(results[2].outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(results[2].complete_through_ms, 6'000);
+
+  hubs_.clear();
+  stores_.clear();
+  HubStore* again = Open();
+  ASSERT_NE(again, nullptr);
+  r = Apply(again, Completing(kGw1, fifth, 0));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kAlreadyHeld);
+  EXPECT_EQ(r.complete_through_ms, 6'000) << "the watermark is durable beside the mark";
+  r = Apply(again, Completing(kGw2, other, 0));
+  EXPECT_EQ(r.complete_through_ms, 9'000);
+}
+
+// A feed page carries an origin's watermark only once its continuation
+// holds every entry the watermark covers (PageWatermarks).
+TEST_P(HubStoreTest, AFeedPageCarriesAWatermarkOnlyWhereItsReaderHoldsWhatItCovers) {
+  HubStore* s = Open();
+  ASSERT_NE(s, nullptr);
+  auto first = Entries(1, 10), second = Entries(11, 20);
+  Apply(s, Completing(kGw1, first, 1'000));
+  Apply(s, Completing(kGw1, second, 2'000));
+  auto other = Entries(1, 4);
+  Apply(s, Batch(kGw2, other));  // no watermark: none listed
+  std::vector<OriginWatermark> all;
+  ASSERT_OK(s->FeedWatermarks(&all));
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].origin, kGw1);
+  EXPECT_EQ(all[0].complete_through_ms, 2'000);
+
+  // A reader that stops inside gw-1's entries does not get it; one that
+  // reaches them all does.
+  ShardPositions start{};
+  FeedRead page;
+  ASSERT_OK(s->ReadFeed(start, 15, &page));
+  std::vector<OriginWatermark> carried = PageWatermarks(all, start, page.next);
+  size_t gw1_entries = 0;
+  for (const auto& e : page.entries) gw1_entries += e.remote.origin == kGw1;
+  ASSERT_LT(gw1_entries, 20u);
+  EXPECT_TRUE(carried.empty()) << "a page short of the entries it covers";
+  ShardPositions at = page.next;
+  while (!page.entries.empty()) {
+    ASSERT_OK(s->ReadFeed(at, 15, &page));
+    carried = PageWatermarks(all, start, page.next);
+    at = page.next;
+  }
+  ASSERT_EQ(carried.size(), 1u);
+  EXPECT_EQ(carried[0].origin, kGw1);
+  EXPECT_EQ(carried[0].complete_through_ms, 2'000);
+  // A reader already past it gets it again while few origins have one.
+  EXPECT_EQ(PageWatermarks(all, at, at).size(), 1u);
+}
+
+TEST(PageWatermarksTest, ManyOriginsGetOnlyThoseChangedInThePagesSpan) {
+  std::vector<OriginWatermark> all;
+  for (int i = 0; i < 100; ++i) {
+    all.push_back(OriginWatermark{Origin{"gw-" + std::to_string(i), std::string(32, 'a')}, 1'000 + i,
+                                  static_cast<uint64_t>(10 * (i + 1))});
+  }
+  ShardPositions after{}, next{};
+  after.fill(200);  // seq 210.. changed since: gw-20..
+  next.fill(500);   // valid up to seq 500: ..gw-49
+  std::vector<OriginWatermark> got = PageWatermarks(all, after, next);
+  ASSERT_EQ(got.size(), 30u);
+  EXPECT_EQ(got.front().origin.gateway_id, "gw-20");
+  EXPECT_EQ(got.back().origin.gateway_id, "gw-49");
+  // Unknown watermarks are never sent.
+  all[25].complete_through_ms = 0;
+  EXPECT_EQ(PageWatermarks(all, after, next).size(), 29u);
+}
+
 // Two writers of one store apply the same spans at once: every entry lands
 // once, and (where the store tells) the applied counts add up to it.
 TEST_P(HubStoreTest, TwoWritersNeverBothApplyTheSameSpan) {

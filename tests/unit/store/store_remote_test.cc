@@ -1,4 +1,6 @@
 // Read view, region hub high-water marks and feed, union query.
+#include <map>
+
 #include "tests/unit/store/store_test_util.h"
 #include "tests/support/sqlite_hub.h"
 #include "tests/support/status_assert.h"
@@ -31,6 +33,26 @@ TEST_F(StoreRemoteTest, ApplyRemoteIsIdempotent) {
   EXPECT_EQ(stats.remote_entries, 10);
   in[0].origin.epoch = "nope";
   EXPECT_EQ(s->ApplyRemote(in, &applied).code(), Status::Code::kInvalidArgument);
+}
+
+// The watermarks a read view keeps from its feeds: per origin, only ever
+// raised, durable, never one for this store's own origin; a bad origin is
+// refused and nothing of the call kept.
+TEST_F(StoreRemoteTest, AReadViewKeepsEachOriginsHighestWatermark) {
+  const Origin kThird{"gw3", "cccccccccccccccccccccccccccccccc"};
+  {
+    auto s = OpenStore();
+    ASSERT_OK(s->KeepWatermarks({OriginWatermark{kOther, 5'000, 0}, OriginWatermark{s->origin(), 9'000, 0}}));
+    ASSERT_OK(s->KeepWatermarks({OriginWatermark{kOther, 4'000, 0}, OriginWatermark{kThird, 7'000, 0}}));
+    EXPECT_EQ(s->KeepWatermarks({OriginWatermark{kThird, 8'000, 0}, OriginWatermark{Origin{"x/y", "e"}, 1, 0}}).code(),
+              Status::Code::kInvalidArgument);
+  }
+  auto s = OpenStore();
+  std::vector<OriginWatermark> all;
+  ASSERT_OK(s->ListWatermarks(&all));
+  std::map<std::string, int64_t> got;
+  for (const auto& w : all) got[w.origin.ToString()] = w.complete_through_ms;
+  EXPECT_EQ(got, (std::map<std::string, int64_t>{{kOther.ToString(), 5'000}, {kThird.ToString(), 7'000}}));
 }
 
 TEST_F(StoreRemoteTest, QueryUnionsLocalAndRemoteDeduplicated) {

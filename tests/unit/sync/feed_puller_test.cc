@@ -51,8 +51,15 @@ class ViewStore : public ReadViewWriter {
     return Status::Ok();
   }
 
+  Status KeepWatermarks(const std::vector<OriginWatermark>& w) override {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& m : w) watermarks[m.origin.ToString()] = std::max(watermarks[m.origin.ToString()], m.complete_through_ms);
+    return Status::Ok();
+  }
+
   std::mutex mu;
   std::map<std::string, FeedPosition> positions;
+  std::map<std::string, int64_t> watermarks;
   std::vector<RemoteEntry> remote;
   bool refuse_apply = false;
 };

@@ -52,11 +52,14 @@ class RegionHubStatusTest : public ::testing::Test {
 
   // Batch `lsn` of one reading from `gateway`, `age_ms` old; `more`: its
   // sender holds more (a backlog drains), so the age is its lag at the hub.
-  void Send(const std::string& gateway, int64_t age_ms, bool more = true, uint64_t lsn = 1) {
+  // complete_through_ms: the batch's watermark (Batch.complete_through_ms).
+  void Send(const std::string& gateway, int64_t age_ms, bool more = true, uint64_t lsn = 1,
+            int64_t complete_through_ms = 0) {
     WireBatch b;
     b.origin = {gateway, "0123456789abcdef0123456789abcdef"};
     b.first_lsn = b.last_lsn = lsn;
     b.more = more;
+    b.complete_through_ms = complete_through_ms;
     ChangeEntry e;
     e.lsn = lsn;
     e.reading = Reading{"dev-1", "temp", SystemClock()->WallMillis() - age_ms, 21.5, "C", 0};
@@ -83,6 +86,42 @@ std::string Gateway(int i) {
   char name[16];
   std::snprintf(name, sizeof name, "gw-%02d", i);
   return name;
+}
+
+// The watermark a batch carries reaches the origin's figures once the
+// batch is held, through the wire and the store; a gap leaves it.
+TEST_F(RegionHubStatusTest, AnOriginsWatermarkIsTheOneItsHeldBatchesCarried) {
+  Send("gw-w", 0, false, 1, 1'780'000'000'000);
+  ASSERT_TRUE(test::WaitFor([&] { return Acks() == 1; }, 20000));
+  ASSERT_EQ(hub_->stats().origins.size(), 1u);
+  EXPECT_EQ(hub_->stats().origins[0].complete_through_ms, 1'780'000'000'000);
+  Send("gw-w", 0, false, 3, 1'780'000'009'000);  // LSN 2 missing: refused as a gap
+  ASSERT_TRUE(test::WaitFor([&] { return Acks() == 2; }, 20000));
+  EXPECT_EQ(hub_->stats().origins[0].complete_through_ms, 1'780'000'000'000);
+  Send("gw-w", 0, false, 2, 1'780'000'005'000);
+  ASSERT_TRUE(test::WaitFor([&] { return Acks() == 3; }, 20000));
+  EXPECT_EQ(hub_->stats().origins[0].complete_through_ms, 1'780'000'005'000);
+  EXPECT_EQ(hub_->stats().late_readings, 0u) << "readings stamped now are not late";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EXPECT_EQ(acks_, (std::vector<AckCode>{AckCode::kOk, AckCode::kGap, AckCode::kOk}));
+  }
+}
+
+// A reading stamped long before its origin's watermark (a device replaying
+// its buffer) is counted late; one stamped near it is not.
+TEST_F(RegionHubStatusTest, ReadingsStampedWellBeforeTheWatermarkAreCountedLate) {
+  const int64_t now = SystemClock()->WallMillis();
+  Send("gw-l", 0, false, 1, now);
+  ASSERT_TRUE(test::WaitFor([&] { return Acks() == 1; }, 20000));
+  Send("gw-l", 10 * 60000, false, 2, now);  // ten minutes old
+  ASSERT_TRUE(test::WaitFor([&] { return Acks() == 2; }, 20000));
+  Send("gw-l", 1000, false, 3, now);  // a second old: within the margin
+  ASSERT_TRUE(test::WaitFor([&] { return Acks() == 3; }, 20000));
+  RegionHubStats s = hub_->stats();
+  ASSERT_EQ(s.origins.size(), 1u);
+  EXPECT_EQ(s.origins[0].late_readings, 1u);
+  EXPECT_EQ(s.late_readings, 1u);
 }
 
 TEST_F(RegionHubStatusTest, AnOriginLagsWhileItsBacklogDrainsAndReadsZeroOnceCaughtUp) {

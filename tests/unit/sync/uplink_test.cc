@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <mutex>
 
 #include "tests/support/process.h"
@@ -195,6 +196,95 @@ TEST_F(UplinkTest, CheckpointMovesOnlyOnTheRegionsAnswer) {
   uint64_t per_region = 0;
   store_->GetCheckpoint("upstream:eu", &per_region);
   EXPECT_EQ(per_region, 10000u);
+}
+
+// The completeness watermark a batch carries (Batch.complete_through_ms):
+// the commit time of the first group of readings it leaves out, the wall
+// time of the log's read when it leaves none out, never a time from before
+// the clock was trusted.
+class UplinkWatermarkTest : public UplinkTest {
+ protected:
+  static constexpr int64_t kW1 = 1'800'000'000'000, kW2 = kW1 + 60'000, kW3 = kW1 + 120'000, kNow = kW1 + 180'000;
+  // Three commit groups: LSNs 1-1500 at kW1, 1501-2000 at kW2, 2001-2100
+  // at kW3; the clock then reads kNow.
+  void OpenThreeGroups(const std::string& name) {
+    StoreOptions so;
+    so.path = tmp_.File(name);
+    so.gateway_id = "gw-1";
+    so.clock = &clock_;
+    store_.reset();
+    ASSERT_OK(Store::Open(so, &store_));
+    test::SensorWorkload workload(100, 1780000000000);
+    AppendResult r;
+    clock_.SetWall(kW1);
+    ASSERT_OK(store_->AppendReadings(workload.Take(1500), &r));
+    clock_.SetWall(kW2);
+    ASSERT_OK(store_->AppendReadings(workload.Take(500), &r));
+    clock_.SetWall(kW3);
+    ASSERT_OK(store_->AppendReadings(workload.Take(100), &r));
+    ASSERT_EQ(r.last_lsn, 2100u);
+    clock_.SetWall(kNow);
+  }
+  // Drains the store to an answering hub; the watermark each batch carried, by its last LSN.
+  std::map<uint64_t, int64_t> Drain(UplinkStats* stats) {
+    hub_.mode = ScriptedHub::Mode::kAnswer;
+    auto uplink = Make();
+    EXPECT_OK(uplink->Start());
+    EXPECT_TRUE(test::WaitFor([&] { return Checkpoint() == 2100; }, 30000));
+    EXPECT_TRUE(test::WaitFor([&] { return uplink->stats().inflight == 0; }, 30000));
+    *stats = uplink->stats();
+    uplink->Stop();
+    std::map<uint64_t, int64_t> by_last;
+    std::lock_guard<std::mutex> lock(hub_.mu);
+    for (const WireBatch& b : hub_.received) {
+      auto [it, fresh] = by_last.emplace(b.last_lsn, b.complete_through_ms);
+      EXPECT_TRUE(fresh || it->second == b.complete_through_ms) << "a resend of " << b.last_lsn << " changed it";
+    }
+    hub_.received.clear();
+    hub_.high_water = 0;
+    return by_last;
+  }
+  ManualClock clock_{kW1, 0};
+};
+
+TEST_F(UplinkWatermarkTest, ABatchCarriesTheCommitTimeOfTheFirstGroupItLeavesOut) {
+  options_.batch_max_readings = 1000;
+  OpenThreeGroups("three.db");
+  UplinkStats s;
+  std::map<uint64_t, int64_t> got = Drain(&s);
+  // 1-1000 leaves out the rest of the first group; 1001-2000 the third;
+  // 2001-2100 nothing: the time the log was read.
+  std::map<uint64_t, int64_t> want = {{1000, kW1}, {2000, kW3}, {2100, kNow}};
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(s.complete_through_ms, kNow) << "the highest acknowledged";
+  int64_t through = 0;
+  ASSERT_OK(store_->CompleteThrough(1500, &through));
+  EXPECT_EQ(through, kW2) << "a batch ending on a group's last LSN: the next group's time";
+  ASSERT_OK(store_->CompleteThrough(0, &through));
+  EXPECT_EQ(through, kW1);
+}
+
+TEST_F(UplinkWatermarkTest, AnUntrustedClockNeverAdvancesIt) {
+  options_.batch_max_readings = 1000;
+  OpenThreeGroups("untrusted.db");
+  options_.clock_trusted_since = [] { return int64_t{0}; };  // never synchronised
+  UplinkStats s;
+  std::map<uint64_t, int64_t> got = Drain(&s);
+  ASSERT_FALSE(got.empty());
+  for (const auto& [last, through] : got) EXPECT_EQ(through, 0) << "batch ending at " << last;
+  EXPECT_EQ(s.complete_through_ms, 0);
+  EXPECT_EQ(s.checkpoint, 2100u) << "the readings still go";
+}
+
+TEST_F(UplinkWatermarkTest, CommitTimesFromBeforeTrustBeganAreNotClaimed) {
+  options_.batch_max_readings = 1000;
+  OpenThreeGroups("trusted_later.db");
+  options_.clock_trusted_since = [] { return kW2; };  // synchronised between the first and the third group
+  UplinkStats s;
+  std::map<uint64_t, int64_t> got = Drain(&s);
+  std::map<uint64_t, int64_t> want = {{1000, 0}, {2000, kW3}, {2100, kNow}};
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(s.complete_through_ms, kNow);
 }
 
 // A region that answers every batch later than ack_timeout_ms (a busy hub):

@@ -153,6 +153,76 @@ TEST(WireTest, TheRegionRecordAndTheHubEpochRoundTrip) {
   EXPECT_EQ(m.pong_epoch, "");
 }
 
+TEST(WireTest, TheWatermarkRoundTripsAndAnOlderSendersBatchReadsAsUnknown) {
+  WireBatch batch = MakeBatch({{"dev-a", "temperature", 1780000000000, 21.5, "C", 0}}, 10);
+  EXPECT_EQ(RoundTrip(batch).batch.complete_through_ms, 0);
+  batch.complete_through_ms = 1780000123456;
+  EXPECT_EQ(RoundTrip(batch).batch.complete_through_ms, 1780000123456);
+
+  // A sender of protocol 4 writes the Batch table without the field: its
+  // batches decode as before, the watermark unknown (0).
+  flatbuffers::FlatBufferBuilder fbb;
+  std::string raw = EncodeEntries(batch.entries, 9, nullptr);
+  std::string body(ZSTD_compressBound(raw.size()), '\0');
+  body.resize(ZSTD_compress(body.data(), body.size(), raw.data(), raw.size(), 3));
+  auto origin = wire::CreateWireOrigin(fbb, fbb.CreateString(kOrigin.gateway_id), fbb.CreateString(kOrigin.epoch));
+  auto old = wire::CreateBatch(fbb, origin, 10, 10, 0, 1, wire::Codec::Zstd, wire::Encoding::ColumnsV1,
+                               static_cast<uint32_t>(raw.size()),
+                               fbb.CreateVector(reinterpret_cast<const uint8_t*>(body.data()), body.size()), 0, 0,
+                               false, 0, 0, false, true);
+  wire::FinishMessageBuffer(fbb, wire::CreateMessage(fbb, 1, fbb.CreateString("r"), 1, wire::Body::Batch, old.Union()));
+  WireMessage m;
+  ASSERT_OK(DecodeMessage(std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize()), {}, &m,
+                          nullptr));
+  EXPECT_EQ(m.batch.entries.size(), 1u);
+  EXPECT_TRUE(m.batch.more);
+  EXPECT_EQ(m.batch.complete_through_ms, 0);
+
+  // A negative time means nothing: read as unknown, never as a watermark.
+  flatbuffers::FlatBufferBuilder bad;
+  auto o2 = wire::CreateWireOrigin(bad, bad.CreateString(kOrigin.gateway_id), bad.CreateString(kOrigin.epoch));
+  auto neg = wire::CreateBatch(bad, o2, 10, 10, 0, 1, wire::Codec::Zstd, wire::Encoding::ColumnsV1,
+                               static_cast<uint32_t>(raw.size()),
+                               bad.CreateVector(reinterpret_cast<const uint8_t*>(body.data()), body.size()), 0, 0,
+                               false, 0, 0, false, false, -5);
+  wire::FinishMessageBuffer(bad, wire::CreateMessage(bad, 1, bad.CreateString("r"), 1, wire::Body::Batch, neg.Union()));
+  ASSERT_OK(DecodeMessage(std::string(reinterpret_cast<const char*>(bad.GetBufferPointer()), bad.GetSize()), {}, &m,
+                          nullptr));
+  EXPECT_EQ(m.batch.complete_through_ms, 0);
+}
+
+TEST(WireTest, AFeedPageCarriesWatermarksAndRefusesBadOnesWithACounter) {
+  WireFeedPage page;
+  page.region = "eu";
+  page.next[3] = 40;
+  page.watermarks.push_back(OriginWatermark{kOrigin, 1780000123456, 0});
+  page.watermarks.push_back(OriginWatermark{Origin{"gw-2", std::string(32, 'b')}, 1780000999000, 0});
+  std::string bytes;
+  ASSERT_OK(EncodeFeedPage(9, page, {}, &bytes));
+  WireMessage m;
+  ASSERT_OK(DecodeMessage(bytes, {}, &m, nullptr));
+  ASSERT_EQ(m.feed_page.watermarks.size(), 2u);
+  EXPECT_EQ(m.feed_page.watermarks[0].origin, kOrigin);
+  EXPECT_EQ(m.feed_page.watermarks[0].complete_through_ms, 1780000123456);
+  EXPECT_EQ(m.feed_page.watermarks[1].complete_through_ms, 1780000999000);
+  // A page without them (a hub of protocol 4): none.
+  page.watermarks.clear();
+  ASSERT_OK(EncodeFeedPage(9, page, {}, &bytes));
+  ASSERT_OK(DecodeMessage(bytes, {}, &m, nullptr));
+  EXPECT_TRUE(m.feed_page.watermarks.empty());
+  // A bad origin or a time at or before 1970: refused, counted.
+  for (const OriginWatermark& bad : {OriginWatermark{Origin{"gw/1", std::string(32, 'a')}, 5, 0},
+                                     OriginWatermark{kOrigin, 0, 0}, OriginWatermark{kOrigin, -7, 0}}) {
+    page.watermarks = {bad};
+    ASSERT_OK(EncodeFeedPage(9, page, {}, &bytes));
+    WireCounters counters;
+    Status st = DecodeMessage(bytes, {}, &m, &counters);
+    EXPECT_EQ(st.code(), Status::Code::kCorruption) << st.ToString();
+    EXPECT_NE(st.message().find("watermark"), std::string::npos) << st.ToString();
+    EXPECT_EQ(counters.bad_entries.load(), 1u);
+  }
+}
+
 TEST(WireTest, ABatchSpanMayOpenBeforeItsFirstEntry) {
   WireBatch batch = MakeBatch({{"dev-a", "t", 1, 1.5, "C", 0}, {"dev-a", "t", 2, 2.5, "C", 0}}, 20);
   batch.first_lsn = 17;  // 17..19 were compacted away
