@@ -1,6 +1,7 @@
 #include "store/remote_chunk_codec.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "store/column_block.h"
 #include "store/column_coding.h"
@@ -57,7 +58,10 @@ void EncodeRemoteChunk(const std::vector<RemoteChunkEntry>& entries, std::string
               &cols[kTs]);
     PutVarint(e.quality, &cols[kQuality]);
     PutValue(e.value, &cols[kScale], &cols[kMantissa], &cols[kRaw]);
-    if (e.kind != 0) {
+    if (e.kind == static_cast<uint8_t>(ChangeEntry::Kind::kTimeCorrection)) {
+      PutVarint(ZigZag(static_cast<int64_t>(static_cast<uint64_t>(e.to_ms) - static_cast<uint64_t>(e.ts_ms))),
+                &cols[kText]);
+    } else if (e.kind != 0) {
       PutText(e.name, &cols[kText]);
       PutText(e.location, &cols[kText]);
       PutText(e.default_unit, &cols[kText]);
@@ -96,7 +100,7 @@ Status DecodeRemoteChunk(std::string_view block, size_t max_entries, std::vector
   for (RemoteChunkEntry& out : *entries) {
     uint64_t dl = 0, kind = 0, ds = 0, dt = 0, q = 0;
     if (!cols[kOlsn].Next(&dl) || dl >= static_cast<uint64_t>(INT64_MAX) - olsn) return Bad("column olsn bad");
-    if (!cols[kKind].Next(&kind) || kind > 2) return Bad("column kind bad");
+    if (!cols[kKind].Next(&kind) || kind > kMaxEntryKind) return Bad("column kind bad");
     if (!cols[kSeries].Next(&ds)) return Bad("column series truncated");
     if (!cols[kTs].Next(&dt)) return Bad("column ts truncated");
     if (!cols[kQuality].Next(&q) || q > UINT32_MAX) return Bad("column quality bad");
@@ -109,13 +113,54 @@ Status DecodeRemoteChunk(std::string_view block, size_t max_entries, std::vector
     out.ts_ms = static_cast<int64_t>(ts);
     out.quality = static_cast<uint32_t>(q);
     if (const char* why = GetValue(&cols[kScale], &cols[kMantissa], &cols[kRaw], &out.value)) return Bad(why);
-    if (kind != 0 && !(GetText(&cols[kText], &out.name) && GetText(&cols[kText], &out.location) &&
-                       GetText(&cols[kText], &out.default_unit))) {
+    if (kind == static_cast<uint64_t>(ChangeEntry::Kind::kTimeCorrection)) {
+      uint64_t span = 0;
+      if (!cols[kText].Next(&span)) return Bad("column text bad");
+      out.to_ms = static_cast<int64_t>(static_cast<uint64_t>(out.ts_ms) + static_cast<uint64_t>(UnZigZag(span)));
+      // Whole milliseconds within +-2^53: anything else is no delta we wrote.
+      if (!(std::fabs(out.value) <= 9007199254740992.0) || out.value != std::floor(out.value) ||
+          out.quality == 0 || out.quality > kMaxClockPeriod || out.to_ms < out.ts_ms) {
+        return Bad("time correction bad");
+      }
+    } else if (kind != 0 && !(GetText(&cols[kText], &out.name) && GetText(&cols[kText], &out.location) &&
+                              GetText(&cols[kText], &out.default_unit))) {
       return Bad("column text bad");
     }
   }
   why = ColumnsAllRead(cols, kColumns, kColumnNames);
   return why.empty() ? Status::Ok() : Bad(why);
+}
+
+void FromChangeEntry(const ChangeEntry& e, int64_t series, RemoteChunkEntry* c) {
+  c->olsn = e.lsn;
+  c->kind = static_cast<uint8_t>(e.kind);
+  c->series = series;
+  c->name.clear();
+  c->location.clear();
+  c->default_unit.clear();
+  c->to_ms = 0;
+  switch (e.kind) {
+    case ChangeEntry::Kind::kReading:
+      c->ts_ms = e.reading.ts_ms;
+      c->value = e.reading.value;
+      c->quality = e.reading.quality;
+      return;
+    case ChangeEntry::Kind::kTimeCorrection:
+      c->ts_ms = e.correction.from_ms;
+      c->value = static_cast<double>(e.correction.delta_ms);
+      c->quality = e.correction.period;
+      c->to_ms = e.correction.to_ms;
+      return;
+    case ChangeEntry::Kind::kDeviceUpsert:
+    case ChangeEntry::Kind::kDeviceDelete:
+      break;
+  }
+  c->ts_ms = 0;
+  c->value = 0;
+  c->quality = 0;
+  c->name = e.device.name;
+  c->location = e.device.location;
+  c->default_unit = e.device.default_unit;
 }
 
 void ToChangeEntry(const RemoteChunkEntry& c, const std::string& device_id, const std::string& metric,
@@ -124,6 +169,8 @@ void ToChangeEntry(const RemoteChunkEntry& c, const std::string& device_id, cons
   e->kind = static_cast<ChangeEntry::Kind>(c.kind);
   if (e->kind == ChangeEntry::Kind::kReading) {
     e->reading = Reading{device_id, metric, c.ts_ms, c.value, unit, c.quality};
+  } else if (e->kind == ChangeEntry::Kind::kTimeCorrection) {
+    e->correction = TimeCorrection{c.quality, static_cast<int64_t>(c.value), c.ts_ms, c.to_ms};
   } else {
     e->device = DeviceRecord{device_id, c.name, c.location, c.default_unit, e->kind == ChangeEntry::Kind::kDeviceDelete};
   }

@@ -24,15 +24,19 @@
 namespace edgesync {
 
 // One entry as a remote chunk holds it: the series is the store's interned
-// (deviceId, metric, unit), (deviceId, "", "") for a device record.
+// (deviceId, metric, unit), (deviceId, "", "") for a device record and
+// ("", "", "") for a time correction. A time correction keeps its span's
+// start in ts_ms, its delta in value (whole milliseconds: exact in a
+// double up to 2^53), its period in quality and its span's end in to_ms.
 struct RemoteChunkEntry {
   uint64_t olsn = 0;
   uint8_t kind = 0;  // ChangeEntry::Kind
   int64_t series = 0;
-  int64_t ts_ms = 0;  // readings
+  int64_t ts_ms = 0;  // readings; a time correction's from_ms
   double value = 0;
   uint32_t quality = 0;
   std::string name, location, default_unit;  // device records
+  int64_t to_ms = 0;                         // time corrections
 };
 
 // Entries per remote chunk at most: writers split longer runs (an uplink
@@ -46,6 +50,9 @@ void EncodeRemoteChunk(const std::vector<RemoteChunkEntry>& entries, std::string
 // Corruption (naming the column) on anything that is not one well-formed
 // block of at most max_entries entries in increasing origin LSN order.
 Status DecodeRemoteChunk(std::string_view block, size_t max_entries, std::vector<RemoteChunkEntry>* entries);
+
+// The fields of a change entry as a chunk holds them, with its series.
+void FromChangeEntry(const ChangeEntry& e, int64_t series, RemoteChunkEntry* c);
 
 // The change entry a decoded one stands for, with its series' names (the
 // store's series dictionary, which the block refers to by id).

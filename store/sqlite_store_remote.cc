@@ -101,22 +101,18 @@ Status SqliteStore::PrepareApply() {
 }
 
 // Interns the entry's series: (deviceId, metric, unit) for a reading,
-// (deviceId, "", "") for a device record.
+// (deviceId, "", "") for a device record, ("", "", "") for a time
+// correction.
 Status SqliteStore::ToChunkEntry(const ChangeEntry& e, RemoteChunkEntry* c) {
   uint64_t hash = 0;
-  c->olsn = e.lsn;
-  c->kind = static_cast<uint8_t>(e.kind);
-  if (e.kind == ChangeEntry::Kind::kReading) {
-    c->ts_ms = e.reading.ts_ms;
-    c->value = e.reading.value;
-    c->quality = e.reading.quality;
-    return InternSeries(e.reading.device_id, e.reading.metric, e.reading.unit, &c->series, &hash);
-  }
+  int64_t series = 0;
   static const std::string kNone;
-  c->name = e.device.name;
-  c->location = e.device.location;
-  c->default_unit = e.device.default_unit;
-  return InternSeries(e.device.device_id, kNone, kNone, &c->series, &hash);
+  Status st = e.kind == ChangeEntry::Kind::kReading
+                  ? InternSeries(e.reading.device_id, e.reading.metric, e.reading.unit, &series, &hash)
+                  : InternSeries(e.device_id(), kNone, kNone, &series, &hash);
+  ES_RETURN_IF_ERROR(st);
+  FromChangeEntry(e, series, c);
+  return Status::Ok();
 }
 
 Status SqliteStore::DecodeRemote(std::string_view block, const char* what, int64_t key,

@@ -74,6 +74,7 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
     while (remote.Step(&st)) {
       ES_RETURN_IF_ERROR(DecodeRemote(remote.Blob(2), what, remote.Int(0), &entries));
       for (const RemoteChunkEntry& e : entries) {
+        if (e.kind == static_cast<uint8_t>(ChangeEntry::Kind::kTimeCorrection)) continue;  // no device
         SeriesInfo info;
         ES_RETURN_IF_ERROR(SeriesById(e.series, &info));
         Span& span = by_origin[{info.device_id, remote.Int(1)}];

@@ -36,6 +36,8 @@
 #include <utility>
 #include <vector>
 
+#include "store/types.h"
+
 namespace edgesync {
 
 // An untrusted clock whose wall-minus-monotonic offset moves by more than
@@ -57,14 +59,8 @@ struct ClockPeriod {
   int64_t corrected_at_ms = 0;  // corrected: trusted wall time of the correction
 };
 
-// A correction as the overlay applies it: readings of `period` whose stamped
-// time lies in [from_ms, to_ms] move by delta_ms.
-struct TimeCorrection {
-  uint32_t period = 0;
-  int64_t delta_ms = 0;
-  int64_t from_ms = 0;
-  int64_t to_ms = 0;
-};
+// TimeCorrection (store/types.h) is what the overlay applies: readings of
+// `period` whose stamped time lies in [from_ms, to_ms] move by delta_ms.
 
 // The corrections of one origin.
 class TimeOverlay {

@@ -97,6 +97,15 @@ Status ValidateChangeEntry(const ChangeEntry& e) {
         return Status::InvalidArgument("device record field longer than 256 bytes");
       }
       return Status::Ok();
+    case ChangeEntry::Kind::kTimeCorrection:
+      if (e.correction.period == 0 || e.correction.period > kMaxClockPeriod) {
+        return Status::InvalidArgument("time correction: clock period " + std::to_string(e.correction.period) +
+                                       " outside 1.." + std::to_string(kMaxClockPeriod));
+      }
+      if (e.correction.from_ms > e.correction.to_ms) {
+        return Status::InvalidArgument("time correction: span ends before it begins");
+      }
+      return Status::Ok();
   }
   return Status::InvalidArgument("unknown entry kind");
 }

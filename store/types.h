@@ -66,15 +66,31 @@ struct Origin {
   std::string ToString() const { return gateway_id + "/" + epoch; }
 };
 
+// The correction of one untrusted clock period of an origin
+// (store/time_correction.h): its readings whose stamped time lies in
+// [from_ms, to_ms] move by delta_ms. Setting it again changes nothing.
+struct TimeCorrection {
+  uint32_t period = 0;  // 1..kMaxClockPeriod
+  int64_t delta_ms = 0;
+  int64_t from_ms = 0;
+  int64_t to_ms = 0;
+};
+
 // One entry of the change log, in LSN order.
 struct ChangeEntry {
-  enum class Kind : uint8_t { kReading = 0, kDeviceUpsert = 1, kDeviceDelete = 2 };
+  // kTimeCorrection (protocol 6, sync/PROTOCOL.md "Time corrections"):
+  // belongs to the whole origin, no device; a replica keeps it beside the
+  // readings it moves.
+  enum class Kind : uint8_t { kReading = 0, kDeviceUpsert = 1, kDeviceDelete = 2, kTimeCorrection = 3 };
   uint64_t lsn = 0;
   Kind kind = Kind::kReading;
   Reading reading;        // kReading
   DeviceRecord device;    // kDeviceUpsert / kDeviceDelete (device.deleted set)
+  TimeCorrection correction;  // kTimeCorrection
+  // "" for a time correction.
   const std::string& device_id() const { return kind == Kind::kReading ? reading.device_id : device.device_id; }
 };
+constexpr uint8_t kMaxEntryKind = static_cast<uint8_t>(ChangeEntry::Kind::kTimeCorrection);
 
 // deviceId and metric: 1 to 128 bytes of valid UTF-8, no control characters,
 // no '/', '+' or '#' (they would break MQTT topics and wildcards).

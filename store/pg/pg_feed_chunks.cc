@@ -36,6 +36,7 @@ size_t PgFeedDictionary::SeriesKeyHash::operator()(const SeriesKey& k) const {
 
 PgFeedDictionary::SeriesKey PgFeedDictionary::KeyOf(const ChangeEntry& e) {
   if (e.kind == ChangeEntry::Kind::kReading) return {e.reading.device_id, e.reading.metric, e.reading.unit};
+  if (e.kind == ChangeEntry::Kind::kTimeCorrection) return {};  // a time correction's series: no device
   return {e.device.device_id, std::string_view(), std::string_view()};  // a device record's series
 }
 
@@ -161,24 +162,7 @@ Status PgFeedDictionary::Intern(PgConn* conn, const std::vector<const ChangeEntr
 }
 
 void PgFeedDictionary::ToChunkEntry(const ChangeEntry& e, int64_t series_id, RemoteChunkEntry* c) {
-  c->olsn = e.lsn;
-  c->kind = static_cast<uint8_t>(e.kind);
-  c->series = series_id;
-  if (e.kind == ChangeEntry::Kind::kReading) {
-    c->ts_ms = e.reading.ts_ms;
-    c->value = e.reading.value;
-    c->quality = e.reading.quality;
-    c->name.clear();
-    c->location.clear();
-    c->default_unit.clear();
-  } else {
-    c->ts_ms = 0;
-    c->value = 0;
-    c->quality = 0;
-    c->name = e.device.name;
-    c->location = e.device.location;
-    c->default_unit = e.device.default_unit;
-  }
+  FromChangeEntry(e, series_id, c);
 }
 
 namespace {
