@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <tuple>
 #include <utility>
 
 #include "agent/roles.h"
 #include "store/pg_module.h"
+#include "store/time_correction.h"
 
 namespace edgesync {
 namespace {
@@ -73,19 +76,42 @@ Status QueryRegionFeed(HubStore* hub, const QueryRequest& q, std::vector<QueryRo
   auto in_answer_order = [&](const QueryRow& a, const QueryRow& b) {
     return q.newest_first ? OldestFirst(b, a) : OldestFirst(a, b);
   };
-  ES_RETURN_IF_ERROR(ScanRegionFeed(hub, [&](const RegionFeedEntry& e) {
-    const ChangeEntry& c = e.remote.entry;
-    if (c.kind != ChangeEntry::Kind::kReading || c.reading.device_id != q.device_id) return Status::Ok();
-    if (!q.metric.empty() && c.reading.metric != q.metric) return Status::Ok();
-    if (c.reading.ts_ms < q.from_ms || c.reading.ts_ms >= q.to_ms) return Status::Ok();
-    rows->push_back(QueryRow{e.remote.origin, e.remote.origin_lsn, false, c.reading});
+  // Time corrections (store/time_correction.h) come later in the feed than
+  // the readings they move: readings stamped in an untrusted clock period
+  // wait (all of them: a correction may bring any into the window) until
+  // the scan has seen every correction.
+  std::map<std::string, TimeOverlay> overlays;  // by origin
+  std::vector<QueryRow> stamped_untrusted;
+  auto keep = [&](QueryRow row) {
+    if (row.reading.ts_ms < q.from_ms || row.reading.ts_ms >= q.to_ms) return;
+    rows->push_back(std::move(row));
     // Memory stays bounded by the limit however long the history.
     if (rows->size() > 2 * limit) {
       std::nth_element(rows->begin(), rows->begin() + static_cast<ptrdiff_t>(limit), rows->end(), in_answer_order);
       rows->resize(limit);
     }
+  };
+  ES_RETURN_IF_ERROR(ScanRegionFeed(hub, [&](const RegionFeedEntry& e) {
+    const ChangeEntry& c = e.remote.entry;
+    if (c.kind == ChangeEntry::Kind::kTimeCorrection) {
+      overlays[e.remote.origin.ToString()].Add(c.correction);
+      return Status::Ok();
+    }
+    if (c.kind != ChangeEntry::Kind::kReading || c.reading.device_id != q.device_id) return Status::Ok();
+    if (!q.metric.empty() && c.reading.metric != q.metric) return Status::Ok();
+    QueryRow row{e.remote.origin, e.remote.origin_lsn, false, c.reading};
+    if ((c.reading.quality & kQualityUntrustedClock) != 0 && QualityPeriod(c.reading.quality) != 0) {
+      stamped_untrusted.push_back(std::move(row));
+    } else {
+      keep(std::move(row));
+    }
     return Status::Ok();
   }));
+  for (QueryRow& row : stamped_untrusted) {
+    auto o = overlays.find(row.origin.ToString());
+    if (o != overlays.end()) o->second.Apply(&row.reading.ts_ms, &row.reading.quality);
+    keep(std::move(row));
+  }
   std::sort(rows->begin(), rows->end(), in_answer_order);
   if (rows->size() > limit) rows->resize(limit);
   return Status::Ok();
@@ -97,8 +123,18 @@ Status ListRegionFeedDevices(HubStore* hub, std::vector<DeviceSummary>* devices)
   // Per (device, origin): the origin LSN of the latest record version seen
   // (the feed holds every version the origin sent).
   std::map<std::pair<std::string, std::string>, uint64_t> record_lsn;
+  // Readings stamped in an untrusted clock period: their stamped span per
+  // (device, origin, period), shown through the origin's correction once
+  // the scan has seen them all.
+  std::map<std::string, TimeOverlay> overlays;  // by origin
+  std::map<std::tuple<std::string, std::string, uint32_t>, std::pair<Reading, Reading>> untrusted_spans;
+  std::set<std::pair<std::string, std::string>> timed;  // the keys whose first and last times are set
   ES_RETURN_IF_ERROR(ScanRegionFeed(hub, [&](const RegionFeedEntry& e) {
     const ChangeEntry& c = e.remote.entry;
+    if (c.kind == ChangeEntry::Kind::kTimeCorrection) {
+      overlays[e.remote.origin.ToString()].Add(c.correction);
+      return Status::Ok();
+    }
     std::pair<std::string, std::string> key{c.device_id(), e.remote.origin.ToString()};
     auto [it, added] = by_origin.try_emplace(key);
     DeviceSummary& d = it->second;
@@ -112,11 +148,29 @@ Status ListRegionFeedDevices(HubStore* hub, std::vector<DeviceSummary>* devices)
       }
       return Status::Ok();
     }
-    d.first_ts_ms = d.readings == 0 ? c.reading.ts_ms : std::min(d.first_ts_ms, c.reading.ts_ms);
-    d.last_ts_ms = d.readings == 0 ? c.reading.ts_ms : std::max(d.last_ts_ms, c.reading.ts_ms);
     ++d.readings;
+    if ((c.reading.quality & kQualityUntrustedClock) != 0 && QualityPeriod(c.reading.quality) != 0) {
+      auto [span, fresh] = untrusted_spans.try_emplace({key.first, key.second, QualityPeriod(c.reading.quality)},
+                                                       c.reading, c.reading);
+      if (!fresh && c.reading.ts_ms < span->second.first.ts_ms) span->second.first = c.reading;
+      if (!fresh && c.reading.ts_ms > span->second.second.ts_ms) span->second.second = c.reading;
+      return Status::Ok();
+    }
+    const bool first = timed.insert(key).second;
+    d.first_ts_ms = first ? c.reading.ts_ms : std::min(d.first_ts_ms, c.reading.ts_ms);
+    d.last_ts_ms = first ? c.reading.ts_ms : std::max(d.last_ts_ms, c.reading.ts_ms);
     return Status::Ok();
   }));
+  for (auto& [k, span] : untrusted_spans) {
+    DeviceSummary& d = by_origin[{std::get<0>(k), std::get<1>(k)}];
+    auto o = overlays.find(std::get<1>(k));
+    for (Reading* r : {&span.first, &span.second}) {
+      if (o != overlays.end()) o->second.Apply(&r->ts_ms, &r->quality);
+      const bool first = timed.insert({std::get<0>(k), std::get<1>(k)}).second;
+      d.first_ts_ms = first ? r->ts_ms : std::min(d.first_ts_ms, r->ts_ms);
+      d.last_ts_ms = first ? r->ts_ms : std::max(d.last_ts_ms, r->ts_ms);
+    }
+  }
   // (device, origin text) order: the SQLite store's order for remote rows;
   // a device whose only entry is its deleted record has no row, as there.
   for (auto& [key, d] : by_origin) {

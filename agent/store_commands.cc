@@ -177,6 +177,12 @@ nlohmann::json FeedEntryJson(const ChangeEntry& e) {
   if (e.kind == ChangeEntry::Kind::kReading) {
     j["kind"] = "reading";
     AddReading(e.reading, &j);
+  } else if (e.kind == ChangeEntry::Kind::kTimeCorrection) {
+    j["kind"] = "time-correction";
+    j["clock_period"] = e.correction.period;
+    j["delta_ms"] = e.correction.delta_ms;
+    j["from_ms"] = e.correction.from_ms;
+    j["to_ms"] = e.correction.to_ms;
   } else {
     j["kind"] = e.kind == ChangeEntry::Kind::kDeviceDelete ? "device-delete" : "device-upsert";
     j["device"] = e.device.device_id;

@@ -139,6 +139,15 @@ ALTER TABLE high_water ADD COLUMN complete_seq INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE view_watermarks(origin INTEGER PRIMARY KEY, complete_ms INTEGER NOT NULL);
 )sql";
 
+// Version 10: other origins' time corrections (store/time_correction.h),
+// one row per (origin, clock period), replaced when the same one comes
+// again. The store had none to move: a peer before it sent none.
+const char* const kV9ToV10 = R"sql(
+CREATE TABLE origin_time_corrections(origin INTEGER NOT NULL, period INTEGER NOT NULL, delta_ms INTEGER NOT NULL,
+                                     from_ts INTEGER NOT NULL, to_ts INTEGER NOT NULL,
+                                     PRIMARY KEY(origin, period)) WITHOUT ROWID;
+)sql";
+
 // A migrated chunk holds at most this many readings (what a commit group
 // holds at ingest.batch_max's default).
 constexpr size_t kMigrationChunk = 1000;
@@ -398,6 +407,9 @@ Status MigrateBetween(Db* db, int from, int to) {
         break;
       case 8:
         ES_RETURN_IF_ERROR(db->Exec(kV8ToV9).Annotate("migrating schema 8 to 9"));
+        break;
+      case 9:
+        ES_RETURN_IF_ERROR(db->Exec(kV9ToV10).Annotate("migrating schema 9 to 10"));
         break;
       default:
         return Status::Unsupported("no migration from schema " + std::to_string(v));

@@ -31,6 +31,10 @@
 // - `clock_periods` (version 8): this origin's untrusted clock periods and
 //   their corrections (store/time_correction.h); readings name theirs in the
 //   quality's high bits.
+// - `origin_time_corrections` (version 10): other origins' corrections of
+//   their untrusted clock periods, as a hub or a read view applied them
+//   from the change log (their entries stay in the chunks too, so the feed
+//   serves them on); a query shows those origins' readings through them.
 //
 // Thread safety: functions act on the connection given, under its mutex.
 #ifndef EDGESYNC_STORE_SCHEMA_H_
@@ -51,8 +55,9 @@ namespace edgesync {
 // view and the region feed in compressed chunks; 7: the read view's series
 // per origin, its chunks indexed by (origin, time); 8: untrusted clock
 // periods (store/time_correction.h); 9: each origin's completeness
-// watermark beside its high-water mark, and the read view's.
-constexpr int kSchemaVersion = 9;
+// watermark beside its high-water mark, and the read view's; 10: other
+// origins' time corrections.
+constexpr int kSchemaVersion = 10;
 // "ESYG": marks a SQLite file as an edgesync store.
 constexpr int kApplicationId = 0x45535947;
 // The highest LSN given out so far: the log's, or meta's high_lsn once

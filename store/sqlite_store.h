@@ -240,6 +240,14 @@ class SqliteStore : public Store, public HubStore {
   // The corrections of this store's own periods (sqlite_store_periods.cc),
   // on the read connection inside the caller's snapshot.
   Status LoadOwnOverlay(TimeOverlay* overlay) REQUIRES(read_mu_);
+  // The correction of this origin's clock period as the change log carries
+  // it (the period's row, corrected).
+  Status FillCorrectionEntry(uint32_t period, TimeCorrection* correction) REQUIRES(read_mu_);
+  // Inside a hub's or read view's write: another origin's correction, kept
+  // (again: replaced by itself).
+  Status KeepOriginCorrection(int64_t origin_id, const TimeCorrection& correction) REQUIRES(write_mu_);
+  // Other origins' corrections, by origin id.
+  Status LoadOriginOverlays(std::unordered_map<int64_t, TimeOverlay>* overlays) REQUIRES(read_mu_);
   Status SeriesById(int64_t id, SeriesInfo* info) REQUIRES(read_mu_);
   Status FillDeviceEntry(const std::string& device_id, ChangeEntry* e) REQUIRES(read_mu_);
   // The chunk holding the first reading after `after` (or the next one):

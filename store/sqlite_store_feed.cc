@@ -1,5 +1,6 @@
 // The change log's read side: the whole log for the uplink, the per-range
-// feed with its continuations, ranges, device records.
+// feed with its continuations, ranges, device records. A time correction
+// (the whole origin's) is in the whole log only.
 #include <algorithm>
 
 #include "store/schema.h"
@@ -81,7 +82,7 @@ Status SqliteStore::ReadRows(uint64_t after_lsn, size_t max_entries, const Range
   while (entries->size() < max_entries && scanned < scan_budget) {
     bool have_device = false;
     uint64_t device_lsn = 0;
-    int64_t device_kind = 0, device_series = 0;
+    int64_t device_kind = 0, device_series = 0, device_quality = 0;
     {
       StmtScope scope(&r_log_after_);
       r_log_after_.Bind(1, static_cast<int64_t>(cur));
@@ -91,6 +92,7 @@ Status SqliteStore::ReadRows(uint64_t after_lsn, size_t max_entries, const Range
         device_lsn = static_cast<uint64_t>(r_log_after_.Int(0));
         device_kind = r_log_after_.Int(1);
         device_series = r_log_after_.Int(2);
+        device_quality = r_log_after_.Int(3);
       }
       ES_RETURN_IF_ERROR(st);
     }
@@ -102,6 +104,17 @@ Status SqliteStore::ReadRows(uint64_t after_lsn, size_t max_entries, const Range
     if (have_device && (!have_chunk || device_lsn < static_cast<uint64_t>(first))) {
       ++scanned;
       cur = device_lsn;
+      if (device_kind == static_cast<int64_t>(ChangeEntry::Kind::kTimeCorrection)) {
+        // The whole origin's, no device: the uplink's, not a range's.
+        if (range) continue;
+        ChangeEntry e;
+        e.lsn = device_lsn;
+        e.kind = ChangeEntry::Kind::kTimeCorrection;
+        Status d = FillCorrectionEntry(static_cast<uint32_t>(device_quality), &e.correction);
+        if (!d.ok()) return Status::Corruption("log entry " + std::to_string(device_lsn) + ": " + d.message());
+        entries->push_back(std::move(e));
+        continue;
+      }
       SeriesInfo info;
       ES_RETURN_IF_ERROR(SeriesById(device_series, &info));
       if (range && !range->Contains(info.hash)) continue;

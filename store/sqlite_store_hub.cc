@@ -147,6 +147,9 @@ Status SqliteStore::ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t
   std::vector<RemoteChunkEntry>& chunk = remote_buffer_;
   chunk.clear();
   for (size_t i = plan.first_new; i < entries.size(); ++i) {
+    if (entries[i].kind == ChangeEntry::Kind::kTimeCorrection) {
+      ES_RETURN_IF_ERROR(KeepOriginCorrection(origin_id, entries[i].correction));
+    }
     chunk.emplace_back();
     ES_RETURN_IF_ERROR(ToChunkEntry(entries[i], &chunk.back()));
     if (chunk.size() >= kMaxRemoteChunkEntries || i + 1 == entries.size()) {

@@ -345,7 +345,7 @@ Status SqliteStore::Init() {
       &write_db_, "UPDATE ranges SET entries = entries + ?, bytes = bytes + ? WHERE id = ?"));
   ES_RETURN_IF_ERROR(w_data_version_.Prepare(&write_db_, "PRAGMA data_version"));
   ES_RETURN_IF_ERROR(
-      r_log_after_.Prepare(&read_db_, "SELECT lsn, kind, series FROM log WHERE lsn > ? ORDER BY lsn LIMIT 1"));
+      r_log_after_.Prepare(&read_db_, "SELECT lsn, kind, series, quality FROM log WHERE lsn > ? ORDER BY lsn LIMIT 1"));
   // The chunk holding LSN ?1 + 1, else the first one after it: one seek.
   ES_RETURN_IF_ERROR(r_chunk_after_.Prepare(
       &read_db_,

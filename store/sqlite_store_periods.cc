@@ -92,22 +92,80 @@ Status SqliteStore::CorrectClockPeriod(uint32_t id, int64_t delta_ms, int64_t no
   *done = false;
   if (options_.read_only) return Status::Unsupported("store opened read only");
   MutexLock lock(&write_mu_);
-  Stmt upd;
-  ES_RETURN_IF_ERROR(upd.Prepare(&write_db_,
-                                 "UPDATE clock_periods SET delta_ms = ?, corrected_at = ? "
-                                 "WHERE id = ? AND delta_ms IS NULL"));
-  upd.Bind(1, delta_ms);
-  upd.Bind(2, now_ms);
-  upd.Bind(3, static_cast<int64_t>(id));
-  ES_RETURN_IF_ERROR(upd.Run());
-  if (write_db_.changes() == 1) {
-    *done = true;
-    return Status::Ok();
+  ES_RETURN_IF_ERROR(ReserveLsns(last_lsn_.load() + 1));
+  // The correction and its change-log entry commit together: replicas
+  // learn it from the log, exactly like a write (store/time_correction.h).
+  Txn txn(&write_db_);
+  pending_series_.clear();
+  uint64_t lsn = 0;
+  Status s = [&]() REQUIRES(write_mu_) -> Status {
+    ES_RETURN_IF_ERROR(txn.Begin());
+    Stmt upd;
+    ES_RETURN_IF_ERROR(upd.Prepare(&write_db_,
+                                   "UPDATE clock_periods SET delta_ms = ?, corrected_at = ? "
+                                   "WHERE id = ? AND delta_ms IS NULL"));
+    upd.Bind(1, delta_ms);
+    upd.Bind(2, now_ms);
+    upd.Bind(3, static_cast<int64_t>(id));
+    ES_RETURN_IF_ERROR(upd.Run());
+    if (write_db_.changes() != 1) {
+      int64_t known = 0;
+      ES_RETURN_IF_ERROR(
+          write_db_.QueryInt("SELECT count(*) FROM clock_periods WHERE id = " + std::to_string(id), &known));
+      if (known == 0) return Status::NotFound("no clock period " + std::to_string(id));
+      return Status::Ok();  // corrected before
+    }
+    ES_RETURN_IF_ERROR(NextLsn(&lsn, /*from_cache=*/true));
+    if (options_.sync == StoreOptions::Sync::kNormal && lsn > lsn_reserved_) {
+      return Status::Corruption("LSN " + std::to_string(lsn) + " past the fence " + std::to_string(lsn_reserved_));
+    }
+    // The log row names the period (in quality); its content is the
+    // period's row (FillCorrectionEntry).
+    w_insert_log_.Bind(1, static_cast<int64_t>(lsn));
+    w_insert_log_.Bind(2, static_cast<int64_t>(ChangeEntry::Kind::kTimeCorrection));
+    w_insert_log_.Bind(3, int64_t{0});
+    w_insert_log_.Bind(4, now_ms);
+    w_insert_log_.Bind(5, 0.0);
+    w_insert_log_.Bind(6, static_cast<int64_t>(id));
+    ES_RETURN_IF_ERROR(w_insert_log_.Run());
+    w_insert_batch_.Bind(1, static_cast<int64_t>(lsn));
+    w_insert_batch_.Bind(2, clock_->WallMillis());
+    ES_RETURN_IF_ERROR(w_insert_batch_.Run());
+    return txn.Commit();
+  }();
+  if (!s.ok()) {
+    RollBackLocalWrite(&txn);
+    return s;
   }
-  int64_t known = 0;
-  ES_RETURN_IF_ERROR(
-      write_db_.QueryInt("SELECT count(*) FROM clock_periods WHERE id = " + std::to_string(id), &known));
-  if (known == 0) return Status::NotFound("no clock period " + std::to_string(id));
+  if (lsn == 0) return Status::Ok();
+  *done = true;
+  last_lsn_ = lsn;
+  cached_high_lsn_ = static_cast<int64_t>(lsn);
+  last_batch_at_ = INT64_MIN;  // the next append writes its own row
+  return Status::Ok();
+}
+
+Status SqliteStore::FillCorrectionEntry(uint32_t period, TimeCorrection* correction) {
+  Stmt row;
+  ES_RETURN_IF_ERROR(row.Prepare(&read_db_,
+                                 "SELECT delta_ms, corrected_at, opened_at, first_ts, last_ts FROM clock_periods "
+                                 "WHERE id = ? AND delta_ms IS NOT NULL"));
+  row.Bind(1, static_cast<int64_t>(period));
+  Status st;
+  if (!row.Step(&st)) {
+    ES_RETURN_IF_ERROR(st);
+    return Status::Corruption("clock period " + std::to_string(period) + " is not corrected");
+  }
+  const int64_t delta = row.Int(0);
+  // The span of stamped times the period can hold, fixed once corrected:
+  // from its opening (or its first reading, if stamped before) to what the
+  // untrusted clock read when the correction was made, which no reading
+  // stamped in the period can pass, also one committed after the
+  // correction.
+  int64_t from = row.Int(2), to = SaturatingSub(row.Int(1), delta);
+  if (sqlite3_column_type(row.get(), 3) != SQLITE_NULL) from = std::min(from, row.Int(3));
+  if (sqlite3_column_type(row.get(), 4) != SQLITE_NULL) to = std::max(to, row.Int(4));
+  *correction = TimeCorrection{period, delta, from, std::max(from, to)};
   return Status::Ok();
 }
 
@@ -119,6 +177,30 @@ Status SqliteStore::LoadOwnOverlay(TimeOverlay* overlay) {
   Status st;
   while (list.Step(&st)) {
     overlay->Add(TimeCorrection{static_cast<uint32_t>(list.Int(0)), list.Int(1), list.Int(2), list.Int(3)});
+  }
+  return st;
+}
+
+Status SqliteStore::KeepOriginCorrection(int64_t origin_id, const TimeCorrection& c) {
+  Stmt put;
+  ES_RETURN_IF_ERROR(put.Prepare(&write_db_, "INSERT OR REPLACE INTO origin_time_corrections VALUES(?, ?, ?, ?, ?)"));
+  put.Bind(1, origin_id);
+  put.Bind(2, static_cast<int64_t>(c.period));
+  put.Bind(3, c.delta_ms);
+  put.Bind(4, c.from_ms);
+  put.Bind(5, c.to_ms);
+  return put.Run();
+}
+
+Status SqliteStore::LoadOriginOverlays(std::unordered_map<int64_t, TimeOverlay>* overlays) {
+  overlays->clear();
+  Stmt list;
+  ES_RETURN_IF_ERROR(
+      list.Prepare(&read_db_, "SELECT origin, period, delta_ms, from_ts, to_ts FROM origin_time_corrections"));
+  Status st;
+  while (list.Step(&st)) {
+    (*overlays)[list.Int(0)].Add(
+        TimeCorrection{static_cast<uint32_t>(list.Int(1)), list.Int(2), list.Int(3), list.Int(4)});
   }
   return st;
 }

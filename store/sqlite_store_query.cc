@@ -167,6 +167,10 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   ES_RETURN_IF_ERROR(LoadOwnOverlay(&own_overlay));
   const std::vector<std::pair<int64_t, int64_t>> own_windows = own_overlay.ScanWindows(q.from_ms, q.to_ms);
   const std::vector<std::pair<int64_t, int64_t>> plain_windows{{q.from_ms, q.to_ms}};
+  // Other origins' corrections, as a hub or this read view took them from
+  // the change log: their readings are shown through them the same way.
+  std::unordered_map<int64_t, TimeOverlay> origin_overlays;
+  ES_RETURN_IF_ERROR(LoadOriginOverlays(&origin_overlays));
   // The time and quality shown: false when outside [from, to).
   auto shown = [&q](const TimeOverlay* overlay, int64_t* ts, uint32_t* quality) {
     if (overlay != nullptr) overlay->Apply(ts, quality);
@@ -272,8 +276,12 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
         local_lsns_sorted = true;
       }
       // This store's own entries served back by a feed are corrected as
-      // its local rows are.
+      // its local rows are; another origin's by what it sent.
       const TimeOverlay* overlay = own ? &own_overlay : nullptr;
+      if (!own) {
+        auto o = origin_overlays.find(origin_id);
+        if (o != origin_overlays.end()) overlay = &o->second;
+      }
       for (const RemoteChunkEntry& c : chunk) {
         if (c.kind != 0) continue;
         auto it = wanted.find(c.series);
@@ -311,7 +319,10 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
                                   "SELECT id, origin, data FROM view_chunks WHERE origin = ? AND max_ts >= ? AND "
                                   "min_ts < ?"));
   for (int64_t origin : view_origins) {
-    const auto& windows = origin == own_id ? own_windows : plain_windows;
+    auto corrected = origin_overlays.find(origin);
+    const auto windows = origin == own_id                     ? own_windows
+                         : corrected != origin_overlays.end() ? corrected->second.ScanWindows(q.from_ms, q.to_ms)
+                                                              : plain_windows;
     for (const auto& window : windows) {
       StmtScope scope(&view);
       view.Bind(1, origin);
@@ -324,7 +335,12 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   Stmt region;
   ES_RETURN_IF_ERROR(
       region.Prepare(&read_db_, "SELECT seq, origin, data FROM region_chunks WHERE max_ts >= ? AND min_ts < ?"));
-  const auto& region_windows = own_id != 0 ? own_windows : plain_windows;
+  // Every origin's chunks are scanned together: the windows of them all.
+  std::vector<std::pair<int64_t, int64_t>> region_windows = own_id != 0 ? own_windows : plain_windows;
+  for (const auto& [origin, overlay] : origin_overlays) {
+    for (const auto& w : overlay.ScanWindows(q.from_ms, q.to_ms)) region_windows.push_back(w);
+  }
+  region_windows = MergeWindows(std::move(region_windows));
   for (const auto& window : region_windows) {
     StmtScope scope(&region);
     region.Bind(1, window.first);

@@ -188,6 +188,9 @@ Status SqliteStore::ApplyViewOrigin(int64_t origin_id, std::vector<const ChangeE
   for (const ChangeEntry* e : *group) {
     if (e->lsn == last || held.count(e->lsn)) continue;  // a repeat within the call, or already held
     last = e->lsn;
+    if (e->kind == ChangeEntry::Kind::kTimeCorrection) {
+      ES_RETURN_IF_ERROR(KeepOriginCorrection(origin_id, e->correction));
+    }
     chunk.emplace_back();
     ES_RETURN_IF_ERROR(ToChunkEntry(*e, &chunk.back()));
     if (chunk.size() >= kMaxRemoteChunkEntries) ES_RETURN_IF_ERROR(flush());

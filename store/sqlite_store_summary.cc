@@ -2,6 +2,7 @@
 // and how old its backlog is. Read side only (read_mu_, one snapshot each).
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "store/chunk_codec.h"
 #include "store/sqlite_store.h"
@@ -65,6 +66,8 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
   // (device, origin). A read view keeps every version of a record it was
   // sent: the one with the highest origin LSN is the latest.
   std::map<std::pair<std::string, int64_t>, Span> by_origin;
+  std::unordered_map<int64_t, TimeOverlay> origin_overlays;
+  ES_RETURN_IF_ERROR(LoadOriginOverlays(&origin_overlays));
   std::vector<RemoteChunkEntry> entries;
   const std::pair<const char*, const char*> tables[] = {{"SELECT id, origin, data FROM view_chunks", "read view chunk"},
                                                         {"SELECT seq, origin, data FROM region_chunks",
@@ -88,8 +91,12 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
           continue;
         }
         ++span.readings;
-        span.first_ts = std::min(span.first_ts, e.ts_ms);
-        span.last_ts = std::max(span.last_ts, e.ts_ms);
+        int64_t ts = e.ts_ms;
+        uint32_t quality = e.quality;
+        auto corrected = origin_overlays.find(remote.Int(1));
+        if (corrected != origin_overlays.end()) corrected->second.Apply(&ts, &quality);
+        span.first_ts = std::min(span.first_ts, ts);
+        span.last_ts = std::max(span.last_ts, ts);
       }
     }
     ES_RETURN_IF_ERROR(st);

@@ -28,9 +28,14 @@ std::vector<std::pair<int64_t, int64_t>> TimeOverlay::ScanWindows(int64_t from, 
     const int64_t hi = std::min(SaturatingSub(to, c.delta_ms), c.to_ms == INT64_MAX ? INT64_MAX : c.to_ms + 1);
     if (lo < hi) windows.emplace_back(lo, hi);
   }
+  return MergeWindows(std::move(windows));
+}
+
+std::vector<std::pair<int64_t, int64_t>> MergeWindows(std::vector<std::pair<int64_t, int64_t>> windows) {
   std::sort(windows.begin(), windows.end());
   std::vector<std::pair<int64_t, int64_t>> merged;
   for (const auto& w : windows) {
+    if (w.first >= w.second) continue;
     if (!merged.empty() && w.first <= merged.back().second) {
       merged.back().second = std::max(merged.back().second, w.second);
     } else {

@@ -85,6 +85,9 @@ class TimeOverlay {
   std::unordered_map<uint32_t, TimeCorrection> by_period_;
 };
 
+// The union of windows [first, second): sorted, disjoint.
+std::vector<std::pair<int64_t, int64_t>> MergeWindows(std::vector<std::pair<int64_t, int64_t>> windows);
+
 // a - b without overflow (clamped to the int64 range).
 int64_t SaturatingSub(int64_t a, int64_t b);
 

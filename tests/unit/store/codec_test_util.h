@@ -50,6 +50,7 @@ inline void ExpectSameEntries(const std::vector<RemoteChunkEntry>& got, const st
     EXPECT_EQ(got[i].name, want[i].name) << i;
     EXPECT_EQ(got[i].location, want[i].location) << i;
     EXPECT_EQ(got[i].default_unit, want[i].default_unit) << i;
+    EXPECT_EQ(got[i].to_ms, want[i].to_ms) << i;
   }
 }
 

@@ -38,6 +38,65 @@ TEST(RemoteChunkCodecTest, RoundTripsEntriesWithHolesDeviceRecordsAndEveryValue)
   ExpectRoundTrip({RemoteDevice(42, 1, 1, std::string(256, 'x'))});
 }
 
+// A time correction (store/time_correction.h) keeps its period, delta and
+// span; it changes back into the change entry it was.
+TEST(RemoteChunkCodecTest, RoundTripsTimeCorrectionsBesideReadings) {
+  ChangeEntry c;
+  c.lsn = 9;
+  c.kind = ChangeEntry::Kind::kTimeCorrection;
+  c.correction = TimeCorrection{3, 259'200'123, 1'780'000'000'000, 1'780'000'600'000};
+  RemoteChunkEntry ce;
+  FromChangeEntry(c, 4, &ce);
+  const std::vector<RemoteChunkEntry> in = {RemoteReading(8, 1, 1780000000000, 21.4, 3 | (3u << 8)), ce,
+                                            RemoteReading(10, 1, 1780000300000, 21.5)};
+  ExpectRoundTrip(in);
+  std::string block;
+  EncodeRemoteChunk(in, &block);
+  std::vector<RemoteChunkEntry> out;
+  ASSERT_OK(DecodeRemoteChunk(block, kMaxRemoteChunkEntries, &out));
+  ChangeEntry back;
+  ToChangeEntry(out[1], "", "", "", &back);
+  EXPECT_EQ(back.kind, ChangeEntry::Kind::kTimeCorrection);
+  EXPECT_EQ(back.lsn, 9u);
+  EXPECT_EQ(back.correction.period, 3u);
+  EXPECT_EQ(back.correction.delta_ms, 259'200'123);
+  EXPECT_EQ(back.correction.from_ms, 1'780'000'000'000);
+  EXPECT_EQ(back.correction.to_ms, 1'780'000'600'000);
+  // A negative delta (a clock ahead) too.
+  c.correction.delta_ms = -86'400'000;
+  FromChangeEntry(c, 4, &ce);
+  ExpectRoundTrip({ce});
+}
+
+TEST(RemoteChunkCodecTest, RefusesATimeCorrectionNoWriterMakes) {
+  ChangeEntry c;
+  c.lsn = 1;
+  c.kind = ChangeEntry::Kind::kTimeCorrection;
+  c.correction = TimeCorrection{1, 1000, 100, 200};
+  RemoteChunkEntry good;
+  FromChangeEntry(c, 1, &good);
+  auto refused = [](const RemoteChunkEntry& e) {
+    std::string block;
+    EncodeRemoteChunk({e}, &block);
+    std::vector<RemoteChunkEntry> out;
+    Status st = DecodeRemoteChunk(block, kMaxRemoteChunkEntries, &out);
+    return st.code() == Status::Code::kCorruption && st.message().find("time correction") != std::string::npos;
+  };
+  RemoteChunkEntry e = good;
+  e.quality = 0;  // no period
+  EXPECT_TRUE(refused(e));
+  e = good;
+  e.value = 0.5;  // not whole milliseconds
+  EXPECT_TRUE(refused(e));
+  e = good;
+  e.to_ms = 99;  // ends before it begins
+  EXPECT_TRUE(refused(e));
+  e = good;
+  e.value = 1e300;
+  EXPECT_TRUE(refused(e));
+  EXPECT_FALSE(refused(good));
+}
+
 TEST(RemoteChunkCodecTest, AnUplinkBatchOfTheReferenceWorkloadTakesAFewBytesPerReading) {
   test::SensorWorkload w(1000, 1780000000000);
   std::vector<RemoteChunkEntry> in;

@@ -7,6 +7,7 @@
 
 #include "store/schema.h"
 #include "store/time_correction.h"
+#include "tests/support/sqlite_hub.h"
 #include "tests/unit/store/store_test_util.h"
 #include "tests/support/status_assert.h"
 
@@ -163,6 +164,107 @@ TEST_F(StoreTimeCorrectionTest, CorrectedPeriodShowsTrueTimesOnce) {
     ASSERT_OK(db.QueryInt("SELECT count(*) FROM series_chunks", &spans));
   }
   EXPECT_GT(spans, 0);
+}
+
+// The correction travels like a write: an entry of the change log, after
+// the readings it moves, which the uplink reads (a range's feed has no use
+// for it: it names no device). Another store that applies the log, as a
+// read view or as a region hub, shows the origin's readings at their true
+// times, once, however often the entries come.
+TEST_F(StoreTimeCorrectionTest, TheCorrectionIsAnEntryOfTheChangeLogThatReplicasApply) {
+  auto s = OpenStore();
+  uint32_t period = 0;
+  ASSERT_OK(s->OpenClockPeriod("boot-a", kStamped0, kStamped0, &period));
+  AppendResult ar;
+  ASSERT_OK(s->AppendReadings(Untrusted(period, 60), &ar));
+  ASSERT_OK(s->AppendReadings({MakeReading("dev0", "temp", kTrue0 + 5 * kDay, -1, "C")}, &ar));
+  std::vector<ChangeEntry> readings;
+  ASSERT_OK(s->ReadLog(0, 1000, &readings));
+  ASSERT_EQ(readings.size(), 61u);
+  bool done = false;
+  const int64_t corrected_at = kTrue0 + 60'000;
+  ASSERT_OK(s->CorrectClockPeriod(period, 3 * kDay, corrected_at, &done));
+  ASSERT_TRUE(done);
+  EXPECT_EQ(s->LastLsn(), 62u);
+  std::vector<ChangeEntry> log;
+  ASSERT_OK(s->ReadLog(61, 1000, &log));
+  ASSERT_EQ(log.size(), 1u);
+  const ChangeEntry& c = log[0];
+  EXPECT_EQ(c.lsn, 62u);
+  ASSERT_EQ(c.kind, ChangeEntry::Kind::kTimeCorrection);
+  EXPECT_OK(ValidateChangeEntry(c));
+  EXPECT_EQ(c.correction.period, period);
+  EXPECT_EQ(c.correction.delta_ms, 3 * kDay);
+  // The span: from the period's opening to what the untrusted clock read
+  // at the correction, which covers every reading stamped in it.
+  EXPECT_LE(c.correction.from_ms, kStamped0);
+  EXPECT_EQ(c.correction.to_ms, corrected_at - 3 * kDay);
+  EXPECT_GE(c.correction.to_ms, kStamped0 + 59'000);
+  // Corrected once: no second entry.
+  ASSERT_OK(s->CorrectClockPeriod(period, 7, corrected_at + 1, &done));
+  EXPECT_FALSE(done);
+  EXPECT_EQ(s->LastLsn(), 62u);
+  // Not in a range's feed.
+  std::vector<RangeInfo> ranges;
+  ASSERT_OK(s->ListRanges(&ranges));
+  ASSERT_FALSE(ranges.empty());
+  size_t fed_readings = 0;
+  for (const RangeInfo& r : ranges) {
+    if (!r.active) continue;
+    FeedStart from;
+    from.kind = FeedStart::Kind::kBeginning;
+    FeedPage feed;
+    ASSERT_OK(s->ReadFeed(r.id, from, 1000, &feed));
+    fed_readings += feed.entries.size();
+    for (const ChangeEntry& e : feed.entries) EXPECT_NE(e.kind, ChangeEntry::Kind::kTimeCorrection);
+  }
+  EXPECT_EQ(fed_readings, 61u);
+  const Origin origin = s->origin();
+  s.reset();
+
+  std::vector<ChangeEntry> all = readings;
+  all.push_back(c);
+  // A read view: the readings in one page, the correction in a later one
+  // (twice, as a resent page would bring it).
+  {
+    StoreOptions o = Options();
+    o.path = dir_.File("view.db");
+    o.gateway_id = "gw2";
+    auto view = OpenStore(o);
+    std::vector<RemoteEntry> page;
+    for (const ChangeEntry& e : readings) page.push_back(RemoteEntry{origin, e.lsn, e});
+    int64_t applied = 0;
+    ASSERT_OK(view->ApplyRemote(page, &applied));
+    EXPECT_EQ(Window(view.get(), kStamped0, kStamped0 + 60'000).size(), 60u);  // as stamped, before
+    for (int i = 0; i < 2; ++i) ASSERT_OK(view->ApplyRemote({RemoteEntry{origin, c.lsn, c}}, &applied));
+    ExpectCorrected(view.get(), 60);
+    std::vector<DeviceSummary> devices;
+    ASSERT_OK(view->ListDevices(&devices));
+    ASSERT_EQ(devices.size(), 1u);
+    EXPECT_EQ(devices[0].first_ts_ms, kTrue0);
+    view.reset();
+    ExpectCorrected(OpenStore(o).get(), 60);  // kept across opens
+  }
+  // A region hub: one batch with both, then the same batch again.
+  {
+    StoreOptions o = Options();
+    o.path = dir_.File("hub.db");
+    o.gateway_id = "hub";
+    auto hub = OpenStore(o);
+    uint64_t high_water = 0;
+    ASSERT_OK(ApplyOriginBatch(hub.get(), origin, 0, all, &high_water));
+    EXPECT_EQ(high_water, 62u);
+    ASSERT_OK(ApplyOriginBatch(hub.get(), origin, 0, all, &high_water));
+    ExpectCorrected(hub.get(), 60);
+    // Its feed serves the correction on, to read views.
+    std::vector<RegionFeedEntry> fed;
+    uint64_t head = 0;
+    bool reset = false;
+    ASSERT_OK(ReadRegionFeed(hub.get(), 0, 1000, &fed, &head, &reset));
+    ASSERT_EQ(fed.size(), 62u);
+    EXPECT_EQ(fed.back().remote.entry.kind, ChangeEntry::Kind::kTimeCorrection);
+    EXPECT_EQ(fed.back().remote.entry.correction.delta_ms, 3 * kDay);
+  }
 }
 
 TEST_F(StoreTimeCorrectionTest, ReadingOfAnUnknownPeriodIsRefused) {
