@@ -237,6 +237,42 @@ TEST_P(HubStoreTest, AppliesABatchMovesTheMarkAndFeedsTheEntriesInOrder) {
   EXPECT_GT(bounds.oldest, 0u);
 }
 
+// A time correction (store/time_correction.h) is an entry like any other:
+// held under the mark, fed on in order with its period, delta and span, in
+// the batch with the readings it moves or on its own; a resend of it is
+// already held.
+TEST_P(HubStoreTest, ATimeCorrectionIsHeldAndFedOnLikeAnyEntry) {
+  HubStore* s = Open();
+  ASSERT_NE(s, nullptr);
+  auto e = Entries(1, 4);
+  ChangeEntry c;
+  c.lsn = 5;
+  c.kind = ChangeEntry::Kind::kTimeCorrection;
+  c.correction = TimeCorrection{2, 259'200'000, 1001, 1004};
+  e.push_back(c);
+  ApplyResult r = Apply(s, Batch(kGw1, e));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r.high_water, 5u);
+  std::vector<ChangeEntry> alone{c};
+  alone[0].lsn = 6;
+  alone[0].correction.period = 3;
+  alone[0].correction.delta_ms = -5;
+  EXPECT_EQ(Apply(s, Batch(kGw1, alone)).high_water, 6u);
+  EXPECT_EQ(Apply(s, Batch(kGw1, alone)).outcome, ApplyOutcome::kAlreadyHeld);
+  auto feed = Feed(s);
+  ASSERT_EQ(feed.size(), 6u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(feed[i].remote.entry.kind, ChangeEntry::Kind::kReading);
+  const ChangeEntry& f = feed[4].remote.entry;
+  ASSERT_EQ(f.kind, ChangeEntry::Kind::kTimeCorrection);
+  EXPECT_EQ(feed[4].remote.origin_lsn, 5u);
+  EXPECT_EQ(f.correction.period, 2u);
+  EXPECT_EQ(f.correction.delta_ms, 259'200'000);
+  EXPECT_EQ(f.correction.from_ms, 1001);
+  EXPECT_EQ(f.correction.to_ms, 1004);
+  EXPECT_EQ(feed[5].remote.entry.kind, ChangeEntry::Kind::kTimeCorrection);
+  EXPECT_EQ(feed[5].remote.entry.correction.delta_ms, -5);
+}
+
 // A gateway's series change from batch to batch (the PostgreSQL store
 // first matches a batch against its sender's last one): every entry keeps
 // its own series, whether the batch repeats, reorders, replaces, shifts a
