@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -68,16 +69,18 @@ struct GatewayRun {
   double write_bytes_per_reading = 0;  // what the process caused to be written to storage
 };
 
-GatewayRun EdgesyncRate(const test::Broker& broker, const std::string& dir, const std::string& ack, int round) {
+// program: the edgesync to run (a previous build's for the comparison rows).
+GatewayRun EdgesyncRate(const test::Broker& broker, const std::string& dir, const std::string& ack, int round,
+                        const std::string& program = EDGESYNC_BINARY, const std::string& tag = "") {
   GatewayRun run;
-  const std::string name = ack + "-" + std::to_string(round);
+  const std::string name = ack + tag + "-" + std::to_string(round);
   std::string data = dir + "/data-" + name;
   std::string config_path = dir + "/edgesync-" + name + ".toml";
   test::WriteAll(config_path, "[gateway]\nid = \"bench\"\ndata_dir = \"" + data + "\"\n[ingest]\nbroker_uri = \"" +
                                   broker.uri() + "\"\nclient_id = \"edgesync-" + name + "\"\nack = \"" + ack +
                                   "\"\ndevice_rate = 1000000.0\ndevice_burst = 1000000\n");
   test::Process gw;
-  if (!gw.Start({EDGESYNC_BINARY, "gateway", "--config", config_path}, dir + "/gateway-" + name + ".log")) return run;
+  if (!gw.Start({program, "gateway", "--config", config_path}, dir + "/gateway-" + name + ".log")) return run;
   // Connected (and subscribed) once the status file says so.
   test::WaitFor([&] {
     std::string s;
@@ -86,8 +89,12 @@ GatewayRun EdgesyncRate(const test::Broker& broker, const std::string& dir, cons
   Config config;
   std::vector<ConfigError> errors;
   if (!LoadConfig(config_path, ConfigRole::kGateway, &config, &errors).ok()) return run;
+  // Read only: the store may be of a previous build's schema, which a
+  // read-write open would migrate under the running program.
+  StoreOptions so = StoreOptionsFromConfig(config);
+  so.read_only = true;
   std::unique_ptr<Store> store;
-  if (!Store::Open(StoreOptionsFromConfig(config), &store).ok()) return run;
+  if (!Store::Open(so, &store).ok()) return run;
   uint64_t start_lsn = store->LastLsn();
   test::Process pub;
   auto t0 = Steady::now();
@@ -97,6 +104,7 @@ GatewayRun EdgesyncRate(const test::Broker& broker, const std::string& dir, cons
   std::vector<ChangeEntry> last;
   bool done = test::WaitFor([&] {
     last.clear();
+    // A read-only store reads a fresh snapshot per call: every commit is seen.
     return store->ReadLog(start_lsn + static_cast<uint64_t>(kTotal) - 1, 1, &last).ok() && !last.empty();
   }, 300000);
   double secs = std::chrono::duration<double>(Steady::now() - t0).count();
@@ -125,10 +133,17 @@ int main() {
   // Rounds of the baseline and the three modes in turn, so that drift in
   // the machine's other load reaches them alike; medians are reported.
   std::vector<double> plain;
-  std::vector<GatewayRun> journal, commit, receipt;
+  std::vector<GatewayRun> journal, commit, receipt, previous;
+  // EDGESYNC_BENCH_PREVIOUS=<a previous build's edgesync> (make
+  // bench-previous): its default mode in every round too, the baseline of
+  // rows that say whether this build made ingest worse.
+  const char* previous_program = std::getenv("EDGESYNC_BENCH_PREVIOUS");
   for (int round = 0; round < kRounds; ++round) {
     plain.push_back(PlainSubscriberRate(broker, dir.path()));
     journal.push_back(EdgesyncRate(broker, dir.path(), "after-journal", round));
+    if (previous_program) {
+      previous.push_back(EdgesyncRate(broker, dir.path(), "after-journal", round, previous_program, "-previous"));
+    }
     commit.push_back(EdgesyncRate(broker, dir.path(), "after-commit", round));
     receipt.push_back(EdgesyncRate(broker, dir.path(), "on-receipt", round));
     std::printf("round %d: plain %.0f/s, after-journal %.0f/s, after-commit %.0f/s, on-receipt %.0f/s\n", round + 1,
@@ -161,5 +176,17 @@ int main() {
              "bytes", kReceiptBytes, receipt_bytes);
   report.Add("storage bytes written/reading (ack after commit)", median(commit, &GatewayRun::write_bytes_per_reading),
              "bytes", kReceiptBytes, receipt_bytes);
-  return report.Write() && j > 0 && c > 0 && r > 0 ? 0 : 1;
+  bool previous_ok = true;
+  if (previous_program) {
+    const char* kPrev = "the previous binary, same run";
+    const double p = median(previous, &GatewayRun::rate);
+    report.Add("ingest committed/s (ack after journal) against the previous binary", j, "readings/s", kPrev, p);
+    report.Add("edgesync peak RSS (ack after journal) against the previous binary", rss(journal), "MiB", kPrev,
+               rss(previous));
+    report.Add("storage bytes written/reading (ack after journal) against the previous binary",
+               median(journal, &GatewayRun::write_bytes_per_reading), "bytes", kPrev,
+               median(previous, &GatewayRun::write_bytes_per_reading));
+    previous_ok = p > 0;
+  }
+  return report.Write() && j > 0 && c > 0 && r > 0 && previous_ok ? 0 : 1;
 }

@@ -210,9 +210,18 @@ struct HubSetup {
   int hubs = 1;
   std::string store_toml;    // extra [hub] lines ("" = the embedded SQLite store)
   std::string database;      // a command-line fragment of the database server ("" = none)
+  std::string program = EDGESYNC_BINARY;  // the hubs' edgesync (a previous build's for the comparison)
 };
 
-void RunSetup(const Setup& base, const HubSetup& hs, bench::Report* report) {
+struct HubFigures {
+  Phase cap, lat;
+};
+
+// baseline: this build's figures, measured before in the same run: the rows
+// then compare them against these hubs' (a previous build's), and the
+// subscriber phases are not run.
+HubFigures RunSetup(const Setup& base, const HubSetup& hs, bench::Report* report,
+                    const HubFigures* baseline = nullptr) {
   std::printf("== %s: %d hub(s), %d gateways\n", hs.name.c_str(), hs.hubs, base.fleet.gateways);
   TempDir tmp;
   BrokerOptions bo;
@@ -227,10 +236,13 @@ void RunSetup(const Setup& base, const HubSetup& hs, bench::Report* report) {
   s.fleet.uri = broker.uri();
 
   FleetOptions o = s.fleet;
-  o.answers = FleetOptions::Answers::kDeliveries;
-  Phase sink_cap = RunPhase(s, o, {}, broker.pid());
-  o.batches_per_s = sink_cap.batches_per_s / 2;
-  Phase sink_lat = RunPhase(s, o, {}, broker.pid());
+  Phase sink_cap, sink_lat;
+  if (baseline == nullptr) {
+    o.answers = FleetOptions::Answers::kDeliveries;
+    sink_cap = RunPhase(s, o, {}, broker.pid());
+    o.batches_per_s = sink_cap.batches_per_s / 2;
+    sink_lat = RunPhase(s, o, {}, broker.pid());
+  }
 
   std::vector<std::unique_ptr<Process>> hubs;
   std::vector<pid_t> pids;
@@ -245,7 +257,7 @@ void RunSetup(const Setup& base, const HubSetup& hs, bench::Report* report) {
                           << "max_queued_messages = " << s.fleet.gateways * s.fleet.window + 1024 << "\n"
                           << hs.store_toml;
     hubs.push_back(std::make_unique<Process>());
-    if (!hubs.back()->Start({EDGESYNC_BINARY, "region", "--config", config}, dir + "/hub.log")) std::abort();
+    if (!hubs.back()->Start({hs.program, "region", "--config", config}, dir + "/hub.log")) std::abort();
     pids.push_back(hubs.back()->pid());
     if (!test::WaitFor([&] { return test::ReadAll(dir + "/hub.log").find("connected as") != std::string::npos; },
                        60000)) {
@@ -261,10 +273,26 @@ void RunSetup(const Setup& base, const HubSetup& hs, bench::Report* report) {
   o = s.fleet;
   o.answers = FleetOptions::Answers::kHub;
   Phase hub_cap = RunPhase(s, o, pids, broker.pid(), hs.database);
-  o.batches_per_s = hub_cap.batches_per_s / 2;
+  // At half of this build's capacity when comparing, so both builds carry
+  // the same load.
+  o.batches_per_s = (baseline ? baseline->cap.batches_per_s : hub_cap.batches_per_s) / 2;
   Phase hub_lat = RunPhase(s, o, pids, broker.pid(), hs.database);
   for (auto& h : hubs) h->Stop(10000);
+  const HubFigures figures{hub_cap, hub_lat};
 
+  if (baseline != nullptr) {
+    // This build (measured first) against the previous one (this run).
+    const std::string p = "region_" + hs.name + "_";
+    const char* kPrev = "the previous binary, same run";
+    report->Add(p + "batches_per_s against the previous binary", baseline->cap.batches_per_s, "batches/s", kPrev,
+                hub_cap.batches_per_s);
+    report->Add(p + "ack_latency_p99_at_half_capacity against the previous binary", baseline->lat.p99_ms, "ms", kPrev,
+                hub_lat.p99_ms);
+    const double now_cpu = baseline->cap.readings > 0 ? baseline->cap.hub_cpu_s * 1e6 / baseline->cap.readings : -1;
+    const double before_cpu = hub_cap.readings > 0 ? hub_cap.hub_cpu_s * 1e6 / hub_cap.readings : -1;
+    report->Add(p + "hub_cpu_us_per_reading against the previous binary", now_cpu, "us/reading", kPrev, before_cpu);
+    return figures;
+  }
   const std::string p = "region_" + hs.name + "_";
   report->Add(p + "batches_per_s", hub_cap.batches_per_s, "batches/s", "subscriber_batches_per_s",
               sink_cap.batches_per_s);
@@ -284,6 +312,7 @@ void RunSetup(const Setup& base, const HubSetup& hs, bench::Report* report) {
                 hub_cap.readings > 0 ? hub_cap.database_cpu_s * 1e6 / hub_cap.readings : -1, "us/reading",
                 "broker_cpu_us_per_reading", broker_per);
   }
+  return figures;
 }
 
 }  // namespace
@@ -304,7 +333,15 @@ int main() {
   setup.fleet.window = 2;
   setup.fleet.ack_timeout_ms = 300000;
   edgesync::bench::Report report("region");
-  edgesync::RunSetup(setup, {"sqlite_1hub", 1, "", ""}, &report);
+  const edgesync::HubFigures sqlite = edgesync::RunSetup(setup, {"sqlite_1hub", 1, "", ""}, &report);
+  // EDGESYNC_BENCH_PREVIOUS=<a previous build's edgesync> (make
+  // bench-previous): the SQLite hub once more with that program, the
+  // baseline of rows that say whether this build made the hub worse.
+  if (const char* previous = std::getenv("EDGESYNC_BENCH_PREVIOUS")) {
+    edgesync::HubSetup before{"sqlite_1hub", 1, "", ""};
+    before.program = previous;
+    edgesync::RunSetup(setup, before, &report, &sqlite);
+  }
 #ifdef EDGESYNC_HAVE_POSTGRESQL
   {
     edgesync::test::TempDir dir;

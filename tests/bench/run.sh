@@ -1,8 +1,8 @@
 #!/bin/sh
 # make bench [BENCH=part]: runs build/tests/bench/bench_<part> (every part
-# when none is named) with EDGESYNC_BENCH_DIR=<build>/bench, then
+# when none is named; several as "part part") with EDGESYNC_BENCH_DIR=<build>/bench, then
 # bench_report merges the parts' rows into <build>/bench/results.json.
-#   tests/bench/run.sh BUILD_DIR [PART]
+#   tests/bench/run.sh BUILD_DIR [PART ...]
 set -eu
 build=${1:-build}
 part=${2:-}
@@ -11,7 +11,8 @@ mkdir -p "$out"
 export EDGESYNC_BENCH_DIR="$out"
 status=0
 if [ -n "$part" ]; then
-  programs="$build/tests/bench/bench_$part"
+  programs=""
+  for one in $part; do programs="$programs $build/tests/bench/bench_$one"; done
 else
   programs=$(ls "$build"/tests/bench/bench_* 2>/dev/null | grep -v '/bench_report$' || true)
 fi
