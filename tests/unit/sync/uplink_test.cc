@@ -857,6 +857,30 @@ TEST_F(UplinkCorrectionsTest, ARegionOfProtocol5GetsTheBatchesWithoutCorrections
   EXPECT_TRUE(covered);
 }
 
+// More corrections in a row than a batch holds: the uplink reads past them
+// to the next entry instead of finding nothing to send there forever.
+TEST_F(UplinkCorrectionsTest, ARunOfCorrectionsLongerThanABatchIsReadPast) {
+  OpenEmptyStore("run.db");
+  Append(20);
+  options_.batch_max_readings = 2;
+  hub_.mode = ScriptedHub::Mode::kAnswer;
+  hub_.version = 5;
+  hub_.holes = true;
+  CorrectingSource source(store_.get());
+  for (uint64_t lsn = 5; lsn <= 11; ++lsn) source.CorrectAt(lsn);
+  auto uplink = MakeOver(&source);
+  ASSERT_OK(uplink->Start());
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 20; }, 30000)) << Checkpoint();
+  UplinkStats s = uplink->stats();
+  uplink->Stop();
+  EXPECT_EQ(s.corrections_withheld, 7u);
+  std::lock_guard<std::mutex> lock(hub_.mu);
+  EXPECT_EQ(hub_.refused_unknown_kind, 0);
+  bool spans_the_run = false;
+  for (const WireBatch& b : hub_.received) spans_the_run |= b.first_lsn == 5 && b.last_lsn == 12;
+  EXPECT_TRUE(spans_the_run);
+}
+
 // After a reconnect the region's protocol is unknown until it answers: a
 // batch holding a correction does not go before, whatever the store holds.
 TEST_F(UplinkCorrectionsTest, NoCorrectionGoesBeforeTheRegionsProtocolIsKnown) {
