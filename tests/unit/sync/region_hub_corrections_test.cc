@@ -19,7 +19,7 @@
 #include "tests/support/sqlite_hub.h"
 #include "tests/support/status_assert.h"
 #include "tests/unit/sync/fake_link.h"
-#include "tests/unit/sync/wire_peer.h"
+#include "tests/support/wire_peer.h"
 
 namespace edgesync {
 namespace {

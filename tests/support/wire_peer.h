@@ -1,11 +1,11 @@
-// tests/unit/sync/wire_peer.h: a message as a peer of another protocol
+// tests/support/wire_peer.h: a message as a peer of another protocol
 // would send it. Every encoder writes kWireVersion into Message.version;
 // a peer of an older protocol writes its own, and that number is all a
 // peer of this one goes by (which entries it may send, what a feed page may
 // hold). The layouts of protocol 5 are a subset of this one's, so the
 // message is otherwise the same.
-#ifndef EDGESYNC_TESTS_UNIT_SYNC_WIRE_PEER_H_
-#define EDGESYNC_TESTS_UNIT_SYNC_WIRE_PEER_H_
+#ifndef EDGESYNC_TESTS_SUPPORT_WIRE_PEER_H_
+#define EDGESYNC_TESTS_SUPPORT_WIRE_PEER_H_
 
 #include <flatbuffers/flatbuffers.h>
 
@@ -26,4 +26,4 @@ inline std::string AsProtocol(std::string payload, uint16_t version) {
 
 }  // namespace edgesync
 
-#endif  // EDGESYNC_TESTS_UNIT_SYNC_WIRE_PEER_H_
+#endif  // EDGESYNC_TESTS_SUPPORT_WIRE_PEER_H_
