@@ -732,8 +732,8 @@ bool Uplink::PrepareBatch(int64_t now_ms) {
   });
   if (corrections && region_version_[target_] == 0) {
     // A hub of protocol 5 would refuse the whole batch: nothing goes
-    // before its answers (a probe's, at the latest) say which it is.
-    ES_LOG(kDebug, "uplink: a batch for region {} holds a time correction; waiting for its protocol", region);
+    // before its answers (a probe's, at the latest) say which it is. Not
+    // logged: this turn comes back every tick until then.
     return false;
   }
   if (corrections && region_version_[target_] < kTimeCorrectionVersion) {
