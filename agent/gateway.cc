@@ -249,6 +249,7 @@ nlohmann::json Gateway::StatusJson() {
                    {"region_switches", u.region_switches},
                    {"region_regressions", u.region_regressions}, {"refills_pending", u.refills_pending},
                    {"refill_lost", u.refill_lost},
+                   {"corrections_withheld", u.corrections_withheld},
                    {"inflight", u.inflight},         {"regions", regions},
                    {"ack_latency", HistogramJson(u.ack_latency)}};
   }

@@ -237,6 +237,10 @@ void GatewayMetrics(Writer* w, const json& s) {
     Counter(w, "edgesync_uplink_refill_lost_total",
             "LSNs a region had acknowledged and lost that this gateway no longer held to refill it with.", u,
             "refill_lost");
+    Counter(w, "edgesync_uplink_corrections_withheld_total",
+            "Time corrections left out of batches to a region of protocol 5 or older (its readings keep their "
+            "stamped times).",
+            u, "corrections_withheld");
     Gauge(w, "edgesync_uplink_inflight_batches", "Batches sent and not yet acknowledged.", u, "inflight");
     w->Histogram("edgesync_uplink_ack_latency_seconds", "Time from sending a batch to its acknowledgement.",
                  u.value("ack_latency", json()));
@@ -302,6 +306,8 @@ void HubMetrics(Writer* w, const json& s) {
           "feed_requests_superseded");
   Counter(w, "edgesync_hub_pings_total", "Round-trip probes answered.", h, "pings");
   Counter(w, "edgesync_hub_feed_resets_total", "Explicit resets sent to feed readers.", h, "feed_resets");
+  Counter(w, "edgesync_hub_feed_corrections_withheld_total",
+          "Time corrections left out of feed pages to readers of protocol 5 or older.", h, "feed_corrections_withheld");
   Counter(w, "edgesync_hub_hole_jumps_total", "Batches applied from a base above the high-water mark (failover).", h,
           "hole_jumps");
   Counter(w, "edgesync_hub_regressed_total",

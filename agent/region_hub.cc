@@ -89,6 +89,7 @@ class HubSnapshot {
                 {"feed_requests", s.feed_requests},
                 {"feed_requests_superseded", s.feed_requests_superseded},
                 {"feed_resets", s.feed_resets},
+                {"feed_corrections_withheld", s.feed_corrections_withheld},
                 {"hole_jumps", s.hole_jumps},
                 {"regressed", s.regressed},
                 {"lost_at_origin", s.lost_at_origin},

@@ -237,6 +237,11 @@ void PrintText(const json& j) {
     std::printf("          %.0f resends, %.0f answer timeouts; answers ignored %.0f (late, to resent batches: %.0f)\n",
                 Num(j, "uplink", "resends"), Num(j, "uplink", "ack_timeouts"), Num(j, "uplink", "acks_ignored"),
                 Num(j, "uplink", "acks_late"));
+    if (Num(j, "uplink", "corrections_withheld") > 0) {
+      std::printf("          %.0f time corrections withheld from a region of protocol 5 or older (its readings keep "
+                  "their stamped times)\n",
+                  Num(j, "uplink", "corrections_withheld"));
+    }
     const double cap = Num(j, "uplink", "max_bytes_per_s");
     std::printf("          link %.0f bytes sent (MQTT packets), %.0f bytes/s; cap %s",
                 Num(j, "uplink", "link_bytes_sent"), Num(j, "uplink", "link_bytes_per_s"),
@@ -277,6 +282,10 @@ void PrintText(const json& j) {
       std::printf("          feed pages %.0f served, %.0f resets; %.0f requests superseded by a newer one of their "
                   "sender\n",
                   Num(j, "hub", "feed_requests"), Num(j, "hub", "feed_resets"), Num(j, "hub", "feed_requests_superseded"));
+      if (Num(j, "hub", "feed_corrections_withheld") > 0) {
+        std::printf("          %.0f time corrections left out of pages to readers of protocol 5 or older\n",
+                    Num(j, "hub", "feed_corrections_withheld"));
+      }
     }
     if (h.contains("shards") && h["shards"].is_array()) {
       std::string renewed = "never";

@@ -57,4 +57,33 @@ Status TakeDeviceRecord(const flatbuffers::Vector<flatbuffers::Offset<wire::Devi
   return Status::Ok();
 }
 
+flatbuffers::Offset<wire::TimeCorrectionFields> PutCorrection(flatbuffers::FlatBufferBuilder* fbb,
+                                                              const TimeCorrection& c) {
+  return wire::CreateTimeCorrectionFields(*fbb, c.period, c.delta_ms, c.from_ms, c.to_ms);
+}
+
+Status TakeCorrection(const flatbuffers::Vector<flatbuffers::Offset<wire::TimeCorrectionFields>>* corrections,
+                      size_t* used, ChangeEntry* e) {
+  if (!corrections || *used >= corrections->size()) {
+    return Status::Corruption("batch column corrections: fewer time corrections than entries of kind 3");
+  }
+  const wire::TimeCorrectionFields* f = corrections->Get(static_cast<flatbuffers::uoffset_t>((*used)++));
+  e->correction = TimeCorrection{f->period(), f->delta_ms(), f->from_ms(), f->to_ms()};
+  Status st = ValidateChangeEntry(*e);
+  if (!st.ok()) {
+    return Status::Corruption("batch column corrections: entry at LSN " + std::to_string(e->lsn) + ": " +
+                              st.message());
+  }
+  return Status::Ok();
+}
+
+Status CheckCorrectionsUsed(const flatbuffers::Vector<flatbuffers::Offset<wire::TimeCorrectionFields>>* corrections,
+                            size_t used) {
+  if (corrections && used != corrections->size()) {
+    return Status::Corruption("batch column corrections: " + std::to_string(corrections->size()) +
+                              " time corrections for " + std::to_string(used) + " entries of kind 3");
+  }
+  return Status::Ok();
+}
+
 }  // namespace edgesync

@@ -83,12 +83,24 @@ flatbuffers::Offset<wire::DeviceFields> PutDeviceRecord(flatbuffers::FlatBufferB
 Status TakeDeviceRecord(const flatbuffers::Vector<flatbuffers::Offset<wire::DeviceFields>>* records, size_t* used,
                         const std::string& device_id, ChangeEntry* e);
 
+// Time correction entries (protocol 6) carry their fields in
+// `corrections`, in order; no device, no reading column.
+flatbuffers::Offset<wire::TimeCorrectionFields> PutCorrection(flatbuffers::FlatBufferBuilder* fbb,
+                                                              const TimeCorrection& c);
+// The next correction into e->correction, validated (ValidateChangeEntry);
+// *used counts them.
+Status TakeCorrection(const flatbuffers::Vector<flatbuffers::Offset<wire::TimeCorrectionFields>>* corrections,
+                      size_t* used, ChangeEntry* e);
+// After the last entry: one correction per entry of kind 3, no more.
+Status CheckCorrectionsUsed(const flatbuffers::Vector<flatbuffers::Offset<wire::TimeCorrectionFields>>* corrections,
+                            size_t used);
+
 // Each entry's kind and LSN, the first two columns of both layouts. An LSN
 // travels as its gap after the one before, so a batch's LSNs only rise.
 inline Status ReadKindAndLsn(ColumnReader* kinds, ColumnReader* lsns, uint64_t* prev_lsn, ChangeEntry* e) {
   uint64_t kind, gap;
   if (!kinds->Next(&kind)) return kinds->Error("truncated or bad varint");
-  if (kind > 2) return kinds->Error("unknown entry kind " + std::to_string(kind));
+  if (kind > kMaxEntryKind) return kinds->Error("unknown entry kind " + std::to_string(kind));
   e->kind = static_cast<ChangeEntry::Kind>(kind);
   if (!lsns->Next(&gap)) return lsns->Error("truncated or bad varint");
   e->lsn = *prev_lsn + static_cast<uint64_t>(UnZigZag(gap)) + 1;

@@ -29,6 +29,9 @@ std::string EncodeEntriesWithContext(const std::vector<ChangeEntry>& entries, ui
   std::vector<int> metric_scale;
   std::string new_series;
   for (const ChangeEntry& e : entries) {
+    // A time correction names no device: nothing to intern (the decoder,
+    // and SeriesContext::Advance, skip it alike).
+    if (e.kind == ChangeEntry::Kind::kTimeCorrection) continue;
     uint32_t d = devices.Intern(e.device_id());
     if (e.kind != ChangeEntry::Kind::kReading) continue;
     uint32_t m = metrics.Intern(e.reading.metric), u = units.Intern(e.reading.unit);
@@ -49,12 +52,17 @@ std::string EncodeEntriesWithContext(const std::vector<ChangeEntry>& entries, ui
   EscapedValuesWriter escapes;
   flatbuffers::FlatBufferBuilder fbb(1024 + entries.size() * 4);
   std::vector<flatbuffers::Offset<wire::DeviceFields>> records;
+  std::vector<flatbuffers::Offset<wire::TimeCorrectionFields>> corrections;
   uint64_t prev_lsn = lsn_base, reading_no = 0;
   int64_t prev_series = -1, prev_ts = 0;
   for (const ChangeEntry& e : entries) {
     PutVarint(static_cast<uint64_t>(e.kind), &kinds);
     PutVarint(ZigZag(static_cast<int64_t>(e.lsn - prev_lsn - 1)), &lsns);
     prev_lsn = e.lsn;
+    if (e.kind == ChangeEntry::Kind::kTimeCorrection) {
+      corrections.push_back(PutCorrection(&fbb, e.correction));
+      continue;
+    }
     if (e.kind != ChangeEntry::Kind::kReading) {
       PutVarint(devices.Intern(e.device_id()), &device_index);
       const DeviceRecord& r = e.device;
@@ -105,6 +113,8 @@ std::string EncodeEntriesWithContext(const std::vector<ChangeEntry>& entries, ui
        se = zeros_or_bytes(series), ns = bytes(new_series);
   auto raw = fbb.CreateVector(escapes.raw);
   auto rec = fbb.CreateVector(records);
+  auto cor = corrections.empty() ? flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::TimeCorrectionFields>>>()
+                                 : fbb.CreateVector(corrections);
   wire::EntriesBuilder b(fbb);
   b.add_count(static_cast<uint32_t>(entries.size()));
   b.add_devices(dev);
@@ -122,6 +132,7 @@ std::string EncodeEntriesWithContext(const std::vector<ChangeEntry>& entries, ui
   b.add_device_records(rec);
   b.add_series(se);
   b.add_new_series(ns);
+  if (!corrections.empty()) b.add_corrections(cor);
   fbb.Finish(b.Finish());
   return std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
 }
@@ -187,6 +198,8 @@ Status DecodeEntriesWithContext(std::string_view bytes, uint64_t lsn_base, size_
       mantissas(in->mantissas(), "mantissas");
   const auto* records = in->device_records();
   size_t records_used = 0;
+  const auto* corrections = in->corrections();
+  size_t corrections_used = 0;
   EscapedValuesReader escapes(in->escaped(), in->raw_values());
   ES_RETURN_IF_ERROR(escapes.Start());
 
@@ -196,6 +209,11 @@ Status DecodeEntriesWithContext(std::string_view bytes, uint64_t lsn_base, size_
   for (size_t i = 0; i < count; ++i) {
     ChangeEntry e;
     ES_RETURN_IF_ERROR(ReadKindAndLsn(&kinds, &lsns, &prev_lsn, &e));
+    if (e.kind == ChangeEntry::Kind::kTimeCorrection) {
+      ES_RETURN_IF_ERROR(TakeCorrection(corrections, &corrections_used, &e));
+      entries->push_back(std::move(e));
+      continue;
+    }
     if (e.kind != ChangeEntry::Kind::kReading) {
       ES_READ(device_index, d);
       if (d >= ctx->devices().size()) return device_index.Error("index out of range");
@@ -258,7 +276,7 @@ Status DecodeEntriesWithContext(std::string_view bytes, uint64_t lsn_base, size_
       (records && records_used != records->size())) {
     return Status::Corruption("batch: columns longer than the entry count");
   }
-  return Status::Ok();
+  return CheckCorrectionsUsed(corrections, corrections_used);
 }
 
 }  // namespace edgesync

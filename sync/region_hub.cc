@@ -465,6 +465,10 @@ void RegionHub::HandleFeedRequest(const WireMessage& m) {
     page.next = read.next;
     page.head = read.head;
     page.reset = read.reset;
+    // A reader of protocol 5 or older refuses a page holding a time
+    // correction (an entry kind it does not know): it gets the page without
+    // them, a sequence hole it accepts.
+    if (st.ok() && !read.reset && m.version < kTimeCorrectionVersion) WithholdCorrections(max, &page);
     if (st.ok() && !read.reset) {
       // Read after the page: a watermark is sent only where the page's
       // continuation already holds what it covers, so a newer one is safe.
@@ -509,6 +513,37 @@ void RegionHub::HandleFeedRequest(const WireMessage& m) {
   EncodeOptions eo;
   eo.zstd_level = options_.zstd_level;
   if (EncodeFeedPage(m.correlation_id, page, eo, &out).ok()) Reply(m.reply_to, out);
+}
+
+void RegionHub::WithholdCorrections(size_t max, WireFeedPage* page) {
+  uint64_t withheld = 0;
+  auto is_correction = [](const RegionFeedEntry& e) {
+    return e.remote.entry.kind == ChangeEntry::Kind::kTimeCorrection;
+  };
+  for (int reads = 1;; ++reads) {
+    const size_t before = page->entries.size();
+    page->entries.erase(std::remove_if(page->entries.begin(), page->entries.end(), is_correction),
+                        page->entries.end());
+    withheld += before - page->entries.size();
+    // A reader of protocol 5 takes an empty page for "caught up" and waits
+    // for the next head notice: a page of corrections only, with more
+    // behind it, reads on (corrections are rare: a few reads at most).
+    if (!page->entries.empty() || before == 0 || page->next == page->head || reads >= kMaxWithheldReads) break;
+    FeedRead read;
+    Status st = feed_store_->ReadFeed(page->next, max, &read);
+    if (!st.ok()) {
+      ES_LOG(kWarn, "hub {}: reading the region feed past time corrections: {}", options_.region, st.ToString());
+      break;  // the page stands as it is: the reader asks on from its next
+    }
+    if (read.reset) break;
+    page->entries = std::move(read.entries);
+    page->next = read.next;
+    page->head = read.head;
+  }
+  if (withheld > 0) {
+    MutexLock lock(&stats_mu_);
+    stats_.feed_corrections_withheld += withheld;
+  }
 }
 
 void RegionHub::ApplyBatches(std::vector<PendingBatch>* pending) {

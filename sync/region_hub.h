@@ -161,6 +161,9 @@ struct RegionHubStats {
   // costs one page per turn).
   uint64_t feed_requests_superseded = 0;
   uint64_t feed_resets = 0;
+  // Time corrections left out of feed pages to readers of protocol 5 or
+  // older, which cannot decode them (their read views keep stamped times).
+  uint64_t feed_corrections_withheld = 0;
   uint64_t head_seq = 0;            // entries the region feed numbered (every shard; FeedBoundsInfo::numbered)
   uint64_t not_owned = 0;           // messages of a shard this hub does not hold: dropped, resent by the gateway
   uint64_t context_misses = 0;      // batches naming a series context not held here: answered NoContext
@@ -214,6 +217,11 @@ class RegionHub {
   // To the feed thread (false: as many senders as max_queued_messages wait).
   bool QueueFeedRequest(const std::string& sender, MqttMessage message);
   void HandleFeedRequest(const WireMessage& m);  // the feed thread only
+  // For a reader of protocol 5 or older: the page without time corrections
+  // (counted); a page left empty by it, with more behind, reads on (up to
+  // kMaxWithheldReads reads of `max` entries).
+  void WithholdCorrections(size_t max, WireFeedPage* page);
+  static constexpr int kMaxWithheldReads = 8;
   // Applies the batches as one group and answers each.
   void ApplyBatches(std::vector<PendingBatch>* pending);
   void Answer(const PendingBatch& p, const Status& status, const ApplyResult& result);

@@ -115,6 +115,7 @@ void SeriesContext::ObserveValue(uint32_t id, int64_t mantissa, int scale) {
 
 void SeriesContext::Advance(const std::vector<ChangeEntry>& entries) {
   for (const ChangeEntry& e : entries) {
+    if (e.kind == ChangeEntry::Kind::kTimeCorrection) continue;  // no device (its id is "")
     uint32_t d = devices_.Intern(e.device_id());
     if (e.kind != ChangeEntry::Kind::kReading) continue;
     const Reading& r = e.reading;

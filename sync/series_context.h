@@ -120,7 +120,8 @@ class SeriesContext {
   void ObserveValue(uint32_t id, int64_t mantissa, int scale);
 
   // Advances by the entries of a self-contained (ColumnsV1) batch, as their
-  // decoder sees them: every entry's device id, every reading's series,
+  // decoder sees them: every entry's device id (a time correction has
+  // none and is skipped), every reading's series,
   // timestamp and decimal value, in entry order.
   void Advance(const std::vector<ChangeEntry>& entries);
   // After a batch was coded against (or advanced into) this context: names

@@ -107,6 +107,8 @@ Status Uplink::Start() {
   region_high_water_.assign(links_.size(), 0);
   context_refused_.assign(links_.size(), false);
   context_proven_.assign(links_.size(), false);
+  region_version_.assign(links_.size(), 0);
+  withheld_said_.assign(links_.size(), false);
   for (auto& link : links_) ES_RETURN_IF_ERROR(link->Start());
   stop_ = false;
   worker_ = std::thread([this] { Run(); });
@@ -246,6 +248,10 @@ void Uplink::HandleEvent(Event& event) {
       context_refused_[event.region] = false;  // it may have been upgraded meanwhile
     }
     context_proven_[event.region] = false;
+    // Another connection may reach another hub (or an upgraded one): its
+    // protocol is learnt again from its answers.
+    region_version_[event.region] = 0;
+    withheld_said_[event.region] = false;
     if (static_cast<int>(event.region) == target_) {
       // Publishes in flight on a lost connection may be gone: go back to the
       // checkpoint; the link reconnects with its own backoff.
@@ -259,6 +265,8 @@ void Uplink::HandleEvent(Event& event) {
     ES_LOG(kWarn, "uplink: region {}: undecodable answer: {}", options_.regions[event.region].name, st.ToString());
     return;
   }
+  // Every hub message carries its protocol: what the batches to it may hold.
+  if (m.kind == WireKind::kPong || m.kind == WireKind::kAck) region_version_[event.region] = m.version;
   if (m.kind == WireKind::kPong) {
     int64_t rtt_ns = event.received_ns - m.ping_sent_ns;
     if (rtt_ns >= 0 && rtt_ns < int64_t{600} * 1000000000) selector_->OnProbeAnswered(event.region, rtt_ns / 1000, now);
@@ -533,6 +541,7 @@ void Uplink::Rewind(const char* why, bool with_backoff) {
   }
   next_after_ = start;
   stream_mark_ = start;
+  withheld_tail_ = 0;
   pending_since_ms_ = -1;
   context_.Reset();
   if (with_backoff) resume_at_ms_ = NowMs() + backoff_.Next();
@@ -613,6 +622,45 @@ void Uplink::SendBatches(int64_t now_ms) {
   }
 }
 
+bool Uplink::WithholdCorrections(std::vector<ChangeEntry>* entries, uint64_t* read_last, uint64_t log_last) {
+  const std::string& region = options_.regions[target_].name;
+  uint64_t withheld = 0;
+  std::vector<ChangeEntry> more;
+  for (;;) {
+    for (const ChangeEntry& e : *entries) {
+      if (e.kind == ChangeEntry::Kind::kTimeCorrection && e.lsn > withheld_through_) {
+        withheld_through_ = e.lsn;
+        ++withheld;
+      }
+    }
+    entries->erase(std::remove_if(entries->begin(), entries->end(),
+                                  [](const ChangeEntry& e) { return e.kind == ChangeEntry::Kind::kTimeCorrection; }),
+                   entries->end());
+    // Only corrections read, and the log goes on: read past them (they are
+    // rare, one per corrected clock period), so the span reaches an entry.
+    if (!entries->empty() || *read_last >= log_last) break;
+    Status st = store_->ReadLog(*read_last, BatchEntries(), &more);
+    if (!st.ok()) {
+      ES_LOG(kError, "uplink: reading the change log after {}: {}", *read_last, st.ToString());
+      return false;
+    }
+    if (more.empty()) break;
+    *read_last = more.back().lsn;
+    entries->swap(more);
+  }
+  if (withheld > 0) {
+    MutexLock lock(&stats_mu_);
+    stats_.corrections_withheld += withheld;
+  }
+  if (!withheld_said_[target_]) {
+    withheld_said_[target_] = true;
+    ES_LOG(kWarn, "uplink: region {} speaks protocol {}, before time corrections ({}): they are not sent to it, "
+           "its readings keep their stamped times (corrections_withheld)", region, region_version_[target_],
+           kTimeCorrectionVersion);
+  }
+  return true;
+}
+
 int64_t Uplink::BatchWatermark(uint64_t last_lsn, bool refilling) {
   // A refill's batches may start below the checkpoint, where compacted
   // spans carry the newest write time of many groups: none is claimed.
@@ -639,7 +687,7 @@ bool Uplink::PrepareBatch(int64_t now_ms) {
   const RegionRecord& rec = records_[target_];
   const size_t max_entries = BatchEntries();
   uint64_t last = store_->LastLsn();
-  if (last <= next_after_) {
+  if (last <= std::max(next_after_, withheld_tail_)) {
     pending_since_ms_ = -1;
     return false;
   }
@@ -675,6 +723,32 @@ bool Uplink::PrepareBatch(int64_t now_ms) {
     return false;
   }
   pending_since_ms_ = -1;
+  // What was read, corrections withheld or not: the span the batch covers
+  // and where a refill's jump starts are of the log, not of what is sent.
+  const uint64_t read_first = batch.entries.empty() ? 0 : batch.entries.front().lsn;
+  uint64_t read_last = batch.entries.empty() ? 0 : batch.entries.back().lsn;
+  const bool corrections = std::any_of(batch.entries.begin(), batch.entries.end(), [](const ChangeEntry& e) {
+    return e.kind == ChangeEntry::Kind::kTimeCorrection;
+  });
+  if (corrections && region_version_[target_] == 0) {
+    // A hub of protocol 5 would refuse the whole batch: nothing goes
+    // before its answers (a probe's, at the latest) say which it is. Not
+    // logged: this turn comes back every tick until then.
+    return false;
+  }
+  if (corrections && region_version_[target_] < kTimeCorrectionVersion) {
+    if (!WithholdCorrections(&batch.entries, &read_last, last)) {
+      resume_at_ms_ = now_ms + backoff_.Next();
+      return false;
+    }
+    if (batch.entries.empty()) {
+      // Only corrections up to the log's end: no batch a hub of this
+      // protocol decodes can cover them alone (its last entry names its
+      // span's end). The next entry's batch does.
+      withheld_tail_ = read_last;
+      return false;
+    }
+  }
   if (batch.entries.empty()) {
     RegionRecord& r = records_[target_];
     if (r.refilling || r.suspect) {
@@ -709,7 +783,7 @@ bool Uplink::PrepareBatch(int64_t now_ms) {
   batch.region_held = rec.acked;
   // The hub reads this origin's lag from it: 0 once a batch leaves
   // nothing behind it.
-  batch.more = last > batch.last_lsn;
+  batch.more = last > read_last;
   batch.complete_through_ms = BatchWatermark(batch.last_lsn, rec.refilling);
   uint64_t lost = 0;
   if (rec.refilling) {
@@ -719,8 +793,8 @@ bool Uplink::PrepareBatch(int64_t now_ms) {
     batch.region_epoch = rec.refill_tag;
     batch.region_held = rec.refill_mark;
     batch.base_lsn = rec.refill_mark;
-    if (batch.entries.front().lsn > next_after_ + 1) {
-      batch.base_lsn = batch.entries.front().lsn - 1;
+    if (read_first > next_after_ + 1) {
+      batch.base_lsn = read_first - 1;
       batch.base_lost = true;
       lost = batch.base_lsn - next_after_;
     }

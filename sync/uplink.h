@@ -29,7 +29,13 @@
 // (re-created, restored) answers Regressed with its actual mark, and the
 // uplink refills it from there (also a region that is not the write region,
 // found by the epoch in its pongs), jumping with base_lost only over what
-// it no longer holds itself. Region choice: sync/region_selector.h.
+// it no longer holds itself. Time corrections (entries of kind 3, protocol
+// 6) go only to a region whose answers carry protocol 6 or later on the
+// current connection: a batch holding one waits until the region's
+// protocol is known, and to an older region it goes without them (LSN holes
+// its hub accepts; counted in corrections_withheld). A correction at the
+// log's tail then waits for the next entry, whose batch covers its LSN.
+// Region choice: sync/region_selector.h.
 // Protocol: sync/PROTOCOL.md.
 //
 // With max_bytes_per_s set, every PUBLISH the uplink hands to its links
@@ -161,6 +167,10 @@ struct UplinkStats {
   size_t refills_pending = 0;
   uint64_t refill_lost = 0;
   uint64_t bad_messages = 0;      // undecodable answers
+  // Time corrections (change entries of kind 3) left out of the batches to a
+  // region of protocol 5 or older, which cannot decode them: that region's
+  // readings keep their stamped times. Each counted once.
+  uint64_t corrections_withheld = 0;
   size_t inflight = 0;
   std::vector<UplinkRegionStats> regions;
   // Send to acknowledgement of each batch (the end-to-end round trip,
@@ -248,8 +258,14 @@ class Uplink {
   // an untrusted clock, a store error).
   int64_t BatchWatermark(uint64_t last_lsn, bool refilling);
   // Encodes the next batch into ready_; false when there is none to send
-  // now (nothing new, a partial batch held, a store error).
+  // now (nothing new, a partial batch held, a store error, corrections
+  // waiting for the region's protocol or withheld from it).
   bool PrepareBatch(int64_t now_ms);
+  // For a target of protocol 5 or older: leaves the time corrections out
+  // of entries (read after next_after_, up to *read_last), reading on while
+  // only corrections remain and the log holds more; counts and says it.
+  // False on a store error.
+  bool WithholdCorrections(std::vector<ChangeEntry>* entries, uint64_t* read_last, uint64_t log_last);
   // The most entries the next batch may hold (the cap sizes it).
   size_t BatchEntries() const;
   // Under the cap: whether a packet of `bytes` may go now (then its bytes
@@ -338,6 +354,20 @@ class Uplink {
   // nor first_lsn); the others full ones, which a hub of protocol 2 can
   // refuse by name instead of leaving unanswered.
   std::vector<bool> context_proven_;
+  // Each region's protocol (the version of its answers and pongs) on its
+  // current connection; 0 = not known yet. Batches holding time
+  // corrections wait for it: they go whole to a region of protocol 6 or
+  // later, without the corrections to an older one.
+  std::vector<uint16_t> region_version_;
+  // Regions told (in the log) this connection that corrections are
+  // withheld from them.
+  std::vector<bool> withheld_said_;
+  // The highest LSN of a correction counted in corrections_withheld.
+  uint64_t withheld_through_ = 0;
+  // The log up to here holds only corrections withheld from the target
+  // after next_after_: nothing to send until it grows (the next batch's
+  // span then covers them). 0 = none; every rewind clears it.
+  uint64_t withheld_tail_ = 0;
   // After NoContext answers in a row, that many self-contained batches
   // (1, 3, 7 .. 63) before referring to a context again: a hub that keeps
   // losing contexts (a bound too small for its gateways) is not asked in

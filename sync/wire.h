@@ -38,7 +38,12 @@ namespace edgesync {
 // and refills a region that lost what it acknowledged.
 // 5: batches carry the origin's completeness watermark
 // (Batch.complete_through_ms; sync/PROTOCOL.md, "Completeness watermarks").
-constexpr uint16_t kWireVersion = 5;
+// 6: change entries of kind 3, time corrections (Entries.corrections;
+// sync/PROTOCOL.md, "Time corrections"), sent only to a peer whose messages
+// carry 6 or more.
+constexpr uint16_t kWireVersion = 6;
+// The first protocol whose decoders take time correction entries.
+constexpr uint16_t kTimeCorrectionVersion = 6;
 
 struct DecodeLimits {
   size_t max_payload_bytes = size_t{16} << 20;  // compressed MQTT payload

@@ -339,6 +339,31 @@ TEST_F(ManualHubTest, APageMergingTwoShardsMovesEachShardsPosition) {
   EXPECT_EQ(RegionStats().bad_pages, 0u);
 }
 
+// Protocol 6: the request says so, and a page's time corrections go to the
+// read view like any entry. A page with a sequence hole (where a hub left
+// a correction out for a reader of protocol 5) is taken as it is: the
+// check below is the one readers of protocol 5 make.
+TEST_F(ManualHubTest, CorrectionsGoToTheReadViewAndASequenceHoleIsAccepted) {
+  Start();
+  WireMessage req = LastRequest();
+  EXPECT_EQ(req.version, kWireVersion);
+  WireFeedPage page = GoodPage(req, 4, 6);
+  page.entries[1].remote.entry.kind = ChangeEntry::Kind::kTimeCorrection;
+  page.entries[1].remote.entry.correction = TimeCorrection{3, 60000, 100, 200};
+  page.entries.erase(page.entries.begin() + 2);  // seq 3 left out: a hole
+  page.next = At(5);
+  Deliver(req.correlation_id, page);
+  ASSERT_TRUE(test::WaitFor([&] { return puller_->stats().pages == 1; }, 5000));
+  EXPECT_EQ(RegionStats().bad_pages, 0u);
+  EXPECT_EQ(store_.Position("eu").shards, At(5));
+  std::lock_guard<std::mutex> lock(store_.mu);
+  ASSERT_EQ(store_.remote.size(), 3u);
+  EXPECT_EQ(store_.remote[1].entry.kind, ChangeEntry::Kind::kTimeCorrection);
+  EXPECT_EQ(store_.remote[1].entry.correction.period, 3u);
+  EXPECT_EQ(store_.remote[1].entry.correction.delta_ms, 60000);
+  EXPECT_EQ(store_.remote[1].origin_lsn, 2u);
+}
+
 TEST_F(ManualHubTest, ARefusedPageIsCountedShownAndAskedAgainLater) {
   store_.refuse_apply = true;
   Start();

@@ -10,10 +10,12 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "tests/support/process.h"
 #include "tests/support/workload.h"
 #include "tests/unit/sync/fake_link.h"
+#include "tests/support/wire_peer.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync {
@@ -36,6 +38,24 @@ struct ScriptedHub {
   // answered Regressed ("" = a hub of protocol 3: no check).
   std::string epoch;
   int regressed = 0;
+  // The protocol its answers and pongs carry (0 = this one's). One of 5 or
+  // older refuses a batch holding a time correction as undecodable, as its
+  // decoder would (counted in refused_unknown_kind).
+  uint16_t version = 0;
+  int refused_unknown_kind = 0;
+  int pings = 0;                         // received
+  std::vector<uint64_t> correction_lsns;  // time corrections received
+  // Batches' entries may leave LSNs of their span out (withheld corrections).
+  bool holes = false;
+
+  void Send(FakeLink* link, std::string payload) {
+    uint16_t v;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      v = version;
+    }
+    link->Deliver(v == 0 ? payload : AsProtocol(std::move(payload), v));
+  }
 
   void OnPublish(const std::string&, const std::string& payload, FakeLink* link) {
     WireMessage m;
@@ -46,24 +66,38 @@ struct ScriptedHub {
       std::string e;
       {
         std::lock_guard<std::mutex> lock(mu);
+        ++pings;
         if (pings_to_answer == 0) return;
         if (pings_to_answer > 0) --pings_to_answer;
         e = epoch;
       }
-      link->Deliver(EncodePong(m.correlation_id, "eu", m.ping_sent_ns, e));
+      Send(link, EncodePong(m.correlation_id, "eu", m.ping_sent_ns, e));
       return;
     }
     ASSERT_EQ(m.kind, WireKind::kBatch);
-    std::lock_guard<std::mutex> lock(mu);
+    std::unique_lock<std::mutex> lock(mu);
     WireBatch b = m.batch;
-    ASSERT_EQ(b.entries.size(), b.last_lsn - b.first_lsn + 1);
+    if (holes) {
+      ASSERT_LE(b.entries.size(), b.last_lsn - b.first_lsn + 1);
+    } else {
+      ASSERT_EQ(b.entries.size(), b.last_lsn - b.first_lsn + 1);
+    }
+    bool unknown_kind = false;
+    for (const ChangeEntry& e : b.entries) {
+      if (e.kind != ChangeEntry::Kind::kTimeCorrection) continue;
+      unknown_kind = version != 0 && version < kTimeCorrectionVersion;
+      if (!unknown_kind) correction_lsns.push_back(e.lsn);
+    }
     b.entries.clear();
     received.push_back(b);
     if (mode == Mode::kSilent) return;
     WireAck ack{"eu", m.batch.origin, high_water, AckCode::kOk, "", ""};
     ack.epoch = epoch;
     uint64_t start = std::max(high_water, m.batch.base_lsn);
-    if (!epoch.empty() && ((m.batch.region_epoch != 0 && m.batch.region_epoch != EpochTag(epoch)) ||
+    if (unknown_kind) {
+      ++refused_unknown_kind;
+      ack.code = AckCode::kBadBatch;
+    } else if (!epoch.empty() && ((m.batch.region_epoch != 0 && m.batch.region_epoch != EpochTag(epoch)) ||
                            m.batch.region_held > high_water)) {
       ++regressed;
       ack.code = AckCode::kRegressed;
@@ -76,12 +110,15 @@ struct ScriptedHub {
     } else if (m.batch.first_lsn > start + 1) {
       ack.code = AckCode::kGap;
     }
+    std::string answer = EncodeAck(m.correlation_id, ack);
+    if (version != 0) answer = AsProtocol(std::move(answer), version);
     if (mode == Mode::kHold) {
-      held.emplace_back(link, EncodeAck(m.correlation_id, ack));
+      held.emplace_back(link, answer);
       held_at_ms.push_back(NowMs());
       return;
     }
-    link->Deliver(EncodeAck(m.correlation_id, ack));
+    lock.unlock();
+    link->Deliver(answer);
   }
 
   // Delivers the answers kept back, in order.
@@ -697,6 +734,192 @@ TEST_F(UplinkTest, AVeryLowCapStillSendsFullBatchesAndKeepsTheRegionHealthy) {
   // The long run: the cap, plus the bucket's second and the last batch's debt.
   EXPECT_LE(batch_bytes + probe_bytes, kCap * span_ms / 1000 + kCap + 8192) << "over " << span_ms << " ms";
   EXPECT_EQ(s.link_bytes_sent, static_cast<uint64_t>(batch_bytes + probe_bytes));
+}
+
+// The store's log with some of its LSNs holding time corrections (kind 3)
+// instead of the readings there: what a gateway's log holds once its clock
+// was corrected (the uplink only reads the log).
+class CorrectingSource : public UplinkSource {
+ public:
+  explicit CorrectingSource(Store* store) : store_(store) {}
+  void CorrectAt(uint64_t lsn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    at_.insert(lsn);
+  }
+  Origin origin() const override { return store_->origin(); }
+  uint64_t LastLsn() const override { return store_->LastLsn(); }
+  Status ReadLog(uint64_t after, size_t max, std::vector<ChangeEntry>* entries) override {
+    ES_RETURN_IF_ERROR(store_->ReadLog(after, max, entries));
+    std::lock_guard<std::mutex> lock(mu_);
+    for (ChangeEntry& e : *entries) {
+      if (at_.count(e.lsn) == 0) continue;
+      e.kind = ChangeEntry::Kind::kTimeCorrection;
+      e.reading = Reading{};
+      e.correction = TimeCorrection{static_cast<uint32_t>(e.lsn % 7 + 1), 259200000, 1779740800000, 1779740900000};
+    }
+    return Status::Ok();
+  }
+  Status CompleteThrough(uint64_t lsn, int64_t* through_ms) override { return store_->CompleteThrough(lsn, through_ms); }
+  Status GetCheckpoint(const std::string& name, uint64_t* value) override { return store_->GetCheckpoint(name, value); }
+  Status SetCheckpoint(const std::string& name, uint64_t value) override { return store_->SetCheckpoint(name, value); }
+  Status AckUpstream(const std::string& target, uint64_t lsn) override { return store_->AckUpstream(target, lsn); }
+
+ private:
+  Store* store_;
+  std::mutex mu_;
+  std::set<uint64_t> at_;
+};
+
+class UplinkCorrectionsTest : public UplinkTest {
+ protected:
+  std::unique_ptr<Uplink> MakeOver(CorrectingSource* source) {
+    return std::make_unique<Uplink>(source, options_, nullptr,
+                                    [this](const MqttLinkOptions&, std::unique_ptr<MqttLink>* link) {
+                                      auto fake = std::make_unique<FakeLink>(
+                                          [this](const std::string& t, const std::string& p, FakeLink* l) {
+                                            hub_.OnPublish(t, p, l);
+                                          });
+                                      link_ = fake.get();
+                                      *link = std::move(fake);
+                                      return Status::Ok();
+                                    });
+  }
+  std::vector<uint64_t> CorrectionsReceived() {
+    std::lock_guard<std::mutex> lock(hub_.mu);
+    return hub_.correction_lsns;
+  }
+  void Append(size_t n) {
+    AppendResult r;
+    ASSERT_OK(store_->AppendReadings(more_.Take(n), &r));
+  }
+  FakeLink* link_ = nullptr;
+  test::SensorWorkload more_{100, 1790000000000};
+};
+
+TEST_F(UplinkCorrectionsTest, ARegionOfProtocol6GetsEveryCorrection) {
+  hub_.mode = ScriptedHub::Mode::kAnswer;
+  CorrectingSource source(store_.get());
+  for (uint64_t lsn : {1u, 1500u, 1501u, 10000u}) source.CorrectAt(lsn);
+  auto uplink = MakeOver(&source);
+  ASSERT_OK(uplink->Start());
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 10000; }, 30000)) << Checkpoint();
+  UplinkStats s = uplink->stats();
+  uplink->Stop();
+  std::vector<uint64_t> got = CorrectionsReceived();
+  std::sort(got.begin(), got.end());
+  got.erase(std::unique(got.begin(), got.end()), got.end());  // resends
+  EXPECT_EQ(got, (std::vector<uint64_t>{1, 1500, 1501, 10000}));
+  EXPECT_EQ(s.corrections_withheld, 0u);
+  EXPECT_EQ(hub_.refused_unknown_kind, 0);
+}
+
+// A region of protocol 5 would refuse a batch holding a correction (an
+// entry kind it does not know): it gets the batches without them, each
+// counted once, and the gateway goes on; a correction at the log's tail
+// waits for the next entry, whose batch covers its LSN.
+TEST_F(UplinkCorrectionsTest, ARegionOfProtocol5GetsTheBatchesWithoutCorrectionsAndTheGatewayGoesOn) {
+  hub_.mode = ScriptedHub::Mode::kAnswer;
+  hub_.version = 5;
+  hub_.holes = true;
+  CorrectingSource source(store_.get());
+  for (uint64_t lsn : {1u, 1500u, 1501u, 10000u}) source.CorrectAt(lsn);
+  auto uplink = MakeOver(&source);
+  ASSERT_OK(uplink->Start());
+  // Everything up to the tail's correction is held by the region.
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 9999 && uplink->stats().corrections_withheld == 4; }, 30000))
+      << Checkpoint() << " withheld " << uplink->stats().corrections_withheld;
+  EXPECT_EQ(uplink->stats().inflight, 0u);
+  // The next reading's batch covers the tail correction's LSN: the
+  // region's mark and the checkpoint pass it.
+  Append(5);
+  uplink->NotifyAppended();
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 10005; }, 30000)) << Checkpoint();
+  // A correction inside the next batch's span, and one more at the tail.
+  source.CorrectAt(10007);
+  source.CorrectAt(10010);
+  Append(5);
+  uplink->NotifyAppended();
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 10009; }, 30000)) << Checkpoint();
+  Append(1);
+  uplink->NotifyAppended();
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 10011; }, 30000)) << Checkpoint();
+  UplinkStats s = uplink->stats();
+  uplink->Stop();
+  EXPECT_EQ(s.corrections_withheld, 6u);
+  EXPECT_EQ(s.refusals, 0u);
+  std::lock_guard<std::mutex> lock(hub_.mu);
+  EXPECT_EQ(hub_.refused_unknown_kind, 0);
+  EXPECT_TRUE(hub_.correction_lsns.empty());
+  EXPECT_EQ(hub_.high_water, 10011u);
+  // The batch after the tail correction opens its span on it.
+  bool covered = false;
+  for (const WireBatch& b : hub_.received) covered |= b.first_lsn == 10000 && b.last_lsn == 10005;
+  EXPECT_TRUE(covered);
+}
+
+// More corrections in a row than a batch holds: the uplink reads past them
+// to the next entry instead of finding nothing to send there forever.
+TEST_F(UplinkCorrectionsTest, ARunOfCorrectionsLongerThanABatchIsReadPast) {
+  OpenEmptyStore("run.db");
+  Append(20);
+  options_.batch_max_readings = 2;
+  hub_.mode = ScriptedHub::Mode::kAnswer;
+  hub_.version = 5;
+  hub_.holes = true;
+  CorrectingSource source(store_.get());
+  for (uint64_t lsn = 5; lsn <= 11; ++lsn) source.CorrectAt(lsn);
+  auto uplink = MakeOver(&source);
+  ASSERT_OK(uplink->Start());
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 20; }, 30000)) << Checkpoint();
+  UplinkStats s = uplink->stats();
+  uplink->Stop();
+  EXPECT_EQ(s.corrections_withheld, 7u);
+  std::lock_guard<std::mutex> lock(hub_.mu);
+  EXPECT_EQ(hub_.refused_unknown_kind, 0);
+  bool spans_the_run = false;
+  for (const WireBatch& b : hub_.received) spans_the_run |= b.first_lsn == 5 && b.last_lsn == 12;
+  EXPECT_TRUE(spans_the_run);
+}
+
+// After a reconnect the region's protocol is unknown until it answers: a
+// batch holding a correction does not go before, whatever the store holds.
+TEST_F(UplinkCorrectionsTest, NoCorrectionGoesBeforeTheRegionsProtocolIsKnown) {
+  hub_.mode = ScriptedHub::Mode::kAnswer;
+  CorrectingSource source(store_.get());
+  auto uplink = MakeOver(&source);
+  ASSERT_OK(uplink->Start());
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 10000; }, 30000)) << Checkpoint();
+  size_t before = 0;
+  int pings = 0;
+  {
+    std::lock_guard<std::mutex> lock(hub_.mu);
+    hub_.pings_to_answer = 0;
+    before = hub_.received.size();
+  }
+  link_->Start();  // a new connection: what the region speaks is asked again
+  source.CorrectAt(10001);
+  Append(2);
+  uplink->NotifyAppended();
+  {
+    std::lock_guard<std::mutex> lock(hub_.mu);
+    pings = hub_.pings;
+  }
+  // Probes go every 100 ms; three more unanswered, and no batch went.
+  ASSERT_TRUE(test::WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> lock(hub_.mu);
+        return hub_.pings >= pings + 3;
+      },
+      30000));
+  EXPECT_EQ(Received(), before);
+  EXPECT_EQ(Checkpoint(), 10000u);
+  {
+    std::lock_guard<std::mutex> lock(hub_.mu);
+    hub_.pings_to_answer = -1;
+  }
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 10002; }, 30000)) << Checkpoint();
+  uplink->Stop();
+  EXPECT_EQ(CorrectionsReceived(), (std::vector<uint64_t>{10001}));
 }
 
 }  // namespace
