@@ -86,27 +86,14 @@ GatewayRun EdgesyncRate(const test::Broker& broker, const std::string& dir, cons
     std::string s;
     return ReadFile(data + "/status.json", &s).ok() && s.find("\"connected\": true") != std::string::npos;
   }, 10000);
-  Config config;
-  std::vector<ConfigError> errors;
-  if (!LoadConfig(config_path, ConfigRole::kGateway, &config, &errors).ok()) return run;
-  // Read only: the store may be of a previous build's schema, which a
-  // read-write open would migrate under the running program.
-  StoreOptions so = StoreOptionsFromConfig(config);
-  so.read_only = true;
-  std::unique_ptr<Store> store;
-  if (!Store::Open(so, &store).ok()) return run;
-  uint64_t start_lsn = store->LastLsn();
+  // Read with plain SQL: the store may be of a previous build's schema.
+  const std::string store_path = data + "/store.db";
+  const int64_t start_lsn = bench::StoreLastLsn(store_path);
   test::Process pub;
   auto t0 = Steady::now();
   if (!StartPublisher(&pub, broker, dir, "pub-" + name)) return run;
-  // Done once the last LSN exists: one index lookup per poll (Stats would
-  // count the whole log every 20 ms, load that is not edgesync's).
-  std::vector<ChangeEntry> last;
-  bool done = test::WaitFor([&] {
-    last.clear();
-    // A read-only store reads a fresh snapshot per call: every commit is seen.
-    return store->ReadLog(start_lsn + static_cast<uint64_t>(kTotal) - 1, 1, &last).ok() && !last.empty();
-  }, 300000);
+  // Done once the last LSN is committed: one index lookup per poll.
+  bool done = test::WaitFor([&] { return bench::StoreLastLsn(store_path) >= start_lsn + kTotal; }, 300000);
   double secs = std::chrono::duration<double>(Steady::now() - t0).count();
   ProcessStats ps = ReadProcessStats(gw.pid());
   run.peak_rss = ps.peak_rss_bytes;

@@ -63,6 +63,14 @@ int64_t PagesInUse(const std::string& path) {
   return (pages - free_pages) * page_size;
 }
 
+int64_t StoreLastLsn(const std::string& path) {
+  Db db;
+  if (!db.Open(path, SQLITE_OPEN_READONLY).ok()) return 0;
+  int64_t last = 0;
+  if (!db.QueryInt("SELECT ifnull(max(last_lsn), 0) FROM chunks", &last).ok()) return 0;
+  return last;
+}
+
 bool Quick() { return std::getenv("EDGESYNC_BENCH_QUICK") != nullptr; }
 
 int64_t FileBytes(const std::string& path) {

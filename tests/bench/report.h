@@ -53,6 +53,13 @@ inline double Median(std::vector<double> v) { return Percentile(std::move(v), 0.
 // rows, as they are before the file grows. -1 if the file cannot be read.
 int64_t PagesInUse(const std::string& path);
 
+// The highest LSN a gateway store's commit chunks hold, read with a
+// connection of its own (a fresh snapshot per call): 0 when none or when
+// the file cannot be read. Plain SQL on the `chunks` table, which every
+// schema since 4 has, so it also reads a previous build's store (whose
+// schema this build's Store would refuse to open read-only).
+int64_t StoreLastLsn(const std::string& path);
+
 // EDGESYNC_BENCH_QUICK is set: a smoke run that shortens the workload (its
 // figures are no measurement).
 bool Quick();
