@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "agent/ingest/topic_pattern.h"
+#include "agent/metrics_table.h"
 #include "agent/roles.h"
 #include "firmware-config/config.h"
 #include "platform/log.h"
@@ -109,6 +110,11 @@ int RunCli(int argc, char** argv) {
 
   auto* example = config_cmd->add_subcommand("example", "print a commented config with every option at its default");
   auto* reference = config_cmd->add_subcommand("reference", "print every option as a Markdown table (docs/CONFIG.md)");
+  // Hidden: a tool for the docs, not for an operator.
+  auto* metrics_cmd = app.add_subcommand("metrics", "status figure tools")->group("");
+  metrics_cmd->require_subcommand(1);
+  auto* metrics_reference = metrics_cmd->add_subcommand(
+      "reference", "print every status figure as a Markdown table (the \"Every figure\" part of docs/STATUS.md)");
 
   try {
     app.parse(argc, argv);
@@ -122,6 +128,10 @@ int RunCli(int argc, char** argv) {
   }
   if (reference->parsed()) {
     std::printf("%s", ConfigReference().c_str());
+    return 0;
+  }
+  if (metrics_reference->parsed()) {
+    std::printf("%s", MetricsReference().c_str());
     return 0;
   }
   if (check->parsed()) {

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <map>
 #include <utility>
 #include <vector>
+
+#include "agent/metrics_table.h"
 
 namespace edgesync {
 namespace {
@@ -100,46 +103,61 @@ void Gauge(Writer* w, const std::string& name, const std::string& help, const js
   w->Sample(name, "gauge", help, Num(section, key), labels);
 }
 
-void StoreMetrics(Writer* w, const json& s) {
-  if (s.contains("store")) {
-    const json& st = s["store"];
-    Gauge(w, "edgesync_store_file_bytes", "Size of the store file and its WAL.", st, "file_bytes");
-    Gauge(w, "edgesync_store_free_bytes", "Free space on the store's filesystem.", st, "free_bytes");
-    Gauge(w, "edgesync_store_entries", "Local change-log entries held.", st, "entries");
-    Gauge(w, "edgesync_store_remote_entries", "Entries held in the read view (other origins).", st,
-          "remote_entries");
-    Gauge(w, "edgesync_store_last_lsn", "The LSN head: the last local log sequence number.", st, "last_lsn");
-    Counter(w, "edgesync_store_dead_letters_total", "Rejected payloads recorded since the store was created.", st,
-            "dead_letters");
-    Counter(w, "edgesync_store_rejected_full_total", "Appends refused because the store was full.", st,
-            "rejected_full");
-    Counter(w, "edgesync_store_dropped_oldest_total",
-            "Unacknowledged readings dropped by the drop-oldest disk policy since creation.", st, "dropped_oldest");
-    Counter(w, "edgesync_store_dropped_acked_total",
-            "Acknowledged readings dropped to make room when the store or its filesystem was full, since creation.",
-            st, "dropped_acked");
-    Counter(w, "edgesync_store_corrupt_chunks_total",
-            "Read view and region feed chunks refused as damaged since the store was opened.", st, "corrupt_chunks");
-    w->Sample("edgesync_store_ranges", "gauge", "Active partition key ranges.",
-              st.contains("ranges") ? static_cast<double>(st["ranges"].size()) : 0);
-  }
-  if (s.contains("upstream")) {
-    Gauge(w, "edgesync_upstream_checkpoint", "Highest LSN acknowledged by a region.", s["upstream"], "checkpoint");
-  }
-  if (s.contains("backlog")) {
-    const json& b = s["backlog"];
-    Gauge(w, "edgesync_backlog_readings", "Entries not yet acknowledged by a region.", b, "readings");
-    Gauge(w, "edgesync_backlog_bytes", "Estimated bytes of the entries not yet acknowledged.", b, "bytes");
-    Gauge(w, "edgesync_backlog_oldest_age_seconds", "Age of the oldest entry not yet acknowledged.", b,
-          "oldest_age_s");
+// The table's rows of one section (agent/metrics_table.h) that a process of
+// `role` has: the snapshot's `section` object, or the snapshot itself for
+// the top-level rows (section "").
+void TableSection(Writer* w, MetricRole role, const char* section, const json& sec) {
+  for (const Metric& m : AllMetrics()) {
+    if ((m.role != MetricRole::kBoth && m.role != role) || std::strcmp(m.field.section, section) != 0) continue;
+    const char* key = m.field.key;
+    const bool present = sec.is_object() && sec.contains(key);
+    switch (m.when) {
+      case MetricWhen::kAlways:
+        break;
+      case MetricWhen::kKeyPresent:
+        if (!present) continue;
+        break;
+      case MetricWhen::kGatePositive:
+        // Unknown (0) is left out rather than read as "1970".
+        if (!(Num(sec, m.gate) > 0)) continue;
+        break;
+      case MetricWhen::kNonNegative:
+        if (!present || Num(sec, key) < 0) continue;
+        break;
+    }
+    double v = 0;
+    switch (m.value) {
+      case MetricValue::kNumber:
+        v = Num(sec, key);
+        break;
+      case MetricValue::kBool:
+        v = present && sec[key].is_boolean() && sec[key].get<bool>() ? 1 : 0;
+        break;
+      case MetricValue::kMillisAsSeconds:
+        v = Num(sec, key) / 1000.0;
+        break;
+      case MetricValue::kArraySize:
+        v = present && sec[key].is_array() ? static_cast<double>(sec[key].size()) : 0;
+        break;
+    }
+    w->Sample(m.prometheus, m.type == MetricType::kCounter ? "counter" : "gauge", m.help, v);
   }
 }
 
+// The sections both roles have, where the snapshot has them.
+void CommonSections(Writer* w, MetricRole role, const json& s) {
+  for (const char* section : {"store", "upstream", "backlog", "process"}) {
+    if (s.contains(section)) TableSection(w, role, section, s[section]);
+  }
+}
+
+// A gateway's plain figures come from the table; what follows here are
+// the families with labels and the histograms, which are lists inside the
+// snapshot rather than one number at a section and key.
 void GatewayMetrics(Writer* w, const json& s) {
+  constexpr MetricRole kRole = MetricRole::kGateway;
   if (s.contains("clock")) {
-    w->Sample("edgesync_clock_trusted", "gauge",
-              "1 once the gateway trusts its wall clock in this boot (ingest.clock_trust), else 0.",
-              s["clock"].value("trusted", false) ? 1 : 0);
+    TableSection(w, kRole, "clock", s["clock"]);
     if (s["clock"].contains("periods")) {
       const json& p = s["clock"]["periods"];
       for (const char* state : {"open", "corrected", "uncorrectable"}) {
@@ -157,27 +175,7 @@ void GatewayMetrics(Writer* w, const json& s) {
   }
   if (s.contains("ingest")) {
     const json& in = s["ingest"];
-    Counter(w, "edgesync_ingest_messages_total", "MQTT messages received from the local broker.", in, "messages");
-    Counter(w, "edgesync_ingest_readings_accepted_total", "Readings accepted by ingest.", in, "readings_accepted");
-    Counter(w, "edgesync_ingest_readings_committed_total", "Readings committed to the store.", in,
-            "readings_committed");
-    Counter(w, "edgesync_ingest_batches_total", "Group commits to the store.", in, "batches");
-    Counter(w, "edgesync_ingest_commit_failures_total", "Group commits that failed.", in, "commit_failures");
-    Counter(w, "edgesync_ingest_duplicates_skipped_total", "Redelivered messages skipped.", in,
-            "duplicates_skipped");
-    Counter(w, "edgesync_ingest_dead_letters_total", "Payloads dead-lettered by ingest.", in, "dead_letters");
-    Counter(w, "edgesync_ingest_untrusted_clock_total",
-            "Readings stamped by the gateway while its clock was not trusted (quality untrusted_clock).", in,
-            "untrusted_clock");
-    Gauge(w, "edgesync_ingest_journal_bytes", "Bytes of the intake journal on disk.", in, "journal_bytes");
-    w->Sample("edgesync_ingest_paused", "gauge",
-              "1 while ingest takes no messages from the local broker (the store refuses commits).",
-              in.value("paused", false) ? 1 : 0);
-    Counter(w, "edgesync_ingest_pauses_total", "Times ingest stopped taking messages from the local broker.", in,
-            "pauses");
-    w->Sample("edgesync_ingest_paused_seconds_total", "counter",
-              "Time ingest spent not taking messages from the local broker.",
-              static_cast<double>(in.value("paused_ms", int64_t{0})) / 1000.0);
+    TableSection(w, kRole, "ingest", in);
     if (in.contains("rejected") && in["rejected"].is_object()) {
       for (const auto& [reason, n] : in["rejected"].items()) {
         w->Sample("edgesync_ingest_rejected_total", "counter", "Readings or messages rejected, by reason.",
@@ -185,63 +183,12 @@ void GatewayMetrics(Writer* w, const json& s) {
       }
     }
   }
-  if (s.contains("ingest_mqtt")) {
-    const json& m = s["ingest_mqtt"];
-    w->Sample("edgesync_ingest_broker_connected", "gauge", "1 when connected to the local broker.",
-              m.value("connected", false) ? 1 : 0);
-    Counter(w, "edgesync_ingest_broker_connection_losses_total", "Connections to the local broker lost.", m,
-            "connection_losses");
-  }
+  if (s.contains("ingest_mqtt")) TableSection(w, kRole, "ingest_mqtt", s["ingest_mqtt"]);
   w->Histogram("edgesync_store_commit_latency_seconds", "Time of a group commit of readings to the store.",
                s.value("commit_latency", json()));
   if (s.contains("uplink")) {
     const json& u = s["uplink"];
-    Counter(w, "edgesync_uplink_batches_sent_total", "Batches sent to the write region (resends included).", u,
-            "batches_sent");
-    Counter(w, "edgesync_uplink_entries_sent_total", "Entries sent to the write region (resends included).", u,
-            "entries_sent");
-    Counter(w, "edgesync_uplink_sent_bytes_total", "Payload bytes of the batches sent.", u, "bytes_sent");
-    Counter(w, "edgesync_uplink_link_sent_bytes_total",
-            "MQTT PUBLISH packets sent to regions, framing included (batches, resends, probes).", u,
-            "link_bytes_sent");
-    Gauge(w, "edgesync_uplink_link_send_rate_bytes_per_second",
-          "Bytes per second of MQTT PUBLISH packets sent to regions, over the last seconds.", u, "link_bytes_per_s");
-    Gauge(w, "edgesync_uplink_cap_bytes_per_second", "The uplink's cap (uplink.max_bytes_per_s); 0 = none.", u,
-          "max_bytes_per_s");
-    w->Sample("edgesync_uplink_cap_wait_seconds_total", "counter",
-              "Time a batch was ready and waited for the uplink's cap.",
-              static_cast<double>(u.value("cap_wait_ms", int64_t{0})) / 1000.0);
-    Counter(w, "edgesync_uplink_acks_total", "Acknowledgements received from regions.", u, "acks");
-    // Unknown (0) is left out rather than read as "complete through 1970".
-    if (u.value("complete_through_ms", int64_t{0}) > 0) {
-      w->Sample("edgesync_uplink_complete_through_seconds", "gauge",
-                "This gateway's acknowledged completeness watermark (Unix time): every reading committed before it "
-                "is held by a region.",
-                static_cast<double>(u.value("complete_through_ms", int64_t{0})) / 1000.0);
-      w->Sample("edgesync_uplink_complete_age_seconds", "gauge", "Age of this gateway's acknowledged watermark.",
-                static_cast<double>(u.value("complete_age_ms", int64_t{0})) / 1000.0);
-    }
-    Counter(w, "edgesync_uplink_resends_total", "Times the uplink resent from its checkpoint.", u, "resends");
-    Counter(w, "edgesync_uplink_ack_timeouts_total", "Batches not acknowledged in time.", u, "ack_timeouts");
-    Counter(w, "edgesync_uplink_refusals_total", "Batches a region refused.", u, "refusals");
-    Counter(w, "edgesync_uplink_acks_ignored_total",
-            "Answers ignored: to no batch in flight, from another region or for another origin.", u, "acks_ignored");
-    Counter(w, "edgesync_uplink_acks_late_total",
-            "Of the answers ignored, late answers to batches given up on and resent (routine after an outage).", u,
-            "acks_late");
-    Counter(w, "edgesync_uplink_region_switches_total", "Changes of the write region.", u, "region_switches");
-    Counter(w, "edgesync_uplink_region_regressions_total",
-            "Answers saying a region's store lost what it had acknowledged (it is refilled).", u, "region_regressions");
-    Gauge(w, "edgesync_uplink_refills_pending", "Regions to refill (or to ask) after losing what they acknowledged.", u,
-          "refills_pending");
-    Counter(w, "edgesync_uplink_refill_lost_total",
-            "LSNs a region had acknowledged and lost that this gateway no longer held to refill it with.", u,
-            "refill_lost");
-    Counter(w, "edgesync_uplink_corrections_withheld_total",
-            "Time corrections left out of batches to a region of protocol 5 or older (its readings keep their "
-            "stamped times).",
-            u, "corrections_withheld");
-    Gauge(w, "edgesync_uplink_inflight_batches", "Batches sent and not yet acknowledged.", u, "inflight");
+    TableSection(w, kRole, "uplink", u);
     w->Histogram("edgesync_uplink_ack_latency_seconds", "Time from sending a batch to its acknowledgement.",
                  u.value("ack_latency", json()));
     std::string write_region = u.value("write_region", "");
@@ -262,8 +209,7 @@ void GatewayMetrics(Writer* w, const json& s) {
   }
   if (s.contains("read_view")) {
     const json& f = s["read_view"];
-    Counter(w, "edgesync_feed_pages_total", "Feed pages pulled from regions.", f, "pages");
-    Counter(w, "edgesync_feed_timeouts_total", "Feed requests not answered in time.", f, "timeouts");
+    TableSection(w, kRole, "read_view", f);
     for (const json& r : f.value("regions", json::array())) {
       Labels l = {{"region", r.value("name", "")}};
       w->Sample("edgesync_feed_lag_entries", "gauge",
@@ -290,63 +236,17 @@ void GatewayMetrics(Writer* w, const json& s) {
   }
 }
 
+// A hub's plain figures come from the table; the refusals by reason and the
+// per-origin families are hand-written (lists inside the snapshot).
 void HubMetrics(Writer* w, const json& s) {
   const json& h = s.value("hub", json::object());
-  Counter(w, "edgesync_hub_batches_applied_total", "Batches applied.", h, "batches_applied");
-  Counter(w, "edgesync_hub_batches_already_held_total", "Batches answered OK that held nothing new (resends).", h,
-          "already_held");
-  Counter(w, "edgesync_hub_batches_shed_total",
-          "Messages dropped because the receive queue was full (their gateways resend them).", h, "shed");
-  Counter(w, "edgesync_hub_entries_received_total", "Entries received in batches.", h, "entries_received");
-  Counter(w, "edgesync_hub_entries_applied_total", "Entries new to the region.", h, "entries_applied");
-  Gauge(w, "edgesync_hub_feed_head", "The region feed's head sequence number.", h, "feed_head");
-  Counter(w, "edgesync_hub_feed_requests_total", "Feed pages served.", h, "feed_requests");
-  Counter(w, "edgesync_hub_feed_requests_superseded_total",
-          "Feed requests dropped unanswered: a newer one of the same sender came before their turn.", h,
-          "feed_requests_superseded");
-  Counter(w, "edgesync_hub_pings_total", "Round-trip probes answered.", h, "pings");
-  Counter(w, "edgesync_hub_feed_resets_total", "Explicit resets sent to feed readers.", h, "feed_resets");
-  Counter(w, "edgesync_hub_feed_corrections_withheld_total",
-          "Time corrections left out of feed pages to readers of protocol 5 or older.", h, "feed_corrections_withheld");
-  Counter(w, "edgesync_hub_hole_jumps_total", "Batches applied from a base above the high-water mark (failover).", h,
-          "hole_jumps");
-  Counter(w, "edgesync_hub_regressed_total",
-          "Batches answered Regressed: the sender's record names a store of another epoch or a higher mark.", h,
-          "regressed");
-  Counter(w, "edgesync_hub_lost_at_origin_total",
-          "LSNs refilling gateways no longer held (pruned after this region acknowledged them and lost them).", h,
-          "lost_at_origin");
-  Counter(w, "edgesync_hub_late_readings_total",
-          "Readings that arrived stamped over a minute before their origin's watermark, all origins.", h,
-          "late_readings");
   // Shards and their leases (store/hub_store_leases.h; one hub on SQLite
-  // holds every shard for good).
-  w->Sample("edgesync_hub_shards_held", "gauge", "Region shards this hub holds (listens to and applies).",
-            h.contains("shards") && h["shards"].is_array() ? static_cast<double>(h["shards"].size()) : 0);
-  Gauge(w, "edgesync_hub_live_hubs", "The region's live hubs, as this hub's last lease round counted them.", h,
-        "live_hubs");
-  Counter(w, "edgesync_hub_shard_takeovers_total", "Free or expired shards this hub took.", h, "shards_taken");
-  Counter(w, "edgesync_hub_shard_steals_total", "Shards this hub took from a busier hub.", h, "shards_stolen");
-  Counter(w, "edgesync_hub_shard_handovers_total",
-          "Shards this hub gave up: taken by another hub, expired, or released at shutdown.", h,
-          "shards_handed_over");
-  Counter(w, "edgesync_hub_lease_renew_failures_total",
-          "Lease rounds that failed to renew this hub's leases (database unreachable).", h, "lease_errors");
-  if (Num(h, "lease_renewed_ago_ms") >= 0 && h.contains("lease_renewed_ago_ms")) {
-    w->Sample("edgesync_hub_lease_renewal_age_seconds", "gauge",
-              "Time since this hub last renewed its shard leases.", Num(h, "lease_renewed_ago_ms") / 1000.0);
-  }
-  Counter(w, "edgesync_hub_messages_not_owned_total",
-          "Messages of a shard this hub does not hold: dropped, resent by their gateway to the holder.", h,
-          "not_owned");
+  // holds every shard for good) are rows of the table too.
+  TableSection(w, MetricRole::kHub, "hub", h);
   const json refusals = h.value("refusals", json::object());
   for (const auto& [reason, n] : refusals.items()) {
     w->Sample("edgesync_hub_refusals_total", "counter", "Messages refused, by reason.",
               n.is_number() ? n.get<double>() : 0, {{"reason", reason}});
-  }
-  if (h.contains("origin_count")) {
-    Gauge(w, "edgesync_hub_origins", "Origins (gateway stores) this hub answered since it started.", h,
-          "origin_count");
   }
   // The snapshot lists every origin of a small region, else only the most
   // lagging (docs/STATUS.md): the per-origin series are those listed.
@@ -380,22 +280,15 @@ void HubMetrics(Writer* w, const json& s) {
 std::string PrometheusText(const json& s) {
   Writer w;
   bool gateway = s.value("role", "") == "gateway";
+  const MetricRole role = gateway ? MetricRole::kGateway : MetricRole::kHub;
   w.Sample("edgesync_up", "gauge", "1 while the process runs; role label: gateway or region.", 1,
            {{"role", gateway ? "gateway" : "region"}});
-  w.Sample("edgesync_start_time_seconds", "gauge", "Start time of the process since the Unix epoch.",
-           Num(s, "started_ms") / 1000.0);
-  StoreMetrics(&w, s);
+  TableSection(&w, role, "", s);
+  CommonSections(&w, role, s);
   if (gateway) {
     GatewayMetrics(&w, s);
   } else {
     HubMetrics(&w, s);
-  }
-  if (s.contains("process")) {
-    Gauge(&w, "edgesync_process_resident_memory_bytes", "Resident set size.", s["process"], "rss_bytes");
-  }
-  if (s.contains("recent_errors")) {
-    w.Sample("edgesync_log_recent_errors", "gauge", "Warning and error lines held in the recent-errors ring.",
-             static_cast<double>(s["recent_errors"].size()));
   }
   return w.Text();
 }

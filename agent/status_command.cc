@@ -16,6 +16,7 @@
 #include <string>
 
 #include "agent/hub_reads.h"
+#include "agent/metrics_table.h"
 #include "agent/roles.h"
 #include "agent/store_figures.h"
 #include "platform/clock.h"
@@ -110,19 +111,25 @@ double Num(const json& j, const char* a, const char* b) {
   return j[a][b].get<double>();
 }
 
+// A figure of the metrics table (agent/metrics_table.h) by its one name.
+double Num(const json& j, const StatusKey& k) {
+  if (*k.section) return Num(j, k.section, k.key);
+  return j.contains(k.key) && j[k.key].is_number() ? j[k.key].get<double>() : 0;
+}
+
 std::string Line(const json& j) {
-  double committed = Num(j, "store", "last_lsn");
-  double backlog = Num(j, "backlog", "readings");
-  double sent = Num(j, "uplink", "entries_sent");
-  double acked = Num(j, "upstream", "checkpoint");
+  double committed = Num(j, metrics::kStoreLastLsn);
+  double backlog = Num(j, metrics::kBacklogReadings);
+  double sent = Num(j, metrics::kUplinkEntriesSent);
+  double acked = Num(j, metrics::kUpstreamCheckpoint);
   double in_rate = Num(j, "rates", "ingest_per_s");
   double ack_rate = Num(j, "rates", "acked_per_s");
   std::string region = j.contains("uplink") ? j["uplink"].value("write_region", "") : "";
   char buf[512];
   if (j.value("role", "") == "region") {
     std::snprintf(buf, sizeof buf, "region %s | applied %.0f batches, %.0f readings | %.0f/s | head %.0f | %s",
-                  j.value("hub", json::object()).value("region", "").c_str(), Num(j, "hub", "batches_applied"),
-                  Num(j, "hub", "entries_applied"), Num(j, "rates", "readings_per_s"), Num(j, "hub", "feed_head"),
+                  j.value("hub", json::object()).value("region", "").c_str(), Num(j, metrics::kHubBatchesApplied),
+                  Num(j, metrics::kHubEntriesApplied), Num(j, "rates", "readings_per_s"), Num(j, metrics::kHubFeedHead),
                   j.value("running", false) ? "running" : "not running");
     return buf;
   }
@@ -176,32 +183,32 @@ void PrintText(const json& j) {
   } else if (j.contains("store")) {
     const json& s = j["store"];
     std::printf("store     %s, %s free, %.0f entries (%.0f in the read view), LSN head %.0f, %zu ranges\n",
-                Bytes(Num(j, "store", "file_bytes")).c_str(), Bytes(Num(j, "store", "free_bytes")).c_str(),
-                Num(j, "store", "entries"), Num(j, "store", "remote_entries"), Num(j, "store", "last_lsn"),
+                Bytes(Num(j, metrics::kStoreFileBytes)).c_str(), Bytes(Num(j, metrics::kStoreFreeBytes)).c_str(),
+                Num(j, metrics::kStoreEntries), Num(j, metrics::kStoreRemoteEntries), Num(j, metrics::kStoreLastLsn),
                 s.value("ranges", json::array()).size());
     std::printf("          dead letters %.0f, refused when full %.0f, dropped oldest %.0f (acknowledged %.0f)\n",
-                Num(j, "store", "dead_letters"), Num(j, "store", "rejected_full"), Num(j, "store", "dropped_oldest"),
-                Num(j, "store", "dropped_acked"));
+                Num(j, metrics::kStoreDeadLetters), Num(j, metrics::kStoreRejectedFull),
+                Num(j, metrics::kStoreDroppedOldest), Num(j, metrics::kStoreDroppedAcked));
   }
   if (j.contains("backlog") && j.value("role", "") == "gateway") {
     std::printf("backlog   %.0f readings, ~%s, oldest %.0f s; upstream checkpoint %.0f\n",
-                Num(j, "backlog", "readings"), Bytes(Num(j, "backlog", "bytes")).c_str(),
-                Num(j, "backlog", "oldest_age_s"), Num(j, "upstream", "checkpoint"));
+                Num(j, metrics::kBacklogReadings), Bytes(Num(j, metrics::kBacklogBytes)).c_str(),
+                Num(j, metrics::kBacklogOldestAgeS), Num(j, metrics::kUpstreamCheckpoint));
   }
   if (j.contains("ingest")) {
     std::printf("ingest    %.0f messages, %.0f readings committed, %.1f/s; dead letters %.0f\n",
-                Num(j, "ingest", "messages"), Num(j, "ingest", "readings_committed"), Num(j, "rates", "ingest_per_s"),
-                Num(j, "ingest", "dead_letters"));
+                Num(j, metrics::kIngestMessages), Num(j, metrics::kIngestReadingsCommitted),
+                Num(j, "rates", "ingest_per_s"), Num(j, metrics::kIngestDeadLetters));
     const json rejected = j["ingest"].value("rejected", json::object());
     for (const auto& [reason, n] : rejected.items()) {
       if (n.is_number() && n.get<double>() > 0) std::printf("          rejected %s: %.0f\n", reason.c_str(), n.get<double>());
     }
     if (j["ingest"].value("paused", false)) {
       std::printf("          PAUSED (%s): the local broker keeps new readings; %.0f pauses so far\n",
-                  j["ingest"].value("pause_reason", "").c_str(), Num(j, "ingest", "pauses"));
-    } else if (Num(j, "ingest", "pauses") > 0) {
-      std::printf("          %.0f pauses (store refusing commits), %.0f s in all\n", Num(j, "ingest", "pauses"),
-                  Num(j, "ingest", "paused_ms") / 1000);
+                  j["ingest"].value("pause_reason", "").c_str(), Num(j, metrics::kIngestPauses));
+    } else if (Num(j, metrics::kIngestPauses) > 0) {
+      std::printf("          %.0f pauses (store refusing commits), %.0f s in all\n", Num(j, metrics::kIngestPauses),
+                  Num(j, metrics::kIngestPausedMs) / 1000);
     }
   }
   if (j.contains("ingest_mqtt")) {
@@ -209,7 +216,7 @@ void PrintText(const json& j) {
                 j["ingest_mqtt"].value("connected", false) ? "connected"
                 : j["ingest_mqtt"].value("paused", false)  ? "paused"
                                                             : "DISCONNECTED",
-                Num(j, "ingest_mqtt", "connection_losses"));
+                Num(j, metrics::kIngestMqttConnectionLosses));
   }
   if (j.contains("clock")) {
     const json& c = j["clock"];
@@ -218,7 +225,7 @@ void PrintText(const json& j) {
     } else {
       std::printf("clock     NOT TRUSTED (%s: %s): times the gateway stamps are flagged untrusted_clock; "
                   "%.0f readings so far\n",
-                  c.value("source", "").c_str(), c.value("sync", "").c_str(), Num(j, "ingest", "untrusted_clock"));
+                  c.value("source", "").c_str(), c.value("sync", "").c_str(), Num(j, metrics::kIngestUntrustedClock));
     }
     if (c.contains("periods")) {
       std::printf("          untrusted periods: %.0f open (%.0f readings, corrected once trusted), %.0f corrected "
@@ -233,23 +240,23 @@ void PrintText(const json& j) {
     const json& u = j["uplink"];
     std::printf("uplink    write region %s, %.0f batches sent, %.0f acknowledgements, %.1f readings/s acknowledged\n",
                 u.value("write_region", "").empty() ? "none" : u.value("write_region", "").c_str(),
-                Num(j, "uplink", "batches_sent"), Num(j, "uplink", "acks"), Num(j, "rates", "acked_per_s"));
+                Num(j, metrics::kUplinkBatchesSent), Num(j, metrics::kUplinkAcks), Num(j, "rates", "acked_per_s"));
     std::printf("          %.0f resends, %.0f answer timeouts; answers ignored %.0f (late, to resent batches: %.0f)\n",
-                Num(j, "uplink", "resends"), Num(j, "uplink", "ack_timeouts"), Num(j, "uplink", "acks_ignored"),
-                Num(j, "uplink", "acks_late"));
-    if (Num(j, "uplink", "corrections_withheld") > 0) {
+                Num(j, metrics::kUplinkResends), Num(j, metrics::kUplinkAckTimeouts),
+                Num(j, metrics::kUplinkAcksIgnored), Num(j, metrics::kUplinkAcksLate));
+    if (Num(j, metrics::kUplinkCorrectionsWithheld) > 0) {
       std::printf("          %.0f time corrections withheld from a region of protocol 5 or older (its readings keep "
                   "their stamped times)\n",
-                  Num(j, "uplink", "corrections_withheld"));
+                  Num(j, metrics::kUplinkCorrectionsWithheld));
     }
-    const double cap = Num(j, "uplink", "max_bytes_per_s");
+    const double cap = Num(j, metrics::kUplinkMaxBytesPerS);
     std::printf("          link %.0f bytes sent (MQTT packets), %.0f bytes/s; cap %s",
-                Num(j, "uplink", "link_bytes_sent"), Num(j, "uplink", "link_bytes_per_s"),
+                Num(j, metrics::kUplinkLinkBytesSent), Num(j, metrics::kUplinkLinkBytesPerS),
                 cap > 0 ? (std::to_string(static_cast<int64_t>(cap)) + " bytes/s").c_str() : "none");
-    if (cap > 0) std::printf(", waited on it %.1f s", Num(j, "uplink", "cap_wait_ms") / 1000.0);
+    if (cap > 0) std::printf(", waited on it %.1f s", Num(j, metrics::kUplinkCapWaitMs) / 1000.0);
     std::printf("\n");
     std::printf("          complete through %s (every reading committed before it is held by a region)\n",
-                Watermark(u.value("complete_through_ms", int64_t{0}), Num(j, "uplink", "complete_age_ms")).c_str());
+                Watermark(u.value("complete_through_ms", int64_t{0}), Num(j, metrics::kUplinkCompleteAgeMs)).c_str());
     for (const json& r : u.value("regions", json::array())) {
       double rtt = r.value("rtt_ms", -1.0);
       std::printf("  region  %-12s %s, round trip %s\n", r.value("name", "").c_str(),
@@ -276,29 +283,31 @@ void PrintText(const json& j) {
   if (j.contains("hub")) {
     const json& h = j["hub"];
     std::printf("hub       %.0f batches and %.0f readings applied (%.1f/s), feed head %.0f\n",
-                Num(j, "hub", "batches_applied"), Num(j, "hub", "entries_applied"), Num(j, "rates", "readings_per_s"),
-                Num(j, "hub", "feed_head"));
+                Num(j, metrics::kHubBatchesApplied), Num(j, metrics::kHubEntriesApplied),
+                Num(j, "rates", "readings_per_s"), Num(j, metrics::kHubFeedHead));
     if (h.contains("feed_requests")) {
       std::printf("          feed pages %.0f served, %.0f resets; %.0f requests superseded by a newer one of their "
                   "sender\n",
-                  Num(j, "hub", "feed_requests"), Num(j, "hub", "feed_resets"), Num(j, "hub", "feed_requests_superseded"));
-      if (Num(j, "hub", "feed_corrections_withheld") > 0) {
+                  Num(j, metrics::kHubFeedRequests), Num(j, metrics::kHubFeedResets),
+                  Num(j, metrics::kHubFeedRequestsSuperseded));
+      if (Num(j, metrics::kHubFeedCorrectionsWithheld) > 0) {
         std::printf("          %.0f time corrections left out of pages to readers of protocol 5 or older\n",
-                    Num(j, "hub", "feed_corrections_withheld"));
+                    Num(j, metrics::kHubFeedCorrectionsWithheld));
       }
     }
     if (h.contains("shards") && h["shards"].is_array()) {
       std::string renewed = "never";
-      if (Num(j, "hub", "lease_renewed_ago_ms") >= 0 && h.contains("lease_renewed_ago_ms")) {
+      if (Num(j, metrics::kHubLeaseRenewedAgoMs) >= 0 && h.contains("lease_renewed_ago_ms")) {
         char ago[32];
-        std::snprintf(ago, sizeof ago, "%.1f s ago", Num(j, "hub", "lease_renewed_ago_ms") / 1000.0);
+        std::snprintf(ago, sizeof ago, "%.1f s ago", Num(j, metrics::kHubLeaseRenewedAgoMs) / 1000.0);
         renewed = ago;
       }
       std::printf("shards    hub %s holds %zu of %d (%.0f live hubs); taken %.0f, stolen %.0f, handed over %.0f; "
                   "leases renewed %s, %.0f renew failures\n",
-                  h.value("hub_id", "").c_str(), h["shards"].size(), kRegionShards, Num(j, "hub", "live_hubs"),
-                  Num(j, "hub", "shards_taken"), Num(j, "hub", "shards_stolen"), Num(j, "hub", "shards_handed_over"),
-                  renewed.c_str(), Num(j, "hub", "lease_errors"));
+                  h.value("hub_id", "").c_str(), h["shards"].size(), kRegionShards, Num(j, metrics::kHubLiveHubs),
+                  Num(j, metrics::kHubShardsTaken), Num(j, metrics::kHubShardsStolen),
+                  Num(j, metrics::kHubShardsHandedOver),
+                  renewed.c_str(), Num(j, metrics::kHubLeaseErrors));
     }
     const json refusals = h.value("refusals", json::object());
     for (const auto& [reason, n] : refusals.items()) {
@@ -306,7 +315,7 @@ void PrintText(const json& j) {
     }
     const json origins = h.value("origins", json::array());
     if (h.contains("origin_count")) {
-      const double count = Num(j, "hub", "origin_count");
+      const double count = Num(j, metrics::kHubOriginCount);
       if (count > static_cast<double>(origins.size())) {
         std::printf("origins   %.0f; the %zu most lagging:\n", count, origins.size());
       } else {

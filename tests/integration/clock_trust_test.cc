@@ -20,6 +20,7 @@
 #include "tests/support/process.h"
 #include "tests/support/status_assert.h"
 #include "tests/support/status_file.h"
+#include "tests/support/status_metrics.h"
 
 namespace edgesync {
 namespace {
@@ -38,7 +39,7 @@ class ClockTrustGateway : public ::testing::Test {
   bool Start() {
     std::remove(dir_.File("data/status.json").c_str());
     if (!gateway_.Start({EDGESYNC_BINARY, "gateway", "--config", config_}, dir_.File("gateway.log"))) return false;
-    return WaitFor([&] { return test::StatusField(Status(), "ingest_mqtt", "connected") == 1; }, 20000);
+    return WaitFor([&] { return test::StatusField(Status(), metrics::kIngestMqttConnected) == 1; }, 20000);
   }
   nlohmann::json Status() { return test::ReadStatusFile(dir_.File("data/status.json")); }
   bool Trusted() {
@@ -51,7 +52,7 @@ class ClockTrustGateway : public ::testing::Test {
     test::TestMqttClient client(broker_.uri(), "sensor-" + device, true);
     ASSERT_TRUE(client.Connect());
     for (int i = 0; i < n; ++i) ASSERT_TRUE(client.Publish("sensors/" + device + "/temp", std::to_string(i), 1));
-    ASSERT_TRUE(WaitFor([&] { return test::StatusField(Status(), "ingest", "readings_committed") >= total; }, 20000))
+    ASSERT_TRUE(WaitFor([&] { return test::StatusField(Status(), metrics::kIngestReadingsCommitted) >= total; }, 20000))
         << test::ReadAll(dir_.File("gateway.log"));
   }
   std::vector<QueryRow> Rows(const std::string& device) {
@@ -81,7 +82,7 @@ TEST_F(ClockTrustGateway, BareNumbersAreFlaggedUntilTheClockIsSynchronisedAndNot
   ASSERT_TRUE(Start());
   PublishBare("before", 5, 5);
   EXPECT_FALSE(Trusted()) << Status().dump(2);
-  EXPECT_EQ(test::StatusField(Status(), "ingest", "untrusted_clock"), 5);
+  EXPECT_EQ(test::StatusField(Status(), metrics::kIngestUntrustedClock), 5);
   std::string status;
   EXPECT_EQ(test::RunEdgesync({"status", "--config", config_}, dir_.File("status.log"), &status), 0) << status;
   EXPECT_NE(status.find("clock     NOT TRUSTED (file: unsynchronized)"), std::string::npos) << status;
@@ -89,7 +90,7 @@ TEST_F(ClockTrustGateway, BareNumbersAreFlaggedUntilTheClockIsSynchronisedAndNot
   test::WriteAll(synced_, "");  // the time daemon synchronised the clock
   ASSERT_TRUE(WaitFor([&] { return Trusted(); }, 10000)) << Status().dump(2);
   PublishBare("after", 5, 10);
-  EXPECT_EQ(test::StatusField(Status(), "ingest", "untrusted_clock"), 5);
+  EXPECT_EQ(test::StatusField(Status(), metrics::kIngestUntrustedClock), 5);
   ASSERT_EQ(gateway_.Stop(10000), 0);
 
   // A restart in the same boot keeps the trust, file or not.

@@ -24,6 +24,7 @@
 #include "tests/integration/sync_sites.h"
 #include "tests/support/reading_tally.h"
 #include "tests/support/status_file.h"
+#include "tests/support/status_metrics.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync::test {
@@ -59,7 +60,8 @@ class Gateway {
     // A killed gateway's last status file still says "connected".
     std::remove((dir_ + "/status.json").c_str());
     if (!process_.Start({EDGESYNC_BINARY, "gateway", "--config", config()}, dir_ + "/gateway.log", env)) return false;
-    return WaitFor([&] { return StatusField(Status(), "ingest_mqtt", "connected") == 1 && process_.running(); }, 20000);
+    return WaitFor([&] { return StatusField(Status(), metrics::kIngestMqttConnected) == 1 && process_.running(); },
+                   20000);
   }
   int Stop() { return process_.Stop(10000); }
   void Kill9() { process_.Kill9(); }
@@ -151,7 +153,7 @@ void OutageOf30s(bool kill9) {
   nlohmann::json status;
   EXPECT_TRUE(WaitFor([&] {
     status = gw.Status();
-    return StatusField(status, "store", "last_lsn") >= total && StatusField(status, "uplink", "checkpoint") >= total;
+    return StatusField(status, metrics::kStoreLastLsn) >= total && StatusField(status, "uplink", "checkpoint") >= total;
   }, 90000)) << status.dump() << gw.log();
   EXPECT_EQ(status["ingest"].value("readings_rate_limited", int64_t{-1}), 0) << status.dump();
   EXPECT_EQ(status["ingest"]["rejected"].value("rate_limited", int64_t{-1}), 0) << status.dump();
@@ -189,14 +191,14 @@ TEST(IngestBacklogTest, AStalledStoreUnderLoadLosesNothingWithinTheRate) {
       dir.File("locker.log")));
   // The stall is real: commits fail while the lock is held, and
   // back-pressure stops reading from the broker (which queues).
-  EXPECT_TRUE(WaitFor([&] { return StatusField(gw.Status(), "ingest", "commit_failures") > 0; }, 15000))
+  EXPECT_TRUE(WaitFor([&] { return StatusField(gw.Status(), metrics::kIngestCommitFailures) > 0; }, 15000))
       << gw.Status().dump() << ReadAll(dir.File("locker.log"));
   // Messages already on their way when intake closed are taken; once the
   // link to the local broker is down nothing more may be read.
   EXPECT_TRUE(WaitFor(
       [&] {
         nlohmann::json s = gw.Status();
-        return StatusField(s, "ingest", "paused") == 1 && StatusField(s, "ingest_mqtt", "connected") == 0;
+        return StatusField(s, metrics::kIngestPaused) == 1 && StatusField(s, metrics::kIngestMqttConnected) == 0;
       },
       15000))
       << gw.Status().dump();
@@ -213,7 +215,7 @@ TEST(IngestBacklogTest, AStalledStoreUnderLoadLosesNothingWithinTheRate) {
   nlohmann::json status;
   EXPECT_TRUE(WaitFor([&] {
     status = gw.Status();
-    return StatusField(status, "store", "last_lsn") >= total;
+    return StatusField(status, metrics::kStoreLastLsn) >= total;
   }, 90000)) << status.dump();
   EXPECT_EQ(status["ingest"].value("readings_rate_limited", int64_t{-1}), 0) << status.dump();
   EXPECT_EQ(gw.Stop(), 0);
@@ -245,7 +247,7 @@ TEST(IngestBacklogTest, ARunawayDeviceLosesVisiblyAndCostsFiftyOthersNothing) {
   nlohmann::json status;
   ASSERT_TRUE(WaitFor([&] {
     status = gw.Status();
-    return StatusField(status, "ingest", "messages") >= 8000 + 50 * 60;
+    return StatusField(status, metrics::kIngestMessages) >= 8000 + 50 * 60;
   }, 60000)) << status.dump();
   SleepMs(1500);  // the committed count settles, the status file is rewritten
   status = gw.Status();
@@ -341,21 +343,21 @@ void BareOutageOf30s(bool kill9, bool runaway) {
   EXPECT_TRUE(WaitFor([&] {
     status = gw.Status();
     const int64_t received = StatusField(status, "ingest_mqtt", "received");
-    const int64_t lsn = StatusField(status, "store", "last_lsn");
+    const int64_t lsn = StatusField(status, metrics::kStoreLastLsn);
     // (Committed includes what a killed run left in the intake journal.)
     const int64_t committed =
-        StatusField(status, "ingest", "readings_committed") - StatusField(status, "ingest", "replayed");
+        StatusField(status, metrics::kIngestReadingsCommitted) - StatusField(status, "ingest", "replayed");
     return (!runaway || first_received + received >= cool_total + hot.readings) && lsn >= cool_total &&
-           committed == StatusField(status, "ingest", "readings_accepted") &&
+           committed == StatusField(status, metrics::kIngestReadingsAccepted) &&
            StatusField(status, "uplink", "checkpoint") >= lsn;
   }, 120000)) << status.dump() << gw.log();
   EXPECT_EQ(gw.Stop(), 0);
   status = gw.Status();
-  const int64_t lsn = StatusField(status, "store", "last_lsn");
+  const int64_t lsn = StatusField(status, metrics::kStoreLastLsn);
   ReadingTally t = Count(gw.store_path(), "bare", 10, 800, sensors.base_ms, 50);
   std::printf("bare numbers, %s, 30 s away: %lld stored, missing %lld, duplicates %lld, %lld redelivered reading(s) "
               "recognised\n", kill9 ? "SIGKILL" : "SIGTERM", (long long)t.total, (long long)t.missing,
-              (long long)t.duplicates, (long long)StatusField(status, "ingest", "duplicates_skipped"));
+              (long long)t.duplicates, (long long)StatusField(status, metrics::kIngestDuplicatesSkipped));
   EXPECT_EQ(t.missing, 0);
   // The message whose callback ran when the stop closed the link loses its
   // PUBACK and comes again with DUP set; the intake journal names it, so
@@ -447,7 +449,8 @@ TEST(IngestBacklogTest, BareNumbersTenMinutesAwayLoseNothingWithinTheRate) {
   nlohmann::json status;
   EXPECT_TRUE(WaitFor([&] {
     status = gw.Status();
-    return StatusField(status, "ingest", "messages") >= total && StatusField(status, "store", "last_lsn") >= total &&
+    return StatusField(status, metrics::kIngestMessages) >= total &&
+           StatusField(status, metrics::kStoreLastLsn) >= total &&
            StatusField(status, "uplink", "checkpoint") >= total;
   }, 90000)) << status.dump() << gw.log();
   EXPECT_EQ(status["ingest"].value("readings_rate_limited", int64_t{-1}), 0) << status.dump();
@@ -488,7 +491,7 @@ TEST(IngestBacklogTest, BareNumbersAStalledStoreUnderLoadLosesNothingWithinTheRa
   EXPECT_TRUE(WaitFor(
       [&] {
         nlohmann::json s = gw.Status();
-        return StatusField(s, "ingest", "paused") == 1 && StatusField(s, "ingest_mqtt", "connected") == 0;
+        return StatusField(s, metrics::kIngestPaused) == 1 && StatusField(s, metrics::kIngestMqttConnected) == 0;
       },
       15000))
       << gw.Status().dump();
@@ -498,16 +501,16 @@ TEST(IngestBacklogTest, BareNumbersAStalledStoreUnderLoadLosesNothingWithinTheRa
   nlohmann::json status;
   EXPECT_TRUE(WaitFor([&] {
     status = gw.Status();
-    return StatusField(status, "store", "last_lsn") >= total &&
-           StatusField(status, "uplink", "checkpoint") >= StatusField(status, "store", "last_lsn");
+    return StatusField(status, metrics::kStoreLastLsn) >= total &&
+           StatusField(status, "uplink", "checkpoint") >= StatusField(status, metrics::kStoreLastLsn);
   }, 90000)) << status.dump();
-  const int64_t pauses = StatusField(status, "ingest", "pauses");
+  const int64_t pauses = StatusField(status, metrics::kIngestPauses);
   EXPECT_GE(pauses, 1) << status.dump();
   EXPECT_EQ(status["ingest"].value("readings_rate_limited", int64_t{-1}), 0) << status.dump();
   EXPECT_EQ(gw.Stop(), 0);
   status = gw.Status();
   ReadingTally t = Count(gw.store_path(), "stb", 10, 1600, sensors.base_ms, 20);
-  const int64_t skipped = StatusField(status, "ingest", "duplicates_skipped");
+  const int64_t skipped = StatusField(status, metrics::kIngestDuplicatesSkipped);
   std::printf("bare numbers, store stalled 10 s: %lld stored, missing %lld, duplicates %lld, %lld pause(s), "
               "%lld redelivered reading(s) recognised\n",
               (long long)t.total, (long long)t.missing, (long long)t.duplicates, (long long)pauses,
@@ -516,7 +519,7 @@ TEST(IngestBacklogTest, BareNumbersAStalledStoreUnderLoadLosesNothingWithinTheRa
   // The messages whose PUBACK the pause cut off come again with DUP set and
   // their packet ids; within one run ingest knows them (redelivery_filter.h).
   EXPECT_EQ(t.duplicates, 0);
-  EXPECT_EQ(StatusField(status, "store", "last_lsn"), total + t.duplicates);
+  EXPECT_EQ(StatusField(status, metrics::kStoreLastLsn), total + t.duplicates);
   ExpectRegionHoldsEachOnce(&eu, static_cast<uint64_t>(total + t.duplicates));
 }
 

@@ -29,6 +29,7 @@
 #include "tests/support/process.h"
 #include "tests/support/reading_tally.h"
 #include "tests/support/status_file.h"
+#include "tests/support/status_metrics.h"
 #include "tests/support/tcp_proxy.h"
 
 namespace edgesync::test {
@@ -56,7 +57,7 @@ struct FullStoreSetup {
       ADD_FAILURE() << ReadAll(log);
       return false;
     }
-    if (!WaitFor([&] { return Field("ingest_mqtt", "connected") == 1; }, 60000)) {
+    if (!WaitFor([&] { return Field(metrics::kIngestMqttConnected) == 1; }, 60000)) {
       ADD_FAILURE() << ReadAll(log);
       return false;
     }
@@ -89,6 +90,7 @@ struct FullStoreSetup {
   bool StartGateway() { return gw.Start({EDGESYNC_BINARY, "gateway", "--config", config}, log); }
   nlohmann::json Status() const { return ReadStatusFile(data + "/status.json"); }
   int64_t Field(const char* section, const char* key) const { return StatusField(Status(), section, key); }
+  int64_t Field(const StatusKey& figure) const { return StatusField(Status(), figure); }
   bool StartSensor() {
     return sensor.Start({EDGESYNC_ACKED_SENSOR, local.uri(), "full-sensor", kPrefix, std::to_string(kDevices), "1000",
                          acks},
@@ -110,13 +112,13 @@ struct FullStoreSetup {
     return WaitFor(
         [&] {
           nlohmann::json s = Status();
-          const int64_t committed = StatusField(s, "ingest", "readings_committed");
+          const int64_t committed = StatusField(s, metrics::kIngestReadingsCommitted);
           if (committed != last) {
             last = committed;
             since = NowMs();
           }
-          return StatusField(s, "backlog", "readings") == 0 && StatusField(s, "ingest", "paused") == 0 &&
-                 StatusField(s, "ingest_mqtt", "connected") == 1 && NowMs() - since > 3000;
+          return StatusField(s, metrics::kBacklogReadings) == 0 && StatusField(s, metrics::kIngestPaused) == 0 &&
+                 StatusField(s, metrics::kIngestMqttConnected) == 1 && NowMs() - since > 3000;
         },
         300000);
   }
@@ -186,25 +188,26 @@ TEST(IngestFullStoreTest, AFullStoreStopsIngestAndResumesByItselfOnceTheRegionFr
   const int64_t pid = w.Field("", "pid");
   ASSERT_TRUE(w.StartSensor());
   // The region takes readings, then goes away.
-  ASSERT_TRUE(WaitFor([&] { return w.Field("uplink", "acks") > 0; }, 60000)) << w.Status().dump(2);
+  ASSERT_TRUE(WaitFor([&] { return w.Field(metrics::kUplinkAcks) > 0; }, 60000)) << w.Status().dump(2);
   proxy.Cut();
 
   ASSERT_TRUE(w.WaitFull()) << w.Status().dump(2) << ReadAll(w.log).substr(0, 4000);
   nlohmann::json s = w.Status();
-  EXPECT_GE(StatusField(s, "ingest", "pauses"), 1);
-  EXPECT_TRUE(WaitFor([&] { return w.Field("store", "rejected_full") > 0; }, 30000)) << w.Status().dump(2);
+  EXPECT_GE(StatusField(s, metrics::kIngestPauses), 1);
+  EXPECT_TRUE(WaitFor([&] { return w.Field(metrics::kStoreRejectedFull) > 0; }, 30000)) << w.Status().dump(2);
   // The link to the local broker is down, not held: the broker keeps what
   // the sensors publish meanwhile.
-  EXPECT_TRUE(WaitFor([&] { return w.Field("ingest_mqtt", "paused") == 1 && w.Field("ingest_mqtt", "connected") == 0; },
+  EXPECT_TRUE(WaitFor(
+      [&] { return w.Field("ingest_mqtt", "paused") == 1 && w.Field(metrics::kIngestMqttConnected) == 0; },
                       30000))
       << w.Status().dump(2);
-  const int64_t committed_full = w.Field("ingest", "readings_committed");
+  const int64_t committed_full = w.Field(metrics::kIngestReadingsCommitted);
   SleepMs(3000);  // the sensors go on; with the region away the store stays full
-  EXPECT_EQ(w.Field("ingest", "paused"), 1) << w.Status().dump(2);
+  EXPECT_EQ(w.Field(metrics::kIngestPaused), 1) << w.Status().dump(2);
 
   // The region returns; the same gateway process drains, frees and resumes.
   proxy.Restore();
-  ASSERT_TRUE(WaitFor([&] { return w.Field("ingest", "readings_committed") > committed_full + 3000; }, 240000))
+  ASSERT_TRUE(WaitFor([&] { return w.Field(metrics::kIngestReadingsCommitted) > committed_full + 3000; }, 240000))
       << "ingest did not resume by itself\n"
       << w.Status().dump(2) << ReadAll(w.log).substr(0, 6000);
   EXPECT_GT(w.Field("uplink", "checkpoint"), 0);
@@ -214,14 +217,14 @@ TEST(IngestFullStoreTest, AFullStoreStopsIngestAndResumesByItselfOnceTheRegionFr
   EXPECT_EQ(StatusField(s, "", "pid"), pid) << "the gateway was restarted";
   EXPECT_TRUE(w.gw.running());
   EXPECT_EQ(StatusField(s, "ingest", "overruns"), 0) << s.dump(2);
-  EXPECT_GT(StatusField(s, "ingest", "paused_ms"), 0);
-  EXPECT_EQ(StatusField(s, "store", "dropped_oldest"), 0);
+  EXPECT_GT(StatusField(s, metrics::kIngestPausedMs), 0);
+  EXPECT_EQ(StatusField(s, metrics::kStoreDroppedOldest), 0);
   EXPECT_EQ(w.gw.Stop(30000), 0);
 
   Audit a = AuditRegion(w.acks, &w.eu);
   std::printf("acknowledged to the sensors %lld, in the region %lld, missing %lld, twice %lld; pauses %lld\n",
               (long long)a.acked, (long long)a.region_readings, (long long)a.missing, (long long)a.twice,
-              (long long)StatusField(s, "ingest", "pauses"));
+              (long long)StatusField(s, metrics::kIngestPauses));
   EXPECT_GT(a.acked, 0);
   EXPECT_EQ(a.missing, 0) << a.acked << " acknowledged to the sensors";
   EXPECT_EQ(a.twice, 0);
@@ -249,16 +252,16 @@ TEST(IngestFullStoreTest, ASigtermWhileTheStoreIsFullLosesNothing) {
   ASSERT_TRUE(WaitFor(
       [&] {
         nlohmann::json s = w.Status();
-        return s.value("running", false) && StatusField(s, "ingest", "paused") == 1;
+        return s.value("running", false) && StatusField(s, metrics::kIngestPaused) == 1;
       },
       60000))
       << w.Status().dump(2);
-  EXPECT_EQ(w.Field("ingest_mqtt", "connected"), 0);
+  EXPECT_EQ(w.Field(metrics::kIngestMqttConnected), 0);
   proxy.Restore();
   SleepMs(5000);  // the sensors keep publishing after the region returns
   EXPECT_EQ(w.sensor.Stop(30000), 0);
   ASSERT_TRUE(w.WaitDrained()) << w.Status().dump(2) << ReadAll(w.log).substr(0, 6000);
-  EXPECT_EQ(w.Field("store", "dropped_oldest"), 0);
+  EXPECT_EQ(w.Field(metrics::kStoreDroppedOldest), 0);
   EXPECT_EQ(w.gw.Stop(30000), 0);
 
   Audit a = AuditRegion(w.acks, &w.eu);

@@ -18,6 +18,7 @@
 #include "tests/support/process.h"
 #include "tests/support/reading_tally.h"
 #include "tests/support/status_file.h"
+#include "tests/support/status_metrics.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync {
@@ -45,10 +46,10 @@ struct Env {
     std::remove(dir.File("data/status.json").c_str());
     if (!gateway.Start({EDGESYNC_BINARY, "gateway", "--config", config_path}, dir.File("gateway.log"))) return false;
     // Ready once connected: the status file says so.
-    return WaitFor([&] { return test::StatusField(Status(), "ingest_mqtt", "connected") == 1; }, 10000);
+    return WaitFor([&] { return test::StatusField(Status(), metrics::kIngestMqttConnected) == 1; }, 10000);
   }
   nlohmann::json Status() { return test::ReadStatusFile(dir.File("data/status.json")); }
-  int64_t Committed() { return test::StatusField(Status(), "ingest", "readings_committed"); }
+  int64_t Committed() { return test::StatusField(Status(), metrics::kIngestReadingsCommitted); }
   std::string Log() { return test::ReadAll(dir.File("gateway.log")); }
 };
 
@@ -153,8 +154,8 @@ Tally KillMidStream(Env& env, const std::string& ack, int devices, int readings,
   int64_t last_change_ms = test::NowMs();
   WaitFor([&] {
     nlohmann::json status = env.Status();
-    int64_t now = test::StatusField(status, "store", "last_lsn");
-    if (now != last || test::StatusField(status, "ingest_mqtt", "connected") != 1) {
+    int64_t now = test::StatusField(status, metrics::kStoreLastLsn);
+    if (now != last || test::StatusField(status, metrics::kIngestMqttConnected) != 1) {
       last = now;
       last_change_ms = test::NowMs();
     }
@@ -217,7 +218,7 @@ TEST(IngestGateway, AFloodingDeviceDoesNotCostTheOthersAReading) {
   ASSERT_TRUE(WaitFor([&] {
     auto s = env.Status();
     return test::StatusField(s, "ingest_mqtt", "received") >= 20000 + 50 * 20 &&
-           test::StatusField(s, "ingest", "messages") >= 21000;
+           test::StatusField(s, metrics::kIngestMessages) >= 21000;
   }, 60000)) << env.Status().dump();
   auto status = env.Status();
   EXPECT_EQ(env.gateway.Stop(), 0);
@@ -252,7 +253,7 @@ TEST(IngestGateway, BadInputIsCountedAndDeadLetteredNeverACrash) {
   pub("sensors/d1", std::string("\x10\x00\x00\x00" "ESRD" "\xff\xff\xff\xff\x00\x00", 14));
   pub("sensors/d1/temp", "42");
   ASSERT_TRUE(WaitFor(
-      [&] { return env.Committed() >= 1 && test::StatusField(env.Status(), "ingest", "dead_letters") >= 8; }, 10000))
+      [&] { return env.Committed() >= 1 && test::StatusField(env.Status(), metrics::kIngestDeadLetters) >= 8; }, 10000))
       << env.Status().dump();
   EXPECT_TRUE(env.gateway.running());
   auto rejected = env.Status()["ingest"]["rejected"];

@@ -22,6 +22,7 @@
 #include "tests/support/reading_tally.h"
 #include "tests/support/status_file.h"
 #include "tests/support/tcp_proxy.h"
+#include "tests/support/status_metrics.h"
 
 namespace edgesync::test {
 namespace {
@@ -75,7 +76,8 @@ TEST(LongOutageTest, DaysWithoutTheRegionLoseNothingUnderRejectNewAndDrainCountE
                         "FAKETIME_DONT_FAKE_MONOTONIC=1"}));
   // Connected to the local broker, and a moment for the first run's
   // subscription (the broker keeps nothing for a session that has none).
-  ASSERT_TRUE(WaitFor([&] { return Field(ReadStatusFile(data + "/status.json"), "ingest_mqtt", "connected") == 1; },
+  ASSERT_TRUE(WaitFor(
+      [&] { return StatusField(ReadStatusFile(data + "/status.json"), metrics::kIngestMqttConnected) == 1; },
                       60000))
       << ReadAll(dir.File("gw.log"));
   SleepMs(1000);
@@ -92,7 +94,9 @@ TEST(LongOutageTest, DaysWithoutTheRegionLoseNothingUnderRejectNewAndDrainCountE
     ASSERT_EQ(p.Wait(180000), 0);
     published += devices * readings;
   };
-  auto committed = [&] { return Field(ReadStatusFile(data + "/status.json"), "ingest", "readings_committed"); };
+  auto committed = [&] {
+    return StatusField(ReadStatusFile(data + "/status.json"), metrics::kIngestReadingsCommitted);
+  };
 
   // Three simulated days, a batch of readings each day.
   for (int day = 1; day <= 3; ++day) {
@@ -102,9 +106,9 @@ TEST(LongOutageTest, DaysWithoutTheRegionLoseNothingUnderRejectNewAndDrainCountE
     SleepMs(2500);  // retention runs every second, with readings a day past its age
   }
   nlohmann::json s = StatusJson(config);
-  EXPECT_GE(Field(s, "backlog", "oldest_age_s"), 3 * 86400 - 600) << s.dump(2);
-  EXPECT_EQ(Field(s, "backlog", "readings"), published) << s.dump(2);
-  EXPECT_GT(Field(s, "backlog", "bytes"), published * 10) << s.dump(2);
+  EXPECT_GE(StatusField(s, metrics::kBacklogOldestAgeS), 3 * 86400 - 600) << s.dump(2);
+  EXPECT_EQ(StatusField(s, metrics::kBacklogReadings), published) << s.dump(2);
+  EXPECT_GT(StatusField(s, metrics::kBacklogBytes), published * 10) << s.dump(2);
   EXPECT_EQ(StoreStatsOf(data + "/store.db").entries, published) << "retention dropped unacknowledged readings";
 
   // Past max_bytes: reject-new refuses to commit, the broker keeps the rest.
@@ -112,17 +116,18 @@ TEST(LongOutageTest, DaysWithoutTheRegionLoseNothingUnderRejectNewAndDrainCountE
   // readings compress to a fraction of a byte each, so no fixed limit fills
   // in reasonable time whatever the layout), and the gateway restarted with
   // it, as an operator would; then batches until the store says it is full.
-  const int64_t held_bytes = Field(ReadStatusFile(data + "/status.json"), "store", "file_bytes");
+  const int64_t held_bytes = StatusField(ReadStatusFile(data + "/status.json"), metrics::kStoreFileBytes);
   ASSERT_GT(held_bytes, 0);
   EXPECT_EQ(gw.Stop(30000), 0);
   write_config(held_bytes + 16384);
   ASSERT_TRUE(gw.Start({EDGESYNC_BINARY, "gateway", "--config", config}, dir.File("gw.log"),
                        {"LD_PRELOAD=" + lib, "FAKETIME_TIMESTAMP_FILE=" + clock, "FAKETIME_NO_CACHE=1",
                         "FAKETIME_DONT_FAKE_MONOTONIC=1"}));
-  ASSERT_TRUE(WaitFor([&] { return Field(ReadStatusFile(data + "/status.json"), "ingest_mqtt", "connected") == 1; },
+  ASSERT_TRUE(WaitFor(
+      [&] { return StatusField(ReadStatusFile(data + "/status.json"), metrics::kIngestMqttConnected) == 1; },
                       60000))
       << ReadAll(dir.File("gw.log"));
-  auto rejected = [&] { return Field(ReadStatusFile(data + "/status.json"), "store", "rejected_full"); };
+  auto rejected = [&] { return StatusField(ReadStatusFile(data + "/status.json"), metrics::kStoreRejectedFull); };
   for (int batch = 0; batch < 8 && rejected() == 0; ++batch) {
     publish(10, 2000, "full" + std::to_string(batch) + "-");
     WaitFor([&] { return rejected() > 0 || committed() == published; }, 60000);
@@ -134,13 +139,13 @@ TEST(LongOutageTest, DaysWithoutTheRegionLoseNothingUnderRejectNewAndDrainCountE
   EXPECT_LT(full.entries, published) << "the store took everything: it never was full";
   EXPECT_EQ(full.entries, static_cast<int64_t>(full.last_lsn)) << "retention dropped unacknowledged readings";
   EXPECT_EQ(full.acked_lsn, 0u);
-  EXPECT_EQ(Field(s, "store", "dropped_oldest"), 0);
-  EXPECT_GE(Field(s, "backlog", "oldest_age_s"), 3 * 86400 - 600) << s.dump(2);
+  EXPECT_EQ(StatusField(s, metrics::kStoreDroppedOldest), 0);
+  EXPECT_GE(StatusField(s, metrics::kBacklogOldestAgeS), 3 * 86400 - 600) << s.dump(2);
 
   // Ingest stopped taking messages from the local broker (its link is
   // paused, not held on Paho's receive thread, which the uplink shares).
-  EXPECT_EQ(Field(s, "ingest", "paused"), 1) << s.dump(2);
-  EXPECT_GE(Field(s, "ingest", "pauses"), 1) << s.dump(2);
+  EXPECT_EQ(StatusField(s, metrics::kIngestPaused), 1) << s.dump(2);
+  EXPECT_GE(StatusField(s, metrics::kIngestPauses), 1) << s.dump(2);
   const int64_t pid = Field(s, "", "pid");
 
   // The region returns, and the same gateway process drains the backlog:
@@ -150,15 +155,15 @@ TEST(LongOutageTest, DaysWithoutTheRegionLoseNothingUnderRejectNewAndDrainCountE
   EXPECT_TRUE(WaitFor(
       [&] {
         nlohmann::json st = ReadStatusFile(data + "/status.json");
-        return Field(st, "store", "last_lsn") == published && Field(st, "backlog", "readings") == 0;
+        return StatusField(st, metrics::kStoreLastLsn) == published && StatusField(st, metrics::kBacklogReadings) == 0;
       },
       300000))
       << StatusJson(config).dump(2) << ReadAll(dir.File("gw.log")).substr(0, 4000);
   s = StatusJson(config);
-  EXPECT_EQ(Field(s, "store", "last_lsn"), published);
-  EXPECT_EQ(Field(s, "store", "dropped_oldest"), 0);
+  EXPECT_EQ(StatusField(s, metrics::kStoreLastLsn), published);
+  EXPECT_EQ(StatusField(s, metrics::kStoreDroppedOldest), 0);
   EXPECT_EQ(Field(s, "", "pid"), pid) << "the gateway was restarted";
-  EXPECT_EQ(Field(s, "ingest", "paused"), 0) << s.dump(2);
+  EXPECT_EQ(StatusField(s, metrics::kIngestPaused), 0) << s.dump(2);
   EXPECT_EQ(gw.Stop(30000), 0);
   std::set<uint64_t> lsns;
   int64_t twice = 0;

@@ -8,7 +8,8 @@
 // the sensors' steady rate as that rate; a cable pull (the region's broker
 // hangs, then comes back) leaves the error card and the warn-level log free
 // of its routine consequences, which are counted instead; `status` reads a
-// stopped gateway's store and says so.
+// stopped gateway's store and says so. Every row of the metrics table
+// (agent/metrics_table.h) is in each role's real snapshot and /metrics.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -22,6 +23,7 @@
 #include <regex>
 #include <string>
 
+#include "agent/metrics_table.h"
 #include "platform/files.h"
 #include "tests/integration/sync_sites.h"
 #include "tests/support/broker.h"
@@ -106,6 +108,11 @@ double At(const json& j, const std::string& path) {
   return cur->is_number() ? cur->get<double>() : -1;
 }
 
+// A figure of the metrics table (agent/metrics_table.h) by its one name.
+double At(const json& j, const StatusKey& figure) {
+  return At(j, *figure.section ? std::string(figure.section) + "." + figure.key : std::string(figure.key));
+}
+
 std::string Chromium(const std::string& flags, const std::string& url, const std::string& profile) {
   std::string out;
   Shell("chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
@@ -162,6 +169,28 @@ std::vector<std::string> UnexpectedWarnings(const std::string& log) {
   return out;
 }
 
+// Every row of the role's metrics table (agent/metrics_table.h) is in the
+// real snapshot at its section and key, and in the real /metrics under its
+// one name. A row /metrics has only while something is known (a watermark
+// this gateway has acknowledged, leases renewed) is looked for while the
+// snapshot says it is known: a gateway here may not trust its clock, and
+// then has no watermark.
+void ExpectEveryTableRow(MetricRole role, const json& snapshot, const std::string& metrics) {
+  int looked_for = 0;
+  for (const Metric& m : MetricsOf(role)) {
+    const json& section = *m.field.section ? snapshot.value(m.field.section, json::object()) : snapshot;
+    ASSERT_TRUE(section.is_object() && section.contains(m.field.key))
+        << m.field.section << "." << m.field.key << " not in the snapshot: " << snapshot.dump();
+    const json& v = section[m.field.key];
+    if (m.when == MetricWhen::kGatePositive && !(section.value(m.gate, 0.0) > 0)) continue;
+    if (m.when == MetricWhen::kNonNegative && !(v.is_number() && v.get<double>() >= 0)) continue;
+    EXPECT_NE(metrics.find(std::string("\n") + m.prometheus + " "), std::string::npos)
+        << m.prometheus << " not in /metrics:\n" << metrics;
+    ++looked_for;
+  }
+  EXPECT_GE(looked_for, static_cast<int>(MetricsOf(role).size()) - 2);
+}
+
 bool PromtoolAccepts(const std::string& metrics, const std::string& file) {
   std::string out;
   int rc = PromtoolCheck(metrics, file, &out);
@@ -193,7 +222,7 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
   while (sensors.running()) {
     json j = json::parse(Get(gw.port(), "/status.json"), nullptr, false);
     if (j.is_object() && j.contains("ingest")) {
-      double committed = At(j, "ingest.readings_committed");
+      double committed = At(j, metrics::kIngestReadingsCommitted);
       if (committed > 0 && steady_from < 0) steady_from = j["time_ms"].get<int64_t>();
       if (committed > 0 && committed < 4000) steady_to = j["time_ms"].get<int64_t>();
     }
@@ -202,7 +231,7 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
   ASSERT_EQ(sensors.Wait(1000), 0);
   ASSERT_GT(steady_from, 0);
   ASSERT_GT(steady_to, steady_from);
-  ASSERT_TRUE(WaitFor([&] { return At(gw.Status(), "backlog.readings") == 0; }, 60000)) << gw.log();
+  ASSERT_TRUE(WaitFor([&] { return At(gw.Status(), metrics::kBacklogReadings) == 0; }, 60000)) << gw.log();
 
   // The cable pull: the region's broker hangs (as an unplugged uplink
   // looks) while more sensors publish: batches are in flight when it
@@ -216,7 +245,7 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
       [&] {
         during = gw.Status();
         return during.is_object() && during.contains("uplink") && during["uplink"].value("write_region", "x").empty() &&
-               At(during, "backlog.readings") > 0;
+               At(during, metrics::kBacklogReadings) > 0;
       },
       60000))
       << during.dump() << gw.log();
@@ -243,8 +272,8 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
         s = gw.Status();
         // The live snapshot: a figure read from the store while the
         // gateway's first status is not written yet would pass too early.
-        return s.is_object() && s.value("running", false) && At(s, "store.last_lsn") == 6000 &&
-               At(s, "backlog.readings") == 0 && !s["uplink"].value("write_region", "").empty();
+        return s.is_object() && s.value("running", false) && At(s, metrics::kStoreLastLsn) == 6000 &&
+               At(s, metrics::kBacklogReadings) == 0 && !s["uplink"].value("write_region", "").empty();
       },
       90000))
       << s.dump() << gw.log();
@@ -254,26 +283,27 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
   ASSERT_TRUE(WaitFor(
       [&] {
         s = gw.Status();
-        return At(s, "uplink.acks_late") == 0 || gw.log().find("late answer(s) to batches resent") != std::string::npos;
+        return At(s, metrics::kUplinkAcksLate) == 0 ||
+               gw.log().find("late answer(s) to batches resent") != std::string::npos;
       },
       30000))
       << gw.log();
   EXPECT_EQ(s["running"], true);
   // The entry count is current (it read 0 for 30 s after a start before).
-  EXPECT_EQ(At(s, "store.entries"), 6000) << s.dump();
-  EXPECT_EQ(At(s, "ingest.readings_committed"), 6000);
+  EXPECT_EQ(At(s, metrics::kStoreEntries), 6000) << s.dump();
+  EXPECT_EQ(At(s, metrics::kIngestReadingsCommitted), 6000);
   EXPECT_EQ(s["uplink"]["write_region"], "eu");
-  EXPECT_GT(At(s, "store.free_bytes"), 0);
-  EXPECT_GT(At(s, "store.file_bytes"), 0);
+  EXPECT_GT(At(s, metrics::kStoreFreeBytes), 0);
+  EXPECT_GT(At(s, metrics::kStoreFileBytes), 0);
   EXPECT_EQ(s["store"]["ranges"].size(), 4u);
-  EXPECT_EQ(At(s, "upstream.checkpoint"), 6000);
+  EXPECT_EQ(At(s, metrics::kUpstreamCheckpoint), 6000);
   ASSERT_TRUE(WaitFor([&] { return At(gw.Status(), "uplink.regions.0.rtt_ms") >= 0; }, 30000));
 
   // What the outage did is counted: batches in flight when the broker hung
   // were given up and resent; the answers ignored were all late ones
   // (nothing forged here).
-  EXPECT_GE(At(s, "uplink.resends"), 1) << s.dump();
-  EXPECT_EQ(At(s, "uplink.acks_ignored"), At(s, "uplink.acks_late")) << s.dump();
+  EXPECT_GE(At(s, metrics::kUplinkResends), 1) << s.dump();
+  EXPECT_EQ(At(s, metrics::kUplinkAcksIgnored), At(s, metrics::kUplinkAcksLate)) << s.dump();
   EXPECT_EQ(At(s, "read_view.regions.0.pages_ignored"), At(s, "read_view.regions.0.pages_late")) << s.dump();
   // ... and none of it is in the error card nor warned about in the log:
   // only that the region's link was down.
@@ -291,7 +321,7 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
             0);
   char late_line[160];
   std::snprintf(late_line, sizeof late_line, "answers ignored %.0f (late, to resent batches: %.0f)",
-                At(s, "uplink.acks_ignored"), At(s, "uplink.acks_late"));
+                At(s, metrics::kUplinkAcksIgnored), At(s, metrics::kUplinkAcksLate));
   EXPECT_NE(status_text.find(late_line), std::string::npos) << status_text;
 
   // Prometheus, gateway.
@@ -299,6 +329,7 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
   std::string metrics = Get(gw.port(), "/metrics", &code);
   EXPECT_EQ(code, 200);
   EXPECT_TRUE(PromtoolAccepts(metrics, dir.File("gateway.prom")));
+  ExpectEveryTableRow(MetricRole::kGateway, gw.Status(), metrics);
   EXPECT_NE(metrics.find("edgesync_ingest_readings_committed_total 6000\n"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("edgesync_uplink_ack_latency_seconds_bucket{le=\"+Inf\"}"), std::string::npos);
   EXPECT_NE(metrics.find("edgesync_store_commit_latency_seconds_count"), std::string::npos);
@@ -306,7 +337,7 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
   EXPECT_NE(metrics.find("edgesync_backlog_readings 0\n"), std::string::npos);
   json late_now = gw.Status();
   EXPECT_NE(metrics.find("edgesync_uplink_acks_late_total " +
-                         std::to_string(static_cast<int64_t>(At(late_now, "uplink.acks_late"))) + "\n"),
+                         std::to_string(static_cast<int64_t>(At(late_now, metrics::kUplinkAcksLate))) + "\n"),
             std::string::npos)
       << metrics;
   EXPECT_NE(metrics.find("edgesync_feed_pages_late_total{region=\"eu\"} " +
@@ -338,7 +369,7 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
     if (key.find("age_s") != std::string::npos) {
       // An age, or none with nothing waiting.
       EXPECT_TRUE(std::regex_match(text, std::regex("[0-9]+ s|[0-9]+ (min|h|d) [0-9]+ (s|min|h)")) ||
-                  (text == "-" && At(now, "backlog.readings") == 0))
+                  (text == "-" && At(now, metrics::kBacklogReadings) == 0))
           << key << ": " << text;
     }
     if (key.find("complete_through_ms") != std::string::npos) {
@@ -386,8 +417,8 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
   json hub = json::parse(Get(hub_port, "/status.json"), nullptr, false);
   ASSERT_TRUE(hub.is_object());
   EXPECT_EQ(hub["role"], "region");
-  EXPECT_EQ(At(hub, "hub.entries_applied"), 6000) << hub.dump();
-  EXPECT_EQ(At(hub, "store.remote_entries"), 6000) << "the count is current on a hub too";
+  EXPECT_EQ(At(hub, metrics::kHubEntriesApplied), 6000) << hub.dump();
+  EXPECT_EQ(At(hub, metrics::kStoreRemoteEntries), 6000) << "the count is current on a hub too";
   ASSERT_EQ(hub["hub"]["origins"].size(), 1u);
   EXPECT_EQ(At(hub, "hub.origins.0.high_water"), 6000);
   // Caught up (its last batch left nothing behind it): no lag, however old
@@ -396,6 +427,7 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
   EXPECT_EQ(hub["hub"]["refusals"]["gap"], 0);
   std::string hub_metrics = Get(hub_port, "/metrics");
   EXPECT_TRUE(PromtoolAccepts(hub_metrics, dir.File("hub.prom")));
+  ExpectEveryTableRow(MetricRole::kHub, hub, hub_metrics);
   EXPECT_NE(hub_metrics.find("edgesync_hub_entries_applied_total 6000\n"), std::string::npos) << hub_metrics;
   // One hub on SQLite holds every shard for good.
   EXPECT_NE(hub_metrics.find("edgesync_hub_shards_held 32\n"), std::string::npos) << hub_metrics;
@@ -431,9 +463,9 @@ TEST(StatusViewsTest, GatewayAndHubShowOneSnapshotThreeWays) {
   json stopped = gw.Status();
   EXPECT_EQ(stopped["running"], false) << stopped.dump();
   EXPECT_NE(stopped.value("note", "").find("not running"), std::string::npos);
-  EXPECT_EQ(At(stopped, "store.entries"), 6000);
-  EXPECT_EQ(At(stopped, "upstream.checkpoint"), 6000);
-  EXPECT_EQ(At(stopped, "backlog.readings"), 0);
+  EXPECT_EQ(At(stopped, metrics::kStoreEntries), 6000);
+  EXPECT_EQ(At(stopped, metrics::kUpstreamCheckpoint), 6000);
+  EXPECT_EQ(At(stopped, metrics::kBacklogReadings), 0);
   EXPECT_FALSE(stopped.contains("ingest"));
 }
 

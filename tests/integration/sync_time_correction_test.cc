@@ -25,6 +25,7 @@
 #include "tests/support/mqtt_client.h"
 #include "tests/support/process.h"
 #include "tests/support/status_file.h"
+#include "tests/support/status_metrics.h"
 #include "tests/support/tcp_proxy.h"
 
 namespace edgesync::test {
@@ -77,7 +78,8 @@ class SyncTimeCorrectionTest : public ::testing::Test {
     if (!p->Start({EDGESYNC_BINARY, "gateway", "--config", dir + "/gateway.toml"}, dir + "/gateway.log", env)) {
       return false;
     }
-    return WaitFor([&] { return StatusField(ReadStatusFile(dir + "/status.json"), "ingest_mqtt", "connected") == 1; },
+    return WaitFor(
+        [&] { return StatusField(ReadStatusFile(dir + "/status.json"), metrics::kIngestMqttConnected) == 1; },
                    60000);
   }
   nlohmann::json GatewayStatus() const { return ReadStatusFile(dir_ + "/status.json"); }
@@ -96,7 +98,8 @@ class SyncTimeCorrectionTest : public ::testing::Test {
       ASSERT_TRUE(client.Publish("sensors/tc-d1/temp", std::to_string(i), 1));
       SleepMs(20);
     }
-    ASSERT_TRUE(WaitFor([&] { return StatusField(GatewayStatus(), "ingest", "readings_committed") >= total; }, 20000))
+    ASSERT_TRUE(
+        WaitFor([&] { return StatusField(GatewayStatus(), metrics::kIngestReadingsCommitted) >= total; }, 20000))
         << ReadAll(dir_ + "/gateway.log");
   }
   // `edgesync query` with a config, JSON rows of tc-d1.

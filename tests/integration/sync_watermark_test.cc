@@ -31,6 +31,7 @@
 #include "tests/support/process.h"
 #include "tests/support/status_assert.h"
 #include "tests/support/status_file.h"
+#include "tests/support/status_metrics.h"
 #include "tests/support/tcp_proxy.h"
 
 namespace edgesync::test {
@@ -77,7 +78,8 @@ class SyncWatermarkTest : public ::testing::Test {
   std::string config() const { return dir_ + "/gateway.toml"; }
   static bool Start(Process* p, const std::string& dir) {
     if (!p->Start({EDGESYNC_BINARY, "gateway", "--config", dir + "/gateway.toml"}, dir + "/gateway.log")) return false;
-    return WaitFor([&] { return StatusField(ReadStatusFile(dir + "/status.json"), "ingest_mqtt", "connected") == 1; },
+    return WaitFor(
+        [&] { return StatusField(ReadStatusFile(dir + "/status.json"), metrics::kIngestMqttConnected) == 1; },
                    60000);
   }
   bool StartGateway() { return Start(&gateway_, dir_); }
@@ -218,7 +220,7 @@ TEST_F(SyncWatermarkTest, AWatermarkStallsWhileTheLinkIsCutAdvancesAfterTheHealA
   // Cut: readings go on being committed, none reaches the hub.
   proxy_->Cut();
   const int64_t cut_ms = SystemClock()->WallMillis();
-  ASSERT_TRUE(WaitFor([&] { return StatusField(GatewayStatus(), "backlog", "readings") > 200; }, 60000))
+  ASSERT_TRUE(WaitFor([&] { return StatusField(GatewayStatus(), metrics::kBacklogReadings) > 200; }, 60000))
       << GatewayStatus().dump(2);
   const Seen stalled = Hub();
   EXPECT_LE(stalled.complete_ms, cut_ms) << "nothing committed after the cut is held";
@@ -257,7 +259,7 @@ TEST_F(SyncWatermarkTest, AWatermarkStallsWhileTheLinkIsCutAdvancesAfterTheHealA
   EXPECT_GT(Query({}).size(), before.size());
 
   // Readings stamped on arrival are never counted as arriving late.
-  EXPECT_EQ(StatusField(ReadStatusFile(tmp_.path() + "/eu/hub/status.json"), "hub", "late_readings"), 0);
+  EXPECT_EQ(StatusField(ReadStatusFile(tmp_.path() + "/eu/hub/status.json"), metrics::kHubLateReadings), 0);
 
   sensors_.Stop(5000);
   gateway_.Stop(10000);

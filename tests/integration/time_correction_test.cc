@@ -20,6 +20,7 @@
 #include "tests/support/mqtt_client.h"
 #include "tests/support/process.h"
 #include "tests/support/status_file.h"
+#include "tests/support/status_metrics.h"
 
 namespace edgesync {
 namespace {
@@ -51,7 +52,7 @@ class TimeCorrectionGateway : public ::testing::Test {
                          "FAKETIME_DONT_FAKE_MONOTONIC=1"})) {
       return false;
     }
-    return WaitFor([&] { return test::StatusField(Status(), "ingest_mqtt", "connected") == 1; }, 20000);
+    return WaitFor([&] { return test::StatusField(Status(), metrics::kIngestMqttConnected) == 1; }, 20000);
   }
   nlohmann::json Status() { return test::ReadStatusFile(dir_.File("data/status.json")); }
   int64_t Periods(const char* key) {
@@ -69,7 +70,7 @@ class TimeCorrectionGateway : public ::testing::Test {
       ASSERT_TRUE(client.Publish("sensors/d1/temp", std::to_string(i), 1));
       test::SleepMs(20);
     }
-    ASSERT_TRUE(WaitFor([&] { return test::StatusField(Status(), "ingest", "readings_committed") >= total; }, 20000))
+    ASSERT_TRUE(WaitFor([&] { return test::StatusField(Status(), metrics::kIngestReadingsCommitted) >= total; }, 20000))
         << test::ReadAll(dir_.File("gateway.log"));
   }
   // Every reading published, once, at its true time within a second,
