@@ -243,6 +243,12 @@ class SqliteStore : public Store, public HubStore {
   // The correction of this origin's clock period as the change log carries
   // it (the period's row, corrected).
   Status FillCorrectionEntry(uint32_t period, TimeCorrection* correction) REQUIRES(read_mu_);
+  // Inside a write transaction: a `log` row (a device record or a time
+  // correction) at the next LSN, with its `batches` row; NoteLogRow once
+  // it committed.
+  Status InsertLogRow(ChangeEntry::Kind kind, int64_t series, int64_t quality, int64_t now, uint64_t* lsn)
+      REQUIRES(write_mu_);
+  void NoteLogRow(uint64_t lsn) REQUIRES(write_mu_);
   // Inside a hub's or read view's write: another origin's correction, kept
   // (again: replaced by itself).
   Status KeepOriginCorrection(int64_t origin_id, const TimeCorrection& correction) REQUIRES(write_mu_);

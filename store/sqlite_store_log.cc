@@ -493,10 +493,6 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
       if (deleted) return Status::NotFound("device " + device.device_id + " has no record");
     }
     old.Reset();
-    ES_RETURN_IF_ERROR(NextLsn(&lsn, /*from_cache=*/true));
-    if (options_.sync == StoreOptions::Sync::kNormal && lsn > lsn_reserved_) {
-      return Status::Corruption("LSN " + std::to_string(lsn) + " past the fence " + std::to_string(lsn_reserved_));
-    }
     int64_t series = 0;
     uint64_t hash = 0;
     ES_RETURN_IF_ERROR(InternSeries(device.device_id, "", "", &series, &hash));
@@ -508,14 +504,8 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
       del.Bind(1, old_lsn);
       ES_RETURN_IF_ERROR(del.Run());
     }
-    w_insert_log_.Bind(1, static_cast<int64_t>(lsn));
-    w_insert_log_.Bind(2, static_cast<int64_t>(deleted ? ChangeEntry::Kind::kDeviceDelete
-                                                        : ChangeEntry::Kind::kDeviceUpsert));
-    w_insert_log_.Bind(3, series);
-    w_insert_log_.Bind(4, now);
-    w_insert_log_.Bind(5, 0.0);
-    w_insert_log_.Bind(6, int64_t{0});
-    ES_RETURN_IF_ERROR(w_insert_log_.Run());
+    ES_RETURN_IF_ERROR(InsertLogRow(deleted ? ChangeEntry::Kind::kDeviceDelete : ChangeEntry::Kind::kDeviceUpsert,
+                                    series, 0, now, &lsn));
     Stmt up;
     ES_RETURN_IF_ERROR(up.Prepare(&write_db_, "INSERT OR REPLACE INTO devices VALUES(?, ?, ?, ?, ?, ?, ?)"));
     up.Bind(1, std::string_view(rec.device_id));
@@ -526,9 +516,6 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
     up.Bind(6, static_cast<int64_t>(lsn));
     up.Bind(7, now);
     ES_RETURN_IF_ERROR(up.Run());
-    w_insert_batch_.Bind(1, static_cast<int64_t>(lsn));
-    w_insert_batch_.Bind(2, now);
-    ES_RETURN_IF_ERROR(w_insert_batch_.Run());
     for (const auto& rr : write_ranges_) {
       if (rr.info.active && rr.info.Contains(hash)) {
         ES_RETURN_IF_ERROR(CountIntoRanges({{rr.info.id, {1, EntryBytes(rec.device_id, "", "")}}}, /*persist=*/true));
@@ -543,11 +530,33 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
   }
   pending_series_.clear();
   pending_counts_.clear();  // written with this commit
+  NoteLogRow(lsn);
+  if (lsn_out) *lsn_out = lsn;
+  return Status::Ok();
+}
+
+Status SqliteStore::InsertLogRow(ChangeEntry::Kind kind, int64_t series, int64_t quality, int64_t now,
+                                 uint64_t* lsn) {
+  ES_RETURN_IF_ERROR(NextLsn(lsn, /*from_cache=*/true));
+  if (options_.sync == StoreOptions::Sync::kNormal && *lsn > lsn_reserved_) {
+    return Status::Corruption("LSN " + std::to_string(*lsn) + " past the fence " + std::to_string(lsn_reserved_));
+  }
+  w_insert_log_.Bind(1, static_cast<int64_t>(*lsn));
+  w_insert_log_.Bind(2, static_cast<int64_t>(kind));
+  w_insert_log_.Bind(3, series);
+  w_insert_log_.Bind(4, now);
+  w_insert_log_.Bind(5, 0.0);
+  w_insert_log_.Bind(6, quality);
+  ES_RETURN_IF_ERROR(w_insert_log_.Run());
+  w_insert_batch_.Bind(1, static_cast<int64_t>(*lsn));
+  w_insert_batch_.Bind(2, now);
+  return w_insert_batch_.Run();
+}
+
+void SqliteStore::NoteLogRow(uint64_t lsn) {
   last_lsn_ = lsn;
   cached_high_lsn_ = static_cast<int64_t>(lsn);
   last_batch_at_ = INT64_MIN;  // the next append writes its own row
-  if (lsn_out) *lsn_out = lsn;
-  return Status::Ok();
 }
 
 Status SqliteStore::UpsertDevice(const DeviceRecord& device, uint64_t* lsn) {

@@ -115,22 +115,9 @@ Status SqliteStore::CorrectClockPeriod(uint32_t id, int64_t delta_ms, int64_t no
       if (known == 0) return Status::NotFound("no clock period " + std::to_string(id));
       return Status::Ok();  // corrected before
     }
-    ES_RETURN_IF_ERROR(NextLsn(&lsn, /*from_cache=*/true));
-    if (options_.sync == StoreOptions::Sync::kNormal && lsn > lsn_reserved_) {
-      return Status::Corruption("LSN " + std::to_string(lsn) + " past the fence " + std::to_string(lsn_reserved_));
-    }
     // The log row names the period (in quality); its content is the
     // period's row (FillCorrectionEntry).
-    w_insert_log_.Bind(1, static_cast<int64_t>(lsn));
-    w_insert_log_.Bind(2, static_cast<int64_t>(ChangeEntry::Kind::kTimeCorrection));
-    w_insert_log_.Bind(3, int64_t{0});
-    w_insert_log_.Bind(4, now_ms);
-    w_insert_log_.Bind(5, 0.0);
-    w_insert_log_.Bind(6, static_cast<int64_t>(id));
-    ES_RETURN_IF_ERROR(w_insert_log_.Run());
-    w_insert_batch_.Bind(1, static_cast<int64_t>(lsn));
-    w_insert_batch_.Bind(2, clock_->WallMillis());
-    ES_RETURN_IF_ERROR(w_insert_batch_.Run());
+    ES_RETURN_IF_ERROR(InsertLogRow(ChangeEntry::Kind::kTimeCorrection, 0, id, clock_->WallMillis(), &lsn));
     return txn.Commit();
   }();
   if (!s.ok()) {
@@ -139,9 +126,7 @@ Status SqliteStore::CorrectClockPeriod(uint32_t id, int64_t delta_ms, int64_t no
   }
   if (lsn == 0) return Status::Ok();
   *done = true;
-  last_lsn_ = lsn;
-  cached_high_lsn_ = static_cast<int64_t>(lsn);
-  last_batch_at_ = INT64_MIN;  // the next append writes its own row
+  NoteLogRow(lsn);
   return Status::Ok();
 }
 
