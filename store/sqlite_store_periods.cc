@@ -91,6 +91,9 @@ Status SqliteStore::ListClockPeriods(std::vector<ClockPeriod>* periods) {
 Status SqliteStore::CorrectClockPeriod(uint32_t id, int64_t delta_ms, int64_t now_ms, bool* done) {
   *done = false;
   if (options_.read_only) return Status::Unsupported("store opened read only");
+  if (delta_ms > kMaxCorrectionDeltaMs || delta_ms < -kMaxCorrectionDeltaMs) {
+    return Status::InvalidArgument("a correction of " + std::to_string(delta_ms) + " ms is beyond +-2^53");
+  }
   MutexLock lock(&write_mu_);
   ES_RETURN_IF_ERROR(ReserveLsns(last_lsn_.load() + 1));
   // The correction and its change-log entry commit together: replicas

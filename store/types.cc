@@ -102,6 +102,10 @@ Status ValidateChangeEntry(const ChangeEntry& e) {
         return Status::InvalidArgument("time correction: clock period " + std::to_string(e.correction.period) +
                                        " outside 1.." + std::to_string(kMaxClockPeriod));
       }
+      if (e.correction.delta_ms > kMaxCorrectionDeltaMs || e.correction.delta_ms < -kMaxCorrectionDeltaMs) {
+        return Status::InvalidArgument("time correction: delta " + std::to_string(e.correction.delta_ms) +
+                                       " ms beyond +-2^53");
+      }
       if (e.correction.from_ms > e.correction.to_ms) {
         return Status::InvalidArgument("time correction: span ends before it begins");
       }

@@ -71,10 +71,15 @@ struct Origin {
 // [from_ms, to_ms] move by delta_ms. Setting it again changes nothing.
 struct TimeCorrection {
   uint32_t period = 0;  // 1..kMaxClockPeriod
-  int64_t delta_ms = 0;
+  int64_t delta_ms = 0;  // |delta_ms| <= kMaxCorrectionDeltaMs
   int64_t from_ms = 0;
   int64_t to_ms = 0;
 };
+
+// A correction moves times by at most this (2^53 ms, ~285,000 years): every
+// store form keeps the delta exactly (a remote chunk holds it as a double),
+// so an entry past it is refused before any store takes it.
+constexpr int64_t kMaxCorrectionDeltaMs = int64_t{1} << 53;
 
 // One entry of the change log, in LSN order.
 struct ChangeEntry {

@@ -271,6 +271,18 @@ TEST_P(HubStoreTest, ATimeCorrectionIsHeldAndFedOnLikeAnyEntry) {
   EXPECT_EQ(f.correction.to_ms, 1004);
   EXPECT_EQ(feed[5].remote.entry.kind, ChangeEntry::Kind::kTimeCorrection);
   EXPECT_EQ(feed[5].remote.entry.correction.delta_ms, -5);
+  // A sender's correction no store form could keep exactly is refused
+  // whole, before it is stored: a feed that could not be read back would
+  // stop every reader of the region.
+  std::vector<ChangeEntry> huge{c};
+  huge[0].lsn = 7;
+  huge[0].correction.delta_ms = int64_t{1} << 60;
+  EXPECT_EQ(Apply(s, Batch(kGw1, huge)).outcome, ApplyOutcome::kInvalid);
+  huge[0].correction.delta_ms = kMaxCorrectionDeltaMs;  // the largest kept
+  EXPECT_EQ(Apply(s, Batch(kGw1, huge)).outcome, ApplyOutcome::kApplied);
+  feed = Feed(s);
+  ASSERT_EQ(feed.size(), 7u);
+  EXPECT_EQ(feed[6].remote.entry.correction.delta_ms, kMaxCorrectionDeltaMs);
 }
 
 // A gateway's series change from batch to batch (the PostgreSQL store
