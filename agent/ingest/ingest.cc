@@ -480,7 +480,9 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
     counters_.duplicates_skipped += static_cast<int64_t>(readings.size());
     return;
   }
-  if (duplicate) {
+  // A redelivery, or a message a restored broker may be sending again:
+  // readings with their own time are looked up in the store.
+  if (duplicate || redeliveries_.MayBeReplayed(packet_id)) {
     size_t before = readings.size();
     readings.erase(std::remove_if(readings.begin(), readings.end(),
                                   [&](const Reading& r) {

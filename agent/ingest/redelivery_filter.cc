@@ -43,8 +43,21 @@ void RedeliveryFilter::Arrived(int packet_id, bool duplicate) {
     return;
   }
   const int64_t step = Step(last_fresh_, packet_id);
+  const int before = last_fresh_;
   last_fresh_ = packet_id;
   const bool in_sequence = step >= 1 && step <= kMaxStep;
+  if (replay_end_ != 0) {
+    // Inside the window the ids run on towards its end; past it, or
+    // anything else, closes it.
+    replay_left_ = in_sequence ? replay_left_ - step : -1;
+    if (replay_left_ < 0) replay_end_ = 0;
+  }
+  if (!in_sequence && step > kIdSpace - kWindow) {
+    // A step back (within the ids still remembered): a broker restored
+    // from a saved state numbers on from there.
+    replay_end_ = before;
+    replay_left_ = kIdSpace - step;
+  }
   if (restored_) {
     // The previous run's entries: trusted only if the broker's numbering
     // goes on from them.
@@ -127,6 +140,13 @@ void RedeliveryFilter::SessionLost() {
   Clear();
   last_fresh_ = 0;
   restored_ = false;
+  replay_end_ = 0;
+}
+
+bool RedeliveryFilter::MayBeReplayed(int packet_id) const {
+  if (packet_id <= 0) return false;
+  MutexLock lock(&mu_);
+  return replay_end_ != 0 && packet_id == last_fresh_;
 }
 
 bool RedeliveryFilter::matching() const {

@@ -23,6 +23,14 @@
 // new one. A connect without the broker's session starts the sequence
 // afresh (nothing of the old session can be redelivered).
 //
+// A broker killed -9 comes back from its last saved state (Mosquitto's
+// autosave): it numbers on from the id it had saved, behind the newest we
+// saw, and sends again, as fresh messages, the ones it had queued then and
+// handed to us since. Such a step back opens a replay window up to the
+// newest id seen before it: a message in it may be one already taken
+// (MayBeReplayed), so ingest looks for its timed readings in the store; a
+// bare number in it cannot be told apart and is stored again.
+//
 // Thread safety: all methods take the filter's own mutex.
 #ifndef EDGESYNC_AGENT_INGEST_REDELIVERY_FILTER_H_
 #define EDGESYNC_AGENT_INGEST_REDELIVERY_FILTER_H_
@@ -56,6 +64,9 @@ class RedeliveryFilter {
   void Taken(int packet_id, uint64_t fingerprint);
   // Whether a DUP message is one already taken.
   bool AlreadyTaken(int packet_id, uint64_t fingerprint) const;
+  // Whether a fresh message (after Arrived) lies in a replay window: the
+  // broker stepped its ids back, and may be sending again what we took.
+  bool MayBeReplayed(int packet_id) const;
   // At start, the messages the previous run took, oldest first, from the
   // intake journal (which keeps the fingerprint's low byte). They count
   // until the first fresh message: if its id does not follow the last one
@@ -86,6 +97,10 @@ class RedeliveryFilter {
   int last_fresh_ GUARDED_BY(mu_) = 0;   // 0 = none yet
   int64_t position_ GUARDED_BY(mu_) = 0; // fresh ids seen, counted by their steps
   bool restored_ GUARDED_BY(mu_) = false; // entries restored, no fresh message since
+  // The replay window after a step back: fresh ids up to replay_end_ (the
+  // newest before the step) may be messages taken before; 0 = none.
+  int replay_end_ GUARDED_BY(mu_) = 0;
+  int64_t replay_left_ GUARDED_BY(mu_) = 0;  // ids from the current one to replay_end_
   std::unordered_map<int, Entry> entries_ GUARDED_BY(mu_);
   std::deque<std::pair<int, int64_t>> order_ GUARDED_BY(mu_);  // (id, position) as taken
 };

@@ -291,6 +291,27 @@ TEST(Ingest, SkipsARedeliveredBareNumberByItsPacketId) {
   EXPECT_EQ(ingest.counters().duplicates_skipped, 1);
 }
 
+// A local broker killed -9 restores its last saved state and sends again,
+// without DUP, messages ingest already took: a reading with its own time is
+// found in the store and skipped; a bare number cannot be told apart.
+TEST(Ingest, SkipsATimedReadingARestoredBrokerSendsAgain) {
+  FakeSink sink;
+  Ingest ingest(Options(AckMode::kAfterCommit), &sink);
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
+  auto timed = [](int i) { return "{\"v\":" + std::to_string(i) + ",\"t\":" + std::to_string(1800000000 + i) + "}"; };
+  for (int id = 1; id <= 10; ++id) ingest.OnMessage("sensors/d1/m", timed(id), false, id);
+  ingest.OnMessage("sensors/d1/bare", "21.5", false, 11);
+  // Restored from the state saved after id 6: 7..11 again, then new ones.
+  for (int id = 7; id <= 10; ++id) ingest.OnMessage("sensors/d1/m", timed(id), false, id);
+  ingest.OnMessage("sensors/d1/bare", "21.5", false, 11);
+  ingest.OnMessage("sensors/d1/m", timed(12), false, 12);
+  ingest.OnMessage("sensors/d1/m", timed(12), false, 13);  // past the window: a new message, the same content
+  ingest.Stop();
+  EXPECT_EQ(ingest.counters().duplicates_skipped, 4);
+  EXPECT_EQ(sink.count(), 10u + 1 + 1 + 1 + 1);  // the bare number twice, 12 twice
+}
+
 TEST(Ingest, APatternWithoutADeviceTakesItFromTheSenmlBaseName) {
   FakeSink sink;
   IngestOptions o = Options(AckMode::kAfterCommit);

@@ -62,6 +62,46 @@ TEST(RedeliveryFilterTest, AnIdOutOfSequenceTurnsMatchingOff) {
 // With an unlimited in-flight window the broker sends thousands of
 // messages that a stalled gateway never reads; after the cut they come
 // again with DUP set, then fresh ones follow them.
+// A broker killed -9 comes back from its last saved state: it numbers on
+// from the id it saved, behind the newest we saw, and sends again what it
+// had queued then. Fresh ids up to the newest seen before the step may be
+// such messages; past it, or after a jump elsewhere, nothing is.
+TEST(RedeliveryFilterTest, AStepBackOpensAReplayWindowUpToTheNewestIdSeen) {
+  RedeliveryFilter f;
+  for (int id = 1; id <= 500; ++id) {
+    f.Arrived(id, false);
+    EXPECT_FALSE(f.MayBeReplayed(id));
+  }
+  for (int id = 244; id <= 500; ++id) {  // 257 back
+    f.Arrived(id, false);
+    EXPECT_TRUE(f.MayBeReplayed(id)) << id;
+  }
+  f.Arrived(501, false);
+  EXPECT_FALSE(f.MayBeReplayed(501));
+  // Across the wrap of the id space too; a forward jump opens nothing.
+  RedeliveryFilter g;
+  g.Arrived(65530, false);
+  g.Arrived(65535, false);
+  g.Arrived(3, false);
+  g.Arrived(65534, false);  // 4 back
+  EXPECT_TRUE(g.MayBeReplayed(65534));
+  g.Arrived(65535, false);
+  g.Arrived(1, false);
+  EXPECT_TRUE(g.MayBeReplayed(1));
+  g.Arrived(30000, false);
+  EXPECT_FALSE(g.MayBeReplayed(30000));
+  g.Arrived(30001, false);
+  EXPECT_FALSE(g.MayBeReplayed(30001));
+  // A lost session closes it.
+  RedeliveryFilter h;
+  h.Arrived(100, false);
+  h.Arrived(90, false);
+  EXPECT_TRUE(h.MayBeReplayed(90));
+  h.SessionLost();
+  h.Arrived(91, false);
+  EXPECT_FALSE(h.MayBeReplayed(91));
+}
+
 TEST(RedeliveryFilterTest, RedeliveriesOfMessagesNeverReadCarryTheSequenceOn) {
   RedeliveryFilter f;
   TakeInSequence(&f, 1, 10);
