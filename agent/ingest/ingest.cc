@@ -436,7 +436,7 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
     MutexLock lock(&counters_mu_);
     counters_.messages++;
   }
-  redeliveries_.Arrived(packet_id, duplicate);
+  const bool may_be_replayed = redeliveries_.Arrived(packet_id, duplicate);
   const uint64_t fingerprint = packet_id > 0 ? RedeliveryFilter::Fingerprint(topic, payload) : 0;
   if (static_cast<int64_t>(payload.size()) > options_.max_payload_bytes) {
     Reject(topic, payload, RejectReason::kTooLarge,
@@ -482,7 +482,7 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
   }
   // A redelivery, or a message a restored broker may be sending again:
   // readings with their own time are looked up in the store.
-  if (duplicate || redeliveries_.MayBeReplayed(packet_id)) {
+  if (duplicate || may_be_replayed) {
     size_t before = readings.size();
     readings.erase(std::remove_if(readings.begin(), readings.end(),
                                   [&](const Reading& r) {

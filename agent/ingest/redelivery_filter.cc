@@ -22,8 +22,8 @@ uint64_t RedeliveryFilter::Fingerprint(std::string_view topic, std::string_view 
   return XXH3_64bits_withSeed(payload.data(), payload.size(), XXH3_64bits(topic.data(), topic.size()));
 }
 
-void RedeliveryFilter::Arrived(int packet_id, bool duplicate) {
-  if (packet_id <= 0) return;
+bool RedeliveryFilter::Arrived(int packet_id, bool duplicate) {
+  if (packet_id <= 0) return false;
   MutexLock lock(&mu_);
   if (duplicate) {
     // A redelivery ahead of the newest id: sent before a cut and never
@@ -35,12 +35,12 @@ void RedeliveryFilter::Arrived(int packet_id, bool duplicate) {
       position_ += step;
       Evict();
     }
-    return;
+    return false;
   }
   if (last_fresh_ == 0) {
     last_fresh_ = packet_id;
     ++position_;
-    return;
+    return false;
   }
   const int64_t step = Step(last_fresh_, packet_id);
   const int before = last_fresh_;
@@ -65,7 +65,7 @@ void RedeliveryFilter::Arrived(int packet_id, bool duplicate) {
     if (!in_sequence) {
       Clear();
       ++position_;
-      return;
+      return replay_end_ != 0;
     }
   }
   if (!in_sequence) {
@@ -76,10 +76,11 @@ void RedeliveryFilter::Arrived(int packet_id, bool duplicate) {
       ES_LOG(kWarn, "ingest: the local broker's packet ids are not in sequence (a step of {}); a bare number "
              "it redelivers after a lost PUBACK can now be stored twice", step);
     }
-    return;
+    return replay_end_ != 0;
   }
   position_ += step;
   Evict();
+  return replay_end_ != 0;
 }
 
 void RedeliveryFilter::Taken(int packet_id, uint64_t fingerprint) {

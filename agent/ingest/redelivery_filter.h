@@ -59,7 +59,9 @@ class RedeliveryFilter {
   static uint64_t Fingerprint(std::string_view topic, std::string_view payload);
 
   // Every message as it arrives (packet_id 0 = QoS 0 or unknown: ignored).
-  void Arrived(int packet_id, bool duplicate);
+  // Returns MayBeReplayed's answer for a fresh message (false for a DUP),
+  // so ingest's hot path takes the filter's mutex once.
+  bool Arrived(int packet_id, bool duplicate);
   // A message ingest took (its readings journaled or committed).
   void Taken(int packet_id, uint64_t fingerprint);
   // Whether a DUP message is one already taken.
