@@ -120,6 +120,10 @@ struct Metric {
     kAlways, "", false, "", "Group commits that failed.") \
   X(kIngestDuplicatesSkipped, kGateway, "ingest", "duplicates_skipped", "edgesync_ingest_duplicates_skipped_total", kCounter, \
     kNumber, kAlways, "", false, "", "Redelivered messages skipped.") \
+  X(kIngestReplayed, kGateway, "ingest", "replayed", "edgesync_ingest_readings_replayed_total", kCounter, kNumber, kAlways, \
+    "", false, "", "Readings replayed from the intake journal at start (taken before a stop, not yet committed then).") \
+  X(kIngestOverruns, kGateway, "ingest", "overruns", "edgesync_ingest_overruns_total", kCounter, kNumber, kAlways, "", false, \
+    "", "Messages that waited on the receive thread for room in ingest's queue.") \
   X(kIngestDeadLetters, kGateway, "ingest", "dead_letters", "edgesync_ingest_dead_letters_total", kCounter, kNumber, kAlways, "", \
     true, "ingest: dead letters", "Payloads dead-lettered by ingest.") \
   X(kIngestUntrustedClock, kGateway, "ingest", "untrusted_clock", "edgesync_ingest_untrusted_clock_total", kCounter, kNumber, \
@@ -138,8 +142,14 @@ struct Metric {
   X(kIngestMqttConnectionLosses, kGateway, "ingest_mqtt", "connection_losses", \
     "edgesync_ingest_broker_connection_losses_total", kCounter, kNumber, kAlways, "", false, "local broker: connection losses", \
     "Connections to the local broker lost.") \
+  X(kIngestMqttReceived, kGateway, "ingest_mqtt", "received", "edgesync_ingest_broker_messages_received_total", kCounter, \
+    kNumber, kAlways, "", false, "", "Messages the MQTT client received from the local broker (redeliveries included).") \
+  X(kIngestMqttPaused, kGateway, "ingest_mqtt", "paused", "edgesync_ingest_broker_reading_paused", kGauge, kBool, kAlways, "", \
+    false, "", "1 while the MQTT client has stopped reading from the local broker (ingest paused it).") \
   X(kUplinkBatchesSent, kGateway, "uplink", "batches_sent", "edgesync_uplink_batches_sent_total", kCounter, kNumber, kAlways, \
     "", true, "uplink: batches sent", "Batches sent to the write region (resends included).") \
+  X(kUplinkCheckpoint, kGateway, "uplink", "checkpoint", "edgesync_uplink_checkpoint", kGauge, kNumber, kAlways, "", false, \
+    "", "The uplink's resume point: the highest LSN its write region acknowledged.") \
   X(kUplinkEntriesSent, kGateway, "uplink", "entries_sent", "edgesync_uplink_entries_sent_total", kCounter, kNumber, kAlways, \
     "", false, "", "Entries sent to the write region (resends included).") \
   X(kUplinkBytesSent, kGateway, "uplink", "bytes_sent", "edgesync_uplink_sent_bytes_total", kCounter, kNumber, kAlways, "", \
@@ -192,6 +202,23 @@ struct Metric {
     "Feed pages pulled from regions.") \
   X(kReadViewTimeouts, kGateway, "read_view", "timeouts", "edgesync_feed_timeouts_total", kCounter, kNumber, kAlways, "", false, \
     "", "Feed requests not answered in time.") \
+  X(kRetentionPasses, kGateway, "retention", "passes", "edgesync_retention_passes_total", kCounter, kNumber, kAlways, "", \
+    false, "", "Passes of the retention worker (pruning and compaction) since start.") \
+  X(kRetentionReadingsPruned, kGateway, "retention", "readings_pruned", "edgesync_retention_readings_pruned_total", kCounter, \
+    kNumber, kAlways, "", false, "", "Readings the retention worker removed (acknowledged, past their age or for space).") \
+  X(kRetentionCompactedSpans, kGateway, "retention", "compacted_spans", "edgesync_retention_compacted_spans_total", kCounter, \
+    kNumber, kAlways, "", false, "", "Spans of commit chunks rewritten as series blocks by compaction.") \
+  X(kRetentionCompactedReadings, kGateway, "retention", "compacted_readings", \
+    "edgesync_retention_compacted_readings_total", kCounter, kNumber, kAlways, "", false, "", \
+    "Readings rewritten by compaction.") \
+  X(kRetentionCompactedBytesBefore, kGateway, "retention", "compacted_bytes_before", \
+    "edgesync_retention_compacted_bytes_before_total", kCounter, kNumber, kAlways, "", false, "", \
+    "Bytes of the commit chunks compaction rewrote.") \
+  X(kRetentionCompactedBytesAfter, kGateway, "retention", "compacted_bytes_after", \
+    "edgesync_retention_compacted_bytes_after_total", kCounter, kNumber, kAlways, "", false, "", \
+    "Bytes of the series blocks compaction wrote for them.") \
+  X(kRetentionErrors, kGateway, "retention", "errors", "edgesync_retention_errors_total", kCounter, kNumber, kAlways, "", false, \
+    "", "Retention or compaction steps that failed (retried on the next pass).") \
   X(kHubBatchesApplied, kHub, "hub", "batches_applied", "edgesync_hub_batches_applied_total", kCounter, kNumber, kAlways, "", \
     true, "hub: batches applied", "Batches applied.") \
   X(kHubAlreadyHeld, kHub, "hub", "already_held", "edgesync_hub_batches_already_held_total", kCounter, kNumber, kAlways, "", \

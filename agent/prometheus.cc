@@ -234,6 +234,7 @@ void GatewayMetrics(Writer* w, const json& s) {
                 static_cast<double>(m.value("complete_age_ms", int64_t{0})) / 1000.0, l);
     }
   }
+  if (s.contains("retention")) TableSection(w, kRole, "retention", s["retention"]);
 }
 
 // A hub's plain figures come from the table; the refusals by reason and the

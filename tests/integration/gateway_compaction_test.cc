@@ -55,15 +55,15 @@ TEST(GatewayCompactionTest, CompactsAcknowledgedReadingsAndReadersSeeTheSame) {
   const std::string config = gw.config();
   ASSERT_TRUE(gw.StartWithIngest());
   ASSERT_EQ(Publish(local.uri(), "sensors-cmp", 10, 300, "cmp-"), 0);
-  ASSERT_TRUE(WaitFor([&] { return gw.Field("uplink", "checkpoint") == 3000; }, 60000)) << gw.log();
+  ASSERT_TRUE(WaitFor([&] { return gw.Field(metrics::kUplinkCheckpoint) == 3000; }, 60000)) << gw.log();
   // Spans close at 1,000 readings: at least two of the three thousand.
-  ASSERT_TRUE(WaitFor([&] { return gw.Field("retention", "compacted_readings") >= 2000; }, 60000))
+  ASSERT_TRUE(WaitFor([&] { return gw.Field(metrics::kRetentionCompactedReadings) >= 2000; }, 60000))
       << gw.StatusDump();
-  EXPECT_GE(gw.Field("retention", "compacted_spans"), 2);
-  EXPECT_GT(gw.Field("retention", "compacted_bytes_before"), 0);
-  EXPECT_GT(gw.Field("retention", "compacted_bytes_after"), 0);
-  EXPECT_EQ(gw.Field("retention", "errors"), 0);
-  EXPECT_EQ(gw.Field("retention", "readings_pruned"), 0) << "compaction keeps every reading";
+  EXPECT_GE(gw.Field(metrics::kRetentionCompactedSpans), 2);
+  EXPECT_GT(gw.Field(metrics::kRetentionCompactedBytesBefore), 0);
+  EXPECT_GT(gw.Field(metrics::kRetentionCompactedBytesAfter), 0);
+  EXPECT_EQ(gw.Field(metrics::kRetentionErrors), 0);
+  EXPECT_EQ(gw.Field(metrics::kRetentionReadingsPruned), 0) << "compaction keeps every reading";
   ExpectEveryReading(dir, config);  // read-only, beside the running gateway
   EXPECT_EQ(gw.Stop(), 0);
   EXPECT_EQ(StoreStatsOf(gw.store_path()).entries, 3000);

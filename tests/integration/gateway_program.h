@@ -17,6 +17,7 @@
 #include "tests/integration/sync_sites.h"
 #include "tests/support/process.h"
 #include "tests/support/status_file.h"
+#include "tests/support/status_metrics.h"
 
 namespace edgesync::test {
 
@@ -61,7 +62,7 @@ class GatewayProgram {
   // for it across restarts. The status line alone came seconds before the
   // link under ThreadSanitizer, and readings published meanwhile were lost.
   bool IngestConnected() const {
-    return StatusField(ReadStatusFile(dir_ + "/status.json"), "ingest_mqtt", "connected") == 1;
+    return StatusField(ReadStatusFile(dir_ + "/status.json"), metrics::kIngestMqttConnected) == 1;
   }
   // Start, then the ingest link up and a moment more: the subscription
   // exists before the sensors publish.
@@ -73,10 +74,8 @@ class GatewayProgram {
     SleepMs(500);
     return ::testing::AssertionSuccess();
   }
-  // status.json's section.key (0 while absent).
-  int64_t Field(const char* section, const char* key) const {
-    return StatusField(ReadStatusFile(dir_ + "/status.json"), section, key);
-  }
+  // A figure of status.json (0 while absent).
+  int64_t Field(const StatusKey& figure) const { return StatusField(ReadStatusFile(dir_ + "/status.json"), figure); }
   std::string StatusDump() const { return ReadStatusFile(dir_ + "/status.json").dump(2); }
   bool CaughtUp(uint64_t expected) const {
     std::string line = StatusLine();

@@ -25,8 +25,8 @@ TEST(GatewayRetentionTest, PrunesWhatTheRegionAcknowledgedAndKeepsWhatItDidNot) 
 
   // Acknowledged by the region, then older than 2 s: pruned.
   ASSERT_EQ(Publish(local.uri(), "sensors-1", 10, 100, "ret-"), 0);
-  ASSERT_TRUE(WaitFor([&] { return gw.Field("uplink", "checkpoint") == 1000; }, 60000)) << gw.log();
-  ASSERT_TRUE(WaitFor([&] { return gw.Field("retention", "readings_pruned") == 1000; }, 60000))
+  ASSERT_TRUE(WaitFor([&] { return gw.Field(metrics::kUplinkCheckpoint) == 1000; }, 60000)) << gw.log();
+  ASSERT_TRUE(WaitFor([&] { return gw.Field(metrics::kRetentionReadingsPruned) == 1000; }, 60000))
       << gw.StatusDump();
   EXPECT_EQ(StoreStatsOf(gw.store_path()).entries, 0);
   EXPECT_EQ(eu.Contents().size(), 1000u) << "the region still holds every reading";
@@ -35,15 +35,15 @@ TEST(GatewayRetentionTest, PrunesWhatTheRegionAcknowledgedAndKeepsWhatItDidNot) 
   ASSERT_EQ(eu.StopHub(), 0);
   ASSERT_EQ(Publish(local.uri(), "sensors-2", 10, 50, "late-"), 0);
   ASSERT_TRUE(WaitFor([&] { return StoreStatsOf(gw.store_path()).entries == 500; }, 60000));
-  const int64_t passes = gw.Field("retention", "passes");
-  ASSERT_TRUE(WaitFor([&] { return gw.Field("retention", "passes") >= passes + 4; }, 60000));
+  const int64_t passes = gw.Field(metrics::kRetentionPasses);
+  ASSERT_TRUE(WaitFor([&] { return gw.Field(metrics::kRetentionPasses) >= passes + 4; }, 60000));
   EXPECT_EQ(StoreStatsOf(gw.store_path()).entries, 500);
-  EXPECT_EQ(gw.Field("retention", "readings_pruned"), 1000);
+  EXPECT_EQ(gw.Field(metrics::kRetentionReadingsPruned), 1000);
   EXPECT_EQ(StoreStatsOf(gw.store_path()).dropped_oldest, 0);
 
   // Back: they go upstream, then retention takes them too.
   ASSERT_TRUE(eu.StartHub());
-  ASSERT_TRUE(WaitFor([&] { return gw.Field("retention", "readings_pruned") == 1500; }, 60000))
+  ASSERT_TRUE(WaitFor([&] { return gw.Field(metrics::kRetentionReadingsPruned) == 1500; }, 60000))
       << gw.StatusDump();
   EXPECT_EQ(gw.Stop(), 0);
   EXPECT_EQ(eu.Contents().size(), 1500u);

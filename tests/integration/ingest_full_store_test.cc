@@ -89,7 +89,6 @@ struct FullStoreSetup {
   }
   bool StartGateway() { return gw.Start({EDGESYNC_BINARY, "gateway", "--config", config}, log); }
   nlohmann::json Status() const { return ReadStatusFile(data + "/status.json"); }
-  int64_t Field(const char* section, const char* key) const { return StatusField(Status(), section, key); }
   int64_t Field(const StatusKey& figure) const { return StatusField(Status(), figure); }
   bool StartSensor() {
     return sensor.Start({EDGESYNC_ACKED_SENSOR, local.uri(), "full-sensor", kPrefix, std::to_string(kDevices), "1000",
@@ -185,7 +184,7 @@ TEST(IngestFullStoreTest, AFullStoreStopsIngestAndResumesByItselfOnceTheRegionFr
   FullStoreSetup w(dir);
   ASSERT_TRUE(w.StartAll());
   TcpProxy& proxy = *w.proxy;
-  const int64_t pid = w.Field("", "pid");
+  const int64_t pid = w.Status().at("pid").get<int64_t>();
   ASSERT_TRUE(w.StartSensor());
   // The region takes readings, then goes away.
   ASSERT_TRUE(WaitFor([&] { return w.Field(metrics::kUplinkAcks) > 0; }, 60000)) << w.Status().dump(2);
@@ -198,7 +197,7 @@ TEST(IngestFullStoreTest, AFullStoreStopsIngestAndResumesByItselfOnceTheRegionFr
   // The link to the local broker is down, not held: the broker keeps what
   // the sensors publish meanwhile.
   EXPECT_TRUE(WaitFor(
-      [&] { return w.Field("ingest_mqtt", "paused") == 1 && w.Field(metrics::kIngestMqttConnected) == 0; },
+      [&] { return w.Field(metrics::kIngestMqttPaused) == 1 && w.Field(metrics::kIngestMqttConnected) == 0; },
                       30000))
       << w.Status().dump(2);
   const int64_t committed_full = w.Field(metrics::kIngestReadingsCommitted);
@@ -210,13 +209,13 @@ TEST(IngestFullStoreTest, AFullStoreStopsIngestAndResumesByItselfOnceTheRegionFr
   ASSERT_TRUE(WaitFor([&] { return w.Field(metrics::kIngestReadingsCommitted) > committed_full + 3000; }, 240000))
       << "ingest did not resume by itself\n"
       << w.Status().dump(2) << ReadAll(w.log).substr(0, 6000);
-  EXPECT_GT(w.Field("uplink", "checkpoint"), 0);
+  EXPECT_GT(w.Field(metrics::kUplinkCheckpoint), 0);
   EXPECT_EQ(w.sensor.Stop(30000), 0);
   ASSERT_TRUE(w.WaitDrained()) << w.Status().dump(2);
   s = w.Status();
-  EXPECT_EQ(StatusField(s, "", "pid"), pid) << "the gateway was restarted";
+  EXPECT_EQ(s.at("pid").get<int64_t>(), pid) << "the gateway was restarted";
   EXPECT_TRUE(w.gw.running());
-  EXPECT_EQ(StatusField(s, "ingest", "overruns"), 0) << s.dump(2);
+  EXPECT_EQ(StatusField(s, metrics::kIngestOverruns), 0) << s.dump(2);
   EXPECT_GT(StatusField(s, metrics::kIngestPausedMs), 0);
   EXPECT_EQ(StatusField(s, metrics::kStoreDroppedOldest), 0);
   EXPECT_EQ(w.gw.Stop(30000), 0);

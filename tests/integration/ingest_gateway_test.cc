@@ -135,7 +135,7 @@ Tally KillMidStream(Env& env, const std::string& ack, int devices, int readings,
     EXPECT_TRUE(env.StartGateway()) << env.Log();
     // The journal is committed before the link starts: the first status
     // file already counts it.
-    if (replayed != nullptr) *replayed += test::StatusField(env.Status(), "ingest", "replayed");
+    if (replayed != nullptr) *replayed += test::StatusField(env.Status(), metrics::kIngestReplayed);
   }
   EXPECT_EQ(pub.Wait(120000), 0);
   int64_t total = static_cast<int64_t>(devices) * readings;
@@ -217,7 +217,7 @@ TEST(IngestGateway, AFloodingDeviceDoesNotCostTheOthersAReading) {
   EXPECT_EQ(flood.Wait(120000), 0);
   ASSERT_TRUE(WaitFor([&] {
     auto s = env.Status();
-    return test::StatusField(s, "ingest_mqtt", "received") >= 20000 + 50 * 20 &&
+    return test::StatusField(s, metrics::kIngestMqttReceived) >= 20000 + 50 * 20 &&
            test::StatusField(s, metrics::kIngestMessages) >= 21000;
   }, 60000)) << env.Status().dump();
   auto status = env.Status();

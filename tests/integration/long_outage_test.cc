@@ -40,8 +40,6 @@ nlohmann::json StatusJson(const std::string& config) {
   return j.is_discarded() ? nlohmann::json::object() : j;
 }
 
-int64_t Field(const nlohmann::json& j, const char* section, const char* key) { return StatusField(j, section, key); }
-
 TEST(LongOutageTest, DaysWithoutTheRegionLoseNothingUnderRejectNewAndDrainCountExact) {
   const std::string lib = FakeTimeLibrary();
   ASSERT_FALSE(lib.empty()) << "libfaketime not found: install the faketime package (firmware-config/deps.sh test)";
@@ -146,7 +144,7 @@ TEST(LongOutageTest, DaysWithoutTheRegionLoseNothingUnderRejectNewAndDrainCountE
   // paused, not held on Paho's receive thread, which the uplink shares).
   EXPECT_EQ(StatusField(s, metrics::kIngestPaused), 1) << s.dump(2);
   EXPECT_GE(StatusField(s, metrics::kIngestPauses), 1) << s.dump(2);
-  const int64_t pid = Field(s, "", "pid");
+  const int64_t pid = s.at("pid").get<int64_t>();
 
   // The region returns, and the same gateway process drains the backlog:
   // acknowledged readings make room, ingest resumes by itself, the broker's
@@ -162,7 +160,7 @@ TEST(LongOutageTest, DaysWithoutTheRegionLoseNothingUnderRejectNewAndDrainCountE
   s = StatusJson(config);
   EXPECT_EQ(StatusField(s, metrics::kStoreLastLsn), published);
   EXPECT_EQ(StatusField(s, metrics::kStoreDroppedOldest), 0);
-  EXPECT_EQ(Field(s, "", "pid"), pid) << "the gateway was restarted";
+  EXPECT_EQ(s.at("pid").get<int64_t>(), pid) << "the gateway was restarted";
   EXPECT_EQ(StatusField(s, metrics::kIngestPaused), 0) << s.dump(2);
   EXPECT_EQ(gw.Stop(30000), 0);
   std::set<uint64_t> lsns;

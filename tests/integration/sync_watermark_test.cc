@@ -177,7 +177,7 @@ TEST_F(SyncWatermarkTest, AWatermarkStallsWhileTheLinkIsCutAdvancesAfterTheHealA
   const std::string window_end = std::to_string(view_mark - 2000);
   const std::vector<nlohmann::json> before = Query({"--from", "0", "--to", window_end});
   ASSERT_FALSE(before.empty());
-  const int64_t retention_passes = StatusField(ReadStatusFile(reader_dir_ + "/status.json"), "retention", "passes");
+  const int64_t retention_passes = StatusField(ReadStatusFile(reader_dir_ + "/status.json"), metrics::kRetentionPasses);
   for (const auto& r : before) {
     EXPECT_EQ(r.value("origin", "").rfind("gw1/", 0), 0u);
     EXPECT_FALSE(r.value("may_grow", true)) << r.dump();
@@ -251,7 +251,7 @@ TEST_F(SyncWatermarkTest, AWatermarkStallsWhileTheLinkIsCutAdvancesAfterTheHealA
 
   // Retention passes of the reading gateway ran meanwhile too.
   ASSERT_TRUE(WaitFor([&] {
-    return StatusField(ReadStatusFile(reader_dir_ + "/status.json"), "retention", "passes") > retention_passes + 1;
+    return StatusField(ReadStatusFile(reader_dir_ + "/status.json"), metrics::kRetentionPasses) > retention_passes + 1;
   }, 30000)) << ReadStatusFile(reader_dir_ + "/status.json").dump(2);
   // Through all of it, the answer for the window older than the watermark
   // stayed as it was, while the open window grew.

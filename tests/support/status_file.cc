@@ -11,7 +11,9 @@ nlohmann::json ReadStatusFile(const std::string& path) {
   return j.is_discarded() ? nlohmann::json::object() : j;
 }
 
-int64_t StatusField(const nlohmann::json& status, const std::string& section, const std::string& key) {
+namespace detail {
+
+int64_t StatusNumber(const nlohmann::json& status, const std::string& section, const std::string& key) {
   const nlohmann::json* sec = &status;
   if (!section.empty()) {
     auto it = status.find(section);
@@ -23,5 +25,7 @@ int64_t StatusField(const nlohmann::json& status, const std::string& section, co
   if (v->is_boolean()) return v->get<bool>() ? 1 : 0;
   return v->is_number() ? v->get<int64_t>() : 0;
 }
+
+}  // namespace detail
 
 }  // namespace edgesync::test

@@ -16,13 +16,13 @@ namespace edgesync::test {
 // The status file's JSON; an empty object while it is missing or half
 // written.
 nlohmann::json ReadStatusFile(const std::string& path);
+namespace detail {
 // A number (or bool as 0/1) from a section of the status ("" = the top
-// level); 0 when absent. For a figure of the metrics table use the typed
-// overload in tests/support/status_metrics.h (StatusField(json,
-// metrics::kX)): a misspelt key here reads as 0. This string overload is to
-// go once the remaining reads of table figures are converted; it stays for
-// figures outside the table.
-int64_t StatusField(const nlohmann::json& status, const std::string& section, const std::string& key);
+// level); 0 when absent. Tests read a figure by its name in the metrics
+// table, StatusField(json, metrics::kX) (tests/support/status_metrics.h),
+// never by a string a typo could turn into a silent 0.
+int64_t StatusNumber(const nlohmann::json& status, const std::string& section, const std::string& key);
+}  // namespace detail
 
 }  // namespace edgesync::test
 

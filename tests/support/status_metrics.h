@@ -3,9 +3,10 @@
 // StatusField(json, metrics::kUplinkAcksLate). A figure the table does not
 // have is a compile error, where a misspelt string key read as 0.
 //
-// Header-only: for the tests that link the agent layer (es_agent); the
-// string overload in tests/support/status_file.h stays for figures outside
-// the table (per-region and per-origin lists, rates).
+// Header-only: for the tests that link the agent layer (es_agent). Lists
+// inside the status (per region, per origin) are read as JSON by the tests
+// that need them; top-level facts that are not figures (pid, time_ms) with
+// json::at, which throws when the key is missing.
 //
 // Thread safety: free functions, no shared state.
 #ifndef EDGESYNC_TESTS_SUPPORT_STATUS_METRICS_H_
@@ -20,7 +21,7 @@
 namespace edgesync::test {
 
 inline int64_t StatusField(const nlohmann::json& status, const StatusKey& figure) {
-  return StatusField(status, figure.section, figure.key);
+  return detail::StatusNumber(status, figure.section, figure.key);
 }
 
 }  // namespace edgesync::test

@@ -17,6 +17,7 @@
 #include "platform/files.h"
 #include "store/store.h"
 #include "tests/support/status_file.h"
+#include "tests/support/status_metrics.h"
 
 namespace edgesync::test {
 namespace {
@@ -199,7 +200,7 @@ bool World::Start() {
     if (!StartLocalBroker(g) || !StartGateway(g)) return false;
   }
   for (int g = 0; g < options_.gateways; ++g) {
-    if (!WaitFor([&] { return StatusField(GatewayStatus(g), "ingest_mqtt", "connected") == 1; }, 60000)) {
+    if (!WaitFor([&] { return StatusField(GatewayStatus(g), metrics::kIngestMqttConnected) == 1; }, 60000)) {
       error_ = gateway_id(g) + " did not connect to its local broker within 60 s:\n" + ReadAll(gateway_dir(g) + ".log");
       return false;
     }
@@ -418,12 +419,12 @@ void World::StopSensors() {
 bool World::Drained(int64_t quiet_ms) {
   for (int g = 0; g < options_.gateways; ++g) {
     nlohmann::json s = GatewayStatus(g);
-    if (!s.value("running", false) || StatusField(s, "backlog", "readings") != 0) return false;
+    if (!s.value("running", false) || StatusField(s, metrics::kBacklogReadings) != 0) return false;
     // A region that lost what it acknowledged is refilled from the
     // gateways' logs, also with no backlog.
     if (s.contains("uplink") && s["uplink"].value("refills_pending", int64_t{0}) != 0) return false;
     // Nothing new committed for quiet_ms: the local broker's queue is empty.
-    int64_t committed = StatusField(s["ingest"], "", "readings_committed");
+    int64_t committed = StatusField(s, metrics::kIngestReadingsCommitted);
     auto& [seen, since] = quiet_[static_cast<size_t>(g)];
     if (committed != seen || since == 0) {
       seen = committed;
