@@ -9,7 +9,7 @@
 #   make cross ARCH=arm64|armhf, make test-arm ARCH=arm64|armhf
 #   make deb ARCH=amd64|arm64|armhf   Debian package in build/deb/
 #   make bench [BENCH=part], make fuzz [FUZZ_SECONDS=n]
-#   make bench-previous [PREVIOUS=commit]   storage, ingest and region figures against an earlier build
+#   make bench-previous [PREVIOUS=commit]   storage, ingest, region and drain figures against an earlier build
 #   make soak [SOAK_SECONDS=600] [SOAK_SEED=n] [SOAK_PG_REGIONS=0..3]
 #                                                seeded fault soak, 3 regions x 6 gateways (root)
 #   make test SANITIZE=address,undefined   the same tests, ASan+UBSan build in build-asan/

@@ -1,7 +1,7 @@
 #!/bin/sh
 # make bench-previous [PREVIOUS=<commit>]: builds the edgesync program of an
 # earlier commit (default: HEAD~1) from `git archive` into
-# <build>/previous/, then runs the storage, ingest and region benchmarks
+# <build>/previous/, then runs the storage, ingest, region and uplink benchmarks
 # with it as the baseline of their "against the previous binary" rows (the
 # same runs with both programs, one after the other, in one run).
 #   tests/bench/previous.sh BUILD_DIR COMMIT GENERATOR [CCACHE_FLAG]
@@ -22,4 +22,4 @@ fi
 test -f "$out/CMakeCache.txt" || cmake -S "$src" -B "$out" -G "$generator" -DCMAKE_BUILD_TYPE=RelWithDebInfo $ccache
 cmake --build "$out" --target edgesync -j 2
 echo "previous binary: $(git log -1 --format='%h %s' "$commit")"
-EDGESYNC_BENCH_PREVIOUS="$(cd "$out" && pwd)/edgesync" ./tests/bench/run.sh "$build" "${PARTS:-storage ingest region}"
+EDGESYNC_BENCH_PREVIOUS="$(cd "$out" && pwd)/edgesync" ./tests/bench/run.sh "$build" "${PARTS:-storage ingest region uplink}"

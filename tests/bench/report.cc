@@ -71,6 +71,16 @@ int64_t StoreLastLsn(const std::string& path) {
   return last;
 }
 
+int64_t StoreCheckpoint(const std::string& path, const std::string& name) {
+  Db db;
+  if (!db.Open(path, SQLITE_OPEN_READONLY).ok()) return 0;
+  Stmt stmt;
+  if (!stmt.Prepare(&db, "SELECT value FROM checkpoints WHERE name = ?").ok()) return 0;
+  stmt.Bind(1, std::string_view(name));
+  Status status;
+  return stmt.Step(&status) ? stmt.Int(0) : 0;
+}
+
 bool Quick() { return std::getenv("EDGESYNC_BENCH_QUICK") != nullptr; }
 
 int64_t FileBytes(const std::string& path) {

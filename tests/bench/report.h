@@ -59,6 +59,8 @@ int64_t PagesInUse(const std::string& path);
 // schema since 4 has, so it also reads a previous build's store (whose
 // schema this build's Store would refuse to open read-only).
 int64_t StoreLastLsn(const std::string& path);
+// The checkpoint `name` of a store (0 when absent), by the same plain SQL.
+int64_t StoreCheckpoint(const std::string& path, const std::string& name);
 
 // EDGESYNC_BENCH_QUICK is set: a smoke run that shortens the workload (its
 // figures are no measurement).

@@ -30,6 +30,10 @@
 //      1 Hz, 2.1M entries, applied in feed pages of 5,000), against the same
 //      query on the same store before the read view was applied: what the
 //      read view adds to a local device's query (thread CPU, median of 5).
+// With EDGESYNC_BENCH_PREVIOUS=<a previous build's edgesync> (make
+// bench-previous) part 1's runs are made again with both programs, and
+// `edgesync query` of each runs on the store its paced run left (one series,
+// and every reading as JSON lines; median of 5, alternating).
 // EDGESYNC_BENCH_QUICK=1 shortens all three (a smoke run, not a figure).
 // EDGESYNC_BENCH_QUERY_ONLY=1 skips part 1 (its rows are left out);
 // EDGESYNC_BENCH_PACED_ONLY=1 runs part 1 alone; EDGESYNC_BENCH_LOW_RATE_ONLY=1
@@ -47,6 +51,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "platform/files.h"
@@ -81,6 +86,34 @@ double PlainSubscriberRate(const test::Broker& broker, const std::string& dir, i
                                               [&] { return StartPublisher(&pub, broker, dir, "pub-baseline", rounds); });
   pub.Wait(10000);
   return rate;
+}
+
+// `program query -c config ARGS...` as a user runs it, on the store a paced
+// run left: wall milliseconds, or -1 if it failed.
+double CliQueryMs(const std::string& program, const std::string& config, const std::vector<std::string>& args) {
+  std::vector<std::string> argv{program, "query", "-c", config};
+  argv.insert(argv.end(), args.begin(), args.end());
+  test::Process p;
+  const auto start = std::chrono::steady_clock::now();
+  if (!p.Start(argv, "/dev/null")) return -1;
+  if (p.Wait(600000) != 0) return -1;
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The medians of five runs of the same query by two programs, each on its
+// own store, alternating so both see the same load. {-1, -1} on a failure.
+std::pair<double, double> CliQueryMedians(const std::string& program_a, const std::string& config_a,
+                                          const std::string& program_b, const std::string& config_b,
+                                          const std::vector<std::string>& args) {
+  std::vector<double> a, b;
+  for (int i = 0; i < 5; ++i) {
+    a.push_back(CliQueryMs(program_a, config_a, args));
+    b.push_back(CliQueryMs(program_b, config_b, args));
+  }
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  if (a.front() < 0 || b.front() < 0) return {-1, -1};
+  return {a[2], b[2]};
 }
 
 struct PacedRun {
@@ -464,6 +497,27 @@ int main() {
         report.Add("gateway peak RSS (paced 8,000 msg/s) against the previous binary", now.peak_rss_mib, "MiB",
                    kPrev, before.peak_rss_mib);
         failed = failed || now.rate <= 0 || before.rate <= 0;
+        // `edgesync query` on the store each program left (uncompacted:
+        // compaction waits for older data): one device and metric over the
+        // run, and every reading of the run (rows formatted to JSON lines).
+        test::SensorWorkload names(kDevices, 1780000000000);
+        const Reading first = names.Next();
+        const std::vector<std::string> window{"--from", "1780000000000", "--to", "1790000000000"};
+        std::vector<std::string> one{"--device", first.device_id, "--metric", first.metric};
+        one.insert(one.end(), window.begin(), window.end());
+        std::vector<std::string> all{"--limit", "1000000"};
+        all.insert(all.end(), window.begin(), window.end());
+        const std::string config_now = dir.File("paced-again.toml"), config_before = dir.File("paced-previous.toml");
+        const auto one_ms = CliQueryMedians(EDGESYNC_BINARY, config_now, prev, config_before, one);
+        const auto all_ms = CliQueryMedians(EDGESYNC_BINARY, config_now, prev, config_before, all);
+        std::printf("edgesync query, this build / previous: one series %.1f / %.1f ms, every reading %.1f / %.1f ms\n",
+                    one_ms.first, one_ms.second, all_ms.first, all_ms.second);
+        report.Add("edgesync query, one device+metric of the paced run, against the previous binary (median of 5)",
+                   one_ms.first, "ms", kPrev, one_ms.second);
+        report.Add("edgesync query, every reading of the paced run as JSON lines, against the previous binary "
+                   "(median of 5)",
+                   all_ms.first, "ms", kPrev, all_ms.second);
+        failed = failed || one_ms.first < 0 || all_ms.first < 0;
       }
       const PacedRun low_before = paced("default-100-previous", "", "", low_rounds, low_devices, 100, prev);
       const PacedRun pi_before = pi_config("pi-100-previous", "commit", prev);

@@ -29,6 +29,11 @@
 //      (every batch self-contained: the baseline), with default settings,
 //      then with uplink.batch_min_delay_ms = 600: every byte the gateway sends to the
 //      region broker (a counting proxy) per reading, and readings per batch.
+// With EDGESYNC_BENCH_PREVIOUS=<a previous build's edgesync> (make
+// bench-previous) only this is run: a drain with whole programs (gateway
+// and region hub, each of the build measured) of 480,000 readings queued
+// while the link was cut, this build against the previous one, alternating,
+// median of three.
 #include <dirent.h>
 #include <zstd.h>
 
@@ -50,12 +55,14 @@
 #include "firmware-config/config.h"
 #include "platform/files.h"
 #include "platform/log.h"
+#include "store/checkpoint_names.h"
 #include "sync/batch_generated.h"
 #include "sync/columns.h"
 #include "sync/wire.h"
 #include "tests/bench/report.h"
 #include "tests/integration/sync_sites.h"
 #include "tests/support/mqtt_client.h"
+#include "tests/support/status_metrics.h"
 
 namespace edgesync {
 namespace {
@@ -534,6 +541,95 @@ void OnlineBytes(bench::Report* report, double json_per, size_t seconds) {
   }
 }
 
+
+// The drain as a user meets it, with whole programs: a region (its broker
+// and an `edgesync region` hub, SQLite) and a gateway (local broker and
+// `edgesync gateway`, default config) whose region link is cut while
+// `readings` of the reference workload are published at full speed; then
+// the link comes back. The figure is the drain's rate from the first
+// acknowledged batch to the last (the reconnect's backoff left out), read
+// from the gateway store's upstream checkpoint by plain SQL, so a previous
+// build's store is read too. < 0 when the run failed.
+struct ProcessDrain {
+  double readings_per_s = -1;
+  int64_t committed = 0;
+};
+ProcessDrain DrainWithProgram(const std::string& program, const std::string& name, int rounds) {
+  ProcessDrain out;
+  TempDir tmp;
+  const std::string dir = tmp.path();
+  RegionSite::MakeDir(dir + "/region-broker");
+  RegionSite::MakeDir(dir + "/local-broker");
+  RegionSite::MakeDir(dir + "/hub");
+  RegionSite::MakeDir(dir + "/gw");
+  Broker region(dir + "/region-broker");
+  MustStart(region.Start(), "region broker", region.log());
+  Broker local(dir + "/local-broker");
+  MustStart(local.Start(), "local broker", local.log());
+  TcpProxy link(region.port());
+  link.Cut();
+  std::ofstream(dir + "/hub.toml") << "[gateway]\ndata_dir = \"" << dir << "/hub\"\n\n[metrics]\nlisten = \"\"\n\n"
+                                   << "[hub]\nregion = \"eu\"\nid = \"h0\"\nbroker_uri = \"" << region.uri() << "\"\n";
+  test::Process hub;
+  MustStart(hub.Start({program, "region", "--config", dir + "/hub.toml"}, dir + "/hub.log"), "hub", "");
+  std::ofstream(dir + "/gw.toml") << "[gateway]\nid = \"gw-drain\"\ndata_dir = \"" << dir << "/gw\"\n\n"
+                                  << "[metrics]\nlisten = \"\"\n\n[ingest]\nbroker_uri = \"" << local.uri()
+                                  << "\"\n\n[[region]]\nname = \"eu\"\nuri = \"" << link.uri() << "\"\n";
+  test::Process gw;
+  MustStart(gw.Start({program, "gateway", "--config", dir + "/gw.toml"}, dir + "/gw.log"), "gateway", "");
+  const std::string store = dir + "/gw/store.db";
+  // The gateway's subscription exists before the sensors publish.
+  if (!test::WaitFor([&] { return test::StatusField(test::ReadStatusFile(dir + "/gw/status.json"),
+                                                    metrics::kIngestMqttConnected) == 1; },
+                     60000)) {
+    Die("the gateway's ingest link never connected:\n" + test::ReadAll(dir + "/gw.log"));
+  }
+  test::SleepMs(500);
+  const int64_t total = int64_t{1000} * 8 * rounds;
+  test::Process pub;
+  MustStart(pub.Start({EDGESYNC_PUBLISHER, local.uri(), "pub-" + name, "1000", std::to_string(rounds), "dev-",
+                       "1780000000000", "0", "reference"},
+                      dir + "/pub.log"),
+            "publisher", "");
+  if (!test::WaitFor([&] { return bench::StoreLastLsn(store) >= total; }, 600000)) {
+    std::fprintf(stderr, "bench_uplink: %s committed %lld of %lld readings\n", name.c_str(),
+                 static_cast<long long>(bench::StoreLastLsn(store)), static_cast<long long>(total));
+    return out;
+  }
+  out.committed = bench::StoreLastLsn(store);
+  pub.Wait(10000);
+  link.Restore();
+  auto acked = [&] { return bench::StoreCheckpoint(store, checkpoint::kUpstream); };
+  int64_t first = 0;
+  if (!test::WaitFor([&] { return (first = acked()) > 0; }, 120000)) return out;
+  const auto start = std::chrono::steady_clock::now();
+  if (!test::WaitFor([&] { return acked() >= out.committed; }, 600000)) return out;
+  const double s = Seconds(start, std::chrono::steady_clock::now());
+  gw.Stop();
+  hub.Stop();
+  out.readings_per_s = static_cast<double>(out.committed - first) / std::max(s, 1e-3);
+  std::printf("drain with %s: %lld readings, %lld after the first answer in %.2f s (%.0f/s)\n", name.c_str(),
+              static_cast<long long>(out.committed), static_cast<long long>(out.committed - first), s,
+              out.readings_per_s);
+  std::fflush(stdout);
+  return out;
+}
+
+// The same drain with this build and a previous one (EDGESYNC_BENCH_PREVIOUS),
+// alternating, three rounds each: the medians.
+void DrainAgainstPrevious(bench::Report* report, const std::string& previous) {
+  const int rounds = bench::Quick() ? 5 : 60;  // 480,000 readings
+  std::vector<double> now, before;
+  for (int i = 0; i < 3; ++i) {
+    now.push_back(DrainWithProgram(EDGESYNC_BINARY, "this-" + std::to_string(i), rounds).readings_per_s);
+    before.push_back(DrainWithProgram(previous, "previous-" + std::to_string(i), rounds).readings_per_s);
+  }
+  std::sort(now.begin(), now.end());
+  std::sort(before.begin(), before.end());
+  if (now.front() < 0 || before.front() < 0) Die("a drain with whole programs failed");
+  report->Add("drain readings/s, whole programs (gateway and SQLite hub), against the previous binary (median of 3)",
+              now[1], "readings/s", "the previous binary, same run", before[1]);
+}
 }  // namespace
 }  // namespace edgesync
 
@@ -541,6 +637,12 @@ int main() {
   edgesync::InitLogging(edgesync::LogLevel::kWarn, "bench_uplink");
   edgesync::bench::Report report("uplink");
   try {
+    // make bench-previous: only the rows against the previous binary (the
+    // others are `make bench BENCH=uplink`'s).
+    if (const char* previous = std::getenv("EDGESYNC_BENCH_PREVIOUS")) {
+      edgesync::DrainAgainstPrevious(&report, previous);
+      return report.Write() ? 0 : 1;
+    }
     double json_per = edgesync::BytesPerReading(&report);
     size_t n = 1000000;
     if (const char* v = std::getenv("EDGESYNC_BENCH_DRAIN_READINGS")) n = std::strtoull(v, nullptr, 10);
