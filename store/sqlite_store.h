@@ -25,6 +25,7 @@
 #include "platform/mutex.h"
 #include "store/chunk_codec.h"
 #include "store/hub_store.h"
+#include "store/lsn_fence.h"
 #include "store/remote_chunk_codec.h"
 #include "store/sqlite_util.h"
 #include "store/store.h"
@@ -158,7 +159,7 @@ class SqliteStore : public Store, public HubStore {
   // LSN this connection committed last is still the high one unless another
   // connection wrote since (data_version), so no query is needed.
   Status NextLsn(uint64_t* next, bool from_cache = false) REQUIRES(write_mu_);
-  // The LSN fence (sqlite_store_lsn_fence.cc): with sync = normal a power
+  // The LSN fence (store/lsn_fence.h): with sync = normal a power
   // cut may take back commits whose LSNs a reader (the uplink, a feed
   // consumer) has already seen, so no LSN past a durably recorded fence is
   // given out. LoadLsnFence at open; ReserveLsns(last) before a write that
@@ -298,7 +299,7 @@ class SqliteStore : public Store, public HubStore {
   int64_t cached_high_lsn_ GUARDED_BY(write_mu_) = -1;
   // No LSN at or below it is given out (the fence found at open after a reboot).
   uint64_t lsn_floor_ GUARDED_BY(write_mu_) = 0;
-  uint64_t lsn_reserved_ GUARDED_BY(write_mu_) = 0;  // the durable fence: LSNs up to it may be given out
+  LsnFence lsn_fence_ GUARDED_BY(write_mu_);  // the durable fence: LSNs up to it may be given out
   int64_t last_batch_at_ GUARDED_BY(write_mu_) = INT64_MIN;  // written_at of the newest batches row
   // Entry/byte counts of ranges (they only drive splits) are written to the
   // ranges table at most every kRangeFlushMs, not in every commit: a small

@@ -70,6 +70,24 @@ Status SqliteStore::NextLsn(uint64_t* next, bool from_cache) {
   return Status::Ok();
 }
 
+Status SqliteStore::LoadLsnFence() {
+  uint64_t next = 0;
+  ES_RETURN_IF_ERROR(NextLsn(&next));
+  uint64_t floor = 0;
+  ES_RETURN_IF_ERROR(lsn_fence_.Load(&write_db_, clock_->BootId(), next, &floor));
+  if (floor > 0) {
+    lsn_floor_ = floor;
+    cached_high_lsn_ = -1;
+    next = lsn_floor_ + 1;
+  }
+  last_lsn_ = next - 1;
+  return Status::Ok();
+}
+
+Status SqliteStore::ReserveLsns(uint64_t last) { return lsn_fence_.Reserve(&write_db_, clock_->BootId(), last); }
+
+void SqliteStore::ReleaseLsnFence() { lsn_fence_.Release(&write_db_, last_lsn_.load()); }
+
 Status SqliteStore::InternSeries(const std::string& device_id, const std::string& metric, const std::string& unit,
                                  int64_t* id, uint64_t* hash) {
   DeviceSeries* dev = nullptr;
@@ -420,9 +438,9 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
     }
     ES_RETURN_IF_ERROR(CountPeriodReadings(readings));
     result->last_lsn = lsn + readings.size() - 1;
-    if (options_.sync == StoreOptions::Sync::kNormal && result->last_lsn > lsn_reserved_) {
+    if (options_.sync == StoreOptions::Sync::kNormal && result->last_lsn > lsn_fence_.reserved()) {
       return Status::Corruption("LSN " + std::to_string(result->last_lsn) + " past the fence " +
-                                std::to_string(lsn_reserved_));
+                                std::to_string(lsn_fence_.reserved()));
     }
     // The whole group is one chunk row (schema.h).
     ES_RETURN_IF_ERROR(
@@ -538,8 +556,9 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
 Status SqliteStore::InsertLogRow(ChangeEntry::Kind kind, int64_t series, int64_t quality, int64_t now,
                                  uint64_t* lsn) {
   ES_RETURN_IF_ERROR(NextLsn(lsn, /*from_cache=*/true));
-  if (options_.sync == StoreOptions::Sync::kNormal && *lsn > lsn_reserved_) {
-    return Status::Corruption("LSN " + std::to_string(*lsn) + " past the fence " + std::to_string(lsn_reserved_));
+  if (options_.sync == StoreOptions::Sync::kNormal && *lsn > lsn_fence_.reserved()) {
+    return Status::Corruption("LSN " + std::to_string(*lsn) + " past the fence " +
+                              std::to_string(lsn_fence_.reserved()));
   }
   w_insert_log_.Bind(1, static_cast<int64_t>(*lsn));
   w_insert_log_.Bind(2, static_cast<int64_t>(kind));
