@@ -1,5 +1,6 @@
-// Coordination and housekeeping: leases of feed consumers, named checkpoints
-// and upstream acknowledgements, dead letters and statistics. Space limits and
+// Coordination and housekeeping: leases of feed consumers, named checkpoints,
+// feed positions (store/feed_position_table.h) and upstream
+// acknowledgements, dead letters and statistics. Space limits and
 // retention: sqlite_store_retention.cc.
 #include <sys/stat.h>
 
@@ -7,6 +8,7 @@
 
 #include "platform/files.h"
 #include "platform/log.h"
+#include "store/feed_position_table.h"
 #include "store/schema.h"
 #include "store/sqlite_store.h"
 #include "store/token.h"
@@ -251,6 +253,23 @@ Status SqliteStore::AppendReadingsMarked(const std::vector<Reading>& readings, c
                                          AppendResult* result) {
   ES_RETURN_IF_ERROR(ValidateMark(mark));
   return AppendWithMark(readings, &mark, result);
+}
+
+Status SqliteStore::GetFeedPosition(const std::string& region, FeedPosition* position) {
+  ES_RETURN_IF_ERROR(feed_position_table::ValidateRegion(region));
+  MutexLock lock(&read_mu_);
+  Txn snapshot(&read_db_);
+  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  ES_RETURN_IF_ERROR(feed_position_table::Read(&read_db_, region, position));
+  return snapshot.Commit();
+}
+
+Status SqliteStore::SetFeedPosition(const std::string& region, const FeedPosition& position, bool reset) {
+  MutexLock lock(&write_mu_);
+  Txn txn(&write_db_);
+  ES_RETURN_IF_ERROR(txn.Begin());
+  ES_RETURN_IF_ERROR(feed_position_table::Write(&write_db_, region, position, reset));
+  return txn.Commit();
 }
 
 Status SqliteStore::AckUpstream(const std::string& target, uint64_t lsn) {
