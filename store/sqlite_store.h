@@ -27,19 +27,12 @@
 #include "store/hub_store.h"
 #include "store/lsn_fence.h"
 #include "store/remote_chunk_codec.h"
+#include "store/series_catalog.h"
 #include "store/sqlite_util.h"
 #include "store/store.h"
 #include "store/store_lock.h"
 
 namespace edgesync {
-
-struct SeriesInfo {
-  std::string device_id;
-  std::string metric;  // "" = the series of a device record
-  std::string unit;
-  uint64_t hash = 0;
-  bool known = false;
-};
 
 class SqliteStore : public Store, public HubStore {
  public:
@@ -164,9 +157,6 @@ class SqliteStore : public Store, public HubStore {
   Status LoadLsnFence() REQUIRES(write_mu_);
   Status ReserveLsns(uint64_t last) REQUIRES(write_mu_);
   void ReleaseLsnFence() REQUIRES(write_mu_);
-  Status InternSeries(const std::string& device_id, const std::string& metric, const std::string& unit,
-                      int64_t* id, uint64_t* hash) REQUIRES(write_mu_);
-  void ForgetPendingSeries() REQUIRES(write_mu_);
   void RollBackLocalWrite(Txn* txn) REQUIRES(write_mu_);  // rollback, and forget what it cached
   Status LoadRanges(Db* db, std::vector<RangeRow>* ranges);
   static const RangeRow* FindRange(const std::vector<RangeRow>& ranges, uint32_t id);  // nullptr = none
@@ -240,7 +230,6 @@ class SqliteStore : public Store, public HubStore {
   Status InsertLogRow(ChangeEntry::Kind kind, int64_t series, int64_t quality, int64_t now, uint64_t* lsn)
       REQUIRES(write_mu_);
   void NoteLogRow(uint64_t lsn) REQUIRES(write_mu_);
-  Status SeriesById(int64_t id, SeriesInfo* info) REQUIRES(read_mu_);
   Status FillDeviceEntry(const std::string& device_id, ChangeEntry* e) REQUIRES(read_mu_);
   // The chunk holding the first reading after `after` (or the next one):
   // *found false if none; *readings points at its decoded readings.
@@ -273,8 +262,8 @@ class SqliteStore : public Store, public HubStore {
   int schema_version_ = 0;
   int64_t wal_max_bytes_ = 0;  // the WAL's size once it has grown to its limit
 
-  // Each connection's mutex is taken before the caches' (series_mu_, origins_mu_).
-  Mutex write_mu_ ACQUIRED_BEFORE(series_mu_, origins_mu_);
+  // Each connection's mutex is taken before the caches' (origins_mu_).
+  Mutex write_mu_ ACQUIRED_BEFORE(origins_mu_);
   Db write_db_ GUARDED_BY(write_mu_);
   std::vector<RangeRow> write_ranges_ GUARDED_BY(write_mu_);  // sorted by min; all ranges
   int64_t write_data_version_ GUARDED_BY(write_mu_) = -1;  // -1: reload write_ranges_
@@ -298,8 +287,6 @@ class SqliteStore : public Store, public HubStore {
   int64_t drop_log_pending_ GUARDED_BY(write_mu_) = 0;
   int64_t last_acked_drop_log_ms_ GUARDED_BY(write_mu_) = 0;  // the same for acknowledged ones
   int64_t acked_drop_log_pending_ GUARDED_BY(write_mu_) = 0;
-  // (device, id) created in the open transaction.
-  std::vector<std::pair<std::string, int64_t>> pending_series_ GUARDED_BY(write_mu_);
   std::vector<ChunkReading> chunk_buffer_ GUARDED_BY(write_mu_);  // AppendOnce's group, reused
   std::string block_buffer_ GUARDED_BY(write_mu_);                // its encoded chunk, reused
   // An applied batch's or page's chunk, reused.
@@ -311,7 +298,7 @@ class SqliteStore : public Store, public HubStore {
   std::set<std::pair<int64_t, int64_t>> view_series_known_ GUARDED_BY(write_mu_);
   std::set<std::pair<int64_t, int64_t>> pending_view_series_ GUARDED_BY(write_mu_);
 
-  Mutex read_mu_ ACQUIRED_BEFORE(series_mu_, origins_mu_);
+  Mutex read_mu_ ACQUIRED_BEFORE(origins_mu_);
   Db read_db_ GUARDED_BY(read_mu_);
   // The chunk decoded last (read side): feed and log pages resume inside
   // it. The readings of an LSN never change (LSNs are never reused), so its
@@ -322,29 +309,11 @@ class SqliteStore : public Store, public HubStore {
   std::vector<ChunkReading> decoded_ GUARDED_BY(read_mu_);
   std::vector<RemoteChunkEntry> region_decoded_ GUARDED_BY(read_mu_);  // ReadRegionFeed's, reused
 
-  // by_device_ belongs to the write side, so ingest's hot path takes no
-  // other lock; series_ (id -> info) is shared with readers under
-  // series_mu_. Interning goes device first, then a short scan of its
-  // metrics: a message's readings mostly share one device, so the last
-  // device is remembered and most lookups hash nothing.
-  struct SeriesSlot {
-    std::string metric;
-    std::string unit;
-    int64_t id;
-  };
-  struct DeviceSeries {
-    uint64_t hash = 0;
-    std::vector<SeriesSlot> slots;
-  };
-  std::unordered_map<std::string, DeviceSeries> by_device_ GUARDED_BY(write_mu_);
-  // Node pointers survive rehashing.
-  DeviceSeries* last_device_ GUARDED_BY(write_mu_) PT_GUARDED_BY(write_mu_) = nullptr;
-  std::string last_device_id_ GUARDED_BY(write_mu_);
-  SharedMutex series_mu_;
-  // index: id. A deque: a vector doubling past 4,096 series held the old
-  // and the new array at once (~1.4 MB at the reference workload's 8,000
-  // series, ~112 bytes each), which set the gateway's peak RSS.
-  std::deque<SeriesInfo> series_ GUARDED_BY(series_mu_);
+  // The series catalog (store/series_catalog.h): the index is shared, the
+  // writer and reader parts belong to their connections.
+  SeriesIndex series_index_;
+  SeriesWriter series_writer_ GUARDED_BY(write_mu_);
+  SeriesReader series_reader_ GUARDED_BY(read_mu_);
 
   Mutex origins_mu_;
   std::unordered_map<std::string, int64_t> origin_ids_ GUARDED_BY(origins_mu_);
@@ -361,8 +330,6 @@ class SqliteStore : public Store, public HubStore {
   // Cached statements, each on its connection and under its mutex.
   Stmt w_insert_log_ GUARDED_BY(write_mu_);
   Stmt w_insert_chunk_ GUARDED_BY(write_mu_);
-  Stmt w_insert_series_ GUARDED_BY(write_mu_);
-  Stmt w_find_series_ GUARDED_BY(write_mu_);
   Stmt w_insert_batch_ GUARDED_BY(write_mu_);
   Stmt w_set_checkpoint_ GUARDED_BY(write_mu_);
   Stmt w_high_ GUARDED_BY(write_mu_);
@@ -372,7 +339,6 @@ class SqliteStore : public Store, public HubStore {
   Stmt r_log_after_ GUARDED_BY(read_mu_);
   Stmt r_chunk_after_ GUARDED_BY(read_mu_);
   Stmt r_chunk_data_ GUARDED_BY(read_mu_);
-  Stmt r_series_by_id_ GUARDED_BY(read_mu_);
   Stmt r_device_ GUARDED_BY(read_mu_);
   // Apply path (write side): see PrepareApply.
   bool apply_prepared_ GUARDED_BY(write_mu_) = false;

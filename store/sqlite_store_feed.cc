@@ -117,7 +117,7 @@ Status SqliteStore::ReadRows(uint64_t after_lsn, size_t max_entries, const Range
         continue;
       }
       SeriesInfo info;
-      ES_RETURN_IF_ERROR(SeriesById(device_series, &info));
+      ES_RETURN_IF_ERROR(series_reader_.Find(device_series, &info));
       if (range && !range->Contains(info.hash)) continue;
       ChangeEntry e;
       e.lsn = device_lsn;
@@ -134,7 +134,7 @@ Status SqliteStore::ReadRows(uint64_t after_lsn, size_t max_entries, const Range
       ++scanned;
       cur = lsn;
       SeriesInfo info;
-      ES_RETURN_IF_ERROR(SeriesById(c.series, &info));
+      ES_RETURN_IF_ERROR(series_reader_.Find(c.series, &info));
       if (range && !range->Contains(info.hash)) continue;
       ChangeEntry e;
       e.lsn = lsn;

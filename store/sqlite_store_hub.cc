@@ -42,7 +42,7 @@ Status SqliteStore::ApplyBatches(const std::vector<OriginBatch>& batches, std::v
   MutexLock lock(&write_mu_);
   ES_RETURN_IF_ERROR(PrepareApply());
   Txn txn(&write_db_);
-  pending_series_.clear();
+  series_writer_.Commit();
   // A busy hub's group is one transaction: its commit, not the batches, was
   // the cost (WAL pages of the feed, the marks and the origins written once
   // per group instead of once per batch).

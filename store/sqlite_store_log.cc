@@ -90,87 +90,11 @@ Status SqliteStore::ReserveLsns(uint64_t last) { return lsn_fence_.Reserve(&writ
 
 void SqliteStore::ReleaseLsnFence() { lsn_fence_.Release(&write_db_, last_lsn_.load()); }
 
-Status SqliteStore::InternSeries(const std::string& device_id, const std::string& metric, const std::string& unit,
-                                 int64_t* id, uint64_t* hash) {
-  DeviceSeries* dev = nullptr;
-  if (last_device_ && device_id == last_device_id_) {
-    dev = last_device_;
-  } else {
-    auto it = by_device_.find(device_id);
-    if (it != by_device_.end()) {
-      dev = &it->second;
-      last_device_ = dev;
-      last_device_id_ = device_id;
-    }
-  }
-  if (dev) {
-    for (const SeriesSlot& slot : dev->slots) {
-      if (slot.metric == metric && slot.unit == unit) {
-        *id = slot.id;
-        *hash = dev->hash;
-        return Status::Ok();
-      }
-    }
-  }
-  uint64_t h = dev ? dev->hash : PartitionHash(device_id);
-  // Prepared once: a hub's first batch of each new gateway interns all its
-  // series, and preparing this per call took a quarter of a region hub's
-  // CPU while 10,000 new gateways sent their first batches (perf).
-  Stmt& find = w_find_series_;
-  StmtScope find_scope(&find);
-  find.Bind(1, std::string_view(device_id));
-  find.Bind(2, std::string_view(metric));
-  find.Bind(3, std::string_view(unit));
-  Status st;
-  int64_t got = 0;
-  bool fresh = false;
-  if (find.Step(&st)) {
-    got = find.Int(0);
-  } else {
-    ES_RETURN_IF_ERROR(st);
-    StmtScope scope(&w_insert_series_);
-    w_insert_series_.Bind(1, std::string_view(device_id));
-    w_insert_series_.Bind(2, std::string_view(metric));
-    w_insert_series_.Bind(3, std::string_view(unit));
-    w_insert_series_.Bind(4, HashKey(h));
-    if (!w_insert_series_.Step(&st)) return st.ok() ? Status::IoError("series insert returned no id") : st;
-    got = w_insert_series_.Int(0);
-    fresh = true;
-  }
-  WriterLock lock(&series_mu_);
-  if (static_cast<size_t>(got) >= series_.size()) series_.resize(static_cast<size_t>(got) + 1);
-  series_[static_cast<size_t>(got)] = SeriesInfo{device_id, metric, unit, h, true};
-  DeviceSeries& entry = by_device_[device_id];
-  entry.hash = h;
-  entry.slots.push_back(SeriesSlot{metric, unit, got});
-  if (fresh) pending_series_.emplace_back(device_id, got);
-  *id = got;
-  *hash = h;
-  return Status::Ok();
-}
-
-// A rolled-back transaction takes its new series rows with it.
-void SqliteStore::ForgetPendingSeries() {
-  WriterLock lock(&series_mu_);
-  for (const auto& p : pending_series_) {
-    auto it = by_device_.find(p.first);
-    if (it != by_device_.end()) {
-      auto& slots = it->second.slots;
-      slots.erase(std::remove_if(slots.begin(), slots.end(), [&](const SeriesSlot& s) { return s.id == p.second; }),
-                  slots.end());
-      if (slots.empty()) by_device_.erase(it);
-    }
-    series_[static_cast<size_t>(p.second)] = SeriesInfo{};
-  }
-  last_device_ = nullptr;
-  pending_series_.clear();
-}
-
 // A failed append or device write: the rows, series and LSNs it made are
 // gone, so everything cached about the file is read again.
 void SqliteStore::RollBackLocalWrite(Txn* txn) {
   txn->Rollback();
-  ForgetPendingSeries();
+  series_writer_.Rollback();
   write_data_version_ = -1;
   cached_high_lsn_ = -1;
   last_batch_at_ = INT64_MIN;
@@ -381,7 +305,7 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
   ES_RETURN_IF_ERROR(CheckSpace(readings.size(), &to_drop));
   ES_RETURN_IF_ERROR(ReserveLsns(last_lsn_.load() + readings.size()));
   Txn txn(&write_db_);
-  pending_series_.clear();
+  series_writer_.Commit();
   // Announced before written_at is taken: a CompleteThrough that does not
   // see it knows this group's written_at is not before its own wall time.
   appending_.fetch_add(1);
@@ -419,7 +343,7 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
     for (const Reading& r : readings) {
       int64_t series = 0;
       uint64_t hash = 0;
-      ES_RETURN_IF_ERROR(InternSeries(r.device_id, r.metric, r.unit, &series, &hash));
+      ES_RETURN_IF_ERROR(series_writer_.Intern(r.device_id, r.metric, r.unit, &series, &hash));
       chunk_buffer_.push_back(ChunkReading{series, r.ts_ms, r.value, r.quality});
       if (pos == SIZE_MAX || !write_ranges_[pos].info.Contains(hash)) {
         pos = SIZE_MAX;
@@ -476,7 +400,7 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
     }
     return s;
   }
-  pending_series_.clear();
+  series_writer_.Commit();
   last_lsn_ = result->last_lsn;
   cached_high_lsn_ = static_cast<int64_t>(result->last_lsn);
   if (wrote_batch) last_batch_at_ = written_at;
@@ -489,7 +413,7 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
   MutexLock lock(&write_mu_);
   ES_RETURN_IF_ERROR(ReserveLsns(last_lsn_.load() + 1));
   Txn txn(&write_db_);
-  pending_series_.clear();
+  series_writer_.Commit();
   uint64_t lsn = 0;
   Status s = [&]() REQUIRES(write_mu_) -> Status {
     ES_RETURN_IF_ERROR(txn.Begin());
@@ -515,7 +439,7 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
     old.Reset();
     int64_t series = 0;
     uint64_t hash = 0;
-    ES_RETURN_IF_ERROR(InternSeries(device.device_id, "", "", &series, &hash));
+    ES_RETURN_IF_ERROR(series_writer_.Intern(device.device_id, "", "", &series, &hash));
     int64_t now = clock_->WallMillis();
     if (old_lsn > 0) {
       // Only the latest version of a record stays in the log.
@@ -548,7 +472,7 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
     RollBackLocalWrite(&txn);
     return s;
   }
-  pending_series_.clear();
+  series_writer_.Commit();
   pending_counts_.clear();  // written with this commit
   NoteLogRow(lsn);
   if (lsn_out) *lsn_out = lsn;
@@ -603,7 +527,7 @@ Status SqliteStore::CorrectClockPeriod(uint32_t id, int64_t delta_ms, int64_t no
   // The correction and its change-log entry commit together: replicas
   // learn it from the log, exactly like a write (store/time_correction.h).
   Txn txn(&write_db_);
-  pending_series_.clear();
+  series_writer_.Commit();
   uint64_t lsn = 0;
   Status s = [&]() REQUIRES(write_mu_) -> Status {
     ES_RETURN_IF_ERROR(txn.Begin());

@@ -333,10 +333,6 @@ Status SqliteStore::Init() {
 
   ES_RETURN_IF_ERROR(w_insert_log_.Prepare(&write_db_, "INSERT INTO log VALUES(?, ?, ?, ?, ?, ?)"));
   ES_RETURN_IF_ERROR(w_insert_chunk_.Prepare(&write_db_, kInsertChunkSql));
-  ES_RETURN_IF_ERROR(w_insert_series_.Prepare(
-      &write_db_, "INSERT INTO series(device_id, metric, unit, hkey) VALUES(?, ?, ?, ?) RETURNING id"));
-  ES_RETURN_IF_ERROR(
-      w_find_series_.Prepare(&write_db_, "SELECT id FROM series WHERE device_id=? AND metric=? AND unit=?"));
   ES_RETURN_IF_ERROR(w_insert_batch_.Prepare(&write_db_, "INSERT OR REPLACE INTO batches VALUES(?, ?)"));
   // Replies and marks may come out of order: a checkpoint only moves forward.
   ES_RETURN_IF_ERROR(w_set_checkpoint_.Prepare(&write_db_,
@@ -354,27 +350,11 @@ Status SqliteStore::Init() {
       "SELECT first_lsn, last_lsn FROM chunks WHERE first_lsn >= ifnull((SELECT max(first_lsn) FROM chunks "
       "WHERE first_lsn <= ?1 + 1), 0) AND last_lsn > ?1 ORDER BY first_lsn LIMIT 1"));
   ES_RETURN_IF_ERROR(r_chunk_data_.Prepare(&read_db_, "SELECT data FROM chunks WHERE first_lsn = ?"));
-  ES_RETURN_IF_ERROR(r_series_by_id_.Prepare(&read_db_, "SELECT device_id, metric, unit, hkey FROM series WHERE id = ?"));
+  ES_RETURN_IF_ERROR(series_reader_.Open(&read_db_, &series_index_));
   ES_RETURN_IF_ERROR(r_device_.Prepare(
       &read_db_, "SELECT name, location, default_unit, deleted FROM devices WHERE device_id = ?"));
 
-  // Interned series are few (devices x metrics): load them all once.
-  {
-    Stmt all;
-    ES_RETURN_IF_ERROR(all.Prepare(&write_db_, "SELECT id, device_id, metric, unit, hkey FROM series"));
-    Status st;
-    WriterLock lock(&series_mu_);
-    while (all.Step(&st)) {
-      int64_t id = all.Int(0);
-      SeriesInfo info{all.Text(1), all.Text(2), all.Text(3), HashFromKey(all.Int(4)), true};
-      DeviceSeries& dev = by_device_[info.device_id];
-      dev.hash = info.hash;
-      dev.slots.push_back(SeriesSlot{info.metric, info.unit, id});
-      if (static_cast<size_t>(id) >= series_.size()) series_.resize(static_cast<size_t>(id) + 1);
-      series_[static_cast<size_t>(id)] = std::move(info);
-    }
-    ES_RETURN_IF_ERROR(st);
-  }
+  ES_RETURN_IF_ERROR(series_writer_.Open(&write_db_, &series_index_));
   ES_RETURN_IF_ERROR(RefreshWriteRanges());
   if (options_.read_only) {
     uint64_t high = 0;
@@ -503,31 +483,6 @@ Status SqliteStore::LoadFormerOrigins() {
     former_origins_.push_back(Origin{line.substr(0, slash), line.substr(slash + 1)});
     start = end + 1;
   }
-  return Status::Ok();
-}
-
-Status SqliteStore::SeriesById(int64_t id, SeriesInfo* info) {
-  {
-    ReaderLock lock(&series_mu_);
-    if (id > 0 && static_cast<size_t>(id) < series_.size() && series_[static_cast<size_t>(id)].known) {
-      *info = series_[static_cast<size_t>(id)];
-      return Status::Ok();
-    }
-  }
-  // Written by another process (or after our load): read it once.
-  StmtScope scope(&r_series_by_id_);
-  r_series_by_id_.Bind(1, id);
-  Status st;
-  if (!r_series_by_id_.Step(&st)) {
-    ES_RETURN_IF_ERROR(st);
-    return Status::Corruption("log refers to unknown series " + std::to_string(id));
-  }
-  SeriesInfo got{r_series_by_id_.Text(0), r_series_by_id_.Text(1), r_series_by_id_.Text(2),
-                 HashFromKey(r_series_by_id_.Int(3)), true};
-  *info = got;
-  WriterLock lock(&series_mu_);
-  if (static_cast<size_t>(id) >= series_.size()) series_.resize(static_cast<size_t>(id) + 1);
-  if (!series_[static_cast<size_t>(id)].known) series_[static_cast<size_t>(id)] = std::move(got);
   return Status::Ok();
 }
 

@@ -109,8 +109,8 @@ Status SqliteStore::ToChunkEntry(const ChangeEntry& e, RemoteChunkEntry* c) {
   int64_t series = 0;
   static const std::string kNone;
   Status st = e.kind == ChangeEntry::Kind::kReading
-                  ? InternSeries(e.reading.device_id, e.reading.metric, e.reading.unit, &series, &hash)
-                  : InternSeries(e.device_id(), kNone, kNone, &series, &hash);
+                  ? series_writer_.Intern(e.reading.device_id, e.reading.metric, e.reading.unit, &series, &hash)
+                  : series_writer_.Intern(e.device_id(), kNone, kNone, &series, &hash);
   ES_RETURN_IF_ERROR(st);
   FromChangeEntry(e, series, c);
   return Status::Ok();
@@ -130,12 +130,12 @@ Status SqliteStore::DecodeRemote(std::string_view block, const char* what, int64
 Status SqliteStore::EndRemoteWrite(Txn* txn, const Status& status) {
   if (!status.ok()) {
     txn->Rollback();
-    ForgetPendingSeries();
+    series_writer_.Rollback();
     ForgetOrigins();
     pending_view_series_.clear();
     return status;
   }
-  pending_series_.clear();
+  series_writer_.Commit();
   // Bounded: a pair not remembered only costs its INSERT OR IGNORE again.
   if (view_series_known_.size() + pending_view_series_.size() > kMaxKnownViewSeries) view_series_known_.clear();
   view_series_known_.insert(pending_view_series_.begin(), pending_view_series_.end());
@@ -242,7 +242,7 @@ Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t
   MutexLock lock(&write_mu_);
   ES_RETURN_IF_ERROR(PrepareApply());
   Txn txn(&write_db_);
-  pending_series_.clear();
+  series_writer_.Commit();
   int64_t count = 0;
   Status s = [&]() REQUIRES(write_mu_) -> Status {
     ES_RETURN_IF_ERROR(txn.Begin());
@@ -261,7 +261,7 @@ Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t
 
 Status SqliteStore::FromChunkEntry(const RemoteChunkEntry& c, ChangeEntry* e) {
   SeriesInfo info;
-  ES_RETURN_IF_ERROR(SeriesById(c.series, &info));
+  ES_RETURN_IF_ERROR(series_reader_.Find(c.series, &info));
   ToChangeEntry(c, info.device_id, info.metric, info.unit, e);
   return Status::Ok();
 }

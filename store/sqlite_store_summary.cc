@@ -34,7 +34,7 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
     ES_RETURN_IF_ERROR(DecodeChunkRow(&read_db_, local.Blob(2), local.Int(0), local.Int(1), &chunk));
     for (const ChunkReading& c : chunk) {
       SeriesInfo info;
-      ES_RETURN_IF_ERROR(SeriesById(c.series, &info));
+      ES_RETURN_IF_ERROR(series_reader_.Find(c.series, &info));
       Span& span = by_device[info.device_id];
       ++span.readings;
       int64_t ts = c.ts_ms;
@@ -80,7 +80,7 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
       for (const RemoteChunkEntry& e : entries) {
         if (e.kind == static_cast<uint8_t>(ChangeEntry::Kind::kTimeCorrection)) continue;  // no device
         SeriesInfo info;
-        ES_RETURN_IF_ERROR(SeriesById(e.series, &info));
+        ES_RETURN_IF_ERROR(series_reader_.Find(e.series, &info));
         Span& span = by_origin[{info.device_id, remote.Int(1)}];
         if (e.kind != 0) {
           if (e.olsn > span.record_olsn) {
