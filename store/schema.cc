@@ -66,7 +66,7 @@ CREATE TABLE chunks(first_lsn INTEGER PRIMARY KEY, last_lsn INTEGER NOT NULL, wr
                     min_ts INTEGER NOT NULL, max_ts INTEGER NOT NULL, data BLOB NOT NULL);
 )sql";
 
-// Version 5: compacted spans (store/sqlite_store_compact.cc). A span of older chunks
+// Version 5: compacted spans (store/chunk_compactor.h). A span of older chunks
 // becomes one block per series; its row in `chunks` keeps LSNs, write time
 // and time span, with a marker naming its blocks' row ids (consecutive), so
 // every reader by LSN still finds it there. The query index leads with the

@@ -11,7 +11,7 @@
 //   and index entries per reading: one row per reading (version 3) cost ~51
 //   bytes on disk and ~300 written per reading (tests/bench/storage_bench.cc
 //   measures both layouts). Chunks are deleted whole by retention.
-// - Since version 5, compaction (store/sqlite_store_compact.cc) rewrites older
+// - Since version 5, compaction (store/chunk_compactor.h) rewrites older
 //   acknowledged chunks as spans: one block per series in `series_chunks`
 //   (indexed by series and time), the span's `chunks` row a marker.
 // - `log` holds device records only (kind 1 and 2; one entry per record, its

@@ -214,15 +214,6 @@ class SqliteStore : public Store, public HubStore {
   Status SetLeaseOwner(uint32_t range_id, const std::string& owner, int64_t version, int64_t now_ms, bool* moved)
       REQUIRES(write_mu_);
 
-  // Compaction (sqlite_store_compact.cc). The last LSN compacted: chunks at
-  // or below it are spans (any connection).
-  Status CompactedUpTo(Db* db, int64_t* upto);
-  // A span's readings by LSN into *readings (index lsn - first): its series
-  // blocks decoded and checked to fill [first, last] exactly once.
-  Status DecodeSpan(Db* db, std::string_view marker, int64_t first, int64_t last, std::vector<ChunkReading>* readings);
-  // Every reading of the chunk row (commit chunk or span) in LSN order.
-  Status DecodeChunkRow(Db* db, std::string_view data, int64_t first, int64_t last, std::vector<ChunkReading>* readings);
-
   // Read side.
   // Inside a write transaction: a `log` row (a device record or a time
   // correction) at the next LSN, with its `batches` row; NoteLogRow once

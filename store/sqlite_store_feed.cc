@@ -5,6 +5,7 @@
 
 #include "store/schema.h"
 #include "store/clock_period_table.h"
+#include "store/chunk_compactor.h"
 #include "store/sqlite_store.h"
 #include "store/token.h"
 
@@ -65,7 +66,7 @@ Status SqliteStore::NextChunk(uint64_t after, bool* found, int64_t* first_lsn, i
       ES_RETURN_IF_ERROR(st);
       return Status::Corruption("chunk " + std::to_string(*first_lsn) + " vanished inside a snapshot");
     }
-    ES_RETURN_IF_ERROR(DecodeChunkRow(&read_db_, r_chunk_data_.Blob(0), *first_lsn, *last_lsn, &decoded_));
+    ES_RETURN_IF_ERROR(chunk_compactor::DecodeChunkRow(&read_db_, r_chunk_data_.Blob(0), *first_lsn, *last_lsn, &decoded_));
     decoded_first_ = *first_lsn;
     decoded_last_ = *last_lsn;
   }

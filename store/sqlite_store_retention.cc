@@ -19,6 +19,7 @@
 #include "platform/log.h"
 #include "store/chunk_codec.h"
 #include "store/schema.h"
+#include "store/chunk_compactor.h"
 #include "store/sqlite_store.h"
 
 namespace edgesync {
@@ -45,7 +46,7 @@ int64_t Above(int64_t first, int64_t last, int64_t split) { return std::max<int6
 
 constexpr char kCompactedUpToSql[] = "SELECT ifnull((SELECT value FROM meta WHERE key='compacted_upto'), 0)";
 
-// A compacted span (chunks at or below compacted_upto, store/sqlite_store_compact.cc)
+// A compacted span (chunks at or below compacted_upto, store/chunk_compactor.h)
 // goes whole: cutting one would rewrite every series block in it. Its
 // readings are all acknowledged (only those are compacted), so taking more
 // of them than asked frees room and loses nothing the uplink needs.
@@ -460,6 +461,44 @@ Status SqliteStore::Prune(PruneResult* result) {
     result->space_low = result->space_low || step.space_low;
     if (!step.more) return Status::Ok();
   }
+}
+
+// Compaction's step (store/chunk_compactor.h): the run read from a
+// snapshot, encoded without a lock, swapped in under the writer's.
+Status SqliteStore::CompactStep(CompactResult* result) {
+  *result = CompactResult{};
+  if (options_.read_only) return Status::InvalidArgument("compaction: the store is open read-only");
+  const chunk_compactor::Options options{options_.compact_span_readings, options_.compact_after_ms,
+                                         options_.compact_only_smaller};
+  chunk_compactor::Plan plan;
+  {
+    MutexLock lock(&read_mu_);
+    Txn snapshot(&read_db_);
+    ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+    ES_RETURN_IF_ERROR(chunk_compactor::FindRun(&read_db_, options, clock_->WallMillis(), &plan));
+  }
+  if (plan.run.empty()) return Status::Ok();
+  ES_RETURN_IF_ERROR(chunk_compactor::Encode(options, &plan));
+  bool swapped = false;
+  {
+    MutexLock lock(&write_mu_);
+    Status s = chunk_compactor::Swap(&write_db_, &plan, &swapped);
+    if (!s.ok()) {
+      cached_high_lsn_ = -1;
+      return s;
+    }
+  }
+  if (!swapped) return Status::Ok();  // raced with retention: the next pass reads again
+  if (plan.keep) {
+    result->kept = 1;
+    result->kept_readings = plan.result.readings;
+    result->more = true;
+    return Status::Ok();
+  }
+  *result = plan.result;
+  result->spans = 1;
+  result->more = true;  // the next span may be due already; a step that finds none says so
+  return Status::Ok();
 }
 
 }  // namespace edgesync

@@ -6,6 +6,7 @@
 
 #include "store/chunk_codec.h"
 #include "store/clock_period_table.h"
+#include "store/chunk_compactor.h"
 #include "store/sqlite_store.h"
 
 namespace edgesync {
@@ -31,7 +32,7 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
   ES_RETURN_IF_ERROR(clock_period_table::LoadOwnOverlay(&read_db_, &overlay));
   Status st;
   while (local.Step(&st)) {
-    ES_RETURN_IF_ERROR(DecodeChunkRow(&read_db_, local.Blob(2), local.Int(0), local.Int(1), &chunk));
+    ES_RETURN_IF_ERROR(chunk_compactor::DecodeChunkRow(&read_db_, local.Blob(2), local.Int(0), local.Int(1), &chunk));
     for (const ChunkReading& c : chunk) {
       SeriesInfo info;
       ES_RETURN_IF_ERROR(series_reader_.Find(c.series, &info));

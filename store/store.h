@@ -69,7 +69,7 @@ struct StoreOptions {
   int64_t compact_after_ms = store_options::kCompactAfterS * 1000;
   int64_t compact_span_readings = store_options::kCompactSpanReadings;
   // A span whose series blocks would take more room than its commit chunks
-  // stays as they are (store/sqlite_store_compact.cc); tests turn this off
+  // stays as they are (store/chunk_compactor.h); tests turn this off
   // to compact small spans.
   bool compact_only_smaller = store_options::kCompactOnlySmaller;
   bool create_if_missing = true;

@@ -44,7 +44,7 @@ inline constexpr int64_t kReadViewRetentionS = int64_t{7} * 86400;
 inline constexpr int64_t kMinFreeBytes = int64_t{64} << 20;
 inline constexpr int64_t kDeadLetterCap = 1000;
 inline constexpr int64_t kLeaseExpiryMs = 15000;
-// Compaction (store/sqlite_store_compact.cc): acknowledged commit chunks
+// Compaction (store/chunk_compactor.h): acknowledged commit chunks
 // older than this become per-series blocks. Ten minutes keeps the recent
 // part (what a feed consumer following the head reads) in commit chunks.
 inline constexpr int64_t kCompactAfterS = 600;

@@ -1,6 +1,6 @@
 // Compaction: series blocks round trip, and everything that reads by LSN,
 // by time or prunes sees the same readings before and after a span is
-// compacted (store/sqlite_store_compact.cc).
+// compacted (store/chunk_compactor.h).
 #include <sqlite3.h>
 
 #include <cmath>
