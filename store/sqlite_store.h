@@ -206,13 +206,6 @@ class SqliteStore : public Store, public HubStore {
   // view does not hold yet written as chunks; *added counts them.
   Status ApplyViewOrigin(int64_t origin_id, std::vector<const ChangeEntry*>* group, int64_t now, int64_t* added)
       REQUIRES(write_mu_);
-  // *since_renewal_ms (may be null): see SinceRenewal in sqlite_store_coord.cc.
-  Status LoadLease(uint32_t range_id, bool* found, Lease* lease, int64_t* since_renewal_ms) REQUIRES(write_mu_);
-  // Gives the lease on range_id to owner if its version is still `version`,
-  // stamped with now_ms and this boot's monotonic time; *moved tells whether
-  // it was (else another holder got there first).
-  Status SetLeaseOwner(uint32_t range_id, const std::string& owner, int64_t version, int64_t now_ms, bool* moved)
-      REQUIRES(write_mu_);
 
   // Read side.
   // Inside a write transaction: a `log` row (a device record or a time

@@ -44,6 +44,12 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
+Status ValidateName(std::string_view what, std::string_view name) {
+  if (name.empty() || name.size() > 256) return Status::InvalidArgument(std::string(what) + ": 1 to 256 bytes");
+  if (!IsValidUtf8(name)) return Status::InvalidArgument(std::string(what) + ": not valid UTF-8");
+  return Status::Ok();
+}
+
 Status ValidateKey(std::string_view what, std::string_view key) {
   std::string name(what);
   if (key.empty()) return Status::InvalidArgument(name + ": empty");

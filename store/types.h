@@ -101,6 +101,9 @@ constexpr uint8_t kMaxEntryKind = static_cast<uint8_t>(ChangeEntry::Kind::kTimeC
 // no '/', '+' or '#' (they would break MQTT topics and wildcards).
 // `what` names the field in the message: "deviceId: contains '/' at byte 3".
 Status ValidateKey(std::string_view what, std::string_view key);
+// A name the store keeps (checkpoint, upstream target, lease owner): 1 to
+// 256 bytes of valid UTF-8; the error names `what`.
+Status ValidateName(std::string_view what, std::string_view name);
 // Keys, finite value, unit (0..32 bytes UTF-8, no control characters).
 Status ValidateReading(const Reading& reading);
 // An origin: a valid key as gateway id and an epoch (token.h's IsEpoch).

@@ -16,7 +16,7 @@
 //      readings (73 devices x 8 metrics x 86,400 s), built directly through
 //      Store::AppendReadings in groups of 2,000: the median of 5 queries,
 //      against the 50 ms target, first in commit chunks, then after
-//      compacting the whole store (store/sqlite_store_compact.cc) as the
+//      compacting the whole store (store/chunk_compactor.h) as the
 //      retention worker does: the same query before compaction is the
 //      baseline; also the pages in use per reading before and after, the
 //      bytes compaction writes to storage per reading (/proc/self/io: WAL
