@@ -26,6 +26,7 @@
 #include "store/chunk_codec.h"
 #include "store/hub_store.h"
 #include "store/lsn_fence.h"
+#include "store/range_table.h"
 #include "store/remote_chunk_codec.h"
 #include "store/series_catalog.h"
 #include "store/sqlite_util.h"
@@ -115,12 +116,6 @@ class SqliteStore : public Store, public HubStore {
   Status RegionFeedBounds(uint64_t* oldest_seq, uint64_t* head_seq);
 
  private:
-  struct RangeRow {
-    RangeInfo info;
-    int64_t entries = 0;
-    int64_t bytes = 0;
-  };
-
   // Write side. mark may be null (no checkpoint to move).
   Status AppendWithMark(const std::vector<Reading>& readings, const CheckpointMark* mark, AppendResult* result)
       EXCLUDES(write_mu_);
@@ -158,16 +153,9 @@ class SqliteStore : public Store, public HubStore {
   Status ReserveLsns(uint64_t last) REQUIRES(write_mu_);
   void ReleaseLsnFence() REQUIRES(write_mu_);
   void RollBackLocalWrite(Txn* txn) REQUIRES(write_mu_);  // rollback, and forget what it cached
-  Status LoadRanges(Db* db, std::vector<RangeRow>* ranges);
-  static const RangeRow* FindRange(const std::vector<RangeRow>& ranges, uint32_t id);  // nullptr = none
+  // Reads data_version: when another connection wrote, forgets what this
+  // one cached of the file and lets the range table reload.
   Status RefreshWriteRanges() REQUIRES(write_mu_);
-  // Adds counts to write_ranges_ and splits; writes the counts to the
-  // ranges table only when `persist` (with those still pending).
-  Status CountIntoRanges(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add, bool persist)
-      REQUIRES(write_mu_);
-  // After a commit: counts not persisted wait in pending_counts_.
-  void KeepPendingCounts(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add, bool persisted)
-      REQUIRES(write_mu_);
   // Remote chunks (sqlite_store_remote.cc): an entry as a chunk holds it
   // (interning its series), and back; DecodeRemote counts a damaged block
   // in corrupt_chunks_ and names it (what, key) in its Corruption.
@@ -175,8 +163,6 @@ class SqliteStore : public Store, public HubStore {
   Status FromChunkEntry(const RemoteChunkEntry& c, ChangeEntry* e) REQUIRES(read_mu_);
   Status DecodeRemote(std::string_view block, const char* what, int64_t key, std::vector<RemoteChunkEntry>* entries);
   Status EndRemoteWrite(Txn* txn, const Status& status) REQUIRES(write_mu_);
-  Status WriteRangeCounts(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& counts) REQUIRES(write_mu_);
-  Status FlushRangeCounts() REQUIRES(write_mu_);
   Status WriteDeviceEntry(const DeviceRecord& device, bool deleted, uint64_t* lsn) EXCLUDES(write_mu_);
   Status SetMetaInt(const std::string& key, int64_t value) REQUIRES(write_mu_);
   Status GetMetaInt(Db* db, const std::string& key, int64_t* value);
@@ -249,8 +235,7 @@ class SqliteStore : public Store, public HubStore {
   // Each connection's mutex is taken before the caches' (origins_mu_).
   Mutex write_mu_ ACQUIRED_BEFORE(origins_mu_);
   Db write_db_ GUARDED_BY(write_mu_);
-  std::vector<RangeRow> write_ranges_ GUARDED_BY(write_mu_);  // sorted by min; all ranges
-  int64_t write_data_version_ GUARDED_BY(write_mu_) = -1;  // -1: reload write_ranges_
+  RangeTable ranges_ GUARDED_BY(write_mu_);  // store/range_table.h
   int64_t seen_data_version_ GUARDED_BY(write_mu_) = -1;   // as of the last RefreshWriteRanges
   // What this connection knows of the file while no other connection has
   // written (data_version unchanged); -1 / INT64_MIN = unknown.
@@ -259,12 +244,6 @@ class SqliteStore : public Store, public HubStore {
   uint64_t lsn_floor_ GUARDED_BY(write_mu_) = 0;
   LsnFence lsn_fence_ GUARDED_BY(write_mu_);  // the durable fence: LSNs up to it may be given out
   int64_t last_batch_at_ GUARDED_BY(write_mu_) = INT64_MIN;  // written_at of the newest batches row
-  // Entry/byte counts of ranges (they only drive splits) are written to the
-  // ranges table at most every kRangeFlushMs, not in every commit: a small
-  // commit then touches the log and its index only. A kill -9 loses at most
-  // that long a stretch of counts, which only delays a split.
-  std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> pending_counts_ GUARDED_BY(write_mu_);
-  int64_t last_range_flush_ms_ GUARDED_BY(write_mu_) = 0;
   bool space_low_ GUARDED_BY(write_mu_) = false;  // retention is pruning early for space (hysteresis)
   int64_t last_space_log_ms_ GUARDED_BY(write_mu_) = INT64_MIN;
   int64_t last_drop_log_ms_ GUARDED_BY(write_mu_) = 0;  // warnings about dropped readings, rate-limited
@@ -317,7 +296,6 @@ class SqliteStore : public Store, public HubStore {
   Stmt w_insert_batch_ GUARDED_BY(write_mu_);
   Stmt w_set_checkpoint_ GUARDED_BY(write_mu_);
   Stmt w_high_ GUARDED_BY(write_mu_);
-  Stmt w_update_range_ GUARDED_BY(write_mu_);
   Stmt w_data_version_ GUARDED_BY(write_mu_);
   Stmt w_count_period_ GUARDED_BY(write_mu_);  // clock_period_table::CountReadings', prepared on first use
   Stmt r_log_after_ GUARDED_BY(read_mu_);

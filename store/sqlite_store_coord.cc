@@ -33,13 +33,13 @@ Status SqliteStore::AcquireLease(uint32_t range_id, const std::string& owner, Le
   Txn txn(&write_db_);
   ES_RETURN_IF_ERROR(txn.Begin());
   ES_RETURN_IF_ERROR(RefreshWriteRanges());
-  const RangeRow* range = FindRange(write_ranges_, range_id);
+  const RangeRow* range = FindRange(ranges_.rows(), range_id);
   if (!range) return Status::NotFound("range " + std::to_string(range_id) + " does not exist");
   if (!range->info.active) return Status::NotFound("range " + std::to_string(range_id) + " has split; lease its children");
   std::vector<uint32_t> ancestors;
   for (uint32_t p = range->info.parent; p != 0;) {
     ancestors.push_back(p);
-    const RangeRow* parent = FindRange(write_ranges_, p);
+    const RangeRow* parent = FindRange(ranges_.rows(), p);
     p = parent ? parent->info.parent : 0;
   }
   ES_RETURN_IF_ERROR(

@@ -17,9 +17,6 @@
 namespace edgesync {
 namespace {
 
-// A Pi commits once a second: flushing the counts with each commit would be
-// a page of its ~4 synced pages.
-constexpr int64_t kRangeFlushMs = 10000;
 // One time-index row per this much of written_at (see AppendOnce).
 constexpr int64_t kTimeIndexStepMs = 10000;
 
@@ -95,35 +92,9 @@ void SqliteStore::ReleaseLsnFence() { lsn_fence_.Release(&write_db_, last_lsn_.l
 void SqliteStore::RollBackLocalWrite(Txn* txn) {
   txn->Rollback();
   series_writer_.Rollback();
-  write_data_version_ = -1;
+  ranges_.Invalidate();
   cached_high_lsn_ = -1;
   last_batch_at_ = INT64_MIN;
-}
-
-Status SqliteStore::LoadRanges(Db* db, std::vector<RangeRow>* ranges) {
-  Stmt s;
-  ES_RETURN_IF_ERROR(s.Prepare(db, "SELECT id, min, max, parent, active, entries, bytes FROM ranges ORDER BY min, id"));
-  ranges->clear();
-  Status st;
-  while (s.Step(&st)) {
-    RangeRow r;
-    r.info.id = static_cast<uint32_t>(s.Int(0));
-    r.info.min = HashFromKey(s.Int(1));
-    r.info.max = HashFromKey(s.Int(2));
-    r.info.parent = static_cast<uint32_t>(s.Int(3));
-    r.info.active = s.Int(4) != 0;
-    r.entries = s.Int(5);
-    r.bytes = s.Int(6);
-    ranges->push_back(r);
-  }
-  return st;
-}
-
-const SqliteStore::RangeRow* SqliteStore::FindRange(const std::vector<RangeRow>& ranges, uint32_t id) {
-  for (const RangeRow& r : ranges) {
-    if (r.info.id == id) return &r;
-  }
-  return nullptr;
 }
 
 // Another process may have written since (lease consumers write leases;
@@ -141,105 +112,7 @@ Status SqliteStore::RefreshWriteRanges() {
     last_batch_at_ = INT64_MIN;
     seen_data_version_ = dv;
   }
-  if (dv == write_data_version_ && !write_ranges_.empty()) return Status::Ok();
-  ES_RETURN_IF_ERROR(LoadRanges(&write_db_, &write_ranges_));
-  for (auto& r : write_ranges_) {  // counts of ours not in the table yet
-    auto it = pending_counts_.find(r.info.id);
-    if (it != pending_counts_.end()) {
-      r.entries += it->second.first;
-      r.bytes += it->second.second;
-    }
-  }
-  write_data_version_ = dv;
-  return Status::Ok();
-}
-
-void SqliteStore::KeepPendingCounts(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add,
-                                    bool persisted) {
-  if (persisted) {
-    pending_counts_.clear();
-    return;
-  }
-  for (const auto& [id, c] : add) {
-    auto& p = pending_counts_[id];
-    p.first += c.first;
-    p.second += c.second;
-  }
-}
-
-// Adds per-range entry and byte counts to the ranges table (inside the
-// caller's transaction).
-Status SqliteStore::WriteRangeCounts(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& counts) {
-  for (const auto& [id, c] : counts) {
-    StmtScope scope(&w_update_range_);
-    w_update_range_.Bind(1, c.first);
-    w_update_range_.Bind(2, c.second);
-    w_update_range_.Bind(3, static_cast<int64_t>(id));
-    Status st;
-    w_update_range_.Step(&st);
-    ES_RETURN_IF_ERROR(st);
-  }
-  return Status::Ok();
-}
-
-// In its own transaction (at close).
-Status SqliteStore::FlushRangeCounts() {
-  Txn txn(&write_db_);
-  ES_RETURN_IF_ERROR(txn.Begin());
-  ES_RETURN_IF_ERROR(WriteRangeCounts(pending_counts_));
-  ES_RETURN_IF_ERROR(txn.Commit());
-  pending_counts_.clear();
-  return Status::Ok();
-}
-
-// Adds counts per range and splits a range that passed its limit. A split is
-// metadata only: rows stay where they are, the children cover the halves.
-Status SqliteStore::CountIntoRanges(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& add,
-                                    bool persist) {
-  if (persist) {
-    std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> all = pending_counts_;
-    for (const auto& [id, c] : add) {
-      all[id].first += c.first;
-      all[id].second += c.second;
-    }
-    ES_RETURN_IF_ERROR(WriteRangeCounts(all));
-  }
-  for (const auto& [id, counts] : add) {
-    for (size_t i = 0; i < write_ranges_.size(); ++i) {
-      RangeRow& r = write_ranges_[i];
-      if (r.info.id != id) continue;
-      r.entries += counts.first;
-      r.bytes += counts.second;
-      if (!r.info.active || (r.entries < options_.split_max_entries && r.bytes < options_.split_max_bytes)) break;
-      if (r.info.max - r.info.min < 2) break;  // cannot halve further
-      uint32_t next_id = 0;
-      for (const auto& o : write_ranges_) next_id = std::max(next_id, o.info.id);
-      const RangeInfo parent = r.info;
-      uint64_t mid = parent.min + (parent.max - parent.min) / 2;
-      Stmt ins, off;
-      ES_RETURN_IF_ERROR(ins.Prepare(&write_db_, "INSERT INTO ranges VALUES(?, ?, ?, ?, 1, 0, 0)"));
-      ES_RETURN_IF_ERROR(off.Prepare(&write_db_, "UPDATE ranges SET active = 0 WHERE id = ?"));
-      off.Bind(1, static_cast<int64_t>(id));
-      ES_RETURN_IF_ERROR(off.Run());
-      r.info.active = false;
-      const uint64_t bounds[2][2] = {{parent.min, mid}, {mid, parent.max}};
-      ES_LOG(kInfo, "store: range {} split into {} and {} ({} entries, {} bytes)", id, next_id + 1, next_id + 2,
-             r.entries, r.bytes);
-      for (int k = 0; k < 2; ++k) {
-        ins.Bind(1, static_cast<int64_t>(next_id + 1 + k));
-        ins.Bind(2, HashKey(bounds[k][0]));
-        ins.Bind(3, HashKey(bounds[k][1]));
-        ins.Bind(4, static_cast<int64_t>(id));
-        ES_RETURN_IF_ERROR(ins.Run());
-        RangeRow child;
-        child.info = RangeInfo{next_id + 1 + k, bounds[k][0], bounds[k][1], id, true};
-        write_ranges_.push_back(child);  // invalidates r: leave the loop now
-      }
-      write_data_version_ = -1;  // reload after commit (or rollback)
-      break;
-    }
-  }
-  return Status::Ok();
+  return ranges_.Refresh(dv);
 }
 
 Status SqliteStore::AppendReadings(const std::vector<Reading>& readings, AppendResult* result) {
@@ -315,8 +188,8 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
   } appending_scope{&appending_};
   const int64_t written_at = clock_->WallMillis();
   const int64_t mono_ms = clock_->MonotonicMillis();
-  const bool persist_counts = mono_ms - last_range_flush_ms_ >= kRangeFlushMs || mono_ms < last_range_flush_ms_;
-  std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> counts;
+  const bool persist_counts = ranges_.DueToPersist(mono_ms);
+  RangeCounts counts;
   bool wrote_batch = false;
   Status s = [&]() REQUIRES(write_mu_) -> Status {
     ES_RETURN_IF_ERROR(txn.Begin());
@@ -336,8 +209,9 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
     uint64_t lsn = 0;
     ES_RETURN_IF_ERROR(NextLsn(&lsn, /*from_cache=*/true));
     result->first_lsn = lsn;
-    // Per-range counts by position in write_ranges_ (no per-reading map).
-    std::vector<std::pair<int64_t, int64_t>> by_pos(write_ranges_.size());
+    // Per-range counts by position in the range table (no per-reading map).
+    const std::vector<RangeRow>& ranges = ranges_.rows();
+    std::vector<std::pair<int64_t, int64_t>> by_pos(ranges.size());
     size_t pos = SIZE_MAX;
     chunk_buffer_.clear();
     for (const Reading& r : readings) {
@@ -345,22 +219,14 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
       uint64_t hash = 0;
       ES_RETURN_IF_ERROR(series_writer_.Intern(r.device_id, r.metric, r.unit, &series, &hash));
       chunk_buffer_.push_back(ChunkReading{series, r.ts_ms, r.value, r.quality});
-      if (pos == SIZE_MAX || !write_ranges_[pos].info.Contains(hash)) {
-        pos = SIZE_MAX;
-        for (size_t k = 0; k < write_ranges_.size(); ++k) {
-          if (write_ranges_[k].info.active && write_ranges_[k].info.Contains(hash)) {
-            pos = k;
-            break;
-          }
-        }
-      }
+      pos = ranges_.Locate(hash, pos);
       if (pos != SIZE_MAX) {
         by_pos[pos].first += 1;
         by_pos[pos].second += EntryBytes(r.device_id, r.metric, r.unit);
       }
     }
     for (size_t k = 0; k < by_pos.size(); ++k) {
-      if (by_pos[k].first > 0) counts[write_ranges_[k].info.id] = by_pos[k];
+      if (by_pos[k].first > 0) counts[ranges[k].info.id] = by_pos[k];
     }
     ES_RETURN_IF_ERROR(clock_period_table::CountReadings(&write_db_, &w_count_period_, readings));
     result->last_lsn = lsn + readings.size() - 1;
@@ -383,7 +249,7 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
       ES_RETURN_IF_ERROR(w_insert_batch_.Run());
       wrote_batch = true;
     }
-    ES_RETURN_IF_ERROR(CountIntoRanges(counts, persist_counts));
+    ES_RETURN_IF_ERROR(ranges_.Count(counts, persist_counts));
     if (mark != nullptr) ES_RETURN_IF_ERROR(MoveCheckpoint(*mark));
     return txn.Commit();
   }();
@@ -404,8 +270,7 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
   last_lsn_ = result->last_lsn;
   cached_high_lsn_ = static_cast<int64_t>(result->last_lsn);
   if (wrote_batch) last_batch_at_ = written_at;
-  KeepPendingCounts(counts, persist_counts);
-  if (persist_counts) last_range_flush_ms_ = mono_ms;
+  ranges_.Committed(counts, persist_counts, mono_ms);
   return Status::Ok();
 }
 
@@ -415,6 +280,7 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
   Txn txn(&write_db_);
   series_writer_.Commit();
   uint64_t lsn = 0;
+  RangeCounts device_counts;
   Status s = [&]() REQUIRES(write_mu_) -> Status {
     ES_RETURN_IF_ERROR(txn.Begin());
     ES_RETURN_IF_ERROR(RefreshWriteRanges());
@@ -460,12 +326,9 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
     up.Bind(6, static_cast<int64_t>(lsn));
     up.Bind(7, now);
     ES_RETURN_IF_ERROR(up.Run());
-    for (const auto& rr : write_ranges_) {
-      if (rr.info.active && rr.info.Contains(hash)) {
-        ES_RETURN_IF_ERROR(CountIntoRanges({{rr.info.id, {1, EntryBytes(rec.device_id, "", "")}}}, /*persist=*/true));
-        break;
-      }
-    }
+    const size_t pos = ranges_.Locate(hash, SIZE_MAX);
+    if (pos != SIZE_MAX) device_counts[ranges_.rows()[pos].info.id] = {1, EntryBytes(rec.device_id, "", "")};
+    ES_RETURN_IF_ERROR(ranges_.Count(device_counts, /*persist=*/true));
     return txn.Commit();
   }();
   if (!s.ok()) {
@@ -473,7 +336,7 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
     return s;
   }
   series_writer_.Commit();
-  pending_counts_.clear();  // written with this commit
+  ranges_.Committed(device_counts, /*persisted=*/true, clock_->MonotonicMillis());
   NoteLogRow(lsn);
   if (lsn_out) *lsn_out = lsn;
   return Status::Ok();

@@ -195,6 +195,7 @@ Status Store::Open(const StoreOptions& options, std::unique_ptr<Store>* store) {
 SqliteStore::SqliteStore(const StoreOptions& options)
     : options_(options),
       clock_(options.clock ? options.clock : SystemClock()),
+      ranges_(options.split_max_entries, options.split_max_bytes),
       lsn_fence_(options.sync == StoreOptions::Sync::kNormal && !options.read_only, options.path) {}
 
 SqliteStore::~SqliteStore() {
@@ -203,8 +204,8 @@ SqliteStore::~SqliteStore() {
   // The connections close (and the last one removes the -wal and -shm
   // files) after this body, with the gate held: see store_lock.h.
   if (!options_.read_only) lock_.BeginWriterClose(options_.busy_timeout_ms);
-  if (pending_counts_.empty() || write_db_.get() == nullptr) return;
-  Status s = FlushRangeCounts();
+  if (!ranges_.has_pending() || write_db_.get() == nullptr) return;
+  Status s = ranges_.Flush();
   if (!s.ok()) ES_LOG(kWarn, "store {}: range counts not saved at close: {}", options_.path, s.ToString());
 }
 
@@ -339,8 +340,7 @@ Status SqliteStore::Init() {
                                                "INSERT INTO checkpoints VALUES(?, ?) ON CONFLICT(name) DO UPDATE SET "
                                                "value=max(value, excluded.value)"));
   ES_RETURN_IF_ERROR(w_high_.Prepare(&write_db_, kHighLsnSql));
-  ES_RETURN_IF_ERROR(w_update_range_.Prepare(
-      &write_db_, "UPDATE ranges SET entries = entries + ?, bytes = bytes + ? WHERE id = ?"));
+  ES_RETURN_IF_ERROR(ranges_.Open(&write_db_));
   ES_RETURN_IF_ERROR(w_data_version_.Prepare(&write_db_, "PRAGMA data_version"));
   ES_RETURN_IF_ERROR(
       r_log_after_.Prepare(&read_db_, "SELECT lsn, kind, series, quality FROM log WHERE lsn > ? ORDER BY lsn LIMIT 1"));
