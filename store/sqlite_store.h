@@ -25,6 +25,7 @@
 #include "platform/mutex.h"
 #include "store/chunk_codec.h"
 #include "store/hub_store.h"
+#include "store/log_reader.h"
 #include "store/lsn_fence.h"
 #include "store/range_table.h"
 #include "store/remote_chunk_codec.h"
@@ -200,15 +201,6 @@ class SqliteStore : public Store, public HubStore {
   Status InsertLogRow(ChangeEntry::Kind kind, int64_t series, int64_t quality, int64_t now, uint64_t* lsn)
       REQUIRES(write_mu_);
   void NoteLogRow(uint64_t lsn) REQUIRES(write_mu_);
-  Status FillDeviceEntry(const std::string& device_id, ChangeEntry* e) REQUIRES(read_mu_);
-  // The chunk holding the first reading after `after` (or the next one):
-  // *found false if none; *readings points at its decoded readings.
-  Status NextChunk(uint64_t after, bool* found, int64_t* first_lsn, int64_t* last_lsn,
-                   const std::vector<ChunkReading>** readings) REQUIRES(read_mu_);
-  Status ReadRows(uint64_t after_lsn, size_t max_entries, const RangeInfo* range, size_t scan_budget,
-                  std::vector<ChangeEntry>* entries, uint64_t* last_scanned) REQUIRES(read_mu_);
-  Status ResolveStart(uint32_t range_id, const std::vector<RangeRow>& ranges, const FeedStart& from,
-                      uint64_t* after_lsn) REQUIRES(read_mu_);
   Status OriginById(int64_t id, Origin* origin) REQUIRES(read_mu_);
 
   // Picks how a read-only store opens the file (immutable or mode=ro) and
@@ -263,13 +255,7 @@ class SqliteStore : public Store, public HubStore {
 
   Mutex read_mu_ ACQUIRED_BEFORE(origins_mu_);
   Db read_db_ GUARDED_BY(read_mu_);
-  // The chunk decoded last (read side): feed and log pages resume inside
-  // it. The readings of an LSN never change (LSNs are never reused), so its
-  // LSN bounds name it (a span keeps the first LSN of its first chunk).
-  // 0 = none.
-  int64_t decoded_first_ GUARDED_BY(read_mu_) = 0;
-  int64_t decoded_last_ GUARDED_BY(read_mu_) = 0;
-  std::vector<ChunkReading> decoded_ GUARDED_BY(read_mu_);
+  LogReader log_reader_ GUARDED_BY(read_mu_);  // store/log_reader.h
   std::vector<RemoteChunkEntry> region_decoded_ GUARDED_BY(read_mu_);  // ReadRegionFeed's, reused
 
   // The series catalog (store/series_catalog.h): the index is shared, the
@@ -298,10 +284,6 @@ class SqliteStore : public Store, public HubStore {
   Stmt w_high_ GUARDED_BY(write_mu_);
   Stmt w_data_version_ GUARDED_BY(write_mu_);
   Stmt w_count_period_ GUARDED_BY(write_mu_);  // clock_period_table::CountReadings', prepared on first use
-  Stmt r_log_after_ GUARDED_BY(read_mu_);
-  Stmt r_chunk_after_ GUARDED_BY(read_mu_);
-  Stmt r_chunk_data_ GUARDED_BY(read_mu_);
-  Stmt r_device_ GUARDED_BY(read_mu_);
   // Apply path (write side): see PrepareApply.
   bool apply_prepared_ GUARDED_BY(write_mu_) = false;
   Stmt w_insert_region_chunk_ GUARDED_BY(write_mu_);

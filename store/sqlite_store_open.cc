@@ -342,17 +342,8 @@ Status SqliteStore::Init() {
   ES_RETURN_IF_ERROR(w_high_.Prepare(&write_db_, kHighLsnSql));
   ES_RETURN_IF_ERROR(ranges_.Open(&write_db_));
   ES_RETURN_IF_ERROR(w_data_version_.Prepare(&write_db_, "PRAGMA data_version"));
-  ES_RETURN_IF_ERROR(
-      r_log_after_.Prepare(&read_db_, "SELECT lsn, kind, series, quality FROM log WHERE lsn > ? ORDER BY lsn LIMIT 1"));
-  // The chunk holding LSN ?1 + 1, else the first one after it: one seek.
-  ES_RETURN_IF_ERROR(r_chunk_after_.Prepare(
-      &read_db_,
-      "SELECT first_lsn, last_lsn FROM chunks WHERE first_lsn >= ifnull((SELECT max(first_lsn) FROM chunks "
-      "WHERE first_lsn <= ?1 + 1), 0) AND last_lsn > ?1 ORDER BY first_lsn LIMIT 1"));
-  ES_RETURN_IF_ERROR(r_chunk_data_.Prepare(&read_db_, "SELECT data FROM chunks WHERE first_lsn = ?"));
   ES_RETURN_IF_ERROR(series_reader_.Open(&read_db_, &series_index_));
-  ES_RETURN_IF_ERROR(r_device_.Prepare(
-      &read_db_, "SELECT name, location, default_unit, deleted FROM devices WHERE device_id = ?"));
+  ES_RETURN_IF_ERROR(log_reader_.Open(&read_db_, &series_reader_, origin_.epoch));
 
   ES_RETURN_IF_ERROR(series_writer_.Open(&write_db_, &series_index_));
   ES_RETURN_IF_ERROR(RefreshWriteRanges());
