@@ -419,4 +419,21 @@ Status MigrateBetween(Db* db, int from, int to) {
   return Status::Ok();
 }
 
+Status ReadMetaInt(Db* db, const std::string& key, int64_t* value) {
+  Stmt s;
+  ES_RETURN_IF_ERROR(s.Prepare(db, "SELECT value FROM meta WHERE key = ?"));
+  s.Bind(1, std::string_view(key));
+  Status st;
+  *value = s.Step(&st) ? s.Int(0) : 0;
+  return st;
+}
+
+Status WriteMetaInt(Db* db, const std::string& key, int64_t value) {
+  Stmt s;
+  ES_RETURN_IF_ERROR(s.Prepare(db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)"));
+  s.Bind(1, std::string_view(key));
+  s.Bind(2, value);
+  return s.Run();
+}
+
 }  // namespace edgesync

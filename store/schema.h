@@ -96,6 +96,10 @@ constexpr char kInsertViewSeriesSql[] = "INSERT OR IGNORE INTO view_series VALUE
 Status InsertRemoteChunkRow(Stmt* ins, int64_t key, int64_t origin, const std::vector<RemoteChunkEntry>& entries,
                             int64_t at, std::string* block);
 
+// An integer of table meta (0 when the key is not there), and setting one.
+Status ReadMetaInt(Db* db, const std::string& key, int64_t* value);
+Status WriteMetaInt(Db* db, const std::string& key, int64_t value);
+
 // Creates the layout of `version` (1..kSchemaVersion) on an empty database
 // inside the caller's transaction. Older versions exist for migration tests.
 Status CreateSchema(Db* db, int version);

@@ -26,6 +26,7 @@
 #include "store/chunk_codec.h"
 #include "store/hub_store.h"
 #include "store/log_reader.h"
+#include "store/log_retention.h"
 #include "store/lsn_fence.h"
 #include "store/range_table.h"
 #include "store/remote_chunk_codec.h"
@@ -123,23 +124,9 @@ class SqliteStore : public Store, public HubStore {
   Status AppendOnce(const std::vector<Reading>& readings, const CheckpointMark* mark, AppendResult* result)
       REQUIRES(write_mu_);
   Status MoveCheckpoint(const CheckpointMark& mark) REQUIRES(write_mu_);  // inside or outside a transaction
-  // Space (sqlite_store_retention.cc). CheckSpace: how many of the oldest
-  // readings must go before n more fit (0 = they fit).
-  Status CheckSpace(size_t n, int64_t* to_drop) REQUIRES(write_mu_);
-  // Drops up to n of the oldest readings, only acknowledged ones when
-  // acked_only; *removed counts all, *dropped_unacked those not yet
-  // acknowledged (data lost by policy, counted).
+  // Inside the caller's transaction: retention's DropOldest
+  // (store/log_retention.h) with the store's high LSN.
   Status DropOldest(int64_t n, bool acked_only, int64_t* dropped_unacked, int64_t* removed) REQUIRES(write_mu_);
-  // Whether retention should prune before the age (near max_bytes or a full
-  // filesystem), with hysteresis in space_low_.
-  Status SpaceLow(bool* low) REQUIRES(write_mu_);
-  // PruneStep's parts, inside its transaction.
-  Status PruneReadings(int64_t max_rows, int64_t now, bool space_low, PruneResult* result) REQUIRES(write_mu_);
-  // The highest LSN acknowledged at least ack_grace_ms before now (wall),
-  // from a few (time, acknowledged LSN) samples kept in meta.
-  Status AckGraceBound(int64_t now, int64_t acked, int64_t* bound) REQUIRES(write_mu_);
-  Status PruneTombstones(int64_t max_rows, int64_t now, PruneResult* result) REQUIRES(write_mu_);
-  Status PruneRemote(int64_t max_rows, int64_t now, bool space_low, PruneResult* result) REQUIRES(write_mu_);
   // from_cache: inside a write transaction after RefreshWriteRanges, the
   // LSN this connection committed last is still the high one unless another
   // connection wrote since (data_version), so no query is needed.
@@ -222,7 +209,6 @@ class SqliteStore : public Store, public HubStore {
   // former_origins): their entries are its own local rows.
   std::vector<Origin> former_origins_;
   int schema_version_ = 0;
-  int64_t wal_max_bytes_ = 0;  // the WAL's size once it has grown to its limit
 
   // Each connection's mutex is taken before the caches' (origins_mu_).
   Mutex write_mu_ ACQUIRED_BEFORE(origins_mu_);
@@ -236,12 +222,7 @@ class SqliteStore : public Store, public HubStore {
   uint64_t lsn_floor_ GUARDED_BY(write_mu_) = 0;
   LsnFence lsn_fence_ GUARDED_BY(write_mu_);  // the durable fence: LSNs up to it may be given out
   int64_t last_batch_at_ GUARDED_BY(write_mu_) = INT64_MIN;  // written_at of the newest batches row
-  bool space_low_ GUARDED_BY(write_mu_) = false;  // retention is pruning early for space (hysteresis)
-  int64_t last_space_log_ms_ GUARDED_BY(write_mu_) = INT64_MIN;
-  int64_t last_drop_log_ms_ GUARDED_BY(write_mu_) = 0;  // warnings about dropped readings, rate-limited
-  int64_t drop_log_pending_ GUARDED_BY(write_mu_) = 0;
-  int64_t last_acked_drop_log_ms_ GUARDED_BY(write_mu_) = 0;  // the same for acknowledged ones
-  int64_t acked_drop_log_pending_ GUARDED_BY(write_mu_) = 0;
+  LogRetention retention_ GUARDED_BY(write_mu_);  // store/log_retention.h
   std::vector<ChunkReading> chunk_buffer_ GUARDED_BY(write_mu_);  // AppendOnce's group, reused
   std::string block_buffer_ GUARDED_BY(write_mu_);                // its encoded chunk, reused
   // An applied batch's or page's chunk, reused.

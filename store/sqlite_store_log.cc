@@ -171,11 +171,17 @@ Status SqliteStore::AppendWithMark(const std::vector<Reading>& readings, const C
   return s;
 }
 
+Status SqliteStore::DropOldest(int64_t n, bool acked_only, int64_t* dropped_unacked, int64_t* removed) {
+  uint64_t next = 0;
+  ES_RETURN_IF_ERROR(NextLsn(&next));
+  return retention_.DropOldest(&write_db_, static_cast<int64_t>(next) - 1, n, acked_only, dropped_unacked, removed);
+}
+
 Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const CheckpointMark* mark,
                                AppendResult* result) {
   result->dropped_oldest = 0;
   int64_t to_drop = 0;
-  ES_RETURN_IF_ERROR(CheckSpace(readings.size(), &to_drop));
+  ES_RETURN_IF_ERROR(retention_.CheckSpace(&write_db_, readings.size(), &to_drop));
   ES_RETURN_IF_ERROR(ReserveLsns(last_lsn_.load() + readings.size()));
   Txn txn(&write_db_);
   series_writer_.Commit();

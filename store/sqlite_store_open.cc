@@ -195,8 +195,9 @@ Status Store::Open(const StoreOptions& options, std::unique_ptr<Store>* store) {
 SqliteStore::SqliteStore(const StoreOptions& options)
     : options_(options),
       clock_(options.clock ? options.clock : SystemClock()),
-      ranges_(options.split_max_entries, options.split_max_bytes),
-      lsn_fence_(options.sync == StoreOptions::Sync::kNormal && !options.read_only, options.path) {}
+      ranges_(options_.split_max_entries, options_.split_max_bytes),
+      lsn_fence_(options.sync == StoreOptions::Sync::kNormal && !options.read_only, options.path),
+      retention_(options_, clock_) {}
 
 SqliteStore::~SqliteStore() {
   MutexLock lock(&write_mu_);
@@ -379,9 +380,10 @@ Status SqliteStore::InitWriter() {
     int64_t page_size = 4096;  // 1 KiB since schema 4; older stores keep theirs
     ES_RETURN_IF_ERROR(write_db_.QueryInt("PRAGMA page_size", &page_size));
     const int64_t wal_pages = wal_bytes / std::max<int64_t>(page_size, 512);
-    wal_max_bytes_ = wal_pages * (page_size + 24) + 65536;
+    const int64_t wal_max_bytes = wal_pages * (page_size + 24) + 65536;
+    retention_.set_wal_max_bytes(wal_max_bytes);
     ES_RETURN_IF_ERROR(write_db_.Exec("PRAGMA wal_autocheckpoint=" + std::to_string(wal_pages)));
-    ES_RETURN_IF_ERROR(write_db_.Exec("PRAGMA journal_size_limit=" + std::to_string(wal_max_bytes_)));
+    ES_RETURN_IF_ERROR(write_db_.Exec("PRAGMA journal_size_limit=" + std::to_string(wal_max_bytes)));
   }
   if (version < kSchemaVersion) {
     Txn txn(&write_db_);
@@ -477,21 +479,8 @@ Status SqliteStore::LoadFormerOrigins() {
   return Status::Ok();
 }
 
-Status SqliteStore::GetMetaInt(Db* db, const std::string& key, int64_t* value) {
-  Stmt s;
-  ES_RETURN_IF_ERROR(s.Prepare(db, "SELECT value FROM meta WHERE key = ?"));
-  s.Bind(1, std::string_view(key));
-  Status st;
-  *value = s.Step(&st) ? s.Int(0) : 0;
-  return st;
-}
+Status SqliteStore::GetMetaInt(Db* db, const std::string& key, int64_t* value) { return ReadMetaInt(db, key, value); }
 
-Status SqliteStore::SetMetaInt(const std::string& key, int64_t value) {
-  Stmt s;
-  ES_RETURN_IF_ERROR(s.Prepare(&write_db_, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)"));
-  s.Bind(1, std::string_view(key));
-  s.Bind(2, value);
-  return s.Run();
-}
+Status SqliteStore::SetMetaInt(const std::string& key, int64_t value) { return WriteMetaInt(&write_db_, key, value); }
 
 }  // namespace edgesync
