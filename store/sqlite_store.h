@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -152,6 +153,9 @@ class SqliteStore : public Store, public HubStore {
   Status DecodeRemote(std::string_view block, const char* what, int64_t key, std::vector<RemoteChunkEntry>* entries);
   Status EndRemoteWrite(Txn* txn, const Status& status) REQUIRES(write_mu_);
   Status WriteDeviceEntry(const DeviceRecord& device, bool deleted, uint64_t* lsn) EXCLUDES(write_mu_);
+  // A device record or time correction in a transaction of its own
+  // (sqlite_store_log.cc).
+  Status CommitLogEntry(const std::function<Status(uint64_t* lsn)>& write, uint64_t* lsn) REQUIRES(write_mu_);
   Status SetMetaInt(const std::string& key, int64_t value) REQUIRES(write_mu_);
   Status GetMetaInt(Db* db, const std::string& key, int64_t* value);
   // The origin's id, looked up with `find` on its connection: with `insert`

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "platform/files.h"
 
@@ -280,15 +281,34 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
   return Status::Ok();
 }
 
-Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, uint64_t* lsn_out) {
-  MutexLock lock(&write_mu_);
+// A change-log entry that is not a reading (a device record, a time
+// correction) commits in a transaction of its own: `write` runs inside it
+// and writes the entry with InsertLogRow (*lsn stays 0 when there is
+// nothing to write). A failure rolls back everything it cached.
+Status SqliteStore::CommitLogEntry(const std::function<Status(uint64_t* lsn)>& write, uint64_t* lsn) {
+  *lsn = 0;
   ES_RETURN_IF_ERROR(ReserveLsns(last_lsn_.load() + 1));
   Txn txn(&write_db_);
   series_writer_.Commit();
+  Status s = txn.Begin();
+  if (s.ok()) s = write(lsn);
+  if (s.ok() && *lsn != 0) s = txn.Commit();
+  if (!s.ok()) {
+    *lsn = 0;
+    RollBackLocalWrite(&txn);
+    return s;
+  }
+  if (*lsn == 0) return Status::Ok();  // nothing written: the transaction rolls back empty
+  series_writer_.Commit();
+  NoteLogRow(*lsn);
+  return Status::Ok();
+}
+
+Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, uint64_t* lsn_out) {
+  MutexLock lock(&write_mu_);
   uint64_t lsn = 0;
   RangeCounts device_counts;
-  Status s = [&]() REQUIRES(write_mu_) -> Status {
-    ES_RETURN_IF_ERROR(txn.Begin());
+  ES_RETURN_IF_ERROR(CommitLogEntry([&](uint64_t* entry_lsn) REQUIRES(write_mu_) -> Status {
     ES_RETURN_IF_ERROR(RefreshWriteRanges());
     DeviceRecord rec = device;
     Stmt old;
@@ -321,7 +341,7 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
       ES_RETURN_IF_ERROR(del.Run());
     }
     ES_RETURN_IF_ERROR(InsertLogRow(deleted ? ChangeEntry::Kind::kDeviceDelete : ChangeEntry::Kind::kDeviceUpsert,
-                                    series, 0, now, &lsn));
+                                    series, 0, now, entry_lsn));
     Stmt up;
     ES_RETURN_IF_ERROR(up.Prepare(&write_db_, "INSERT OR REPLACE INTO devices VALUES(?, ?, ?, ?, ?, ?, ?)"));
     up.Bind(1, std::string_view(rec.device_id));
@@ -329,21 +349,14 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
     up.Bind(3, std::string_view(rec.location));
     up.Bind(4, std::string_view(rec.default_unit));
     up.Bind(5, int64_t{deleted ? 1 : 0});
-    up.Bind(6, static_cast<int64_t>(lsn));
+    up.Bind(6, static_cast<int64_t>(*entry_lsn));
     up.Bind(7, now);
     ES_RETURN_IF_ERROR(up.Run());
     const size_t pos = ranges_.Locate(hash, SIZE_MAX);
     if (pos != SIZE_MAX) device_counts[ranges_.rows()[pos].info.id] = {1, EntryBytes(rec.device_id, "", "")};
-    ES_RETURN_IF_ERROR(ranges_.Count(device_counts, /*persist=*/true));
-    return txn.Commit();
-  }();
-  if (!s.ok()) {
-    RollBackLocalWrite(&txn);
-    return s;
-  }
-  series_writer_.Commit();
+    return ranges_.Count(device_counts, /*persist=*/true);
+  }, &lsn));
   ranges_.Committed(device_counts, /*persisted=*/true, clock_->MonotonicMillis());
-  NoteLogRow(lsn);
   if (lsn_out) *lsn_out = lsn;
   return Status::Ok();
 }
@@ -392,29 +405,18 @@ Status SqliteStore::CorrectClockPeriod(uint32_t id, int64_t delta_ms, int64_t no
     return Status::InvalidArgument("a correction of " + std::to_string(delta_ms) + " ms is beyond +-2^53");
   }
   MutexLock lock(&write_mu_);
-  ES_RETURN_IF_ERROR(ReserveLsns(last_lsn_.load() + 1));
   // The correction and its change-log entry commit together: replicas
   // learn it from the log, exactly like a write (store/time_correction.h).
-  Txn txn(&write_db_);
-  series_writer_.Commit();
   uint64_t lsn = 0;
-  Status s = [&]() REQUIRES(write_mu_) -> Status {
-    ES_RETURN_IF_ERROR(txn.Begin());
+  ES_RETURN_IF_ERROR(CommitLogEntry([&](uint64_t* entry_lsn) REQUIRES(write_mu_) -> Status {
     bool changed = false;
     ES_RETURN_IF_ERROR(clock_period_table::MarkCorrected(&write_db_, id, delta_ms, now_ms, &changed));
     if (!changed) return Status::Ok();  // corrected before
     // The log row names the period (in quality); its content is the
     // period's row (clock_period_table::CorrectionOf).
-    ES_RETURN_IF_ERROR(InsertLogRow(ChangeEntry::Kind::kTimeCorrection, 0, id, clock_->WallMillis(), &lsn));
-    return txn.Commit();
-  }();
-  if (!s.ok()) {
-    RollBackLocalWrite(&txn);
-    return s;
-  }
-  if (lsn == 0) return Status::Ok();
-  *done = true;
-  NoteLogRow(lsn);
+    return InsertLogRow(ChangeEntry::Kind::kTimeCorrection, 0, id, clock_->WallMillis(), entry_lsn);
+  }, &lsn));
+  *done = lsn != 0;
   return Status::Ok();
 }
 
