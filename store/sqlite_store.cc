@@ -1,8 +1,8 @@
-// Opening a store (a new one is made by store/store_file.h first): the
-// connections, the checks and migration, the store's identity.
-#include <fcntl.h>
-#include <stdio.h>
-#include <sys/random.h>
+// The store's owner (store/sqlite_store.h): opening the file, and every
+// call whose work a component does (leases, checkpoints, feed positions,
+// dead letters, figures; the log's read side; retention and compaction),
+// each under the mutex of the connection it uses. The writer's own work
+// (appends and the other change-log entries) is in sqlite_store_log.cc.
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -15,10 +15,14 @@
 #include "platform/files.h"
 #include "platform/log.h"
 #include "store/checkpoint_names.h"
+#include "store/chunk_compactor.h"
+#include "store/dead_letter_table.h"
+#include "store/feed_position_table.h"
+#include "store/lease_table.h"
 #include "store/schema.h"
 #include "store/sqlite_store.h"
-#include "store/store_file.h"
 #include "store/store_defaults.h"
+#include "store/store_file.h"
 #include "store/token.h"
 
 namespace edgesync {
@@ -346,5 +350,278 @@ Status SqliteStore::LoadFormerOrigins() {
 Status SqliteStore::GetMetaInt(Db* db, const std::string& key, int64_t* value) { return ReadMetaInt(db, key, value); }
 
 Status SqliteStore::SetMetaInt(const std::string& key, int64_t value) { return WriteMetaInt(&write_db_, key, value); }
+
+// Coordination: leases (store/lease_table.h), named checkpoints, feed
+// positions (store/feed_position_table.h), upstream acknowledgements, dead
+// letters (store/dead_letter_table.h) and figures.
+namespace {
+
+Status ValidateMark(const CheckpointMark& mark) {
+  ES_RETURN_IF_ERROR(ValidateName("checkpoint name", mark.name));
+  if (mark.value > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("checkpoint value too large");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status SqliteStore::AcquireLease(uint32_t range_id, const std::string& owner, Lease* lease) {
+  ES_RETURN_IF_ERROR(lease_table::ValidateOwner(owner));
+  MutexLock lock(&write_mu_);
+  Txn txn(&write_db_);
+  ES_RETURN_IF_ERROR(txn.Begin());
+  ES_RETURN_IF_ERROR(RefreshWriteRanges());
+  const RangeRow* range = FindRange(ranges_.rows(), range_id);
+  if (!range) return Status::NotFound("range " + std::to_string(range_id) + " does not exist");
+  if (!range->info.active) return Status::NotFound("range " + std::to_string(range_id) + " has split; lease its children");
+  std::vector<uint32_t> ancestors;
+  for (uint32_t p = range->info.parent; p != 0;) {
+    ancestors.push_back(p);
+    const RangeRow* parent = FindRange(ranges_.rows(), p);
+    p = parent ? parent->info.parent : 0;
+  }
+  ES_RETURN_IF_ERROR(
+      lease_table::Acquire(&write_db_, *clock_, range_id, owner, ancestors, options_.lease_expiry_ms, lease));
+  return txn.Commit();
+}
+
+Status SqliteStore::RenewLease(const Lease& held, Lease* lease) {
+  return CheckpointLease(held, held.continuation, lease);
+}
+
+Status SqliteStore::CheckpointLease(const Lease& held, const std::string& continuation, Lease* lease) {
+  MutexLock lock(&write_mu_);
+  return lease_table::Checkpoint(&write_db_, *clock_, held, continuation, lease);
+}
+
+Status SqliteStore::ReleaseLease(const Lease& held) {
+  MutexLock lock(&write_mu_);
+  return lease_table::Release(&write_db_, held);
+}
+
+// A consumer takes a range from another (rebalancing); see store.h.
+Status SqliteStore::TakeLease(const Lease& seen, const std::string& owner, Lease* lease) {
+  MutexLock lock(&write_mu_);
+  return lease_table::Take(&write_db_, *clock_, seen, owner, lease);
+}
+
+Status SqliteStore::ListLeases(std::vector<Lease>* leases) {
+  MutexLock lock(&read_mu_);
+  return lease_table::List(&read_db_, leases);
+}
+
+Status SqliteStore::GetCheckpoint(const std::string& name, uint64_t* value) {
+  ES_RETURN_IF_ERROR(ValidateName("checkpoint name", name));
+  MutexLock lock(&read_mu_);
+  Stmt s;
+  ES_RETURN_IF_ERROR(s.Prepare(&read_db_, "SELECT value FROM checkpoints WHERE name=?"));
+  s.Bind(1, std::string_view(name));
+  Status st;
+  *value = s.Step(&st) ? static_cast<uint64_t>(s.Int(0)) : 0;
+  return st;
+}
+
+Status SqliteStore::SetCheckpoint(const std::string& name, uint64_t value) {
+  const CheckpointMark mark{name, value};
+  ES_RETURN_IF_ERROR(ValidateMark(mark));
+  MutexLock lock(&write_mu_);
+  return MoveCheckpoint(mark);
+}
+
+Status SqliteStore::AppendReadingsMarked(const std::vector<Reading>& readings, const CheckpointMark& mark,
+                                         AppendResult* result) {
+  ES_RETURN_IF_ERROR(ValidateMark(mark));
+  return AppendWithMark(readings, &mark, result);
+}
+
+Status SqliteStore::GetFeedPosition(const std::string& region, FeedPosition* position) {
+  ES_RETURN_IF_ERROR(feed_position_table::ValidateRegion(region));
+  MutexLock lock(&read_mu_);
+  Txn snapshot(&read_db_);
+  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  ES_RETURN_IF_ERROR(feed_position_table::Read(&read_db_, region, position));
+  return snapshot.Commit();
+}
+
+Status SqliteStore::SetFeedPosition(const std::string& region, const FeedPosition& position, bool reset) {
+  MutexLock lock(&write_mu_);
+  Txn txn(&write_db_);
+  ES_RETURN_IF_ERROR(txn.Begin());
+  ES_RETURN_IF_ERROR(feed_position_table::Write(&write_db_, region, position, reset));
+  return txn.Commit();
+}
+
+Status SqliteStore::AckUpstream(const std::string& target, uint64_t lsn) {
+  ES_RETURN_IF_ERROR(ValidateName("upstream target", target));
+  MutexLock lock(&write_mu_);
+  // From the file, not the cached LastLsn: another process may be the writer.
+  uint64_t next = 0;
+  ES_RETURN_IF_ERROR(NextLsn(&next));
+  if (lsn >= next) {
+    return Status::InvalidArgument("ack of LSN " + std::to_string(lsn) + " beyond the last LSN " +
+                                   std::to_string(next - 1));
+  }
+  Stmt s;
+  ES_RETURN_IF_ERROR(s.Prepare(&write_db_,
+                               "INSERT INTO acks VALUES(?, ?) ON CONFLICT(target) DO UPDATE SET lsn=max(lsn, excluded.lsn)"));
+  s.Bind(1, std::string_view(target));
+  s.Bind(2, static_cast<int64_t>(lsn));
+  return s.Run();
+}
+
+Status SqliteStore::AddDeadLetters(const std::vector<DeadLetter>& letters) {
+  MutexLock lock(&write_mu_);
+  return dead_letter_table::Add(&write_db_, letters, options_.dead_letter_cap);
+}
+
+Status SqliteStore::ListDeadLetters(size_t max, std::vector<DeadLetter>* letters) {
+  MutexLock lock(&read_mu_);
+  return dead_letter_table::List(&read_db_, max, letters);
+}
+
+Status SqliteStore::Stats(StoreStats* stats) {
+  *stats = StoreStats{};
+  stats->last_lsn = last_lsn_.load();
+  stats->rejected_full = rejected_full_.load();
+  MutexLock lock(&read_mu_);
+  Txn snapshot(&read_db_);
+  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  int64_t v = 0;
+  ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT ifnull(max(lsn), 0) FROM acks", &v));
+  stats->acked_lsn = static_cast<uint64_t>(v);
+  ES_RETURN_IF_ERROR(read_db_.QueryInt(
+      "SELECT (SELECT count(*) FROM log) + (SELECT ifnull(sum(last_lsn - first_lsn + 1), 0) FROM chunks)",
+      &stats->entries));
+  ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT (SELECT ifnull(sum(n), 0) FROM view_chunks) + "
+                                       "(SELECT ifnull(sum(n), 0) FROM region_chunks)",
+                                       &stats->remote_entries));
+  stats->corrupt_chunks = corrupt_chunks_.load();
+  ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "dropped_oldest", &stats->dropped_oldest));
+  ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "dropped_acked", &stats->dropped_acked));
+  ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "dead_letters", &stats->dead_letters));
+  int64_t high = 0;
+  ES_RETURN_IF_ERROR(read_db_.QueryInt(kHighLsnSql, &high));
+  stats->last_lsn = std::max<uint64_t>(stats->last_lsn, static_cast<uint64_t>(high));
+  struct stat st;
+  if (::stat(options_.path.c_str(), &st) == 0) stats->file_bytes += st.st_size;
+  if (::stat((options_.path + "-wal").c_str(), &st) == 0) stats->file_bytes += st.st_size;
+  return Status::Ok();
+}
+
+// The change log's read side (store/log_reader.h), each call in one read
+// transaction.
+
+Status SqliteStore::GetDevice(const std::string& device_id, DeviceRecord* device) {
+  ES_RETURN_IF_ERROR(ValidateKey("deviceId", device_id));
+  MutexLock lock(&read_mu_);
+  return log_reader_.GetDevice(device_id, device);
+}
+
+Status SqliteStore::ListRanges(std::vector<RangeInfo>* ranges) {
+  MutexLock lock(&read_mu_);
+  return log_reader_.ListRanges(ranges);
+}
+
+Status SqliteStore::ReadLog(uint64_t after_lsn, size_t max_entries, std::vector<ChangeEntry>* entries) {
+  MutexLock lock(&read_mu_);
+  Txn snapshot(&read_db_);  // one snapshot across chunks and device lookups
+  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  return log_reader_.ReadLog(after_lsn, max_entries, entries);
+}
+
+Status SqliteStore::CompleteThrough(uint64_t lsn, int64_t* through_ms) {
+  *through_ms = 0;
+  if (lsn > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("LSN out of range");
+  // In this order: a commit group not yet announced when `writing` is read
+  // takes its written_at after `now`.
+  const int64_t now = clock_->WallMillis();
+  const bool writing = appending_.load() > 0;
+  MutexLock lock(&read_mu_);
+  Txn snapshot(&read_db_);  // the group past lsn and the newest one, of one state
+  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  return log_reader_.CompleteThrough(lsn, now, writing, through_ms);
+}
+
+Status SqliteStore::ReadFeed(uint32_t range_id, const FeedStart& from, size_t max_entries, FeedPage* page) {
+  MutexLock lock(&read_mu_);
+  Txn snapshot(&read_db_);
+  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  return log_reader_.ReadFeed(range_id, from, max_entries, page);
+}
+
+// Retention's steps (store/log_retention.h) and compaction's
+// (store/chunk_compactor.h), each in transactions of its own.
+
+Status SqliteStore::PruneStep(int64_t max_rows, PruneResult* result) {
+  *result = PruneResult{};
+  if (max_rows <= 0) return Status::InvalidArgument("prune step: max_rows must be positive");
+  const int64_t now = clock_->WallMillis();
+  MutexLock lock(&write_mu_);
+  Txn txn(&write_db_);
+  Status s = [&]() REQUIRES(write_mu_) -> Status {
+    ES_RETURN_IF_ERROR(txn.Begin());
+    uint64_t next = 0;
+    ES_RETURN_IF_ERROR(NextLsn(&next));
+    ES_RETURN_IF_ERROR(retention_.Step(&write_db_, static_cast<int64_t>(next) - 1, max_rows, now, result));
+    return txn.Commit();
+  }();
+  if (!s.ok()) {
+    txn.Rollback();
+    *result = PruneResult{};
+    // The rows, LSNs and caches of this connection are what they were; the
+    // next data_version check reloads ranges if anything else changed.
+    cached_high_lsn_ = -1;
+  }
+  return s;
+}
+
+Status SqliteStore::Prune(PruneResult* result) {
+  *result = PruneResult{};
+  constexpr int64_t kStep = 20000;
+  for (;;) {
+    PruneResult step;
+    ES_RETURN_IF_ERROR(PruneStep(kStep, &step));
+    result->Add(step);
+    result->space_low = result->space_low || step.space_low;
+    if (!step.more) return Status::Ok();
+  }
+}
+
+// Compaction's step (store/chunk_compactor.h): the run read from a
+// snapshot, encoded without a lock, swapped in under the writer's.
+Status SqliteStore::CompactStep(CompactResult* result) {
+  *result = CompactResult{};
+  if (options_.read_only) return Status::InvalidArgument("compaction: the store is open read-only");
+  const chunk_compactor::Options options{options_.compact_span_readings, options_.compact_after_ms,
+                                         options_.compact_only_smaller};
+  chunk_compactor::Plan plan;
+  {
+    MutexLock lock(&read_mu_);
+    Txn snapshot(&read_db_);
+    ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+    ES_RETURN_IF_ERROR(chunk_compactor::FindRun(&read_db_, options, clock_->WallMillis(), &plan));
+  }
+  if (plan.run.empty()) return Status::Ok();
+  ES_RETURN_IF_ERROR(chunk_compactor::Encode(options, &plan));
+  bool swapped = false;
+  {
+    MutexLock lock(&write_mu_);
+    Status s = chunk_compactor::Swap(&write_db_, &plan, &swapped);
+    if (!s.ok()) {
+      cached_high_lsn_ = -1;
+      return s;
+    }
+  }
+  if (!swapped) return Status::Ok();  // raced with retention: the next pass reads again
+  if (plan.keep) {
+    result->kept = 1;
+    result->kept_readings = plan.result.readings;
+    result->more = true;
+    return Status::Ok();
+  }
+  *result = plan.result;
+  result->spans = 1;
+  result->more = true;  // the next span may be due already; a step that finds none says so
+  return Status::Ok();
+}
 
 }  // namespace edgesync
