@@ -159,4 +159,23 @@ Status DecodeMergedRegionChunk(std::string_view block, size_t max_entries, std::
   return why.empty() ? Status::Ok() : Bad(why);
 }
 
+Status DecodeRegionRow(std::string_view data, int64_t row_origin, size_t max_entries,
+                       std::vector<RemoteChunkEntry>* entries, std::vector<int64_t>* origins) {
+  entries->clear();
+  origins->clear();
+  if (!IsMergedRegionChunk(data)) {
+    ES_RETURN_IF_ERROR(DecodeRemoteChunk(data, max_entries, entries));
+    origins->assign(entries->size(), row_origin);
+    return Status::Ok();
+  }
+  // Kept per thread: readers decode a row per step of a feed read.
+  thread_local std::vector<RegionFeedRun> runs;
+  ES_RETURN_IF_ERROR(DecodeMergedRegionChunk(data, max_entries, &runs));
+  for (RegionFeedRun& run : runs) {
+    origins->insert(origins->end(), run.entries.size(), run.origin);
+    for (RemoteChunkEntry& e : run.entries) entries->push_back(std::move(e));
+  }
+  return Status::Ok();
+}
+
 }  // namespace edgesync

@@ -47,6 +47,14 @@ void EncodeMergedRegionChunk(const std::vector<RegionFeedRun>& runs, std::string
 // block of at most max_entries entries, each run in increasing origin LSN.
 Status DecodeMergedRegionChunk(std::string_view block, size_t max_entries, std::vector<RegionFeedRun>* runs);
 
+// The entries of one `region_chunks` row in sequence order (entry i has
+// sequence seq + i) with the origin id of each, whichever layout the row
+// has: a one-origin remote chunk (every entry of row_origin) or a merged
+// chunk (the origin of its run). So every reader of the table keeps its
+// loop over seq + i and only asks origins[i] instead of the row's origin.
+Status DecodeRegionRow(std::string_view data, int64_t row_origin, size_t max_entries,
+                       std::vector<RemoteChunkEntry>* entries, std::vector<int64_t>* origins);
+
 }  // namespace edgesync
 
 #endif  // EDGESYNC_STORE_REGION_FEED_CHUNK_CODEC_H_

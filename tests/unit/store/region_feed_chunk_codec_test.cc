@@ -91,5 +91,25 @@ TEST(RegionFeedChunkCodecTest, OneOriginChunksAndDamageAreRefused) {
   EXPECT_FALSE(DecodeMergedRegionChunk("", kMaxRemoteChunkEntries, &out).ok());
 }
 
+TEST(RegionFeedChunkCodecTest, ARowOfEitherLayoutReadsAsEntriesWithTheirOrigins) {
+  const std::vector<RemoteChunkEntry> a = {RemoteReading(10, 1, 100, 1.5), RemoteReading(11, 2, 100, 2.5)};
+  const std::vector<RemoteChunkEntry> b = {Correction(3, 100, 40, 2, 900), RemoteDevice(4, 5, 1, "Valve")};
+  std::string single, merged;
+  EncodeRemoteChunk(a, &single);
+  EncodeMergedRegionChunk({{8, a}, {2, b}}, &merged);
+  std::vector<RemoteChunkEntry> entries;
+  std::vector<int64_t> origins;
+  ASSERT_OK(DecodeRegionRow(single, 8, kMaxRemoteChunkEntries, &entries, &origins));
+  ExpectSameEntries(entries, a);
+  EXPECT_EQ(origins, (std::vector<int64_t>{8, 8}));
+  // A merged row's own origin column says nothing of its entries' origins.
+  ASSERT_OK(DecodeRegionRow(merged, 0, kMaxRemoteChunkEntries, &entries, &origins));
+  std::vector<RemoteChunkEntry> both = a;
+  both.insert(both.end(), b.begin(), b.end());
+  ExpectSameEntries(entries, both);
+  EXPECT_EQ(origins, (std::vector<int64_t>{8, 8, 2, 2}));
+  EXPECT_FALSE(DecodeRegionRow(merged, 0, 3, &entries, &origins).ok());
+}
+
 }  // namespace
 }  // namespace edgesync::test
