@@ -25,6 +25,7 @@
 #include "platform/mutex.h"
 #include "store/chunk_codec.h"
 #include "store/hub_store.h"
+#include "store/lsn_fence.h"
 #include "store/remote_chunk_codec.h"
 #include "store/sqlite_util.h"
 #include "store/store.h"
@@ -133,10 +134,6 @@ class SqliteStore : public Store, public HubStore {
   Status AppendOnce(const std::vector<Reading>& readings, const CheckpointMark* mark, AppendResult* result)
       REQUIRES(write_mu_);
   Status MoveCheckpoint(const CheckpointMark& mark) REQUIRES(write_mu_);  // inside or outside a transaction
-  // Inside an append's transaction: the readings stamped in untrusted clock
-  // periods counted into their periods' rows (sqlite_store_periods.cc);
-  // InvalidArgument for a period the store does not know.
-  Status CountPeriodReadings(const std::vector<Reading>& readings) REQUIRES(write_mu_);
   // Space (sqlite_store_retention.cc). CheckSpace: how many of the oldest
   // readings must go before n more fit (0 = they fit).
   Status CheckSpace(size_t n, int64_t* to_drop) REQUIRES(write_mu_);
@@ -158,7 +155,7 @@ class SqliteStore : public Store, public HubStore {
   // LSN this connection committed last is still the high one unless another
   // connection wrote since (data_version), so no query is needed.
   Status NextLsn(uint64_t* next, bool from_cache = false) REQUIRES(write_mu_);
-  // The LSN fence (sqlite_store_lsn_fence.cc): with sync = normal a power
+  // The LSN fence (store/lsn_fence.h): with sync = normal a power
   // cut may take back commits whose LSNs a reader (the uplink, a feed
   // consumer) has already seen, so no LSN past a durably recorded fence is
   // given out. LoadLsnFence at open; ReserveLsns(last) before a write that
@@ -237,23 +234,12 @@ class SqliteStore : public Store, public HubStore {
   Status DecodeChunkRow(Db* db, std::string_view data, int64_t first, int64_t last, std::vector<ChunkReading>* readings);
 
   // Read side.
-  // The corrections of this store's own periods (sqlite_store_periods.cc),
-  // on the read connection inside the caller's snapshot.
-  Status LoadOwnOverlay(TimeOverlay* overlay) REQUIRES(read_mu_);
-  // The correction of this origin's clock period as the change log carries
-  // it (the period's row, corrected).
-  Status FillCorrectionEntry(uint32_t period, TimeCorrection* correction) REQUIRES(read_mu_);
   // Inside a write transaction: a `log` row (a device record or a time
   // correction) at the next LSN, with its `batches` row; NoteLogRow once
   // it committed.
   Status InsertLogRow(ChangeEntry::Kind kind, int64_t series, int64_t quality, int64_t now, uint64_t* lsn)
       REQUIRES(write_mu_);
   void NoteLogRow(uint64_t lsn) REQUIRES(write_mu_);
-  // Inside a hub's or read view's write: another origin's correction, kept
-  // (again: replaced by itself).
-  Status KeepOriginCorrection(int64_t origin_id, const TimeCorrection& correction) REQUIRES(write_mu_);
-  // Other origins' corrections, by origin id.
-  Status LoadOriginOverlays(std::unordered_map<int64_t, TimeOverlay>* overlays) REQUIRES(read_mu_);
   Status SeriesById(int64_t id, SeriesInfo* info) REQUIRES(read_mu_);
   Status FillDeviceEntry(const std::string& device_id, ChangeEntry* e) REQUIRES(read_mu_);
   // The chunk holding the first reading after `after` (or the next one):
@@ -298,7 +284,7 @@ class SqliteStore : public Store, public HubStore {
   int64_t cached_high_lsn_ GUARDED_BY(write_mu_) = -1;
   // No LSN at or below it is given out (the fence found at open after a reboot).
   uint64_t lsn_floor_ GUARDED_BY(write_mu_) = 0;
-  uint64_t lsn_reserved_ GUARDED_BY(write_mu_) = 0;  // the durable fence: LSNs up to it may be given out
+  LsnFence lsn_fence_ GUARDED_BY(write_mu_);  // the durable fence: LSNs up to it may be given out
   int64_t last_batch_at_ GUARDED_BY(write_mu_) = INT64_MIN;  // written_at of the newest batches row
   // Entry/byte counts of ranges (they only drive splits) are written to the
   // ranges table at most every kRangeFlushMs, not in every commit: a small
@@ -382,7 +368,7 @@ class SqliteStore : public Store, public HubStore {
   Stmt w_high_ GUARDED_BY(write_mu_);
   Stmt w_update_range_ GUARDED_BY(write_mu_);
   Stmt w_data_version_ GUARDED_BY(write_mu_);
-  Stmt w_count_period_ GUARDED_BY(write_mu_);  // CountPeriodReadings', prepared on first use
+  Stmt w_count_period_ GUARDED_BY(write_mu_);  // clock_period_table::CountReadings', prepared on first use
   Stmt r_log_after_ GUARDED_BY(read_mu_);
   Stmt r_chunk_after_ GUARDED_BY(read_mu_);
   Stmt r_chunk_data_ GUARDED_BY(read_mu_);

@@ -1,5 +1,6 @@
-// Coordination and housekeeping: leases of feed consumers, named checkpoints
-// and upstream acknowledgements, dead letters and statistics. Space limits and
+// Coordination and housekeeping: leases of feed consumers, named checkpoints,
+// feed positions (store/feed_position_table.h) and upstream
+// acknowledgements, dead letters and statistics. Space limits and
 // retention: sqlite_store_retention.cc.
 #include <sys/stat.h>
 
@@ -7,6 +8,7 @@
 
 #include "platform/files.h"
 #include "platform/log.h"
+#include "store/feed_position_table.h"
 #include "store/schema.h"
 #include "store/sqlite_store.h"
 #include "store/token.h"
@@ -200,6 +202,21 @@ Status SqliteStore::ReleaseLease(const Lease& held) {
   return Status::Ok();
 }
 
+// A consumer takes a range from another (rebalancing); see store.h.
+Status SqliteStore::TakeLease(const Lease& seen, const std::string& owner, Lease* lease) {
+  if (owner.empty() || owner.size() > 128) return Status::InvalidArgument("lease owner must be 1..128 bytes");
+  MutexLock lock(&write_mu_);
+  const int64_t now = clock_->WallMillis();
+  bool moved = false;
+  ES_RETURN_IF_ERROR(SetLeaseOwner(seen.range_id, owner, seen.version, now, &moved));
+  if (!moved) {
+    return Status::Conflict("lease on range " + std::to_string(seen.range_id) + " moved past version " +
+                            std::to_string(seen.version));
+  }
+  *lease = Lease{seen.range_id, owner, seen.continuation, now, seen.version + 1};
+  return Status::Ok();
+}
+
 Status SqliteStore::ListLeases(std::vector<Lease>* leases) {
   MutexLock lock(&read_mu_);
   leases->clear();
@@ -236,6 +253,23 @@ Status SqliteStore::AppendReadingsMarked(const std::vector<Reading>& readings, c
                                          AppendResult* result) {
   ES_RETURN_IF_ERROR(ValidateMark(mark));
   return AppendWithMark(readings, &mark, result);
+}
+
+Status SqliteStore::GetFeedPosition(const std::string& region, FeedPosition* position) {
+  ES_RETURN_IF_ERROR(feed_position_table::ValidateRegion(region));
+  MutexLock lock(&read_mu_);
+  Txn snapshot(&read_db_);
+  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  ES_RETURN_IF_ERROR(feed_position_table::Read(&read_db_, region, position));
+  return snapshot.Commit();
+}
+
+Status SqliteStore::SetFeedPosition(const std::string& region, const FeedPosition& position, bool reset) {
+  MutexLock lock(&write_mu_);
+  Txn txn(&write_db_);
+  ES_RETURN_IF_ERROR(txn.Begin());
+  ES_RETURN_IF_ERROR(feed_position_table::Write(&write_db_, region, position, reset));
+  return txn.Commit();
 }
 
 Status SqliteStore::AckUpstream(const std::string& target, uint64_t lsn) {

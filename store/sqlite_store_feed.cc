@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "store/schema.h"
+#include "store/clock_period_table.h"
 #include "store/sqlite_store.h"
 #include "store/token.h"
 
@@ -110,7 +111,7 @@ Status SqliteStore::ReadRows(uint64_t after_lsn, size_t max_entries, const Range
         ChangeEntry e;
         e.lsn = device_lsn;
         e.kind = ChangeEntry::Kind::kTimeCorrection;
-        Status d = FillCorrectionEntry(static_cast<uint32_t>(device_quality), &e.correction);
+        Status d = clock_period_table::CorrectionOf(&read_db_, static_cast<uint32_t>(device_quality), &e.correction);
         if (!d.ok()) return Status::Corruption("log entry " + std::to_string(device_lsn) + ": " + d.message());
         entries->push_back(std::move(e));
         continue;

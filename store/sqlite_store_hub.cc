@@ -7,6 +7,7 @@
 
 #include "store/chunk_codec.h"
 #include "store/schema.h"
+#include "store/clock_period_table.h"
 #include "store/sqlite_store.h"
 
 namespace edgesync {
@@ -148,7 +149,7 @@ Status SqliteStore::ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t
   chunk.clear();
   for (size_t i = plan.first_new; i < entries.size(); ++i) {
     if (entries[i].kind == ChangeEntry::Kind::kTimeCorrection) {
-      ES_RETURN_IF_ERROR(KeepOriginCorrection(origin_id, entries[i].correction));
+      ES_RETURN_IF_ERROR(clock_period_table::KeepOriginCorrection(&write_db_, origin_id, entries[i].correction));
     }
     chunk.emplace_back();
     ES_RETURN_IF_ERROR(ToChunkEntry(entries[i], &chunk.back()));

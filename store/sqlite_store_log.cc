@@ -1,5 +1,6 @@
-// The change log's write side: appending readings and device records with
-// the next LSN, partition key ranges and their splits.
+// The change log's write side: appending readings, device records and
+// time corrections with the next LSN, partition key ranges and their
+// splits; the clock periods' table is store/clock_period_table.h.
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -9,6 +10,7 @@
 
 #include "platform/log.h"
 #include "store/chunk_codec.h"
+#include "store/clock_period_table.h"
 #include "store/schema.h"
 #include "store/sqlite_store.h"
 
@@ -69,6 +71,24 @@ Status SqliteStore::NextLsn(uint64_t* next, bool from_cache) {
   *next = std::max(static_cast<uint64_t>(high), lsn_floor_) + 1;
   return Status::Ok();
 }
+
+Status SqliteStore::LoadLsnFence() {
+  uint64_t next = 0;
+  ES_RETURN_IF_ERROR(NextLsn(&next));
+  uint64_t floor = 0;
+  ES_RETURN_IF_ERROR(lsn_fence_.Load(&write_db_, clock_->BootId(), next, &floor));
+  if (floor > 0) {
+    lsn_floor_ = floor;
+    cached_high_lsn_ = -1;
+    next = lsn_floor_ + 1;
+  }
+  last_lsn_ = next - 1;
+  return Status::Ok();
+}
+
+Status SqliteStore::ReserveLsns(uint64_t last) { return lsn_fence_.Reserve(&write_db_, clock_->BootId(), last); }
+
+void SqliteStore::ReleaseLsnFence() { lsn_fence_.Release(&write_db_, last_lsn_.load()); }
 
 Status SqliteStore::InternSeries(const std::string& device_id, const std::string& metric, const std::string& unit,
                                  int64_t* id, uint64_t* hash) {
@@ -418,11 +438,11 @@ Status SqliteStore::AppendOnce(const std::vector<Reading>& readings, const Check
     for (size_t k = 0; k < by_pos.size(); ++k) {
       if (by_pos[k].first > 0) counts[write_ranges_[k].info.id] = by_pos[k];
     }
-    ES_RETURN_IF_ERROR(CountPeriodReadings(readings));
+    ES_RETURN_IF_ERROR(clock_period_table::CountReadings(&write_db_, &w_count_period_, readings));
     result->last_lsn = lsn + readings.size() - 1;
-    if (options_.sync == StoreOptions::Sync::kNormal && result->last_lsn > lsn_reserved_) {
+    if (options_.sync == StoreOptions::Sync::kNormal && result->last_lsn > lsn_fence_.reserved()) {
       return Status::Corruption("LSN " + std::to_string(result->last_lsn) + " past the fence " +
-                                std::to_string(lsn_reserved_));
+                                std::to_string(lsn_fence_.reserved()));
     }
     // The whole group is one chunk row (schema.h).
     ES_RETURN_IF_ERROR(
@@ -538,8 +558,9 @@ Status SqliteStore::WriteDeviceEntry(const DeviceRecord& device, bool deleted, u
 Status SqliteStore::InsertLogRow(ChangeEntry::Kind kind, int64_t series, int64_t quality, int64_t now,
                                  uint64_t* lsn) {
   ES_RETURN_IF_ERROR(NextLsn(lsn, /*from_cache=*/true));
-  if (options_.sync == StoreOptions::Sync::kNormal && *lsn > lsn_reserved_) {
-    return Status::Corruption("LSN " + std::to_string(*lsn) + " past the fence " + std::to_string(lsn_reserved_));
+  if (options_.sync == StoreOptions::Sync::kNormal && *lsn > lsn_fence_.reserved()) {
+    return Status::Corruption("LSN " + std::to_string(*lsn) + " past the fence " +
+                              std::to_string(lsn_fence_.reserved()));
   }
   w_insert_log_.Bind(1, static_cast<int64_t>(*lsn));
   w_insert_log_.Bind(2, static_cast<int64_t>(kind));
@@ -557,6 +578,51 @@ void SqliteStore::NoteLogRow(uint64_t lsn) {
   last_lsn_ = lsn;
   cached_high_lsn_ = static_cast<int64_t>(lsn);
   last_batch_at_ = INT64_MIN;  // the next append writes its own row
+}
+
+Status SqliteStore::OpenClockPeriod(const std::string& boot_id, int64_t offset_ms, int64_t now_ms, uint32_t* id) {
+  *id = 0;
+  if (options_.read_only) return Status::Unsupported("store opened read only");
+  MutexLock lock(&write_mu_);
+  return clock_period_table::Open(&write_db_, boot_id, offset_ms, now_ms, id);
+}
+
+Status SqliteStore::ListClockPeriods(std::vector<ClockPeriod>* periods) {
+  MutexLock lock(&read_mu_);
+  return clock_period_table::List(&read_db_, periods);
+}
+
+Status SqliteStore::CorrectClockPeriod(uint32_t id, int64_t delta_ms, int64_t now_ms, bool* done) {
+  *done = false;
+  if (options_.read_only) return Status::Unsupported("store opened read only");
+  if (delta_ms > kMaxCorrectionDeltaMs || delta_ms < -kMaxCorrectionDeltaMs) {
+    return Status::InvalidArgument("a correction of " + std::to_string(delta_ms) + " ms is beyond +-2^53");
+  }
+  MutexLock lock(&write_mu_);
+  ES_RETURN_IF_ERROR(ReserveLsns(last_lsn_.load() + 1));
+  // The correction and its change-log entry commit together: replicas
+  // learn it from the log, exactly like a write (store/time_correction.h).
+  Txn txn(&write_db_);
+  pending_series_.clear();
+  uint64_t lsn = 0;
+  Status s = [&]() REQUIRES(write_mu_) -> Status {
+    ES_RETURN_IF_ERROR(txn.Begin());
+    bool changed = false;
+    ES_RETURN_IF_ERROR(clock_period_table::MarkCorrected(&write_db_, id, delta_ms, now_ms, &changed));
+    if (!changed) return Status::Ok();  // corrected before
+    // The log row names the period (in quality); its content is the
+    // period's row (clock_period_table::CorrectionOf).
+    ES_RETURN_IF_ERROR(InsertLogRow(ChangeEntry::Kind::kTimeCorrection, 0, id, clock_->WallMillis(), &lsn));
+    return txn.Commit();
+  }();
+  if (!s.ok()) {
+    RollBackLocalWrite(&txn);
+    return s;
+  }
+  if (lsn == 0) return Status::Ok();
+  *done = true;
+  NoteLogRow(lsn);
+  return Status::Ok();
 }
 
 Status SqliteStore::UpsertDevice(const DeviceRecord& device, uint64_t* lsn) {

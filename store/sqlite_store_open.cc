@@ -193,7 +193,9 @@ Status Store::Open(const StoreOptions& options, std::unique_ptr<Store>* store) {
 }
 
 SqliteStore::SqliteStore(const StoreOptions& options)
-    : options_(options), clock_(options.clock ? options.clock : SystemClock()) {}
+    : options_(options),
+      clock_(options.clock ? options.clock : SystemClock()),
+      lsn_fence_(options.sync == StoreOptions::Sync::kNormal && !options.read_only, options.path) {}
 
 SqliteStore::~SqliteStore() {
   MutexLock lock(&write_mu_);

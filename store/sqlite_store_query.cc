@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "store/chunk_codec.h"
+#include "store/clock_period_table.h"
 #include "store/sqlite_store.h"
 
 namespace edgesync {
@@ -164,13 +165,13 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   // that a correction brings into [from, to) are read as well. Without
   // corrections the only window is [from, to).
   TimeOverlay own_overlay;
-  ES_RETURN_IF_ERROR(LoadOwnOverlay(&own_overlay));
+  ES_RETURN_IF_ERROR(clock_period_table::LoadOwnOverlay(&read_db_, &own_overlay));
   const std::vector<std::pair<int64_t, int64_t>> own_windows = own_overlay.ScanWindows(q.from_ms, q.to_ms);
   const std::vector<std::pair<int64_t, int64_t>> plain_windows{{q.from_ms, q.to_ms}};
   // Other origins' corrections, as a hub or this read view took them from
   // the change log: their readings are shown through them the same way.
   std::unordered_map<int64_t, TimeOverlay> origin_overlays;
-  ES_RETURN_IF_ERROR(LoadOriginOverlays(&origin_overlays));
+  ES_RETURN_IF_ERROR(clock_period_table::LoadOriginOverlays(&read_db_, &origin_overlays));
   // The time and quality shown: false when outside [from, to).
   auto shown = [&q](const TimeOverlay* overlay, int64_t* ts, uint32_t* quality) {
     if (overlay != nullptr) overlay->Apply(ts, quality);

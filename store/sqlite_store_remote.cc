@@ -9,6 +9,7 @@
 
 #include "store/chunk_codec.h"
 #include "store/schema.h"
+#include "store/clock_period_table.h"
 #include "store/sqlite_store.h"
 #include "store/token.h"
 
@@ -189,7 +190,7 @@ Status SqliteStore::ApplyViewOrigin(int64_t origin_id, std::vector<const ChangeE
     if (e->lsn == last || held.count(e->lsn)) continue;  // a repeat within the call, or already held
     last = e->lsn;
     if (e->kind == ChangeEntry::Kind::kTimeCorrection) {
-      ES_RETURN_IF_ERROR(KeepOriginCorrection(origin_id, e->correction));
+      ES_RETURN_IF_ERROR(clock_period_table::KeepOriginCorrection(&write_db_, origin_id, e->correction));
     }
     chunk.emplace_back();
     ES_RETURN_IF_ERROR(ToChunkEntry(*e, &chunk.back()));

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "store/chunk_codec.h"
+#include "store/clock_period_table.h"
 #include "store/sqlite_store.h"
 
 namespace edgesync {
@@ -27,7 +28,7 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
   std::vector<ChunkReading> chunk;
   // Times as a query shows them: corrected periods at their true times.
   TimeOverlay overlay;
-  ES_RETURN_IF_ERROR(LoadOwnOverlay(&overlay));
+  ES_RETURN_IF_ERROR(clock_period_table::LoadOwnOverlay(&read_db_, &overlay));
   Status st;
   while (local.Step(&st)) {
     ES_RETURN_IF_ERROR(DecodeChunkRow(&read_db_, local.Blob(2), local.Int(0), local.Int(1), &chunk));
@@ -67,7 +68,7 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
   // sent: the one with the highest origin LSN is the latest.
   std::map<std::pair<std::string, int64_t>, Span> by_origin;
   std::unordered_map<int64_t, TimeOverlay> origin_overlays;
-  ES_RETURN_IF_ERROR(LoadOriginOverlays(&origin_overlays));
+  ES_RETURN_IF_ERROR(clock_period_table::LoadOriginOverlays(&read_db_, &origin_overlays));
   std::vector<RemoteChunkEntry> entries;
   const std::pair<const char*, const char*> tables[] = {{"SELECT id, origin, data FROM view_chunks", "read view chunk"},
                                                         {"SELECT seq, origin, data FROM region_chunks",

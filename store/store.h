@@ -37,7 +37,7 @@ struct StoreOptions {
   // kFull: a committed batch survives power loss (fsync on every commit).
   // kNormal: survives a crash of the process (kill -9); a power cut may lose
   // the commits since the last sync (WAL checkpoint) but never corrupts the
-  // file, and their LSNs are never given again (sqlite_store_lsn_fence.cc).
+  // file, and their LSNs are never given again (store/lsn_fence.cc).
   Sync sync = Sync::kNormal;
   int initial_ranges = store_options::kInitialRanges;
   int64_t split_max_entries = store_options::kSplitMaxEntries;

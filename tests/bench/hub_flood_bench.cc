@@ -2,7 +2,7 @@
 // gateways (real Uplinks and SQLite stores) drain their readings through a
 // real Mosquitto and `edgesync region` while a tenth identity floods the hub
 // with feed requests for 5,000-entry pages, 500 a second
-// (tests/integration/hub_flood.h, the scenario the fairness test checks):
+// (tests/support/hub_flood.h, the scenario the fairness test checks):
 // the nine's mean acknowledgement latency, against the same run without
 // the flood. Runs alternate, flood and no flood, three of each (one with
 // EDGESYNC_BENCH_QUICK); each figure is the median of its runs.
@@ -11,7 +11,7 @@
 
 #include "platform/log.h"
 #include "tests/bench/report.h"
-#include "tests/integration/hub_flood.h"
+#include "tests/support/hub_flood.h"
 
 int main() {
   using namespace edgesync;

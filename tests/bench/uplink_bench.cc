@@ -60,9 +60,9 @@
 #include "sync/columns.h"
 #include "sync/wire.h"
 #include "tests/bench/report.h"
-#include "tests/integration/sync_sites.h"
 #include "tests/support/mqtt_client.h"
 #include "tests/support/status_metrics.h"
+#include "tests/support/sync_sites.h"
 
 namespace edgesync {
 namespace {

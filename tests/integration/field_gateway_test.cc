@@ -10,11 +10,11 @@
 #include <set>
 #include <string>
 
-#include "tests/integration/gateway_program.h"
-#include "tests/integration/sync_sites.h"
 #include "tests/support/broker.h"
+#include "tests/support/gateway_program.h"
 #include "tests/support/process.h"
 #include "tests/support/status_file.h"
+#include "tests/support/sync_sites.h"
 
 namespace edgesync::test {
 namespace {

@@ -10,9 +10,9 @@
 // once: LSNs 1..last of every origin, nothing twice, nothing else.
 #include <gtest/gtest.h>
 
-#include "tests/integration/sync_sites.h"
-#include "tests/tools/fleet.h"
 #include "tests/support/status_assert.h"
+#include "tests/support/sync_sites.h"
+#include "tests/tools/fleet.h"
 
 namespace edgesync::test {
 namespace {

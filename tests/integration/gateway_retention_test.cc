@@ -4,11 +4,11 @@
 // it did not acknowledge stays, however old.
 #include <gtest/gtest.h>
 
-#include "tests/integration/gateway_program.h"
-#include "tests/integration/sync_sites.h"
 #include "tests/support/broker.h"
+#include "tests/support/gateway_program.h"
 #include "tests/support/process.h"
 #include "tests/support/reading_tally.h"
+#include "tests/support/sync_sites.h"
 
 namespace edgesync::test {
 namespace {

@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "tests/integration/sync_sites.h"
 #include "tests/support/status_assert.h"
+#include "tests/support/sync_sites.h"
 
 namespace edgesync::test {
 namespace {

@@ -18,9 +18,9 @@
 
 #include "sync/feed_puller.h"
 #include "sync/wire.h"
-#include "tests/integration/sync_sites.h"
 #include "tests/support/http_get.h"
 #include "tests/support/status_assert.h"
+#include "tests/support/sync_sites.h"
 
 namespace edgesync::test {
 namespace {

@@ -21,11 +21,11 @@
 
 #include "agent/ingest/presence_mark.h"
 #include "platform/clock.h"
-#include "tests/integration/sync_sites.h"
 #include "tests/support/reading_tally.h"
+#include "tests/support/status_assert.h"
 #include "tests/support/status_file.h"
 #include "tests/support/status_metrics.h"
-#include "tests/support/status_assert.h"
+#include "tests/support/sync_sites.h"
 
 namespace edgesync::test {
 namespace {

@@ -16,13 +16,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/integration/sync_sites.h"
 #include "tests/support/broker.h"
 #include "tests/support/process.h"
 #include "tests/support/reading_tally.h"
 #include "tests/support/status_file.h"
-#include "tests/support/tcp_proxy.h"
 #include "tests/support/status_metrics.h"
+#include "tests/support/sync_sites.h"
+#include "tests/support/tcp_proxy.h"
 
 namespace edgesync::test {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "sync/mqtt_link.h"
 #include "sync/wire.h"
-#include "tests/integration/region_auth.h"
+#include "tests/support/region_auth.h"
 
 namespace edgesync::test {
 namespace {

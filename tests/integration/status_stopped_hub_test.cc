@@ -4,10 +4,10 @@
 
 #include <string>
 
-#include "tests/integration/sync_sites.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/process.h"
 #include "tests/support/status_file.h"
+#include "tests/support/sync_sites.h"
 
 namespace edgesync::test {
 namespace {

@@ -25,11 +25,11 @@
 
 #include "agent/metrics_table.h"
 #include "platform/files.h"
-#include "tests/integration/sync_sites.h"
 #include "tests/support/broker.h"
 #include "tests/support/http_get.h"
 #include "tests/support/process.h"
 #include "tests/support/status_assert.h"
+#include "tests/support/sync_sites.h"
 
 namespace edgesync::test {
 namespace {

@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "sync/wire.h"
-#include "tests/integration/sync_sites.h"
 #include "tests/support/mqtt_client.h"
 #include "tests/support/status_assert.h"
+#include "tests/support/sync_sites.h"
 
 namespace edgesync::test {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "sync/feed_puller.h"
 #include "sync/mqtt_link_pool.h"
-#include "tests/integration/region_auth.h"
+#include "tests/support/region_auth.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync::test {

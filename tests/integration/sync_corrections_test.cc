@@ -8,9 +8,9 @@
 #include <map>
 
 #include "sync/wire.h"
-#include "tests/integration/sync_sites.h"
 #include "tests/support/mqtt_client.h"
 #include "tests/support/status_assert.h"
+#include "tests/support/sync_sites.h"
 #include "tests/support/wire_peer.h"
 
 namespace edgesync::test {

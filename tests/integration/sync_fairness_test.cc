@@ -2,7 +2,7 @@
 // sync/feed_queue.h for feed requests): nine gateways drain their readings
 // through a real Mosquitto and `edgesync region` while a tenth identity
 // floods the hub with feed requests for 5,000-entry pages (500 a second,
-// far beyond the pages the hub can serve; tests/integration/hub_flood.h).
+// far beyond the pages the hub can serve; tests/support/hub_flood.h).
 // Every reading of the nine arrives exactly once; their mean
 // acknowledgement latency is printed beside the same run without the flood
 // (a figure, not asserted: timings depend on the machine; bench_hub_flood
@@ -11,7 +11,7 @@
 
 #include <cstdio>
 
-#include "tests/integration/hub_flood.h"
+#include "tests/support/hub_flood.h"
 
 namespace edgesync::test {
 namespace {

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "sync/feed_puller.h"
-#include "tests/integration/sync_sites.h"
 #include "tests/support/status_assert.h"
+#include "tests/support/sync_sites.h"
 
 namespace edgesync::test {
 namespace {

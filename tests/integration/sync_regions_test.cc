@@ -7,8 +7,8 @@
 // holds all.
 #include <gtest/gtest.h>
 
-#include "tests/integration/sync_sites.h"
 #include "tests/support/status_assert.h"
+#include "tests/support/sync_sites.h"
 
 namespace edgesync::test {
 namespace {

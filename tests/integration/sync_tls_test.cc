@@ -9,7 +9,7 @@
 // (caught by the AddressSanitizer run, make test SANITIZE=address,undefined).
 #include <gtest/gtest.h>
 
-#include "tests/integration/sync_sites.h"
+#include "tests/support/sync_sites.h"
 
 namespace edgesync::test {
 namespace {

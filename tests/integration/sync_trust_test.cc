@@ -15,7 +15,7 @@
 #include <mutex>
 
 #include "sync/wire.h"
-#include "tests/integration/region_auth.h"
+#include "tests/support/region_auth.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync::test {

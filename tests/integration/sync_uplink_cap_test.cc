@@ -14,15 +14,15 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "tests/integration/sync_sites.h"
+#include "sync/mqtt_link.h"
+#include "sync/wire.h"
 #include "tests/support/broker.h"
 #include "tests/support/http_get.h"
 #include "tests/support/mqtt_client.h"
 #include "tests/support/process.h"
 #include "tests/support/status_assert.h"
+#include "tests/support/sync_sites.h"
 #include "tests/support/tcp_proxy.h"
-#include "sync/mqtt_link.h"
-#include "sync/wire.h"
 
 namespace edgesync::test {
 namespace {

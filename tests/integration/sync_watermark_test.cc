@@ -23,15 +23,15 @@
 #include <nlohmann/json.hpp>
 
 #include "platform/clock.h"
-#include "tests/integration/gateway_program.h"
-#include "tests/integration/sync_sites.h"
 #include "tests/support/broker.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/gateway_program.h"
 #include "tests/support/http_get.h"
 #include "tests/support/process.h"
 #include "tests/support/status_assert.h"
 #include "tests/support/status_file.h"
 #include "tests/support/status_metrics.h"
+#include "tests/support/sync_sites.h"
 #include "tests/support/tcp_proxy.h"
 
 namespace edgesync::test {

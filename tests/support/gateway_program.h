@@ -1,11 +1,11 @@
-// tests/integration/gateway_program.h: the `edgesync gateway` program as it
+// tests/support/gateway_program.h: the `edgesync gateway` program as it
 // runs on a board, started by a test with its own config (a local broker,
-// regions of tests/integration/sync_sites.h, test timings), and the sensors
+// regions of tests/support/sync_sites.h, test timings), and the sensors
 // that feed it (a publishing process).
 //
 // Thread safety: used from the test's thread.
-#ifndef EDGESYNC_TESTS_INTEGRATION_GATEWAY_PROGRAM_H_
-#define EDGESYNC_TESTS_INTEGRATION_GATEWAY_PROGRAM_H_
+#ifndef EDGESYNC_TESTS_SUPPORT_GATEWAY_PROGRAM_H_
+#define EDGESYNC_TESTS_SUPPORT_GATEWAY_PROGRAM_H_
 
 #include <gtest/gtest.h>
 
@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/sync_sites.h"
 #include "tests/support/process.h"
 #include "tests/support/status_file.h"
 #include "tests/support/status_metrics.h"
+#include "tests/support/sync_sites.h"
 
 namespace edgesync::test {
 
@@ -100,4 +100,4 @@ inline int Publish(const std::string& uri, const std::string& client, int device
 
 }  // namespace edgesync::test
 
-#endif  // EDGESYNC_TESTS_INTEGRATION_GATEWAY_PROGRAM_H_
+#endif  // EDGESYNC_TESTS_SUPPORT_GATEWAY_PROGRAM_H_

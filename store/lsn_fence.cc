@@ -1,4 +1,4 @@
-// store/sqlite_store_lsn_fence.cc: LSNs are never given out twice, also
+// store/lsn_fence.cc: LSNs are never given out twice, also
 // across a power cut with sync = normal.
 //
 // With synchronous=NORMAL a commit is a write into the WAL, synced only at a
@@ -25,7 +25,7 @@
 // Cost: one synced commit of one meta row per kLsnFenceBlock LSNs (at the
 // reference 8,000 readings/s, one every ~8 s, fewer than the WAL
 // checkpoints' own syncs).
-#include "store/sqlite_store.h"
+#include "store/lsn_fence.h"
 
 #include "platform/log.h"
 
@@ -34,74 +34,75 @@ namespace {
 
 constexpr uint64_t kLsnFenceBlock = 65536;
 
+Status SetFence(Db* db, int64_t fence) {
+  Stmt s;
+  ES_RETURN_IF_ERROR(s.Prepare(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('lsn_fence', ?)"));
+  s.Bind(1, fence);
+  return s.Run();
+}
+
 }  // namespace
 
-Status SqliteStore::LoadLsnFence() {
+Status LsnFence::Load(Db* db, const std::string& boot_id, uint64_t next, uint64_t* floor) {
   int64_t fence = 0;
-  ES_RETURN_IF_ERROR(GetMetaInt(&write_db_, "lsn_fence", &fence));
+  {
+    Stmt s;
+    ES_RETURN_IF_ERROR(s.Prepare(db, "SELECT value FROM meta WHERE key = 'lsn_fence'"));
+    Status st;
+    fence = s.Step(&st) ? s.Int(0) : 0;
+    ES_RETURN_IF_ERROR(st);
+  }
   std::string boot;
-  ES_RETURN_IF_ERROR(write_db_.QueryText("SELECT value FROM meta WHERE key='lsn_fence_boot'", &boot));
-  lsn_reserved_ = static_cast<uint64_t>(fence);
-  uint64_t next = 0;
-  ES_RETURN_IF_ERROR(NextLsn(&next));
-  if (fence > 0 && boot != clock_->BootId() && static_cast<uint64_t>(fence) >= next) {
+  ES_RETURN_IF_ERROR(db->QueryText("SELECT value FROM meta WHERE key='lsn_fence_boot'", &boot));
+  reserved_ = static_cast<uint64_t>(fence);
+  if (fence > 0 && boot != boot_id && static_cast<uint64_t>(fence) >= next) {
     ES_LOG(kWarn, "store {}: first open since the machine restarted, LSNs were reserved up to {} (sync = normal); "
                   "numbering goes on after them ({} to {} stay unused), in case a power cut took back commits "
                   "already read",
-           options_.path, fence, next, fence);
-    lsn_floor_ = static_cast<uint64_t>(fence);
-    cached_high_lsn_ = -1;
-    next = lsn_floor_ + 1;
+           path_, fence, next, fence);
+    *floor = static_cast<uint64_t>(fence);
   }
-  last_lsn_ = next - 1;
   return Status::Ok();
 }
 
-Status SqliteStore::ReserveLsns(uint64_t last) {
-  if (options_.sync != StoreOptions::Sync::kNormal || options_.read_only || last <= lsn_reserved_) {
-    return Status::Ok();
-  }
+Status LsnFence::Reserve(Db* db, const std::string& boot_id, uint64_t last) {
+  if (!enabled_ || last <= reserved_) return Status::Ok();
   const uint64_t fence = last + kLsnFenceBlock;
-  ES_RETURN_IF_ERROR(write_db_.Exec("PRAGMA synchronous=FULL"));
-  Txn txn(&write_db_);
+  ES_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=FULL"));
+  Txn txn(db);
   Status s = txn.Begin();
-  if (s.ok()) s = SetMetaInt("lsn_fence", static_cast<int64_t>(fence));
+  if (s.ok()) s = SetFence(db, static_cast<int64_t>(fence));
   if (s.ok()) {
     Stmt boot;
-    s = boot.Prepare(&write_db_, "INSERT OR REPLACE INTO meta(key, value) VALUES('lsn_fence_boot', ?)");
-    const std::string id = clock_->BootId();
+    s = boot.Prepare(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('lsn_fence_boot', ?)");
     if (s.ok()) {
-      boot.Bind(1, std::string_view(id));
+      boot.Bind(1, std::string_view(boot_id));
       s = boot.Run();
     }
   }
   if (s.ok()) s = txn.Commit();
   if (!s.ok()) txn.Rollback();
-  Status back = write_db_.Exec("PRAGMA synchronous=NORMAL");
+  Status back = db->Exec("PRAGMA synchronous=NORMAL");
   ES_RETURN_IF_ERROR(s);
   ES_RETURN_IF_ERROR(back);
-  lsn_reserved_ = fence;
+  reserved_ = fence;
   return Status::Ok();
 }
 
-void SqliteStore::ReleaseLsnFence() {
-  const uint64_t last = last_lsn_.load();
-  if (options_.sync != StoreOptions::Sync::kNormal || options_.read_only || write_db_.get() == nullptr ||
-      lsn_reserved_ <= last) {
-    return;
-  }
-  Status s = write_db_.Exec("PRAGMA synchronous=FULL");
-  Txn txn(&write_db_);
+void LsnFence::Release(Db* db, uint64_t last) {
+  if (!enabled_ || db->get() == nullptr || reserved_ <= last) return;
+  Status s = db->Exec("PRAGMA synchronous=FULL");
+  Txn txn(db);
   if (s.ok()) s = txn.Begin();
-  if (s.ok()) s = SetMetaInt("lsn_fence", static_cast<int64_t>(last));
+  if (s.ok()) s = SetFence(db, static_cast<int64_t>(last));
   if (s.ok()) s = txn.Commit();
   if (!s.ok()) {
     txn.Rollback();
-    ES_LOG(kWarn, "store {}: LSN fence not lowered at close (the next boot skips up to {}): {}", options_.path,
-           lsn_reserved_, s.ToString());
+    ES_LOG(kWarn, "store {}: LSN fence not lowered at close (the next boot skips up to {}): {}", path_, reserved_,
+           s.ToString());
     return;
   }
-  lsn_reserved_ = last;
+  reserved_ = last;
 }
 
 }  // namespace edgesync

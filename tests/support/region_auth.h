@@ -1,11 +1,11 @@
-// tests/integration/region_auth.h: a region broker set up the way an
+// tests/support/region_auth.h: a region broker set up the way an
 // operator does it, for the trust tests: identities made by
 // firmware-config/region/edgesync-region-auth, its ACL, the global settings
 // of the shipped firmware-config/region/mosquitto-region.conf (client ids
 // bound to identities, limits), a real hub process, and mosquitto_pub /
 // mosquitto_sub (Debian mosquitto-clients) speaking with someone's identity.
-#ifndef EDGESYNC_TESTS_INTEGRATION_REGION_AUTH_H_
-#define EDGESYNC_TESTS_INTEGRATION_REGION_AUTH_H_
+#ifndef EDGESYNC_TESTS_SUPPORT_REGION_AUTH_H_
+#define EDGESYNC_TESTS_SUPPORT_REGION_AUTH_H_
 
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/sync_sites.h"
+#include "tests/support/sync_sites.h"
 
 namespace edgesync::test {
 
@@ -140,4 +140,4 @@ inline int Occurrences(const std::string& text, const std::string& needle) {
 
 }  // namespace edgesync::test
 
-#endif  // EDGESYNC_TESTS_INTEGRATION_REGION_AUTH_H_
+#endif  // EDGESYNC_TESTS_SUPPORT_REGION_AUTH_H_

@@ -1,12 +1,12 @@
-// tests/integration/sync_sites.h: the real parts of the sync tests: a region
+// tests/support/sync_sites.h: the real parts of the sync tests: a region
 // = a Mosquitto broker + an `edgesync region` process with its own hub store:
 // SQLite, or with EDGESYNC_TEST_HUB_STORE=postgresql (ctest runs the sync
 // suites both ways) a real PostgreSQL server of its own; a gateway = a SQLite store filled in the test process + the Uplink,
 // in process or in a child process (this test binary re-executed in uplink
 // mode, so it can be SIGKILLed); and the checks "no region holds a reading
 // twice, the union holds every reading".
-#ifndef EDGESYNC_TESTS_INTEGRATION_SYNC_SITES_H_
-#define EDGESYNC_TESTS_INTEGRATION_SYNC_SITES_H_
+#ifndef EDGESYNC_TESTS_SUPPORT_SYNC_SITES_H_
+#define EDGESYNC_TESTS_SUPPORT_SYNC_SITES_H_
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -27,13 +27,13 @@
 #include "store/hub_store.h"
 #include "store/store.h"
 #include "sync/uplink.h"
-#include "tests/support/sqlite_hub.h"
 #include "tests/support/broker.h"
 #include "tests/support/postgres.h"
 #include "tests/support/process.h"
+#include "tests/support/sqlite_hub.h"
+#include "tests/support/status_assert.h"
 #include "tests/support/tcp_proxy.h"
 #include "tests/support/workload.h"
-#include "tests/support/status_assert.h"
 
 namespace edgesync::test {
 
@@ -303,4 +303,4 @@ inline bool StartUplinkChild(Process* child, const std::string& store_path, cons
 
 }  // namespace edgesync::test
 
-#endif  // EDGESYNC_TESTS_INTEGRATION_SYNC_SITES_H_
+#endif  // EDGESYNC_TESTS_SUPPORT_SYNC_SITES_H_

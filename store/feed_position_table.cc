@@ -1,29 +1,15 @@
-// The read view's positions in the region hubs' feeds: (hub epoch, one
-// sequence per shard) per region, in meta: "feed_epoch:<region>" and
-// "feed_shards:<region>" (store/feed_cursor.h's encoding, in hex). The
-// checkpoint "feed:<region>" keeps the highest position of any shard (what
-// status and older tools read; on a one-writer hub every shard moves with
-// the region's one sequence, so it is that sequence). All move in one
-// transaction, so no schema change was needed.
-//
-// A store from before shards holds only "feed:<region>" (one region-wide
-// sequence): that number cannot be split into shards, so GetFeedPosition
-// hands out a fresh position (epoch "", every shard 0) with single_seq set,
-// and the puller logs and counts it as a reset. Nothing is lost: the read
-// view stays and applies are idempotent by (origin, LSN).
+// The feed positions of a gateway store's read view: store/feed_position_table.h.
+#include "store/feed_position_table.h"
+
 #include <algorithm>
 
 #include "store/checkpoint_names.h"
-#include "store/sqlite_store.h"
+#include "store/feed_cursor.h"
 #include "store/token.h"
 
 namespace edgesync {
+namespace feed_position_table {
 namespace {
-
-Status ValidateRegion(const std::string& region) {
-  if (region.empty() || region.size() > 64) return Status::InvalidArgument("feed position: region name 1..64 bytes");
-  return Status::Ok();
-}
 
 constexpr char kHex[] = "0123456789abcdef";
 
@@ -53,8 +39,14 @@ Status Unhex(const std::string& text, std::string* bytes) {
   return Status::Ok();
 }
 
-// Reads the position inside the caller's transaction on db.
-Status ReadPosition(Db* db, const std::string& region, FeedPosition* position) {
+}  // namespace
+
+Status ValidateRegion(const std::string& region) {
+  if (region.empty() || region.size() > 64) return Status::InvalidArgument("feed position: region name 1..64 bytes");
+  return Status::Ok();
+}
+
+Status Read(Db* db, const std::string& region, FeedPosition* position) {
   *position = FeedPosition{};
   Stmt m;
   ES_RETURN_IF_ERROR(m.Prepare(db, "SELECT key, value FROM meta WHERE key IN (?, ?)"));
@@ -89,28 +81,14 @@ Status ReadPosition(Db* db, const std::string& region, FeedPosition* position) {
   return st;
 }
 
-}  // namespace
-
-Status SqliteStore::GetFeedPosition(const std::string& region, FeedPosition* position) {
-  ES_RETURN_IF_ERROR(ValidateRegion(region));
-  MutexLock lock(&read_mu_);
-  Txn snapshot(&read_db_);
-  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
-  ES_RETURN_IF_ERROR(ReadPosition(&read_db_, region, position));
-  return snapshot.Commit();
-}
-
-Status SqliteStore::SetFeedPosition(const std::string& region, const FeedPosition& position, bool reset) {
+Status Write(Db* db, const std::string& region, const FeedPosition& position, bool reset) {
   ES_RETURN_IF_ERROR(ValidateRegion(region));
   if (!IsEpoch(position.epoch)) return Status::InvalidArgument("feed position: epoch is not 32 lower-case hex");
   for (uint64_t p : position.shards) {
     if (p > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("feed position: seq too large");
   }
-  MutexLock lock(&write_mu_);
-  Txn txn(&write_db_);
-  ES_RETURN_IF_ERROR(txn.Begin());
   FeedPosition held;
-  ES_RETURN_IF_ERROR(ReadPosition(&write_db_, region, &held));
+  ES_RETURN_IF_ERROR(Read(db, region, &held));
   // Within one epoch no shard moves back, unless the hub said reset.
   if (!reset && held.epoch == position.epoch && !AllAtOrBelow(held.shards, position.shards)) {
     return Status::InvalidArgument("feed position of " + region + " would move back from " +
@@ -118,7 +96,7 @@ Status SqliteStore::SetFeedPosition(const std::string& region, const FeedPositio
                                    " within one epoch");
   }
   Stmt put;
-  ES_RETURN_IF_ERROR(put.Prepare(&write_db_, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?), (?, ?)"));
+  ES_RETURN_IF_ERROR(put.Prepare(db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?), (?, ?)"));
   std::string epoch_key = "feed_epoch:" + region, shards_key = "feed_shards:" + region;
   std::string shards = Hex(EncodeShardPositions(position.shards));
   put.Bind(1, std::string_view(epoch_key));
@@ -127,12 +105,12 @@ Status SqliteStore::SetFeedPosition(const std::string& region, const FeedPositio
   put.Bind(4, std::string_view(shards));
   ES_RETURN_IF_ERROR(put.Run());
   Stmt put_seq;
-  ES_RETURN_IF_ERROR(put_seq.Prepare(&write_db_, "INSERT OR REPLACE INTO checkpoints(name, value) VALUES(?, ?)"));
+  ES_RETURN_IF_ERROR(put_seq.Prepare(db, "INSERT OR REPLACE INTO checkpoints(name, value) VALUES(?, ?)"));
   std::string name = checkpoint::FeedOf(region);
   put_seq.Bind(1, std::string_view(name));
   put_seq.Bind(2, static_cast<int64_t>(*std::max_element(position.shards.begin(), position.shards.end())));
-  ES_RETURN_IF_ERROR(put_seq.Run());
-  return txn.Commit();
+  return put_seq.Run();
 }
 
+}  // namespace feed_position_table
 }  // namespace edgesync

@@ -1,4 +1,4 @@
-// tests/integration/hub_flood.h: per-sender fairness at a real hub, the
+// tests/support/hub_flood.h: per-sender fairness at a real hub, the
 // scenario shared by the fairness test (integration/sync_fairness_test.cc,
 // which checks what it delivers) and bench_hub_flood (which reports its
 // latency): nine gateways drain their readings through a real Mosquitto and
@@ -6,8 +6,8 @@
 // feed requests for 5,000-entry pages, 500 a second, far beyond the pages
 // the hub can serve. A feed reader of its own identity pulls the region
 // feed meanwhile, in both runs.
-#ifndef EDGESYNC_TESTS_INTEGRATION_HUB_FLOOD_H_
-#define EDGESYNC_TESTS_INTEGRATION_HUB_FLOOD_H_
+#ifndef EDGESYNC_TESTS_SUPPORT_HUB_FLOOD_H_
+#define EDGESYNC_TESTS_SUPPORT_HUB_FLOOD_H_
 
 #include <gtest/gtest.h>
 
@@ -19,8 +19,8 @@
 
 #include "sync/feed_puller.h"
 #include "sync/wire.h"
-#include "tests/integration/sync_sites.h"
 #include "tests/support/status_assert.h"
+#include "tests/support/sync_sites.h"
 
 namespace edgesync::test {
 
@@ -144,4 +144,4 @@ inline HubFloodRun NineGatewaysBesideAFlood(const std::string& root, bool flood)
 
 }  // namespace edgesync::test
 
-#endif  // EDGESYNC_TESTS_INTEGRATION_HUB_FLOOD_H_
+#endif  // EDGESYNC_TESTS_SUPPORT_HUB_FLOOD_H_
