@@ -26,6 +26,7 @@
 #include "store/chunk_codec.h"
 #include "store/hub_store.h"
 #include "store/lsn_fence.h"
+#include "store/region_feed_compactor.h"
 #include "store/remote_chunk_codec.h"
 #include "store/sqlite_util.h"
 #include "store/store.h"
@@ -112,6 +113,9 @@ class SqliteStore : public Store, public HubStore {
   // the region's one sequence as its own.
   Status ReadFeed(const ShardPositions& after, size_t max_entries, FeedRead* page) override;
   Status FeedBounds(FeedBoundsInfo* bounds) override;
+  // Merges a run of small region feed rows applied longer ago than
+  // compact_after_ms (store/region_feed_compactor.h), in one transaction.
+  Status CompactFeedStep(CompactResult* result) override;
   Status Stats(HubStoreStats* stats) override;
   // The region feed in its one sequence, under ReadFeed and FeedBounds (and
   // the store's tests): entries with seq > after_seq (*reset when after_seq
@@ -184,6 +188,10 @@ class SqliteStore : public Store, public HubStore {
   Status ToChunkEntry(const ChangeEntry& e, RemoteChunkEntry* c) REQUIRES(write_mu_);
   Status FromChunkEntry(const RemoteChunkEntry& c, ChangeEntry* e) REQUIRES(read_mu_);
   Status DecodeRemote(std::string_view block, const char* what, int64_t key, std::vector<RemoteChunkEntry>* entries);
+  // The same for a `region_chunks` row of either layout (one origin's, or
+  // merged by feed compaction: origin 0), with each entry's origin id.
+  Status DecodeRegionChunk(std::string_view block, int64_t seq, int64_t row_origin,
+                           std::vector<RemoteChunkEntry>* entries, std::vector<int64_t>* origins);
   Status EndRemoteWrite(Txn* txn, const Status& status) REQUIRES(write_mu_);
   Status WriteRangeCounts(const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& counts) REQUIRES(write_mu_);
   Status FlushRangeCounts() REQUIRES(write_mu_);
@@ -304,6 +312,7 @@ class SqliteStore : public Store, public HubStore {
   std::string block_buffer_ GUARDED_BY(write_mu_);                // its encoded chunk, reused
   // An applied batch's or page's chunk, reused.
   std::vector<RemoteChunkEntry> remote_buffer_ GUARDED_BY(write_mu_);
+  RegionFeedCompactor feed_compactor_ GUARDED_BY(write_mu_);
   // (series, origin) pairs view_series holds (committed), and those the open
   // transaction added: the read view inserts each pair once, not per entry.
   // At most kMaxKnownViewSeries remembered (~50 bytes each on a board).
@@ -321,6 +330,7 @@ class SqliteStore : public Store, public HubStore {
   int64_t decoded_last_ GUARDED_BY(read_mu_) = 0;
   std::vector<ChunkReading> decoded_ GUARDED_BY(read_mu_);
   std::vector<RemoteChunkEntry> region_decoded_ GUARDED_BY(read_mu_);  // ReadRegionFeed's, reused
+  std::vector<int64_t> region_origins_ GUARDED_BY(read_mu_);           // their origin ids
 
   // by_device_ belongs to the write side, so ingest's hot path takes no
   // other lock; series_ (id -> info) is shared with readers under
