@@ -114,6 +114,11 @@ ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held) {
   return plan;
 }
 
+Status HubStore::CompactFeedStep(CompactResult* result) {
+  *result = CompactResult{};
+  return Status::Unsupported("region feed compaction: not in the " + backend() + " hub store");
+}
+
 HubStore* SqliteHubStore(Store* store) { return dynamic_cast<SqliteStore*>(store); }
 
 bool IsPostgresLocation(const std::string& location) {

@@ -153,6 +153,12 @@ class HubStore {
   // pruned gets an explicit reset.
   virtual Status PruneStep(int64_t max_rows, PruneResult* result) = 0;
 
+  // One bounded compaction step over the region feed: a run of old rows of
+  // small batches rewritten as one (positions and entries unchanged);
+  // result->spans counts rows written, result->more says whether more is
+  // due. Unsupported where the backend keeps its feed as it is.
+  virtual Status CompactFeedStep(CompactResult* result);
+
   virtual Status Stats(HubStoreStats* stats) = 0;
 
   // Every origin's completeness watermark (those known: complete_through_ms

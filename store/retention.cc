@@ -15,6 +15,7 @@ Retention::Retention(StoreMaintenance* store, RetentionOptions options, Clock* c
 
 Retention::Retention(HubStore* store, RetentionOptions options, Clock* clock)
     : step_([store](int64_t rows, PruneResult* r) { return store->PruneStep(rows, r); }),
+      compact_([store](CompactResult* r) { return store->CompactFeedStep(r); }),
       options_(options),
       clock_(clock ? clock : SystemClock()) {}
 

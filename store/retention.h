@@ -7,9 +7,11 @@
 // the write lock, and the pauses let queued commits through. What a pass
 // prunes: see Store::Prune (acknowledged readings past the retention age or,
 // when space is low, oldest first; tombstones; read view / region feed).
-// On a gateway's store a pass then compacts (Store::CompactStep) span by
-// span, with the same pause between steps, until no span is due: pruning
-// first, so nothing about to be pruned is compacted.
+// A pass then compacts, step by step with the same pause between steps,
+// until nothing is due: a gateway's store span by span (Store::CompactStep),
+// a hub's region feed run by run (HubStore::CompactFeedStep; a backend
+// without it answers Unsupported and is skipped). Pruning goes first, so
+// nothing about to be pruned is compacted.
 //
 // Thread safety: Start/Stop from one thread; RunPass (tests, simulations)
 // must not overlap a running worker; stats() from any thread.
@@ -41,7 +43,7 @@ struct RetentionStats {
   int64_t steps = 0;
   int64_t errors = 0;
   PruneResult pruned;           // totals since start (more/space_low: last step's)
-  CompactResult compacted;      // totals since start (gateway stores)
+  CompactResult compacted;      // totals since start (spans, or a hub's merged feed rows)
   int64_t compaction_steps = 0; // CompactStep calls (not in steps)
   int64_t longest_step_ms = 0;  // the longest one step took (prune or compaction)
 };
@@ -67,11 +69,11 @@ class Retention {
   // Waits up to ms (real time) unless stopping; false = stop.
   bool Pause(int64_t ms);
   bool Stopping();
-  // Compaction steps until none is due (gateway stores only).
+  // Compaction steps until none is due.
   Status CompactPass(CompactResult* pass);
 
   std::function<Status(int64_t, PruneResult*)> step_;  // the store's PruneStep
-  std::function<Status(CompactResult*)> compact_;      // its CompactStep; empty on a hub
+  std::function<Status(CompactResult*)> compact_;      // its CompactStep, or the hub's CompactFeedStep
   RetentionOptions options_;
   Clock* clock_;
   std::thread worker_;

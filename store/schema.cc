@@ -148,6 +148,13 @@ CREATE TABLE origin_time_corrections(origin INTEGER NOT NULL, period INTEGER NOT
                                      PRIMARY KEY(origin, period)) WITHOUT ROWID;
 )sql";
 
+// Version 11: a hub's region feed compaction (store/region_feed_compactor.h)
+// may rewrite runs of `region_chunks` rows as merged rows: origin 0, a
+// block of format 5 naming each entry's origin. The tables do not change;
+// the version keeps an older edgesync, which would take such a row for a
+// damaged one, from opening the store.
+const char* const kV10ToV11 = "";
+
 // A migrated chunk holds at most this many readings (what a commit group
 // holds at ingest.batch_max's default).
 constexpr size_t kMigrationChunk = 1000;
@@ -410,6 +417,9 @@ Status MigrateBetween(Db* db, int from, int to) {
         break;
       case 9:
         ES_RETURN_IF_ERROR(db->Exec(kV9ToV10).Annotate("migrating schema 9 to 10"));
+        break;
+      case 10:
+        ES_RETURN_IF_ERROR(db->Exec(kV10ToV11).Annotate("migrating schema 10 to 11"));
         break;
       default:
         return Status::Unsupported("no migration from schema " + std::to_string(v));

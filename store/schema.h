@@ -31,6 +31,10 @@
 // - `clock_periods` (version 8): this origin's untrusted clock periods and
 //   their corrections (store/time_correction.h); readings name theirs in the
 //   quality's high bits.
+// - Since version 11 a hub's feed compaction (store/region_feed_compactor.h)
+//   merges runs of old `region_chunks` rows of small batches into one row
+//   (origin 0, every entry's origin in its block), keyed and counted as the
+//   rows it replaced.
 // - `origin_time_corrections` (version 10): other origins' corrections of
 //   their untrusted clock periods, as a hub or a read view applied them
 //   from the change log (their entries stay in the chunks too, so the feed
@@ -56,8 +60,8 @@ namespace edgesync {
 // per origin, its chunks indexed by (origin, time); 8: untrusted clock
 // periods (store/time_correction.h); 9: each origin's completeness
 // watermark beside its high-water mark, and the read view's; 10: other
-// origins' time corrections.
-constexpr int kSchemaVersion = 10;
+// origins' time corrections; 11: merged region feed rows.
+constexpr int kSchemaVersion = 11;
 // "ESYG": marks a SQLite file as an edgesync store.
 constexpr int kApplicationId = 0x45535947;
 // The highest LSN given out so far: the log's, or meta's high_lsn once

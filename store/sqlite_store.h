@@ -30,6 +30,7 @@
 #include "store/log_retention.h"
 #include "store/lsn_fence.h"
 #include "store/range_table.h"
+#include "store/region_feed_compactor.h"
 #include "store/remote_chunk_codec.h"
 #include "store/series_catalog.h"
 #include "store/sqlite_util.h"
@@ -109,6 +110,9 @@ class SqliteStore : public Store, public HubStore {
   // the region's one sequence as its own.
   Status ReadFeed(const ShardPositions& after, size_t max_entries, FeedRead* page) override;
   Status FeedBounds(FeedBoundsInfo* bounds) override;
+  // Merges a run of small region feed rows applied longer ago than
+  // compact_after_ms (store/region_feed_compactor.h), in one transaction.
+  Status CompactFeedStep(CompactResult* result) override;
   Status Stats(HubStoreStats* stats) override;
   // The region feed in its one sequence, under ReadFeed and FeedBounds (and
   // the store's tests): entries with seq > after_seq (*reset when after_seq
@@ -151,6 +155,10 @@ class SqliteStore : public Store, public HubStore {
   Status ToChunkEntry(const ChangeEntry& e, RemoteChunkEntry* c) REQUIRES(write_mu_);
   Status FromChunkEntry(const RemoteChunkEntry& c, ChangeEntry* e) REQUIRES(read_mu_);
   Status DecodeRemote(std::string_view block, const char* what, int64_t key, std::vector<RemoteChunkEntry>* entries);
+  // The same for a `region_chunks` row of either layout (one origin's, or
+  // merged by feed compaction: origin 0), with each entry's origin id.
+  Status DecodeRegionChunk(std::string_view block, int64_t seq, int64_t row_origin,
+                           std::vector<RemoteChunkEntry>* entries, std::vector<int64_t>* origins);
   Status EndRemoteWrite(Txn* txn, const Status& status) REQUIRES(write_mu_);
   Status WriteDeviceEntry(const DeviceRecord& device, bool deleted, uint64_t* lsn) EXCLUDES(write_mu_);
   // A device record or time correction in a transaction of its own
@@ -231,6 +239,7 @@ class SqliteStore : public Store, public HubStore {
   std::string block_buffer_ GUARDED_BY(write_mu_);                // its encoded chunk, reused
   // An applied batch's or page's chunk, reused.
   std::vector<RemoteChunkEntry> remote_buffer_ GUARDED_BY(write_mu_);
+  RegionFeedCompactor feed_compactor_ GUARDED_BY(write_mu_);
   // (series, origin) pairs view_series holds (committed), and those the open
   // transaction added: the read view inserts each pair once, not per entry.
   // At most kMaxKnownViewSeries remembered (~50 bytes each on a board).
@@ -242,6 +251,7 @@ class SqliteStore : public Store, public HubStore {
   Db read_db_ GUARDED_BY(read_mu_);
   LogReader log_reader_ GUARDED_BY(read_mu_);  // store/log_reader.h
   std::vector<RemoteChunkEntry> region_decoded_ GUARDED_BY(read_mu_);  // ReadRegionFeed's, reused
+  std::vector<int64_t> region_origins_ GUARDED_BY(read_mu_);           // their origin ids
 
   // The series catalog (store/series_catalog.h): the index is shared, the
   // writer and reader parts belong to their connections.

@@ -6,8 +6,9 @@
 #include <unordered_map>
 
 #include "store/chunk_codec.h"
-#include "store/schema.h"
 #include "store/clock_period_table.h"
+#include "store/region_feed_chunk_codec.h"
+#include "store/schema.h"
 #include "store/sqlite_store.h"
 
 namespace edgesync {
@@ -227,15 +228,22 @@ Status SqliteStore::ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::
   s.Bind(1, static_cast<int64_t>(after_seq + 1));
   Status st;
   std::vector<RemoteChunkEntry>& chunk = region_decoded_;
+  std::vector<int64_t>& origins = region_origins_;
+  // A merged row (feed compaction) is read like any other: entry i has
+  // sequence seq + i, so a position inside it skips what is at or below.
+  int64_t origin_id = 0;
+  Origin origin;
   while (entries->size() < max && s.Step(&st)) {
     const int64_t seq = s.Int(0);
-    Origin origin;
-    ES_RETURN_IF_ERROR(OriginById(s.Int(1), &origin));
-    ES_RETURN_IF_ERROR(DecodeRemote(s.Blob(2), "region chunk at sequence", seq, &chunk));
+    ES_RETURN_IF_ERROR(DecodeRegionChunk(s.Blob(2), seq, s.Int(1), &chunk, &origins));
     for (size_t i = 0; i < chunk.size() && entries->size() < max; ++i) {
       const uint64_t e_seq = static_cast<uint64_t>(seq) + i;
       if (e_seq <= after_seq) continue;
       const RemoteChunkEntry& c = chunk[i];
+      if (origins[i] != origin_id) {
+        ES_RETURN_IF_ERROR(OriginById(origins[i], &origin));
+        origin_id = origins[i];
+      }
       RegionFeedEntry e;
       e.seq = e_seq;
       e.remote.origin = origin;
@@ -245,6 +253,41 @@ Status SqliteStore::ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::
     }
   }
   return st;
+}
+
+Status SqliteStore::DecodeRegionChunk(std::string_view block, int64_t seq, int64_t row_origin,
+                                      std::vector<RemoteChunkEntry>* entries, std::vector<int64_t>* origins) {
+  // The row's origin column says which layout it has (0: merged), and so
+  // does the block's format byte: they must agree.
+  Status d = (row_origin == 0) != IsMergedRegionChunk(block)
+                 ? Status::Corruption(row_origin == 0 ? "a one-origin block under origin 0"
+                                                      : "a merged block under origin " + std::to_string(row_origin))
+                 : DecodeRegionRow(block, row_origin, kMaxRemoteChunkEntries, entries, origins);
+  if (d.ok()) return d;
+  corrupt_chunks_.fetch_add(1);
+  return Status::Corruption("region chunk at sequence " + std::to_string(seq) + ": " + d.message());
+}
+
+Status SqliteStore::CompactFeedStep(CompactResult* result) {
+  *result = CompactResult{};
+  if (options_.read_only) return Status::InvalidArgument("region feed compaction: the store is open read-only");
+  const int64_t cutoff = clock_->WallMillis() - options_.compact_after_ms;
+  MutexLock lock(&write_mu_);
+  Txn txn(&write_db_);
+  RegionFeedMergeResult m;
+  Status s = [&]() REQUIRES(write_mu_) -> Status {
+    ES_RETURN_IF_ERROR(txn.Begin());
+    ES_RETURN_IF_ERROR(feed_compactor_.Step(&write_db_, cutoff, &m));
+    return txn.Commit();
+  }();
+  if (!s.ok()) return s;
+  result->spans = m.merged_rows;
+  result->readings = m.entries;
+  result->bytes_before = m.bytes_before;
+  result->bytes_after = m.bytes_after;
+  result->kept = m.left_rows > 0 ? 1 : 0;
+  result->more = m.more;
+  return Status::Ok();
 }
 
 Status SqliteStore::ReadFeed(const ShardPositions& after, size_t max_entries, FeedRead* page) {

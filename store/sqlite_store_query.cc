@@ -256,13 +256,18 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
                                        "region_chunks)",
                                        &both));
   std::vector<RemoteChunkEntry> chunk;
-  // Rows of a statement giving (key, origin, data) of remote chunks.
+  std::vector<int64_t> chunk_origins;
+  // Rows of a statement giving (key, origin, data) of remote chunks. A
+  // region row merged by feed compaction (origin 0) holds several
+  // origins' entries: each entry's origin decides its source and overlay.
   auto scan = [&](Stmt* remote, bool region, const char* what, bool several) REQUIRES(read_mu_) -> Status {
     Status st;
-    while (remote->Step(&st)) {
-      if (several && !read_keys.insert(remote->Int(0)).second) continue;
-      ES_RETURN_IF_ERROR(DecodeRemote(remote->Blob(2), what, remote->Int(0), &chunk));
-      const int64_t origin_id = remote->Int(1);
+    int64_t origin_id = 0;
+    uint32_t source = 0;
+    bool own = false;
+    const TimeOverlay* overlay = nullptr;
+    auto resolve = [&](int64_t id) REQUIRES(read_mu_) -> Status {
+      origin_id = id;
       auto src = source_of.find(origin_id);
       if (src == source_of.end()) {
         Source s;
@@ -270,23 +275,36 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
         sources.push_back(std::move(s));
         src = source_of.emplace(origin_id, static_cast<uint32_t>(sources.size() - 1)).first;
       }
-      const uint32_t source = src->second;
-      const bool own = sources[source].origin == origin_;
+      source = src->second;
+      own = sources[source].origin == origin_;
       if (own && !local_lsns_sorted) {
         std::sort(local_lsns.begin(), local_lsns.end());
         local_lsns_sorted = true;
       }
       // This store's own entries served back by a feed are corrected as
       // its local rows are; another origin's by what it sent.
-      const TimeOverlay* overlay = own ? &own_overlay : nullptr;
+      overlay = own ? &own_overlay : nullptr;
       if (!own) {
         auto o = origin_overlays.find(origin_id);
         if (o != origin_overlays.end()) overlay = &o->second;
       }
-      for (const RemoteChunkEntry& c : chunk) {
+      return Status::Ok();
+    };
+    while (remote->Step(&st)) {
+      if (several && !read_keys.insert(remote->Int(0)).second) continue;
+      if (region) {
+        ES_RETURN_IF_ERROR(DecodeRegionChunk(remote->Blob(2), remote->Int(0), remote->Int(1), &chunk, &chunk_origins));
+      } else {
+        ES_RETURN_IF_ERROR(DecodeRemote(remote->Blob(2), what, remote->Int(0), &chunk));
+        chunk_origins.assign(chunk.size(), remote->Int(1));
+      }
+      origin_id = 0;
+      for (size_t i = 0; i < chunk.size(); ++i) {
+        const RemoteChunkEntry& c = chunk[i];
         if (c.kind != 0) continue;
         auto it = wanted.find(c.series);
         if (it == wanted.end()) continue;
+        if (chunk_origins[i] != origin_id) ES_RETURN_IF_ERROR(resolve(chunk_origins[i]));
         int64_t ts = c.ts_ms;
         uint32_t quality = c.quality;
         if (!shown(overlay, &ts, &quality)) continue;

@@ -71,18 +71,24 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
   std::unordered_map<int64_t, TimeOverlay> origin_overlays;
   ES_RETURN_IF_ERROR(clock_period_table::LoadOriginOverlays(&read_db_, &origin_overlays));
   std::vector<RemoteChunkEntry> entries;
+  std::vector<int64_t> origins;  // each entry's (a merged region row holds several origins')
   const std::pair<const char*, const char*> tables[] = {{"SELECT id, origin, data FROM view_chunks", "read view chunk"},
-                                                        {"SELECT seq, origin, data FROM region_chunks",
-                                                         "region chunk at sequence"}};
+                                                        {"SELECT seq, origin, data FROM region_chunks", nullptr}};
   for (const auto& [sql, what] : tables) {
     ES_RETURN_IF_ERROR(remote.Prepare(&read_db_, sql));
     while (remote.Step(&st)) {
-      ES_RETURN_IF_ERROR(DecodeRemote(remote.Blob(2), what, remote.Int(0), &entries));
-      for (const RemoteChunkEntry& e : entries) {
+      if (what == nullptr) {
+        ES_RETURN_IF_ERROR(DecodeRegionChunk(remote.Blob(2), remote.Int(0), remote.Int(1), &entries, &origins));
+      } else {
+        ES_RETURN_IF_ERROR(DecodeRemote(remote.Blob(2), what, remote.Int(0), &entries));
+        origins.assign(entries.size(), remote.Int(1));
+      }
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const RemoteChunkEntry& e = entries[i];
         if (e.kind == static_cast<uint8_t>(ChangeEntry::Kind::kTimeCorrection)) continue;  // no device
         SeriesInfo info;
         ES_RETURN_IF_ERROR(series_reader_.Find(e.series, &info));
-        Span& span = by_origin[{info.device_id, remote.Int(1)}];
+        Span& span = by_origin[{info.device_id, origins[i]}];
         if (e.kind != 0) {
           if (e.olsn > span.record_olsn) {
             span.record_olsn = e.olsn;
@@ -95,7 +101,7 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
         ++span.readings;
         int64_t ts = e.ts_ms;
         uint32_t quality = e.quality;
-        auto corrected = origin_overlays.find(remote.Int(1));
+        auto corrected = origin_overlays.find(origins[i]);
         if (corrected != origin_overlays.end()) corrected->second.Apply(&ts, &quality);
         span.first_ts = std::min(span.first_ts, ts);
         span.last_ts = std::max(span.last_ts, ts);

@@ -33,6 +33,7 @@ class SqliteHubView : public HubStore {
   }
   Status FeedBounds(FeedBoundsInfo* bounds) override { return hub_->FeedBounds(bounds); }
   Status PruneStep(int64_t max_rows, PruneResult* result) override { return hub_->PruneStep(max_rows, result); }
+  Status CompactFeedStep(CompactResult* result) override { return hub_->CompactFeedStep(result); }
   Status Stats(HubStoreStats* stats) override { return hub_->Stats(stats); }
   Status FeedWatermarks(std::vector<OriginWatermark>* watermarks) override { return hub_->FeedWatermarks(watermarks); }
 
