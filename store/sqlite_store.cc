@@ -213,6 +213,7 @@ Status SqliteStore::Init() {
   ES_RETURN_IF_ERROR(w_data_version_.Prepare(&write_db_, "PRAGMA data_version"));
   ES_RETURN_IF_ERROR(series_reader_.Open(&read_db_, &series_index_));
   ES_RETURN_IF_ERROR(log_reader_.Open(&read_db_, &series_reader_, origin_.epoch));
+  ES_RETURN_IF_ERROR(r_origin_.Prepare(&read_db_, /*can_insert=*/false));
 
   ES_RETURN_IF_ERROR(series_writer_.Open(&write_db_, &series_index_));
   ES_RETURN_IF_ERROR(RefreshWriteRanges());

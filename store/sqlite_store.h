@@ -29,6 +29,7 @@
 #include "store/log_reader.h"
 #include "store/log_retention.h"
 #include "store/lsn_fence.h"
+#include "store/origin_catalog.h"
 #include "store/range_table.h"
 #include "store/region_feed_compactor.h"
 #include "store/remote_chunk_codec.h"
@@ -166,11 +167,6 @@ class SqliteStore : public Store, public HubStore {
   Status CommitLogEntry(const std::function<Status(uint64_t* lsn)>& write, uint64_t* lsn) REQUIRES(write_mu_);
   Status SetMetaInt(const std::string& key, int64_t value) REQUIRES(write_mu_);
   Status GetMetaInt(Db* db, const std::string& key, int64_t* value);
-  // The origin's id, looked up with `find` on its connection: with `insert`
-  // (the write connection's, after PrepareApply) an origin not seen yet is
-  // inserted; without (the read connection), *id = 0 for it. The caller
-  // holds the statements' mutex (taking their address is checked as a use).
-  Status OriginId(const Origin& origin, Stmt* find, Stmt* insert, int64_t* id);
   // Inside ApplyBatches' transaction: decides one valid batch against its
   // origin's mark (marks: origin -> mark and watermark after the batches
   // decided so far in this transaction) and writes what is new; *head is
@@ -182,9 +178,6 @@ class SqliteStore : public Store, public HubStore {
   };
   Status ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t* head,
                        std::unordered_map<std::string, HubMark>* marks, ApplyResult* result) REQUIRES(write_mu_);
-  // The origin's id on the write connection without creating it (0 = none).
-  Status FindOriginForWrite(const Origin& origin, int64_t* id) REQUIRES(write_mu_);
-  void ForgetOrigins();
   // The read view's statements, prepared on first use and kept for the
   // connection's life (a store that never applies remote entries pays nothing).
   Status PrepareApply() REQUIRES(write_mu_);
@@ -200,7 +193,6 @@ class SqliteStore : public Store, public HubStore {
   Status InsertLogRow(ChangeEntry::Kind kind, int64_t series, int64_t quality, int64_t now, uint64_t* lsn)
       REQUIRES(write_mu_);
   void NoteLogRow(uint64_t lsn) REQUIRES(write_mu_);
-  Status OriginById(int64_t id, Origin* origin) REQUIRES(read_mu_);
 
   // Picks how a read-only store opens the file (immutable or mode=ro) and
   // holds lock_ as a reader; *name is the SQLite URI.
@@ -222,8 +214,8 @@ class SqliteStore : public Store, public HubStore {
   std::vector<Origin> former_origins_;
   int schema_version_ = 0;
 
-  // Each connection's mutex is taken before the caches' (origins_mu_).
-  Mutex write_mu_ ACQUIRED_BEFORE(origins_mu_);
+  // Each connection's mutex is taken before the catalogs' own (leaf) mutexes.
+  Mutex write_mu_;
   Db write_db_ GUARDED_BY(write_mu_);
   RangeTable ranges_ GUARDED_BY(write_mu_);  // store/range_table.h
   int64_t seen_data_version_ GUARDED_BY(write_mu_) = -1;   // as of the last RefreshWriteRanges
@@ -247,7 +239,7 @@ class SqliteStore : public Store, public HubStore {
   std::set<std::pair<int64_t, int64_t>> view_series_known_ GUARDED_BY(write_mu_);
   std::set<std::pair<int64_t, int64_t>> pending_view_series_ GUARDED_BY(write_mu_);
 
-  Mutex read_mu_ ACQUIRED_BEFORE(origins_mu_);
+  Mutex read_mu_;
   Db read_db_ GUARDED_BY(read_mu_);
   LogReader log_reader_ GUARDED_BY(read_mu_);  // store/log_reader.h
   std::vector<RemoteChunkEntry> region_decoded_ GUARDED_BY(read_mu_);  // ReadRegionFeed's, reused
@@ -259,9 +251,10 @@ class SqliteStore : public Store, public HubStore {
   SeriesWriter series_writer_ GUARDED_BY(write_mu_);
   SeriesReader series_reader_ GUARDED_BY(read_mu_);
 
-  Mutex origins_mu_;
-  std::unordered_map<std::string, int64_t> origin_ids_ GUARDED_BY(origins_mu_);
-  std::unordered_map<int64_t, Origin> origins_ GUARDED_BY(origins_mu_);
+  // The origins (store/origin_catalog.h): one cache, each connection's statements.
+  OriginCatalog origin_catalog_;
+  OriginCatalog::Statements w_origin_ GUARDED_BY(write_mu_);  // prepared by PrepareApply
+  OriginCatalog::Statements r_origin_ GUARDED_BY(read_mu_);
 
   // Lock-free: read by LastLsn and Stats from any thread without a lock.
   std::atomic<uint64_t> last_lsn_{0};
@@ -288,10 +281,7 @@ class SqliteStore : public Store, public HubStore {
   Stmt w_region_head_ GUARDED_BY(write_mu_);
   Stmt w_get_high_water_ GUARDED_BY(write_mu_);
   Stmt w_put_high_water_ GUARDED_BY(write_mu_);
-  Stmt w_find_origin_ GUARDED_BY(write_mu_);
-  Stmt w_insert_origin_ GUARDED_BY(write_mu_);
   // HighWater's (read side), prepared on its first call.
-  Stmt r_find_origin_ GUARDED_BY(read_mu_);
   Stmt r_get_high_water_ GUARDED_BY(read_mu_);
 };
 

@@ -66,24 +66,6 @@ Status SqliteStore::ApplyBatches(const std::vector<OriginBatch>& batches, std::v
   return EndRemoteWrite(&txn, s);
 }
 
-Status SqliteStore::FindOriginForWrite(const Origin& origin, int64_t* id) {
-  {
-    MutexLock lock(&origins_mu_);
-    auto it = origin_ids_.find(origin.ToString());
-    if (it != origin_ids_.end()) {
-      *id = it->second;
-      return Status::Ok();
-    }
-  }
-  Stmt& s = w_find_origin_;
-  StmtScope scope(&s);
-  s.Bind(1, std::string_view(origin.gateway_id));
-  s.Bind(2, std::string_view(origin.epoch));
-  Status st;
-  *id = s.Step(&st) ? s.Int(0) : 0;
-  return st;
-}
-
 Status SqliteStore::ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t* head,
                                   std::unordered_map<std::string, HubMark>* marks, ApplyResult* r) {
   const std::string key = batch.origin.ToString();
@@ -93,7 +75,7 @@ Status SqliteStore::ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t
   if (found != marks->end()) {
     mark = found->second;
   } else {
-    ES_RETURN_IF_ERROR(FindOriginForWrite(batch.origin, &known_id));
+    ES_RETURN_IF_ERROR(origin_catalog_.Find(batch.origin, &w_origin_, false, &known_id));
     if (known_id != 0) {
       Status st;
       StmtScope scope(&w_get_high_water_);
@@ -133,7 +115,7 @@ Status SqliteStore::ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t
   if (plan.outcome == ApplyOutcome::kAlreadyHeld && completes) {
     // A resend whose answer was lost carries the watermark again: kept
     // without touching the mark or the feed.
-    if (known_id == 0) ES_RETURN_IF_ERROR(FindOriginForWrite(batch.origin, &known_id));
+    if (known_id == 0) ES_RETURN_IF_ERROR(origin_catalog_.Find(batch.origin, &w_origin_, false, &known_id));
     if (known_id != 0) {
       w_put_high_water_.Bind(1, known_id);
       w_put_high_water_.Bind(2, static_cast<int64_t>(plan.new_high_water));
@@ -144,7 +126,7 @@ Status SqliteStore::ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t
   }
   if (plan.outcome != ApplyOutcome::kApplied) return Status::Ok();
   int64_t origin_id = 0;
-  ES_RETURN_IF_ERROR(OriginId(batch.origin, &w_find_origin_, &w_insert_origin_, &origin_id));
+  ES_RETURN_IF_ERROR(origin_catalog_.Find(batch.origin, &w_origin_, true, &origin_id));
   const std::vector<ChangeEntry>& entries = *batch.entries;
   std::vector<RemoteChunkEntry>& chunk = remote_buffer_;
   chunk.clear();
@@ -174,11 +156,10 @@ Status SqliteStore::HighWater(const Origin& origin, uint64_t* high_water) {
   ES_RETURN_IF_ERROR(ValidateOrigin(origin));
   MutexLock lock(&read_mu_);
   if (r_get_high_water_.get() == nullptr) {
-    ES_RETURN_IF_ERROR(r_find_origin_.Prepare(&read_db_, kFindOriginSql));
     ES_RETURN_IF_ERROR(r_get_high_water_.Prepare(&read_db_, "SELECT lsn FROM high_water WHERE origin=?"));
   }
   int64_t id = 0;
-  ES_RETURN_IF_ERROR(OriginId(origin, &r_find_origin_, nullptr, &id));
+  ES_RETURN_IF_ERROR(origin_catalog_.Find(origin, &r_origin_, false, &id));
   *high_water = 0;
   if (id == 0) return Status::Ok();
   Stmt& s = r_get_high_water_;
@@ -241,7 +222,7 @@ Status SqliteStore::ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::
       if (e_seq <= after_seq) continue;
       const RemoteChunkEntry& c = chunk[i];
       if (origins[i] != origin_id) {
-        ES_RETURN_IF_ERROR(OriginById(origins[i], &origin));
+        ES_RETURN_IF_ERROR(origin_catalog_.ById(origins[i], &r_origin_, &origin));
         origin_id = origins[i];
       }
       RegionFeedEntry e;
@@ -395,7 +376,7 @@ Status SqliteStore::KeepWatermarks(const std::vector<OriginWatermark>& watermark
     for (const OriginWatermark& w : watermarks) {
       if (w.complete_through_ms <= 0 || w.origin == origin_) continue;
       int64_t id = 0;
-      ES_RETURN_IF_ERROR(OriginId(w.origin, &w_find_origin_, &w_insert_origin_, &id));
+      ES_RETURN_IF_ERROR(origin_catalog_.Find(w.origin, &w_origin_, true, &id));
       put.Bind(1, id);
       put.Bind(2, w.complete_through_ms);
       ES_RETURN_IF_ERROR(put.Run());

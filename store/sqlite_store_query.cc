@@ -271,7 +271,7 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
       auto src = source_of.find(origin_id);
       if (src == source_of.end()) {
         Source s;
-        ES_RETURN_IF_ERROR(OriginById(origin_id, &s.origin));
+        ES_RETURN_IF_ERROR(origin_catalog_.ById(origin_id, &r_origin_, &s.origin));
         sources.push_back(std::move(s));
         src = source_of.emplace(origin_id, static_cast<uint32_t>(sources.size() - 1)).first;
       }

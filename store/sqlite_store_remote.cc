@@ -15,71 +15,6 @@
 
 namespace edgesync {
 
-Status SqliteStore::OriginId(const Origin& origin, Stmt* find, Stmt* insert, int64_t* id) {
-  std::string key = origin.ToString();
-  {
-    MutexLock lock(&origins_mu_);
-    auto it = origin_ids_.find(key);
-    if (it != origin_ids_.end()) {
-      *id = it->second;
-      return Status::Ok();
-    }
-  }
-  // Prepared once (a hub sees every new gateway here, and its marks on
-  // every batch): see PrepareApply and HighWater.
-  Stmt& s = *find;
-  StmtScope scope(&s);
-  s.Bind(1, std::string_view(origin.gateway_id));
-  s.Bind(2, std::string_view(origin.epoch));
-  Status st;
-  if (s.Step(&st)) {
-    *id = s.Int(0);
-  } else {
-    ES_RETURN_IF_ERROR(st);
-    *id = 0;
-    if (insert == nullptr) return Status::Ok();
-    Stmt& ins = *insert;
-    StmtScope ins_scope(&ins);
-    ins.Bind(1, std::string_view(origin.gateway_id));
-    ins.Bind(2, std::string_view(origin.epoch));
-    if (!ins.Step(&st)) return st.ok() ? Status::IoError("origin insert returned no id") : st;
-    *id = ins.Int(0);
-    return Status::Ok();  // not cached until its transaction commits
-  }
-  MutexLock lock(&origins_mu_);
-  origin_ids_[key] = *id;
-  origins_[*id] = origin;
-  return Status::Ok();
-}
-
-Status SqliteStore::OriginById(int64_t id, Origin* origin) {
-  {
-    MutexLock lock(&origins_mu_);
-    auto it = origins_.find(id);
-    if (it != origins_.end()) {
-      *origin = it->second;
-      return Status::Ok();
-    }
-  }
-  Stmt s;
-  ES_RETURN_IF_ERROR(s.Prepare(&read_db_, "SELECT gateway_id, epoch FROM origins WHERE id=?"));
-  s.Bind(1, id);
-  Status st;
-  if (!s.Step(&st)) return st.ok() ? Status::Corruption("unknown origin id " + std::to_string(id)) : st;
-  *origin = Origin{s.Text(0), s.Text(1)};
-  MutexLock lock(&origins_mu_);
-  origins_[id] = *origin;
-  origin_ids_[origin->ToString()] = id;
-  return Status::Ok();
-}
-
-// Origins created by a transaction that rolled back must not stay cached.
-void SqliteStore::ForgetOrigins() {
-  MutexLock lock(&origins_mu_);
-  origin_ids_.clear();
-  origins_.clear();
-}
-
 Status SqliteStore::PrepareApply() {
   if (apply_prepared_) return Status::Ok();
   ES_RETURN_IF_ERROR(w_insert_region_chunk_.Prepare(&write_db_, kInsertRegionChunkSql));
@@ -94,9 +29,7 @@ Status SqliteStore::PrepareApply() {
   // ApplyHubBatch decides the watermark (only raised) under the write lock.
   ES_RETURN_IF_ERROR(w_put_high_water_.Prepare(
       &write_db_, "INSERT OR REPLACE INTO high_water(origin, lsn, complete_ms, complete_seq) VALUES(?1, ?2, ?3, ?4)"));
-  ES_RETURN_IF_ERROR(w_find_origin_.Prepare(&write_db_, kFindOriginSql));
-  ES_RETURN_IF_ERROR(
-      w_insert_origin_.Prepare(&write_db_, "INSERT INTO origins(gateway_id, epoch) VALUES(?, ?) RETURNING id"));
+  ES_RETURN_IF_ERROR(w_origin_.Prepare(&write_db_, /*can_insert=*/true));
   apply_prepared_ = true;
   return Status::Ok();
 }
@@ -131,7 +64,7 @@ Status SqliteStore::EndRemoteWrite(Txn* txn, const Status& status) {
   if (!status.ok()) {
     txn->Rollback();
     series_writer_.Rollback();
-    ForgetOrigins();
+    origin_catalog_.Forget();
     pending_view_series_.clear();
     return status;
   }
@@ -249,7 +182,7 @@ Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t
     const int64_t now = clock_->WallMillis();
     for (auto& [origin, group] : groups) {
       int64_t origin_id = 0;
-      ES_RETURN_IF_ERROR(OriginId(*origin, &w_find_origin_, &w_insert_origin_, &origin_id));
+      ES_RETURN_IF_ERROR(origin_catalog_.Find(*origin, &w_origin_, true, &origin_id));
       ES_RETURN_IF_ERROR(ApplyViewOrigin(origin_id, &group, now, &count));
     }
     return txn.Commit();

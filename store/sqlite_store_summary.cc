@@ -115,7 +115,7 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
     rows.emplace_back(key.second, summary(key.first, Origin{}, false, span));
   }
   for (auto& [origin_id, d] : rows) {
-    ES_RETURN_IF_ERROR(OriginById(origin_id, &d.origin));
+    ES_RETURN_IF_ERROR(origin_catalog_.ById(origin_id, &r_origin_, &d.origin));
     // Our own entries that came back through a region feed are local rows.
     if (d.origin == origin_) continue;
     devices->push_back(std::move(d));
