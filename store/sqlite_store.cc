@@ -495,7 +495,7 @@ Status SqliteStore::Stats(StoreStats* stats) {
   ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT (SELECT ifnull(sum(n), 0) FROM view_chunks) + "
                                        "(SELECT ifnull(sum(n), 0) FROM region_chunks)",
                                        &stats->remote_entries));
-  stats->corrupt_chunks = corrupt_chunks_.load();
+  stats->corrupt_chunks = remote_rows_.corrupt();
   ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "dropped_oldest", &stats->dropped_oldest));
   ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "dropped_acked", &stats->dropped_acked));
   ES_RETURN_IF_ERROR(GetMetaInt(&read_db_, "dead_letters", &stats->dead_letters));

@@ -33,6 +33,7 @@
 #include "store/range_table.h"
 #include "store/region_feed_compactor.h"
 #include "store/remote_chunk_codec.h"
+#include "store/remote_rows.h"
 #include "store/series_catalog.h"
 #include "store/sqlite_util.h"
 #include "store/store.h"
@@ -153,13 +154,6 @@ class SqliteStore : public Store, public HubStore {
   // Remote chunks (sqlite_store_remote.cc): an entry as a chunk holds it
   // (interning its series), and back; DecodeRemote counts a damaged block
   // in corrupt_chunks_ and names it (what, key) in its Corruption.
-  Status ToChunkEntry(const ChangeEntry& e, RemoteChunkEntry* c) REQUIRES(write_mu_);
-  Status FromChunkEntry(const RemoteChunkEntry& c, ChangeEntry* e) REQUIRES(read_mu_);
-  Status DecodeRemote(std::string_view block, const char* what, int64_t key, std::vector<RemoteChunkEntry>* entries);
-  // The same for a `region_chunks` row of either layout (one origin's, or
-  // merged by feed compaction: origin 0), with each entry's origin id.
-  Status DecodeRegionChunk(std::string_view block, int64_t seq, int64_t row_origin,
-                           std::vector<RemoteChunkEntry>* entries, std::vector<int64_t>* origins);
   Status EndRemoteWrite(Txn* txn, const Status& status) REQUIRES(write_mu_);
   Status WriteDeviceEntry(const DeviceRecord& device, bool deleted, uint64_t* lsn) EXCLUDES(write_mu_);
   // A device record or time correction in a transaction of its own
@@ -262,7 +256,7 @@ class SqliteStore : public Store, public HubStore {
   // written_at may be older than a reader's wall time (CompleteThrough).
   std::atomic<int> appending_{0};
   std::atomic<int64_t> rejected_full_{0};
-  std::atomic<int64_t> corrupt_chunks_{0};  // remote chunks refused as damaged, since open
+  RemoteRows remote_rows_;  // store/remote_rows.h: damaged blocks counted
 
   // Cached statements, each on its connection and under its mutex.
   Stmt w_insert_log_ GUARDED_BY(write_mu_);

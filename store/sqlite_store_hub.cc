@@ -135,7 +135,7 @@ Status SqliteStore::ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t
       ES_RETURN_IF_ERROR(clock_period_table::KeepOriginCorrection(&write_db_, origin_id, entries[i].correction));
     }
     chunk.emplace_back();
-    ES_RETURN_IF_ERROR(ToChunkEntry(entries[i], &chunk.back()));
+    ES_RETURN_IF_ERROR(ToRemoteChunkEntry(&series_writer_, entries[i], &chunk.back()));
     if (chunk.size() >= kMaxRemoteChunkEntries || i + 1 == entries.size()) {
       ES_RETURN_IF_ERROR(
           InsertRemoteChunkRow(&w_insert_region_chunk_, *head + 1, origin_id, chunk, now, &block_buffer_));
@@ -216,7 +216,7 @@ Status SqliteStore::ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::
   Origin origin;
   while (entries->size() < max && s.Step(&st)) {
     const int64_t seq = s.Int(0);
-    ES_RETURN_IF_ERROR(DecodeRegionChunk(s.Blob(2), seq, s.Int(1), &chunk, &origins));
+    ES_RETURN_IF_ERROR(remote_rows_.DecodeRegion(s.Blob(2), seq, s.Int(1), &chunk, &origins));
     for (size_t i = 0; i < chunk.size() && entries->size() < max; ++i) {
       const uint64_t e_seq = static_cast<uint64_t>(seq) + i;
       if (e_seq <= after_seq) continue;
@@ -229,24 +229,11 @@ Status SqliteStore::ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::
       e.seq = e_seq;
       e.remote.origin = origin;
       e.remote.origin_lsn = c.olsn;
-      ES_RETURN_IF_ERROR(FromChunkEntry(c, &e.remote.entry));
+      ES_RETURN_IF_ERROR(FromRemoteChunkEntry(&series_reader_, c, &e.remote.entry));
       entries->push_back(std::move(e));
     }
   }
   return st;
-}
-
-Status SqliteStore::DecodeRegionChunk(std::string_view block, int64_t seq, int64_t row_origin,
-                                      std::vector<RemoteChunkEntry>* entries, std::vector<int64_t>* origins) {
-  // The row's origin column says which layout it has (0: merged), and so
-  // does the block's format byte: they must agree.
-  Status d = (row_origin == 0) != IsMergedRegionChunk(block)
-                 ? Status::Corruption(row_origin == 0 ? "a one-origin block under origin 0"
-                                                      : "a merged block under origin " + std::to_string(row_origin))
-                 : DecodeRegionRow(block, row_origin, kMaxRemoteChunkEntries, entries, origins);
-  if (d.ok()) return d;
-  corrupt_chunks_.fetch_add(1);
-  return Status::Corruption("region chunk at sequence " + std::to_string(seq) + ": " + d.message());
 }
 
 Status SqliteStore::CompactFeedStep(CompactResult* result) {

@@ -293,9 +293,9 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
     while (remote->Step(&st)) {
       if (several && !read_keys.insert(remote->Int(0)).second) continue;
       if (region) {
-        ES_RETURN_IF_ERROR(DecodeRegionChunk(remote->Blob(2), remote->Int(0), remote->Int(1), &chunk, &chunk_origins));
+        ES_RETURN_IF_ERROR(remote_rows_.DecodeRegion(remote->Blob(2), remote->Int(0), remote->Int(1), &chunk, &chunk_origins));
       } else {
-        ES_RETURN_IF_ERROR(DecodeRemote(remote->Blob(2), what, remote->Int(0), &chunk));
+        ES_RETURN_IF_ERROR(remote_rows_.DecodeView(remote->Blob(2), what, remote->Int(0), &chunk));
         chunk_origins.assign(chunk.size(), remote->Int(1));
       }
       origin_id = 0;

@@ -34,29 +34,6 @@ Status SqliteStore::PrepareApply() {
   return Status::Ok();
 }
 
-// Interns the entry's series: (deviceId, metric, unit) for a reading,
-// (deviceId, "", "") for a device record, ("", "", "") for a time
-// correction.
-Status SqliteStore::ToChunkEntry(const ChangeEntry& e, RemoteChunkEntry* c) {
-  uint64_t hash = 0;
-  int64_t series = 0;
-  static const std::string kNone;
-  Status st = e.kind == ChangeEntry::Kind::kReading
-                  ? series_writer_.Intern(e.reading.device_id, e.reading.metric, e.reading.unit, &series, &hash)
-                  : series_writer_.Intern(e.device_id(), kNone, kNone, &series, &hash);
-  ES_RETURN_IF_ERROR(st);
-  FromChangeEntry(e, series, c);
-  return Status::Ok();
-}
-
-Status SqliteStore::DecodeRemote(std::string_view block, const char* what, int64_t key,
-                                 std::vector<RemoteChunkEntry>* entries) {
-  Status d = DecodeRemoteChunk(block, kMaxRemoteChunkEntries, entries);
-  if (d.ok()) return d;
-  corrupt_chunks_.fetch_add(1);
-  return Status::Corruption(std::string(what) + " " + std::to_string(key) + ": " + d.message());
-}
-
 // The end of a read-view or hub write: on failure the transaction is rolled
 // back and the series and origins it interned are forgotten (their rows are
 // gone with it); on success they become part of the caches.
@@ -94,7 +71,7 @@ Status SqliteStore::ApplyViewOrigin(int64_t origin_id, std::vector<const ChangeE
     Status st;
     std::vector<RemoteChunkEntry> old;
     while (o.Step(&st)) {
-      ES_RETURN_IF_ERROR(DecodeRemote(o.Blob(1), "read view chunk", o.Int(0), &old));
+      ES_RETURN_IF_ERROR(remote_rows_.DecodeView(o.Blob(1), "read view chunk", o.Int(0), &old));
       for (const RemoteChunkEntry& e : old) held.insert(e.olsn);
     }
     ES_RETURN_IF_ERROR(st);
@@ -126,7 +103,7 @@ Status SqliteStore::ApplyViewOrigin(int64_t origin_id, std::vector<const ChangeE
       ES_RETURN_IF_ERROR(clock_period_table::KeepOriginCorrection(&write_db_, origin_id, e->correction));
     }
     chunk.emplace_back();
-    ES_RETURN_IF_ERROR(ToChunkEntry(*e, &chunk.back()));
+    ES_RETURN_IF_ERROR(ToRemoteChunkEntry(&series_writer_, *e, &chunk.back()));
     if (chunk.size() >= kMaxRemoteChunkEntries) ES_RETURN_IF_ERROR(flush());
   }
   return flush();
@@ -189,13 +166,6 @@ Status SqliteStore::ApplyRemote(const std::vector<RemoteEntry>& entries, int64_t
   }();
   ES_RETURN_IF_ERROR(EndRemoteWrite(&txn, s));
   *applied = count;
-  return Status::Ok();
-}
-
-Status SqliteStore::FromChunkEntry(const RemoteChunkEntry& c, ChangeEntry* e) {
-  SeriesInfo info;
-  ES_RETURN_IF_ERROR(series_reader_.Find(c.series, &info));
-  ToChangeEntry(c, info.device_id, info.metric, info.unit, e);
   return Status::Ok();
 }
 

@@ -78,9 +78,9 @@ Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
     ES_RETURN_IF_ERROR(remote.Prepare(&read_db_, sql));
     while (remote.Step(&st)) {
       if (what == nullptr) {
-        ES_RETURN_IF_ERROR(DecodeRegionChunk(remote.Blob(2), remote.Int(0), remote.Int(1), &entries, &origins));
+        ES_RETURN_IF_ERROR(remote_rows_.DecodeRegion(remote.Blob(2), remote.Int(0), remote.Int(1), &entries, &origins));
       } else {
-        ES_RETURN_IF_ERROR(DecodeRemote(remote.Blob(2), what, remote.Int(0), &entries));
+        ES_RETURN_IF_ERROR(remote_rows_.DecodeView(remote.Blob(2), what, remote.Int(0), &entries));
         origins.assign(entries.size(), remote.Int(1));
       }
       for (size_t i = 0; i < entries.size(); ++i) {
