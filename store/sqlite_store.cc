@@ -214,6 +214,7 @@ Status SqliteStore::Init() {
   ES_RETURN_IF_ERROR(series_reader_.Open(&read_db_, &series_index_));
   ES_RETURN_IF_ERROR(log_reader_.Open(&read_db_, &series_reader_, origin_.epoch));
   ES_RETURN_IF_ERROR(r_origin_.Prepare(&read_db_, /*can_insert=*/false));
+  query_reader_.Open(&read_db_, &series_reader_, &origin_catalog_, &r_origin_, &remote_rows_, origin_);
 
   ES_RETURN_IF_ERROR(series_writer_.Open(&write_db_, &series_index_));
   ES_RETURN_IF_ERROR(RefreshWriteRanges());
@@ -351,6 +352,22 @@ Status SqliteStore::LoadFormerOrigins() {
 Status SqliteStore::GetMetaInt(Db* db, const std::string& key, int64_t* value) { return ReadMetaInt(db, key, value); }
 
 Status SqliteStore::SetMetaInt(const std::string& key, int64_t value) { return WriteMetaInt(&write_db_, key, value); }
+
+// Queries and summaries (store/query_reader.h).
+Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
+  MutexLock lock(&read_mu_);
+  return query_reader_.Query(q, rows);
+}
+
+Status SqliteStore::ListDevices(std::vector<DeviceSummary>* devices) {
+  MutexLock lock(&read_mu_);
+  return query_reader_.ListDevices(devices);
+}
+
+Status SqliteStore::Backlog(uint64_t after_lsn, BacklogInfo* info) {
+  MutexLock lock(&read_mu_);
+  return query_reader_.Backlog(after_lsn, info);
+}
 
 // Coordination: leases (store/lease_table.h), named checkpoints, feed
 // positions (store/feed_position_table.h), upstream acknowledgements, dead

@@ -30,6 +30,7 @@
 #include "store/log_retention.h"
 #include "store/lsn_fence.h"
 #include "store/origin_catalog.h"
+#include "store/query_reader.h"
 #include "store/range_table.h"
 #include "store/region_feed_compactor.h"
 #include "store/remote_chunk_codec.h"
@@ -235,7 +236,8 @@ class SqliteStore : public Store, public HubStore {
 
   Mutex read_mu_;
   Db read_db_ GUARDED_BY(read_mu_);
-  LogReader log_reader_ GUARDED_BY(read_mu_);  // store/log_reader.h
+  LogReader log_reader_ GUARDED_BY(read_mu_);      // store/log_reader.h
+  QueryReader query_reader_ GUARDED_BY(read_mu_);  // store/query_reader.h
   std::vector<RemoteChunkEntry> region_decoded_ GUARDED_BY(read_mu_);  // ReadRegionFeed's, reused
   std::vector<int64_t> region_origins_ GUARDED_BY(read_mu_);           // their origin ids
 

@@ -1,24 +1,13 @@
-// The union query (Store::Query): one device's readings over a window, from
-// the local store (compacted spans' series blocks, then commit chunks), the
-// read view (only the chunks of the origins that wrote the device's series)
-// and a hub's region chunks, deduplicated by (origin, LSN), in time order
-// under a limit.
-//
-// Why it collects small hits and builds QueryRows last: a day of one
-// series at 1 Hz is 86,400 rows. Built as QueryRows while scanning (five
-// strings each, the epoch a heap copy; ~200 bytes) and then sorted, the
-// rows' construction, the vector's growth and the sort's moves were most of
-// the query's time (perf on bench_storage's 50.5M-reading store). A Hit is
-// 40 bytes without strings: trimming and ordering move only those, blocks
-// of one series mostly arrive in order already (then nothing is sorted),
-// and only the rows kept become QueryRows, each built once in place.
+#include "store/query_reader.h"
+
 #include <algorithm>
+#include <map>
 #include <set>
 #include <unordered_map>
 
 #include "store/chunk_codec.h"
+#include "store/chunk_compactor.h"
 #include "store/clock_period_table.h"
-#include "store/sqlite_store.h"
 
 namespace edgesync {
 namespace {
@@ -117,7 +106,7 @@ class HitSet {
 
 }  // namespace
 
-Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
+Status QueryReader::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   rows->clear();
   ES_RETURN_IF_ERROR(ValidateKey("deviceId", q.device_id));
   if (!q.metric.empty()) ES_RETURN_IF_ERROR(ValidateKey("metric", q.metric));
@@ -127,11 +116,10 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
     return Status::InvalidArgument("query limit " + std::to_string(q.limit) + " is above the maximum " +
                                    std::to_string(QueryRequest::kMaxRows));
   }
-  MutexLock lock(&read_mu_);
-  Txn snapshot(&read_db_);
+  Txn snapshot(db_);
   ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
   Stmt series;
-  ES_RETURN_IF_ERROR(series.Prepare(&read_db_, q.metric.empty()
+  ES_RETURN_IF_ERROR(series.Prepare(db_, q.metric.empty()
                                                    ? "SELECT id, metric, unit FROM series WHERE device_id=? AND metric!=''"
                                                    : "SELECT id, metric, unit FROM series WHERE device_id=? AND metric=?"));
   series.Bind(1, std::string_view(q.device_id));
@@ -143,7 +131,7 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   if (list.empty()) return Status::Ok();
   std::unordered_map<int64_t, uint32_t> wanted;  // series id -> index into list
   for (size_t i = 0; i < list.size(); ++i) wanted.emplace(list[i].id, static_cast<uint32_t>(i));
-  std::vector<Source> sources{Source{origin_, true}};
+  std::vector<Source> sources{Source{self_, true}};
   HitSet hits(q, &sources);
   // The LSNs of the local rows found: our own entries that came back
   // through a feed are one row each. Kept only when the store holds any
@@ -152,9 +140,9 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   int64_t own_id = 0;
   {
     Stmt own;
-    ES_RETURN_IF_ERROR(own.Prepare(&read_db_, "SELECT id FROM origins WHERE gateway_id=? AND epoch=?"));
-    own.Bind(1, std::string_view(origin_.gateway_id));
-    own.Bind(2, std::string_view(origin_.epoch));
+    ES_RETURN_IF_ERROR(own.Prepare(db_, "SELECT id FROM origins WHERE gateway_id=? AND epoch=?"));
+    own.Bind(1, std::string_view(self_.gateway_id));
+    own.Bind(2, std::string_view(self_.epoch));
     if (own.Step(&st)) own_id = own.Int(0);
     ES_RETURN_IF_ERROR(st);
   }
@@ -165,13 +153,13 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   // that a correction brings into [from, to) are read as well. Without
   // corrections the only window is [from, to).
   TimeOverlay own_overlay;
-  ES_RETURN_IF_ERROR(clock_period_table::LoadOwnOverlay(&read_db_, &own_overlay));
+  ES_RETURN_IF_ERROR(clock_period_table::LoadOwnOverlay(db_, &own_overlay));
   const std::vector<std::pair<int64_t, int64_t>> own_windows = own_overlay.ScanWindows(q.from_ms, q.to_ms);
   const std::vector<std::pair<int64_t, int64_t>> plain_windows{{q.from_ms, q.to_ms}};
   // Other origins' corrections, as a hub or this read view took them from
   // the change log: their readings are shown through them the same way.
   std::unordered_map<int64_t, TimeOverlay> origin_overlays;
-  ES_RETURN_IF_ERROR(clock_period_table::LoadOriginOverlays(&read_db_, &origin_overlays));
+  ES_RETURN_IF_ERROR(clock_period_table::LoadOriginOverlays(db_, &origin_overlays));
   // The time and quality shown: false when outside [from, to).
   auto shown = [&q](const TimeOverlay* overlay, int64_t* ts, uint32_t* quality) {
     if (overlay != nullptr) overlay->Apply(ts, quality);
@@ -182,7 +170,7 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
 
   // Compacted spans: the series' own blocks that meet the windows.
   Stmt blocks;
-  ES_RETURN_IF_ERROR(blocks.Prepare(&read_db_,
+  ES_RETURN_IF_ERROR(blocks.Prepare(db_,
                                     "SELECT span, data, id FROM series_chunks WHERE series = ? AND max_ts >= ? AND "
                                     "min_ts < ?"));
   std::vector<SeriesPoint> points;
@@ -214,7 +202,7 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   // an index page written per commit; the scan reads each row's head only.
   {
     Stmt local;
-    ES_RETURN_IF_ERROR(local.Prepare(&read_db_,
+    ES_RETURN_IF_ERROR(local.Prepare(db_,
                                      "SELECT first_lsn, data FROM chunks WHERE max_ts >= ? AND min_ts < ? "
                                      "ORDER BY first_lsn"));
     std::vector<ChunkReading> chunk;
@@ -252,7 +240,7 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   std::unordered_map<int64_t, uint32_t> source_of;  // origin id -> index into sources
   std::set<std::pair<int64_t, uint64_t>> view_seen;
   int64_t both = 0;
-  ES_RETURN_IF_ERROR(read_db_.QueryInt("SELECT EXISTS (SELECT 1 FROM view_chunks) AND EXISTS (SELECT 1 FROM "
+  ES_RETURN_IF_ERROR(db_->QueryInt("SELECT EXISTS (SELECT 1 FROM view_chunks) AND EXISTS (SELECT 1 FROM "
                                        "region_chunks)",
                                        &both));
   std::vector<RemoteChunkEntry> chunk;
@@ -260,23 +248,23 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   // Rows of a statement giving (key, origin, data) of remote chunks. A
   // region row merged by feed compaction (origin 0) holds several
   // origins' entries: each entry's origin decides its source and overlay.
-  auto scan = [&](Stmt* remote, bool region, const char* what, bool several) REQUIRES(read_mu_) -> Status {
+  auto scan = [&](Stmt* remote, bool region, const char* what, bool several) -> Status {
     Status st;
     int64_t origin_id = 0;
     uint32_t source = 0;
     bool own = false;
     const TimeOverlay* overlay = nullptr;
-    auto resolve = [&](int64_t id) REQUIRES(read_mu_) -> Status {
+    auto resolve = [&](int64_t id) -> Status {
       origin_id = id;
       auto src = source_of.find(origin_id);
       if (src == source_of.end()) {
         Source s;
-        ES_RETURN_IF_ERROR(origin_catalog_.ById(origin_id, &r_origin_, &s.origin));
+        ES_RETURN_IF_ERROR(origins_->ById(origin_id, origin_stmts_, &s.origin));
         sources.push_back(std::move(s));
         src = source_of.emplace(origin_id, static_cast<uint32_t>(sources.size() - 1)).first;
       }
       source = src->second;
-      own = sources[source].origin == origin_;
+      own = sources[source].origin == self_;
       if (own && !local_lsns_sorted) {
         std::sort(local_lsns.begin(), local_lsns.end());
         local_lsns_sorted = true;
@@ -293,9 +281,9 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
     while (remote->Step(&st)) {
       if (several && !read_keys.insert(remote->Int(0)).second) continue;
       if (region) {
-        ES_RETURN_IF_ERROR(remote_rows_.DecodeRegion(remote->Blob(2), remote->Int(0), remote->Int(1), &chunk, &chunk_origins));
+        ES_RETURN_IF_ERROR(rows_->DecodeRegion(remote->Blob(2), remote->Int(0), remote->Int(1), &chunk, &chunk_origins));
       } else {
-        ES_RETURN_IF_ERROR(remote_rows_.DecodeView(remote->Blob(2), what, remote->Int(0), &chunk));
+        ES_RETURN_IF_ERROR(rows_->DecodeView(remote->Blob(2), what, remote->Int(0), &chunk));
         chunk_origins.assign(chunk.size(), remote->Int(1));
       }
       origin_id = 0;
@@ -325,7 +313,7 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   std::set<int64_t> view_origins;
   {
     Stmt writers;
-    ES_RETURN_IF_ERROR(writers.Prepare(&read_db_, "SELECT origin FROM view_series WHERE series = ?"));
+    ES_RETURN_IF_ERROR(writers.Prepare(db_, "SELECT origin FROM view_series WHERE series = ?"));
     for (const QuerySeries& s : list) {
       StmtScope scope(&writers);
       writers.Bind(1, s.id);
@@ -334,7 +322,7 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
     }
   }
   Stmt view;
-  ES_RETURN_IF_ERROR(view.Prepare(&read_db_,
+  ES_RETURN_IF_ERROR(view.Prepare(db_,
                                   "SELECT id, origin, data FROM view_chunks WHERE origin = ? AND max_ts >= ? AND "
                                   "min_ts < ?"));
   for (int64_t origin : view_origins) {
@@ -353,7 +341,7 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   }
   Stmt region;
   ES_RETURN_IF_ERROR(
-      region.Prepare(&read_db_, "SELECT seq, origin, data FROM region_chunks WHERE max_ts >= ? AND min_ts < ?"));
+      region.Prepare(db_, "SELECT seq, origin, data FROM region_chunks WHERE max_ts >= ? AND min_ts < ?"));
   // Every origin's chunks are scanned together: the windows of them all.
   std::vector<std::pair<int64_t, int64_t>> region_windows = own_id != 0 ? own_windows : plain_windows;
   for (const auto& [origin, overlay] : origin_overlays) {
@@ -368,6 +356,148 @@ Status SqliteStore::Query(const QueryRequest& q, std::vector<QueryRow>* rows) {
   }
   hits.Finish(q.device_id, list, rows);
   return Status::Ok();
+}
+
+// Summaries for people: the devices a store knows and how old its backlog is.
+Status QueryReader::ListDevices(std::vector<DeviceSummary>* devices) {
+  devices->clear();
+  Txn snapshot(db_);
+  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  // Local readings: every chunk decoded (a scan for people, not a hot path).
+  Stmt local, records, remote;
+  ES_RETURN_IF_ERROR(local.Prepare(db_, "SELECT first_lsn, last_lsn, data FROM chunks"));
+  struct Span {
+    int64_t readings = 0, first_ts = INT64_MAX, last_ts = INT64_MIN;
+    uint64_t record_olsn = 0;  // the latest record version seen (remote); 0 = none
+    bool has_record = false;   // that version is not a deletion
+    DeviceRecord record;
+  };
+  std::map<std::string, Span> by_device;
+  std::vector<ChunkReading> chunk;
+  // Times as a query shows them: corrected periods at their true times.
+  TimeOverlay overlay;
+  ES_RETURN_IF_ERROR(clock_period_table::LoadOwnOverlay(db_, &overlay));
+  Status st;
+  while (local.Step(&st)) {
+    ES_RETURN_IF_ERROR(chunk_compactor::DecodeChunkRow(db_, local.Blob(2), local.Int(0), local.Int(1), &chunk));
+    for (const ChunkReading& c : chunk) {
+      SeriesInfo info;
+      ES_RETURN_IF_ERROR(series_->Find(c.series, &info));
+      Span& span = by_device[info.device_id];
+      ++span.readings;
+      int64_t ts = c.ts_ms;
+      uint32_t quality = c.quality;
+      overlay.Apply(&ts, &quality);
+      span.first_ts = std::min(span.first_ts, ts);
+      span.last_ts = std::max(span.last_ts, ts);
+    }
+  }
+  ES_RETURN_IF_ERROR(st);
+  // Local records: the devices table holds each one's latest version.
+  ES_RETURN_IF_ERROR(records.Prepare(db_, "SELECT device_id, name, location, default_unit FROM devices "
+                                                "WHERE deleted = 0"));
+  while (records.Step(&st)) {
+    Span& span = by_device[records.Text(0)];
+    span.has_record = true;
+    span.record = DeviceRecord{records.Text(0), records.Text(1), records.Text(2), records.Text(3), false};
+  }
+  ES_RETURN_IF_ERROR(st);
+  auto summary = [](const std::string& device, const Origin& origin, bool is_local, const Span& span) {
+    DeviceSummary d{device, origin, is_local, span.readings, 0, 0, span.has_record, span.record};
+    if (span.readings > 0) {
+      d.first_ts_ms = span.first_ts;
+      d.last_ts_ms = span.last_ts;
+    }
+    return d;
+  };
+  for (const auto& [device, span] : by_device) devices->push_back(summary(device, self_, true, span));
+  // Other origins' readings and records: every remote chunk decoded, by
+  // (device, origin). A read view keeps every version of a record it was
+  // sent: the one with the highest origin LSN is the latest.
+  std::map<std::pair<std::string, int64_t>, Span> by_origin;
+  std::unordered_map<int64_t, TimeOverlay> origin_overlays;
+  ES_RETURN_IF_ERROR(clock_period_table::LoadOriginOverlays(db_, &origin_overlays));
+  std::vector<RemoteChunkEntry> entries;
+  std::vector<int64_t> origins;  // each entry's (a merged region row holds several origins')
+  const std::pair<const char*, const char*> tables[] = {{"SELECT id, origin, data FROM view_chunks", "read view chunk"},
+                                                        {"SELECT seq, origin, data FROM region_chunks", nullptr}};
+  for (const auto& [sql, what] : tables) {
+    ES_RETURN_IF_ERROR(remote.Prepare(db_, sql));
+    while (remote.Step(&st)) {
+      if (what == nullptr) {
+        ES_RETURN_IF_ERROR(rows_->DecodeRegion(remote.Blob(2), remote.Int(0), remote.Int(1), &entries, &origins));
+      } else {
+        ES_RETURN_IF_ERROR(rows_->DecodeView(remote.Blob(2), what, remote.Int(0), &entries));
+        origins.assign(entries.size(), remote.Int(1));
+      }
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const RemoteChunkEntry& e = entries[i];
+        if (e.kind == static_cast<uint8_t>(ChangeEntry::Kind::kTimeCorrection)) continue;  // no device
+        SeriesInfo info;
+        ES_RETURN_IF_ERROR(series_->Find(e.series, &info));
+        Span& span = by_origin[{info.device_id, origins[i]}];
+        if (e.kind != 0) {
+          if (e.olsn > span.record_olsn) {
+            span.record_olsn = e.olsn;
+            span.has_record = e.kind == static_cast<uint8_t>(ChangeEntry::Kind::kDeviceUpsert);
+            span.record = span.has_record ? DeviceRecord{info.device_id, e.name, e.location, e.default_unit, false}
+                                          : DeviceRecord{};
+          }
+          continue;
+        }
+        ++span.readings;
+        int64_t ts = e.ts_ms;
+        uint32_t quality = e.quality;
+        auto corrected = origin_overlays.find(origins[i]);
+        if (corrected != origin_overlays.end()) corrected->second.Apply(&ts, &quality);
+        span.first_ts = std::min(span.first_ts, ts);
+        span.last_ts = std::max(span.last_ts, ts);
+      }
+    }
+    ES_RETURN_IF_ERROR(st);
+  }
+  std::vector<std::pair<int64_t, DeviceSummary>> rows;
+  for (const auto& [key, span] : by_origin) {
+    if (span.readings == 0 && !span.has_record) continue;  // a deleted record, nothing else
+    rows.emplace_back(key.second, summary(key.first, Origin{}, false, span));
+  }
+  for (auto& [origin_id, d] : rows) {
+    ES_RETURN_IF_ERROR(origins_->ById(origin_id, origin_stmts_, &d.origin));
+    // Our own entries that came back through a region feed are local rows.
+    if (d.origin == self_) continue;
+    devices->push_back(std::move(d));
+  }
+  std::sort(devices->begin(), devices->end(), [](const DeviceSummary& a, const DeviceSummary& b) {
+    if (a.device_id != b.device_id) return a.device_id < b.device_id;
+    if (a.local != b.local) return a.local;
+    return a.origin.ToString() < b.origin.ToString();
+  });
+  return Status::Ok();
+}
+
+Status QueryReader::Backlog(uint64_t after_lsn, BacklogInfo* info) {
+  *info = BacklogInfo{};
+  Txn snapshot(db_);
+  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  // The oldest entry after after_lsn: the chunk holding after_lsn + 1 (or
+  // the next one) carries its write time; a device record's is in batches.
+  Stmt st_oldest;
+  ES_RETURN_IF_ERROR(st_oldest.Prepare(
+      db_,
+      "SELECT min(ifnull((SELECT written_at FROM chunks WHERE first_lsn >= ifnull((SELECT max(first_lsn) FROM chunks "
+      "WHERE first_lsn <= ?1), 0) AND last_lsn >= ?1 ORDER BY first_lsn LIMIT 1), 9223372036854775807), "
+      "ifnull((SELECT written_at FROM batches WHERE first_lsn = (SELECT min(lsn) FROM log WHERE lsn >= ?1)), "
+      "9223372036854775807))"));
+  st_oldest.Bind(1, static_cast<int64_t>(after_lsn + 1));
+  Status st;
+  if (st_oldest.Step(&st) && st_oldest.Int(0) != INT64_MAX) info->oldest_written_ms = st_oldest.Int(0);
+  ES_RETURN_IF_ERROR(st);
+  Stmt mean;
+  ES_RETURN_IF_ERROR(mean.Prepare(db_, "SELECT ifnull(sum(bytes), 0), ifnull(sum(entries), 0) FROM ranges"));
+  if (mean.Step(&st) && mean.Int(1) > 0) {
+    info->avg_entry_bytes = static_cast<double>(mean.Int(0)) / static_cast<double>(mean.Int(1));
+  }
+  return st;
 }
 
 }  // namespace edgesync
