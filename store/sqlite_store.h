@@ -25,6 +25,7 @@
 
 #include "platform/mutex.h"
 #include "store/chunk_codec.h"
+#include "store/hub_feed.h"
 #include "store/hub_store.h"
 #include "store/log_reader.h"
 #include "store/log_retention.h"
@@ -32,6 +33,7 @@
 #include "store/origin_catalog.h"
 #include "store/query_reader.h"
 #include "store/range_table.h"
+#include "store/read_view_tables.h"
 #include "store/region_feed_compactor.h"
 #include "store/remote_chunk_codec.h"
 #include "store/remote_rows.h"
@@ -152,36 +154,16 @@ class SqliteStore : public Store, public HubStore {
   // Reads data_version: when another connection wrote, forgets what this
   // one cached of the file and lets the range table reload.
   Status RefreshWriteRanges() REQUIRES(write_mu_);
-  // Remote chunks (sqlite_store_remote.cc): an entry as a chunk holds it
-  // (interning its series), and back; DecodeRemote counts a damaged block
-  // in corrupt_chunks_ and names it (what, key) in its Corruption.
+  // The end of a read-view or hub write: its caches kept or forgotten.
   Status EndRemoteWrite(Txn* txn, const Status& status) REQUIRES(write_mu_);
   Status WriteDeviceEntry(const DeviceRecord& device, bool deleted, uint64_t* lsn) EXCLUDES(write_mu_);
   // A device record or time correction in a transaction of its own
   // (sqlite_store_log.cc).
   Status CommitLogEntry(const std::function<Status(uint64_t* lsn)>& write, uint64_t* lsn) REQUIRES(write_mu_);
-  Status SetMetaInt(const std::string& key, int64_t value) REQUIRES(write_mu_);
-  Status GetMetaInt(Db* db, const std::string& key, int64_t* value);
-  // Inside ApplyBatches' transaction: decides one valid batch against its
-  // origin's mark (marks: origin -> mark and watermark after the batches
-  // decided so far in this transaction) and writes what is new; *head is
-  // the feed's head, advanced by what it appends.
-  struct HubMark {
-    uint64_t high_water = 0;
-    int64_t complete_ms = 0;
-    int64_t complete_seq = 0;  // the feed sequence the watermark is valid from
-  };
-  Status ApplyHubBatch(const OriginBatch& batch, int64_t now, int64_t* head,
-                       std::unordered_map<std::string, HubMark>* marks, ApplyResult* result) REQUIRES(write_mu_);
-  // The read view's statements, prepared on first use and kept for the
-  // connection's life (a store that never applies remote entries pays nothing).
+  // The read view's and hub's writers, opened on first use and kept for
+  // the connection's life (a store that never applies remote entries pays
+  // nothing).
   Status PrepareApply() REQUIRES(write_mu_);
-  // One origin's entries of a read view page (sorted here), those the read
-  // view does not hold yet written as chunks; *added counts them.
-  Status ApplyViewOrigin(int64_t origin_id, std::vector<const ChangeEntry*>* group, int64_t now, int64_t* added)
-      REQUIRES(write_mu_);
-
-  // Read side.
   // Inside a write transaction: a `log` row (a device record or a time
   // correction) at the next LSN, with its `batches` row; NoteLogRow once
   // it committed.
@@ -224,22 +206,15 @@ class SqliteStore : public Store, public HubStore {
   LogRetention retention_ GUARDED_BY(write_mu_);  // store/log_retention.h
   std::vector<ChunkReading> chunk_buffer_ GUARDED_BY(write_mu_);  // AppendOnce's group, reused
   std::string block_buffer_ GUARDED_BY(write_mu_);                // its encoded chunk, reused
-  // An applied batch's or page's chunk, reused.
-  std::vector<RemoteChunkEntry> remote_buffer_ GUARDED_BY(write_mu_);
   RegionFeedCompactor feed_compactor_ GUARDED_BY(write_mu_);
-  // (series, origin) pairs view_series holds (committed), and those the open
-  // transaction added: the read view inserts each pair once, not per entry.
-  // At most kMaxKnownViewSeries remembered (~50 bytes each on a board).
-  static constexpr size_t kMaxKnownViewSeries = 20000;
-  std::set<std::pair<int64_t, int64_t>> view_series_known_ GUARDED_BY(write_mu_);
-  std::set<std::pair<int64_t, int64_t>> pending_view_series_ GUARDED_BY(write_mu_);
+  ReadViewTables read_view_ GUARDED_BY(write_mu_);  // store/read_view_tables.h
+  HubFeedWriter hub_writer_ GUARDED_BY(write_mu_);  // store/hub_feed.h
 
   Mutex read_mu_;
   Db read_db_ GUARDED_BY(read_mu_);
   LogReader log_reader_ GUARDED_BY(read_mu_);      // store/log_reader.h
   QueryReader query_reader_ GUARDED_BY(read_mu_);  // store/query_reader.h
-  std::vector<RemoteChunkEntry> region_decoded_ GUARDED_BY(read_mu_);  // ReadRegionFeed's, reused
-  std::vector<int64_t> region_origins_ GUARDED_BY(read_mu_);           // their origin ids
+  HubFeedReader hub_reader_ GUARDED_BY(read_mu_);  // store/hub_feed.h
 
   // The series catalog (store/series_catalog.h): the index is shared, the
   // writer and reader parts belong to their connections.
@@ -268,17 +243,7 @@ class SqliteStore : public Store, public HubStore {
   Stmt w_high_ GUARDED_BY(write_mu_);
   Stmt w_data_version_ GUARDED_BY(write_mu_);
   Stmt w_count_period_ GUARDED_BY(write_mu_);  // clock_period_table::CountReadings', prepared on first use
-  // Apply path (write side): see PrepareApply.
-  bool apply_prepared_ GUARDED_BY(write_mu_) = false;
-  Stmt w_insert_region_chunk_ GUARDED_BY(write_mu_);
-  Stmt w_insert_view_chunk_ GUARDED_BY(write_mu_);
-  Stmt w_insert_view_series_ GUARDED_BY(write_mu_);
-  Stmt w_view_overlap_ GUARDED_BY(write_mu_);
-  Stmt w_region_head_ GUARDED_BY(write_mu_);
-  Stmt w_get_high_water_ GUARDED_BY(write_mu_);
-  Stmt w_put_high_water_ GUARDED_BY(write_mu_);
-  // HighWater's (read side), prepared on its first call.
-  Stmt r_get_high_water_ GUARDED_BY(read_mu_);
+  bool apply_prepared_ GUARDED_BY(write_mu_) = false;  // see PrepareApply
 };
 
 }  // namespace edgesync
