@@ -282,6 +282,11 @@ class SqliteStore : public Store, public HubStore {
   int64_t wal_max_bytes_ = 0;  // the WAL's size once it has grown to its limit
 
   // Each connection's mutex is taken before the caches' (series_mu_, origins_mu_).
+  // Region feed compaction (CompactFeedStep): one step at a time; it reads
+  // under read_mu_, builds the merged row under neither, and swaps it in
+  // under write_mu_.
+  Mutex feed_compact_mu_ ACQUIRED_BEFORE(read_mu_, write_mu_);
+  RegionFeedCompactor feed_compactor_ GUARDED_BY(feed_compact_mu_);
   Mutex write_mu_ ACQUIRED_BEFORE(series_mu_, origins_mu_);
   Db write_db_ GUARDED_BY(write_mu_);
   std::vector<RangeRow> write_ranges_ GUARDED_BY(write_mu_);  // sorted by min; all ranges
@@ -312,7 +317,6 @@ class SqliteStore : public Store, public HubStore {
   std::string block_buffer_ GUARDED_BY(write_mu_);                // its encoded chunk, reused
   // An applied batch's or page's chunk, reused.
   std::vector<RemoteChunkEntry> remote_buffer_ GUARDED_BY(write_mu_);
-  RegionFeedCompactor feed_compactor_ GUARDED_BY(write_mu_);
   // (series, origin) pairs view_series holds (committed), and those the open
   // transaction added: the read view inserts each pair once, not per entry.
   // At most kMaxKnownViewSeries remembered (~50 bytes each on a board).
