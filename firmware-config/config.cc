@@ -106,7 +106,8 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              "rows retention deletes per step (one short transaction; ingest waits at most one step)"),
       Int<C>("store", "compact_after_s", [](C& c) -> int64_t& { return c.store_compact_after_s; }, 0, kBig,
              "readings acknowledged upstream and written longer ago than this are compacted into one block per "
-             "series (fast queries of one series, fewer bytes on the card)"),
+             "series (fast queries of one series, fewer bytes on the card); on a region hub's SQLite store, small "
+             "batches of the region feed applied longer ago than this are merged into shared rows"),
       Int<C>("store", "compact_span_readings", [](C& c) -> int64_t& { return c.store_compact_span_readings; }, 1000,
              store_options::kCompactSpanReadingsMax, "readings per compacted span (a reader by LSN decodes a span whole: 32 bytes a reading)"),
       Bool<C>("store", "compact_always", [](C& c) -> bool& { return c.store_compact_always; },

@@ -1,5 +1,5 @@
 // The hub store's shared rules (what is invalid, what is a gap); the SQLite
-// backend is the SQLite store itself (sqlite_store_hub.cc).
+// backend is the SQLite store itself (store/hub_feed.h).
 #include "store/hub_store.h"
 
 #include <algorithm>

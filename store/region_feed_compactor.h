@@ -25,15 +25,23 @@
 // 'region_merged_seq' is the last sequence the compactor has looked at, so
 // a step starts after it instead of at the oldest row.
 //
-// Crash safety: Step runs inside the caller's write transaction, and each
-// step merges at most one run: the run's rows and its merged row are
-// swapped (and the meta mark moved) in that one transaction, so after a
-// kill either the old rows or the merged one exist, never both or neither.
-// Memory: at most max_entries decoded entries and max_source_bytes of
-// blocks per step.
+// A step has three phases: Read (the run's rows, from a read snapshot),
+// Build (decode and encode, on no connection) and Write (the swap, in the
+// caller's write transaction), so a store holds its write lock only for
+// the swap, not while a few thousand entries are decoded and encoded.
+// Write refuses (Conflict, nothing written) when the feed is no longer
+// what Read saw: rows are never changed in place, so the compaction mark
+// and the count of the run's rows are enough to tell (retention deleting
+// some of them meanwhile, another compactor).
 //
-// Thread safety: one caller at a time (it keeps decode buffers): the
-// store calls it under its write lock, on the connection it locks.
+// Crash safety: each step writes in one transaction: the run's rows and
+// its merged row are swapped (and the mark moved) together, so after a
+// kill either the old rows or the merged one exist, never both or neither.
+// Memory: at most max_source_bytes of blocks and max_entries decoded
+// entries per step.
+//
+// Thread safety: one step at a time (it keeps decode buffers): the store
+// serialises steps with a mutex of their own.
 #ifndef EDGESYNC_STORE_REGION_FEED_COMPACTOR_H_
 #define EDGESYNC_STORE_REGION_FEED_COMPACTOR_H_
 
@@ -68,27 +76,43 @@ struct RegionFeedMergeResult {
   bool more = false;          // another run may be due now
 };
 
-class RegionFeedCompactor {
- public:
-  explicit RegionFeedCompactor(RegionFeedCompactorOptions options = {});
-
-  // One step on db (the caller's write transaction is open): merges the
-  // oldest due run of rows applied at or before cutoff_ms. Corruption
-  // (naming the row) when a row of the run does not decode or its count
-  // disagrees with n: nothing is written.
-  Status Step(Db* db, int64_t cutoff_ms, RegionFeedMergeResult* result);
-
- private:
+// One step's work between its phases.
+struct RegionFeedMergePlan {
   struct SourceRow {
     int64_t seq = 0, n = 0, origin = 0, at = 0;
     std::string data;
   };
-  Status Merge(Db* db, const std::vector<SourceRow>& run, RegionFeedMergeResult* result, bool* merged);
+  int64_t mark_before = 0;  // the mark Read saw
+  int64_t mark_after = 0;   // the mark Write sets
+  bool closed = false;      // rows is a whole run
+  bool more = false;
+  std::vector<SourceRow> rows;
+  // Build's: the merged row, when it is smaller than rows' blocks.
+  bool merge = false;
+  int64_t n = 0, min_ts = 0, max_ts = 0, at = 0, bytes_before = 0;
+  std::string block;
+};
 
+class RegionFeedCompactor {
+ public:
+  explicit RegionFeedCompactor(RegionFeedCompactorOptions options = {});
+
+  // The oldest due run of rows applied at or before cutoff_ms, read from
+  // db (the caller holds a snapshot of it).
+  Status Read(Db* db, int64_t cutoff_ms, RegionFeedMergePlan* plan);
+  // The merged row of the run Read found. Corruption (naming the row) when
+  // a row does not decode or its count disagrees with n.
+  Status Build(RegionFeedMergePlan* plan);
+  // Swaps the rows for the merged row and moves the mark, on db inside the
+  // caller's write transaction; Conflict when the feed changed since Read.
+  Status Write(Db* db, const RegionFeedMergePlan& plan, RegionFeedMergeResult* result);
+  // The three on one connection, inside the caller's write transaction.
+  Status Step(Db* db, int64_t cutoff_ms, RegionFeedMergeResult* result);
+
+ private:
   RegionFeedCompactorOptions options_;
   std::vector<RemoteChunkEntry> decoded_;
   std::vector<RegionFeedRun> runs_;
-  std::string block_;
 };
 
 }  // namespace edgesync

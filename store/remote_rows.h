@@ -36,6 +36,8 @@ class RemoteRows {
                       std::vector<int64_t>* origins);
   // Blocks refused as damaged since the store opened.
   int64_t corrupt() const { return corrupt_.load(); }
+  // One more found elsewhere (feed compaction decodes rows itself).
+  void NoteCorrupt() { corrupt_.fetch_add(1); }
 
  private:
   std::atomic<int64_t> corrupt_{0};

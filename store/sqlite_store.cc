@@ -523,21 +523,41 @@ Status SqliteStore::CompactFeedStep(CompactResult* result) {
   *result = CompactResult{};
   if (options_.read_only) return Status::InvalidArgument("region feed compaction: the store is open read-only");
   const int64_t cutoff = clock_->WallMillis() - options_.compact_after_ms;
-  MutexLock lock(&write_mu_);
-  Txn txn(&write_db_);
+  MutexLock compact(&feed_compact_mu_);
+  RegionFeedMergePlan plan;
+  {
+    MutexLock lock(&read_mu_);
+    Txn snapshot(&read_db_);
+    ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+    ES_RETURN_IF_ERROR(feed_compactor_.Read(&read_db_, cutoff, &plan));
+  }
+  // Decoding and encoding a few thousand entries holds neither lock: feed
+  // reads and applies go on meanwhile.
+  Status built = feed_compactor_.Build(&plan);
+  if (!built.ok()) {
+    if (built.code() == Status::Code::kCorruption) remote_rows_.NoteCorrupt();
+    return built;
+  }
   RegionFeedMergeResult m;
-  Status s = [&]() REQUIRES(write_mu_) -> Status {
-    ES_RETURN_IF_ERROR(txn.Begin());
-    ES_RETURN_IF_ERROR(feed_compactor_.Step(&write_db_, cutoff, &m));
-    return txn.Commit();
-  }();
-  if (!s.ok()) return s;
+  if (plan.merge || plan.mark_after != plan.mark_before || !plan.rows.empty()) {
+    MutexLock lock(&write_mu_);
+    Txn txn(&write_db_);
+    Status s = [&]() REQUIRES(write_mu_, feed_compact_mu_) -> Status {
+      ES_RETURN_IF_ERROR(txn.Begin());
+      ES_RETURN_IF_ERROR(feed_compactor_.Write(&write_db_, plan, &m));
+      return txn.Commit();
+    }();
+    if (!s.ok()) return s;
+  }
   result->spans = m.merged_rows;
   result->readings = m.entries;
   result->bytes_before = m.bytes_before;
   result->bytes_after = m.bytes_after;
   result->kept = m.left_rows > 0 ? 1 : 0;
-  result->more = m.more;
+  if (m.left_rows > 0) {
+    for (const RegionFeedMergePlan::SourceRow& row : plan.rows) result->kept_readings += row.n;
+  }
+  result->more = plan.more;
   return Status::Ok();
 }
 

@@ -1,12 +1,16 @@
 // store/sqlite_store.h: the SQLite implementation of Store and of HubStore
 // (internal to store/; callers use store.h and hub_store.h).
 //
-// Two connections: writes go through write_db_ (SQLite allows one writer
-// anyway); feed, log and query reads go through read_db_, each connection
-// under its own mutex, so the uplink's reads never wait for an ingest commit
-// (WAL readers see the last committed snapshot). The series cache (interned
-// deviceId/metric/unit) is shared by both; series rows are never deleted, so
-// a cached id stays valid forever.
+// A thin owner: two connections, their mutexes, the LSN allocator, and the
+// components that do the work (docs/ARCHITECTURE.md lists them), each
+// belonging to one connection. Writes go through write_db_ (SQLite allows
+// one writer anyway); feed, log and query reads go through read_db_, each
+// connection under its own mutex, so the uplink's reads never wait for an
+// ingest commit (WAL readers see the last committed snapshot). The series
+// and origin catalogs' caches are shared by both (their rows are never
+// deleted, so a cached id stays valid forever). sqlite_store.cc opens the
+// store and hands each call to its component; sqlite_store_log.cc is the
+// writer's own work (appends and the other change-log entries).
 //
 // Thread safety: all public methods may be called from any thread. Which
 // mutex guards what is declared with the members (GUARDED_BY, REQUIRES:
@@ -102,8 +106,8 @@ class SqliteStore : public Store, public HubStore {
   Status ListClockPeriods(std::vector<ClockPeriod>* periods) override;
   Status CorrectClockPeriod(uint32_t id, int64_t delta_ms, int64_t now_ms, bool* done) override;
 
-  // HubStore (sqlite_store_hub.cc): a region hub's tables in this file. One
-  // hub is the file's only writer (agent/region_hub.cc locks it), and every
+  // HubStore (store/hub_feed.h does the work): a region hub's tables in
+  // this file. One hub is the file's only writer (agent/region_hub.cc locks it), and every
   // write goes through write_mu_: a batch is decided against the mark read
   // inside the transaction that applies it, once. PruneStep is the store's
   // own (the region feed is its remote entries).
@@ -116,7 +120,8 @@ class SqliteStore : public Store, public HubStore {
   Status ReadFeed(const ShardPositions& after, size_t max_entries, FeedRead* page) override;
   Status FeedBounds(FeedBoundsInfo* bounds) override;
   // Merges a run of small region feed rows applied longer ago than
-  // compact_after_ms (store/region_feed_compactor.h), in one transaction.
+  // compact_after_ms (store/region_feed_compactor.h): read under read_mu_,
+  // built under neither, swapped in under write_mu_ in one transaction.
   Status CompactFeedStep(CompactResult* result) override;
   Status Stats(HubStoreStats* stats) override;
   // The region feed in its one sequence, under ReadFeed and FeedBounds (and
@@ -191,6 +196,11 @@ class SqliteStore : public Store, public HubStore {
   std::vector<Origin> former_origins_;
   int schema_version_ = 0;
 
+  // Region feed compaction (CompactFeedStep): one step at a time; it reads
+  // under read_mu_, builds the merged row under neither, and swaps it in
+  // under write_mu_.
+  Mutex feed_compact_mu_ ACQUIRED_BEFORE(read_mu_, write_mu_);
+  RegionFeedCompactor feed_compactor_ GUARDED_BY(feed_compact_mu_);
   // Each connection's mutex is taken before the catalogs' own (leaf) mutexes.
   Mutex write_mu_;
   Db write_db_ GUARDED_BY(write_mu_);
@@ -206,7 +216,6 @@ class SqliteStore : public Store, public HubStore {
   LogRetention retention_ GUARDED_BY(write_mu_);  // store/log_retention.h
   std::vector<ChunkReading> chunk_buffer_ GUARDED_BY(write_mu_);  // AppendOnce's group, reused
   std::string block_buffer_ GUARDED_BY(write_mu_);                // its encoded chunk, reused
-  RegionFeedCompactor feed_compactor_ GUARDED_BY(write_mu_);
   ReadViewTables read_view_ GUARDED_BY(write_mu_);  // store/read_view_tables.h
   HubFeedWriter hub_writer_ GUARDED_BY(write_mu_);  // store/hub_feed.h
 

@@ -18,6 +18,11 @@
 //   - fleet shape: 10,000 origins sending batches of 20 readings (the
 //     shape of bench_region's simulated fleet), 3 rounds: batches applied/s
 //     through the hub store, and bytes on disk per reading.
+//   - feed compaction: both hub workloads again with the region feed
+//     compacted (store/region_feed_compactor.h) every 2,000 batches and at
+//     the end, as the hub's retention pass does: bytes on disk per reading
+//     against the same batches without it, and the compaction passes' time
+//     per reading against the time applying the same batches.
 //   - PostgreSQL hub (where the backend is built): the fleet shape applied
 //     through the PostgreSQL hub store (schema 4: a compressed chunk row per
 //     batch) in groups of 64 batches, as a busy hub applies them, against the
@@ -79,6 +84,16 @@ bool Check(const Status& st, const char* what) {
 struct Figures {
   double hub_bytes = -1, hub_batches_s = -1, view_bytes = -1;
   double fleet_batches_s = -1, fleet_bytes = -1;
+};
+
+// The same hub workloads with the region feed compacted
+// (store/region_feed_compactor.h), as the hub's retention pass does.
+struct CompactedFigures {
+  double hub_bytes = -1;
+  double fleet_bytes = -1, fleet_in_use = -1;
+  // The fleet's: seconds applying batches and seconds in compaction passes.
+  double apply_s = 0, compact_s = 0;
+  int64_t merged_rows = 0;
 };
 
 constexpr int kFleetOrigins = 10000;
@@ -170,6 +185,81 @@ Figures Chunked(const std::string& dir, const std::vector<ChangeEntry>& all) {
   fs.reset();
   fleet.reset();
   f.fleet_bytes = static_cast<double>(bench::StoreFileBytes(fo.path)) / (fleet_batches * kFleetBatch);
+  return f;
+}
+
+// Batches in the hub's retention interval at the fleet's rate: how many the
+// hub applies between two compaction passes.
+constexpr int kBatchesPerPass = 2000;
+
+// Compaction steps until none is due; false on an error.
+bool CompactPass(HubStore* hs, int64_t* merged_rows) {
+  for (;;) {
+    CompactResult c;
+    if (!Check(hs->CompactFeedStep(&c), "feed compaction")) return false;
+    *merged_rows += c.spans;
+    if (!c.more) return true;
+  }
+}
+
+// The hub workloads again, each into a store of its own whose feed is
+// compacted (compact_after_ms 0: every applied row is old enough) after
+// every kBatchesPerPass batches and at the end, so merged rows reuse the
+// pages the rows they replaced freed, as on a hub that runs.
+CompactedFigures Compacted(const std::string& dir, const std::vector<ChangeEntry>& all) {
+  CompactedFigures f;
+  StoreOptions o;
+  o.gateway_id = "hub";
+  o.open_check = StoreOptions::OpenCheck::kNone;
+  o.compact_after_ms = 0;
+  {
+    o.path = dir + "/hub-compacted.db";
+    std::unique_ptr<Store> hub;
+    if (!Check(Store::Open(o, &hub), "open hub")) return f;
+    std::unique_ptr<HubStore> hs = test::NewSqliteHubView(hub.get());
+    int batches = 0;
+    for (size_t i = 0; i < all.size(); i += kBatch) {
+      std::vector<ChangeEntry> b(all.begin() + static_cast<ptrdiff_t>(i),
+                                 all.begin() + static_cast<ptrdiff_t>(std::min(all.size(), i + kBatch)));
+      ApplyResult r;
+      if (!Check(hs->Apply(OriginBatch{kOrigin, 0, 0, &b, 0}, &r), "apply") || r.outcome != ApplyOutcome::kApplied) {
+        return f;
+      }
+      if (++batches % kBatchesPerPass == 0 && !CompactPass(hs.get(), &f.merged_rows)) return f;
+    }
+    if (!CompactPass(hs.get(), &f.merged_rows)) return f;
+  }
+  f.hub_bytes = static_cast<double>(bench::StoreFileBytes(o.path)) / static_cast<double>(all.size());
+  o.path = dir + "/fleet-compacted.db";
+  {
+    std::unique_ptr<Store> fleet;
+    if (!Check(Store::Open(o, &fleet), "open fleet hub")) return f;
+    std::unique_ptr<HubStore> fs = test::NewSqliteHubView(fleet.get());
+    int batches = 0;
+    auto pass = [&]() {
+      auto t0 = Steady::now();
+      const bool ok = CompactPass(fs.get(), &f.merged_rows);
+      f.compact_s += std::chrono::duration<double>(Steady::now() - t0).count();
+      return ok;
+    };
+    for (int round = 0; round < FleetRounds(); ++round) {
+      for (int i = 0; i < kFleetOrigins; ++i) {
+        std::vector<ChangeEntry> b = FleetBatch(all, i, round);
+        ApplyResult r;
+        auto t0 = Steady::now();
+        if (!Check(fs->Apply(OriginBatch{FleetOrigin(i), 0, 0, &b, 0}, &r), "fleet apply") ||
+            r.outcome != ApplyOutcome::kApplied) {
+          return f;
+        }
+        f.apply_s += std::chrono::duration<double>(Steady::now() - t0).count();
+        if (++batches % kBatchesPerPass == 0 && !pass()) return f;
+      }
+    }
+    if (!pass()) return f;
+  }
+  const double readings = static_cast<double>(kFleetOrigins) * FleetRounds() * kFleetBatch;
+  f.fleet_bytes = static_cast<double>(bench::StoreFileBytes(o.path)) / readings;
+  f.fleet_in_use = static_cast<double>(bench::PagesInUse(o.path)) / readings;
   return f;
 }
 
@@ -385,6 +475,20 @@ int main() {
              "batches/s", kRows, v4.fleet_batches_s);
   report.Add("SQLite hub bytes on disk/reading (10,000 origins x 20-reading batches)", now.fleet_bytes, "bytes", kRows,
              v4.fleet_bytes);
+  const CompactedFigures c = Compacted(dir.path(), all);
+  const double fleet_readings = static_cast<double>(kFleetOrigins) * FleetRounds() * kFleetBatch;
+  const double compact_us = c.compact_s * 1e6 / fleet_readings, apply_us = c.apply_s * 1e6 / fleet_readings;
+  std::printf("feed compaction: fleet shape %.2f bytes/reading (%.2f in pages in use), compaction %.2f us/reading "
+              "(applying %.2f); 1,600-reading batches %.2f bytes/reading; %lld merged rows\n",
+              c.fleet_bytes, c.fleet_in_use, compact_us, apply_us, c.hub_bytes, static_cast<long long>(c.merged_rows));
+  const char* kUncompacted = "the same batches, feed not compacted, same run";
+  report.Add("SQLite hub bytes on disk/reading (10,000 origins x 20-reading batches, feed compacted every 2,000 "
+             "batches)",
+             c.fleet_bytes, "bytes", kUncompacted, now.fleet_bytes);
+  report.Add("SQLite hub feed compaction time/reading (10,000 origins x 20-reading batches, store only)", compact_us,
+             "us", "applying the same batches, same store, same run", apply_us);
+  report.Add("SQLite hub bytes on disk/reading (reference workload, 1,600-reading batches, feed compacted)",
+             c.hub_bytes, "bytes", kUncompacted, now.hub_bytes);
 #ifdef EDGESYNC_HAVE_POSTGRESQL
   const PgFigures pg = Postgres(dir.path(), all);
   std::printf("postgresql hub, fleet shape: %.2f bytes/reading (schema 3 rows %.2f)\n", pg.chunk_bytes, pg.row_bytes);
@@ -394,5 +498,8 @@ int main() {
 #else
   const bool pg_ok = true;
 #endif
-  return report.Write() && pg_ok && now.hub_bytes > 0 && v4.hub_bytes > 0 && now.view_bytes > 0 ? 0 : 1;
+  return report.Write() && pg_ok && now.hub_bytes > 0 && v4.hub_bytes > 0 && now.view_bytes > 0 && c.fleet_bytes > 0 &&
+                 c.hub_bytes > 0
+             ? 0
+             : 1;
 }

@@ -227,6 +227,43 @@ TEST_F(RegionFeedCompactorTest, ADamagedRowStopsTheStepWithNothingWritten) {
   EXPECT_EQ(mark, 0);
 }
 
+// Read and Build run outside the write transaction: a feed changed in
+// between (retention pruned part of the run, or another step merged it) is
+// refused at Write with nothing written.
+TEST_F(RegionFeedCompactorTest, AWriteAfterTheFeedChangedIsRefusedWithNothingWritten) {
+  for (int b = 0; b < 8; ++b) Append(1 + b % 2, 20, 1000);
+  RegionFeedCompactor c;
+  RegionFeedMergePlan plan;
+  ASSERT_OK(c.Read(&db_, 5000, &plan));
+  ASSERT_OK(c.Build(&plan));
+  ASSERT_TRUE(plan.merge);
+  ASSERT_EQ(plan.rows.size(), 8u);
+  ASSERT_OK(db_.Exec("DELETE FROM region_chunks WHERE seq <= 20"));  // retention, meanwhile
+  want_.erase(want_.begin(), want_.upper_bound(20));
+  RegionFeedMergeResult r;
+  {
+    Txn txn(&db_);
+    ASSERT_OK(txn.Begin());
+    Status st = c.Write(&db_, plan, &r);
+    EXPECT_EQ(st.code(), Status::Code::kConflict) << st.ToString();
+  }  // rolled back
+  EXPECT_EQ(Rows().size(), 7u);
+  ExpectFeedAsAppended();
+  // A plan made before another step moved the mark is refused too.
+  ASSERT_OK(c.Read(&db_, 5000, &plan));
+  ASSERT_OK(c.Build(&plan));
+  RegionFeedCompactor other;
+  ASSERT_OK(Step(&other, 5000, &r));
+  ASSERT_EQ(r.merged_rows, 1);
+  {
+    Txn txn(&db_);
+    ASSERT_OK(txn.Begin());
+    EXPECT_EQ(c.Write(&db_, plan, &r).code(), Status::Code::kConflict);
+  }
+  EXPECT_EQ(Rows().size(), 1u);
+  ExpectFeedAsAppended();
+}
+
 TEST_F(RegionFeedCompactorTest, AMergeReadsAtMostItsByteBound) {
   for (int b = 0; b < 40; ++b) Append(1 + b % 4, 20, 1000);
   const int64_t row_bytes = static_cast<int64_t>(Rows()[0].data.size());
