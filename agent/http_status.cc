@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "agent/prometheus.h"
@@ -118,13 +119,22 @@ Status HttpStatusServer::Start(const std::string& listen) {
     return Status::Unavailable("metrics.listen " + listen + ": " + why);
   }
   httplib::Server* server = server_.get();
-  thread_ = std::thread([server] { server->listen_after_bind(); });
+  listen_ended_ = std::make_shared<std::atomic<bool>>(false);
+  thread_ = std::thread([server, ended = listen_ended_] {
+    server->listen_after_bind();
+    ended->store(true);
+  });
   ES_LOG(kInfo, "status page http://{}:{}/ (metrics at /metrics)", host, port_);
   return Status::Ok();
 }
 
 void HttpStatusServer::Stop() {
   if (!server_) return;
+  // httplib's stop() does nothing until the listening thread has marked the
+  // server running, and that thread would then listen forever: a role told
+  // to stop right after it started hung here. Wait for it to get there (or
+  // to have ended) first.
+  while (!server_->is_running() && !listen_ended_->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   server_->stop();
   if (thread_.joinable()) thread_.join();
   server_.reset();

@@ -19,6 +19,7 @@
 #ifndef EDGESYNC_AGENT_HTTP_STATUS_H_
 #define EDGESYNC_AGENT_HTTP_STATUS_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -49,6 +50,7 @@ class HttpStatusServer {
   const StatusBoard* board_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  std::shared_ptr<std::atomic<bool>> listen_ended_;  // set by thread_ when listening returns
   int port_ = 0;
 };
 
