@@ -1,11 +1,11 @@
 // The hub store's shared rules (what is invalid, what is a gap); the SQLite
-// backend is the SQLite store itself (sqlite_store_hub.cc).
+// backend is the SQLite store itself (sqlite_store_hub.cc, reached through
+// hub_store_sqlite.cc). Nothing here needs SQLite: the PostgreSQL module
+// links this file.
 #include "store/hub_store.h"
 
 #include <algorithm>
 #include <string>
-
-#include "store/sqlite_store.h"
 
 namespace edgesync {
 
@@ -113,8 +113,6 @@ ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held) {
   plan.outcome = plan.new_high_water > held ? ApplyOutcome::kApplied : ApplyOutcome::kAlreadyHeld;
   return plan;
 }
-
-HubStore* SqliteHubStore(Store* store) { return dynamic_cast<SqliteStore*>(store); }
 
 bool IsPostgresLocation(const std::string& location) {
   return location.rfind("postgresql://", 0) == 0 || location.rfind("postgres://", 0) == 0;
