@@ -27,9 +27,13 @@
 //         libfaketime interposes the C library for the module too, and a
 //         test clock is passed per store in HubStoreOptions::clock;
 //       * Status, the remote chunk codec, ValidateOriginBatch, ReadFile:
-//         functions without state;
-//       * the module has no counters of its own: its figures reach the
-//         program as return values of HubStore/ShardLeases calls.
+//         functions without state, but for the codec's per-thread scratch
+//         buffers and zstd contexts (column_block.cc, remote_chunk_codec.cc),
+//         which a second copy only duplicates on the threads that call it;
+//       * the module has no counters, registries or test hooks (the
+//         EDGESYNC_TEST_STALL hook is platform/liveness.cc, not linked in):
+//         its figures reach the program as return values of HubStore and
+//         ShardLeases calls, which the program counts.
 //   - Objects cross the seam only as the C++ interfaces HubStore and
 //     ShardLeases (virtual calls land in the module's code), their options
 //     and Status, all of the same layout in both because the loader admits
