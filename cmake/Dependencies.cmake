@@ -7,6 +7,9 @@ pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(SPDLOG REQUIRED IMPORTED_TARGET spdlog)
+# fmt on its own for the PostgreSQL module, which formats its log lines but
+# writes them through the program's logger (store/pg_module.h).
+pkg_check_modules(FMT REQUIRED IMPORTED_TARGET fmt)
 
 find_library(PAHO_MQTTPP_LIB paho-mqttpp3 REQUIRED)
 find_library(PAHO_MQTT_C_LIB paho-mqtt3as REQUIRED)

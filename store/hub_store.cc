@@ -1,11 +1,11 @@
 // The hub store's shared rules (what is invalid, what is a gap); the SQLite
-// backend is the SQLite store itself (store/hub_feed.h).
+// backend is the SQLite store itself (store/hub_feed.h, reached through
+// hub_store_sqlite.cc). Nothing here needs SQLite: the PostgreSQL module
+// links this file.
 #include "store/hub_store.h"
 
 #include <algorithm>
 #include <string>
-
-#include "store/sqlite_store.h"
 
 namespace edgesync {
 
@@ -118,8 +118,6 @@ Status HubStore::CompactFeedStep(CompactResult* result) {
   *result = CompactResult{};
   return Status::Unsupported("region feed compaction: not in the " + backend() + " hub store");
 }
-
-HubStore* SqliteHubStore(Store* store) { return dynamic_cast<SqliteStore*>(store); }
 
 bool IsPostgresLocation(const std::string& location) {
   return location.rfind("postgresql://", 0) == 0 || location.rfind("postgres://", 0) == 0;

@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdlib>
 #include <mutex>
+#include <string_view>
 
 #include "platform/log.h"
 
@@ -25,6 +26,44 @@ std::string ProgramDir() {
 }
 
 #ifdef EDGESYNC_HAVE_POSTGRESQL
+// The program's side of the host table (PgModuleHost): its logger. The
+// level crosses as an int; one the program does not know is not written.
+bool HostLogEnabled(int level) {
+  return level >= static_cast<int>(LogLevel::kTrace) && level < static_cast<int>(LogLevel::kOff) &&
+         LogEnabled(static_cast<LogLevel>(level));
+}
+
+void HostLog(int level, const char* text, size_t size) {
+  if (!HostLogEnabled(level) || text == nullptr) return;
+  LogLine(static_cast<LogLevel>(level), std::string_view(text, size));
+}
+
+const PgModuleHost& Host() {
+  static const PgModuleHost host = [] {
+    PgModuleHost h;
+    h.abi = kPgModuleAbi;
+    h.version = EDGESYNC_VERSION;
+    h.log_enabled = &HostLogEnabled;
+    h.log = &HostLog;
+    return h;
+  }();
+  return host;
+}
+
+// The ABI of a module without this program's entry point, judged by the
+// entry point it has (ABI 1: kPgModuleSymbolV1, later ones
+// edgesync_pg_module_v<N>); 0 when it has none of them.
+int OtherAbi(void* handle) {
+  if (::dlsym(handle, kPgModuleSymbolV1) != nullptr) return 1;
+  for (uint32_t abi = 2; abi <= 64; ++abi) {
+    if (abi == kPgModuleAbi) continue;
+    std::string name = "edgesync_pg_module_v" + std::to_string(abi);
+    if (::dlsym(handle, name.c_str()) != nullptr) return static_cast<int>(abi);
+  }
+  ::dlerror();
+  return 0;
+}
+
 std::mutex g_mu;
 const PgModuleApi* g_api = nullptr;  // guarded by g_mu; set once, never cleared
 #endif
@@ -60,15 +99,22 @@ Status LoadPgModule(const PgModuleApi** api) {
   std::string tried;
   for (const std::string& path : PgModuleCandidates()) {
     bool exists = ::access(path.c_str(), F_OK) == 0;
-    // RTLD_NOW: a symbol the module needs and the program lacks is an error
-    // here, with its name, not a crash at the first call. RTLD_LOCAL: its own
-    // symbols stay out of the program's scope.
+    // RTLD_NOW: a symbol the module needs and finds nowhere is an error
+    // here, with its name, not a crash at the first call. RTLD_LOCAL: its
+    // entry point stays out of the program's scope.
     void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       const char* why = ::dlerror();
       // dlerror() names the file for most failures, not for all.
       std::string line = why != nullptr ? why : "dlopen failed";
       if (line.find(path) == std::string::npos) line = path + ": " + line;
+      // An ABI 1 module takes its store code from the program, which no
+      // longer exports any: it fails here, on the first such symbol.
+      if (line.find("undefined symbol: _Z") != std::string::npos && line.find("8edgesync") != std::string::npos) {
+        line += " (a module of ABI 1, entry point " + std::string(kPgModuleSymbolV1) +
+                ", which takes its store code from the program; this program's module ABI is " +
+                std::to_string(kPgModuleAbi) + ", edgesync " + EDGESYNC_VERSION + ")";
+      }
       tried += (tried.empty() ? "" : "; ") + line;
       // A file that is there but does not load is the module meant (a
       // broken install or a stale build): say so rather than try another.
@@ -79,18 +125,28 @@ Status LoadPgModule(const PgModuleApi** api) {
       continue;
     }
     ::dlerror();
-    auto* entry = reinterpret_cast<const PgModuleApi* (*)()>(::dlsym(handle, kPgModuleSymbol));
-    const PgModuleApi* table = entry != nullptr ? entry() : nullptr;
+    auto* entry = reinterpret_cast<const PgModuleApi* (*)(const PgModuleHost*)>(::dlsym(handle, kPgModuleSymbol));
+    const PgModuleApi* table = entry != nullptr ? entry(&Host()) : nullptr;
     std::string problem;
     if (entry == nullptr) {
-      const char* why = ::dlerror();
-      problem = std::string("no entry point ") + kPgModuleSymbol + (why != nullptr ? std::string(" (") + why + ")" : "");
-    } else if (table == nullptr || table->abi != kPgModuleAbi || table->open_hub_store == nullptr ||
-               table->open_shard_leases == nullptr) {
+      problem = std::string("no entry point ") + kPgModuleSymbol + " (this program's module ABI " +
+                std::to_string(kPgModuleAbi) + ")";
+      int other = OtherAbi(handle);
+      if (other == 1) {
+        problem += ": it is a module of ABI 1 (entry point " + std::string(kPgModuleSymbolV1) +
+                   "), which took its store code from the program; install the module of this edgesync " +
+                   EDGESYNC_VERSION;
+      } else if (other > 0) {
+        problem += ": it is a module of ABI " + std::to_string(other);
+      }
+    } else if (table == nullptr || table->abi != kPgModuleAbi) {
       problem = "built for another edgesync (module ABI " + std::to_string(table != nullptr ? table->abi : 0) +
                 ", this program's " + std::to_string(kPgModuleAbi) + ")";
     } else if (std::string(table->version) != EDGESYNC_VERSION) {
       problem = std::string("built as edgesync ") + table->version + ", this program is " + EDGESYNC_VERSION;
+    } else if (table->open_hub_store == nullptr || table->open_shard_leases == nullptr) {
+      problem = "it refused this program's host table (module ABI " + std::to_string(table->abi) + ", edgesync " +
+                table->version + ")";
     }
     if (!problem.empty()) {
       // Not dlclosed: its static constructors ran, and closing buys nothing

@@ -76,6 +76,8 @@ class PgConn {
   Status CopyIn(const std::string& copy_sql, const std::string& data);
   // ROLLBACK, ignoring errors (the transaction may already be gone).
   void Rollback();
+  // The server's version as libpq reports it (150004 = 15.4); 0 when unknown.
+  int server_version() const { return PQserverVersion(c_); }
 
  private:
   explicit PgConn(PGconn* c) : c_(c) {}

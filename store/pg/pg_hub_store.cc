@@ -37,6 +37,7 @@
 #include <mutex>
 
 #include "platform/files.h"
+#include "platform/log.h"
 #include "store/hub_store.h"
 #include "store/pg/pg_conn.h"
 #include "store/pg/pg_feed_chunks.h"
@@ -145,6 +146,20 @@ class PgHubStore : public HubStore {
 
   std::string epoch() const override { return epoch_; }
   std::string backend() const override { return "postgresql"; }
+
+  // What the open found, for its log line: the server's version, the schema
+  // version and where it was migrated from.
+  std::string OpenSummary() const {
+    int server = conn_->server_version();  // e.g. 150004 = 15.4
+    std::string schema = std::to_string(kSchemaVersion);
+    if (found_schema_ == 0) {
+      schema += " (created)";
+    } else if (found_schema_ < kSchemaVersion) {
+      schema += " (migrated from " + std::to_string(found_schema_) + ")";
+    }
+    return fmt::format("PostgreSQL server {}.{}, schema version {}, epoch {}", server / 10000, server % 10000,
+                       schema, epoch_);
+  }
 
   Status ApplyBatches(const std::vector<OriginBatch>& batches, std::vector<ApplyResult>* results) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -294,6 +309,7 @@ class PgHubStore : public HubStore {
       PgResult r;
       ES_RETURN_IF_ERROR(conn_->Query("SELECT value::int FROM es_meta WHERE key='schema_version'", {}, &r));
       int version = r.rows() ? static_cast<int>(r.Int(0, 0)) : 0;
+      found_schema_ = version;
       if (version > kSchemaVersion) {
         return Status::Unsupported("PostgreSQL hub store has schema version " + std::to_string(version) +
                                    ", newer than this edgesync's " + std::to_string(kSchemaVersion));
@@ -567,6 +583,7 @@ class PgHubStore : public HubStore {
   HubStoreOptions options_;
   Clock* clock_;
   std::string epoch_;
+  int found_schema_ = 0;  // the schema version Init found; 0 = a new database
 };
 
 }  // namespace
@@ -592,6 +609,8 @@ Status OpenPostgresHubStore(const HubStoreOptions& options, std::unique_ptr<HubS
   ES_RETURN_IF_ERROR(ConnectPostgres(options, &conn));
   auto s = std::make_unique<PgHubStore>(std::move(conn), options);
   ES_RETURN_IF_ERROR(s->Init());
+  // The location never holds a password (PgConn::Connect refuses one).
+  ES_LOG(kInfo, "hub store {} open as {}: {}", options.location, options.application_name, s->OpenSummary());
   *store = std::move(s);
   return Status::Ok();
 }
