@@ -442,8 +442,7 @@ TEST(IngestBacklogTest, BareNumbersTenMinutesAwayLoseNothingWithinTheRate) {
   ASSERT_EQ(sensors.process.Wait(120000), 0) << ReadAll(dir.File("sensors.log"));
   const std::string clock = dir.File("faketime");
   WriteAll(clock, "+1d\n");
-  ASSERT_TRUE(gw.Start({"LD_PRELOAD=" + lib, "FAKETIME_TIMESTAMP_FILE=" + clock, "FAKETIME_NO_CACHE=1",
-                        "FAKETIME_DONT_FAKE_MONOTONIC=1"}))
+  ASSERT_TRUE(gw.Start(FakeTimeEnv(clock)))
       << gw.log();
   const int64_t total = 10 * 300;
   nlohmann::json status;

@@ -145,20 +145,13 @@ Audit AuditRegion(const std::string& ack_log, RegionSite* region) {
   std::unique_ptr<Store> sqlite;
   std::unique_ptr<HubStore> hub = region->OpenHubStore(&sqlite);
   if (hub) {
-    ShardPositions after{};
-    FeedRead read;
-    std::vector<RegionFeedEntry>& page = read.entries;
-    do {
-      if (!hub->ReadFeed(after, 10000, &read).ok() || read.reset) break;
-      after = read.next;
-      for (const RegionFeedEntry& e : page) {
-        if (e.remote.origin.gateway_id != kGateway) continue;
-        ++lsns[{e.remote.origin.ToString(), e.remote.origin_lsn}];
-        if (e.remote.entry.kind != ChangeEntry::Kind::kReading) continue;
-        ++held[{e.remote.entry.reading.device_id, static_cast<int64_t>(e.remote.entry.reading.value)}];
-        ++a.region_readings;
-      }
-    } while (!page.empty());
+    ForEachFeedEntry(hub.get(), [&](const RegionFeedEntry& e) {
+      if (e.remote.origin.gateway_id != kGateway) return;
+      ++lsns[{e.remote.origin.ToString(), e.remote.origin_lsn}];
+      if (e.remote.entry.kind != ChangeEntry::Kind::kReading) return;
+      ++held[{e.remote.entry.reading.device_id, static_cast<int64_t>(e.remote.entry.reading.value)}];
+      ++a.region_readings;
+    });
   }
   for (const auto& [key, n] : lsns) a.lsn_twice += n > 1 ? 1 : 0;
   std::ifstream in(ack_log);

@@ -70,8 +70,7 @@ TEST(LongOutageTest, DaysWithoutTheRegionLoseNothingUnderRejectNewAndDrainCountE
   WriteAll(clock, "+0\n");
   Process gw;
   ASSERT_TRUE(gw.Start({EDGESYNC_BINARY, "gateway", "--config", config}, dir.File("gw.log"),
-                       {"LD_PRELOAD=" + lib, "FAKETIME_TIMESTAMP_FILE=" + clock, "FAKETIME_NO_CACHE=1",
-                        "FAKETIME_DONT_FAKE_MONOTONIC=1"}));
+                       FakeTimeEnv(clock)));
   // Connected to the local broker, and a moment for the first run's
   // subscription (the broker keeps nothing for a session that has none).
   ASSERT_TRUE(WaitFor(
@@ -119,8 +118,7 @@ TEST(LongOutageTest, DaysWithoutTheRegionLoseNothingUnderRejectNewAndDrainCountE
   EXPECT_EQ(gw.Stop(30000), 0);
   write_config(held_bytes + 16384);
   ASSERT_TRUE(gw.Start({EDGESYNC_BINARY, "gateway", "--config", config}, dir.File("gw.log"),
-                       {"LD_PRELOAD=" + lib, "FAKETIME_TIMESTAMP_FILE=" + clock, "FAKETIME_NO_CACHE=1",
-                        "FAKETIME_DONT_FAKE_MONOTONIC=1"}));
+                       FakeTimeEnv(clock)));
   ASSERT_TRUE(WaitFor(
       [&] { return StatusField(ReadStatusFile(data + "/status.json"), metrics::kIngestMqttConnected) == 1; },
                       60000))

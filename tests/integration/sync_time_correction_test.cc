@@ -69,8 +69,7 @@ class SyncTimeCorrectionTest : public ::testing::Test {
   }
   bool StartGateway() {
     return Start(&gateway_, dir_,
-                 {"LD_PRELOAD=" + lib_, "FAKETIME_TIMESTAMP_FILE=" + clock_, "FAKETIME_NO_CACHE=1",
-                  "FAKETIME_DONT_FAKE_MONOTONIC=1"});
+                 FakeTimeEnv(clock_));
   }
   bool StartReader() { return Start(&reader_, reader_dir_, {}); }
   static bool Start(Process* p, const std::string& dir, const std::vector<std::string>& env) {

@@ -48,8 +48,7 @@ class TimeCorrectionGateway : public ::testing::Test {
   bool Start() {
     std::remove(dir_.File("data/status.json").c_str());
     if (!gateway_.Start({EDGESYNC_BINARY, "gateway", "--config", config_}, dir_.File("gateway.log"),
-                        {"LD_PRELOAD=" + lib_, "FAKETIME_TIMESTAMP_FILE=" + clock_, "FAKETIME_NO_CACHE=1",
-                         "FAKETIME_DONT_FAKE_MONOTONIC=1"})) {
+                        test::FakeTimeEnv(clock_))) {
       return false;
     }
     return WaitFor([&] { return test::StatusField(Status(), metrics::kIngestMqttConnected) == 1; }, 20000);

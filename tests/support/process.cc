@@ -240,6 +240,13 @@ std::string FakeTimeLibrary() {
   return found;
 }
 
+std::vector<std::string> FakeTimeEnv(const std::string& spec_file) {
+  std::string lib = FakeTimeLibrary();
+  if (lib.empty()) return {};
+  return {"LD_PRELOAD=" + lib, "FAKETIME_TIMESTAMP_FILE=" + spec_file, "FAKETIME_NO_CACHE=1",
+          "FAKETIME_DONT_FAKE_MONOTONIC=1"};
+}
+
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;

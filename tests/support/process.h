@@ -82,6 +82,11 @@ bool WaitFor(Pred pred, int64_t timeout_ms) {
 // a live process's wall clock by rewriting that file. In a ThreadSanitizer
 // build the value is an LD_PRELOAD list with TSan's runtime first.
 std::string FakeTimeLibrary();
+// The environment of a program run under libfaketime with its wall clock
+// read from spec_file ("+3h", "-90m", "+0"), re-read at every clock read, so
+// rewriting the file steps the live process; the monotonic clock is left
+// alone. Empty where libfaketime is not installed.
+std::vector<std::string> FakeTimeEnv(const std::string& spec_file);
 
 std::string ReadAll(const std::string& path);
 void WriteAll(const std::string& path, const std::string& text);

@@ -22,8 +22,6 @@
 namespace edgesync::test {
 namespace {
 
-std::string Q(const std::string& s) { return "\"" + s + "\""; }
-
 // A "Key: N kB" line of a /proc file, in bytes; 0 if absent (the process gone).
 int64_t ProcKb(const std::string& file, const std::string& key) {
   std::ifstream in(file);
@@ -63,33 +61,51 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
   return out;
 }
 
-void RemoveStoreFiles(const std::string& path) {
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) ::unlink((path + suffix).c_str());
-}
-
 }  // namespace
 
 World::World(WorldOptions options) : options_(std::move(options)) {
   const int R = options_.regions, G = options_.gateways;
   for (int r = 0; r < R; ++r) {
-    MakeDirs(hub_dir(r));
-    MakeDirs(options_.root + "/" + region_name(r) + "/broker");
-    region_brokers_.push_back(std::make_unique<Broker>(options_.root + "/" + region_name(r) + "/broker"));
-    hubs_.push_back(std::make_unique<Process>());
-    databases_.push_back(on_postgres(r) ? std::make_unique<Postgres>(options_.root + "/" + region_name(r) + "/postgres")
-                                        : nullptr);
+    RegionOptions o;
+    o.backend = on_postgres(r) ? HubBackend::kPostgresql : HubBackend::kSqlite;
+    o.extra_toml = "[metrics]\nlisten = \"\"\n";
+    if (r == options_.faketime_hub) o.faketime_file = options_.root + "/hub.faketime";
+    regions_.push_back(std::make_unique<RegionSite>(options_.root, region_name(r), o));
   }
   for (int g = 0; g < G; ++g) {
     MakeDirs(options_.root + "/" + gateway_id(g) + "/local");
     local_brokers_.push_back(std::make_unique<Broker>(options_.root + "/" + gateway_id(g) + "/local"));
-    gateways_.push_back(std::make_unique<Process>());
     sensors_.push_back(std::make_unique<Process>());
     local_started_ms_.push_back(0);
     local_kills_.emplace_back();
     quiet_.emplace_back(-1, 0);
   }
   for (int g = 0; g < G; ++g) {
-    for (int r = 0; r < R; ++r) proxies_.push_back(std::make_unique<TcpProxy>(region_brokers_[r]->port()));
+    for (int r = 0; r < R; ++r) proxies_.push_back(std::make_unique<TcpProxy>(region(r).broker().port()));
+  }
+  // Gateway g writes preferably to region g mod R, each region through the
+  // gateway's own proxy in front of it.
+  for (int g = 0; g < G; ++g) {
+    GatewayProgramOptions o;
+    o.data_subdir = "data";
+    o.extra_toml = "[metrics]\nlisten = \"\"\n\n[store]\ndisk_policy = \"reject-new\"\n";
+    // The card that fills up must not prune its read view early for space:
+    // the audit checks that every read view holds every reading.
+    if (g == options_.tmpfs_gateway) o.extra_toml += "min_free_bytes = 0\n";
+    o.uplink.batch_max_delay_ms = 50;
+    o.uplink.ack_timeout_ms = 3000;
+    o.uplink.backoff_base_ms = 100;
+    o.uplink.backoff_max_ms = 2000;
+    o.uplink.probe_interval_ms = 500;
+    o.uplink.failback_after_s = 5;
+    if (g == options_.faketime_gateway) o.faketime_file = options_.root + "/gateway.faketime";
+    std::vector<RegionSite*> order;
+    for (int k = 0; k < R; ++k) {
+      const int r = (g + k) % R;
+      order.push_back(&region(r));
+      o.region_uris.push_back(link(g, r).uri());
+    }
+    gateways_.push_back(std::make_unique<GatewayProgram>(options_.root, gateway_id(g), local_broker_uri(g), order, o));
   }
 }
 
@@ -99,68 +115,11 @@ World::~World() {
   if (tmpfs_mounted_) ::umount2(gateway_dir(options_.tmpfs_gateway).c_str(), MNT_DETACH);
 }
 
-std::string World::gateway_dir(int g) const { return options_.root + "/" + gateway_id(g) + "/data"; }
 std::string World::ack_log(int g) const { return options_.root + "/" + gateway_id(g) + "/acks.log"; }
-std::string World::hub_dir(int r) const { return options_.root + "/" + region_name(r) + "/hub"; }
-
-nlohmann::json World::GatewayStatus(int g) const { return ReadStatusFile(gateway_dir(g) + "/status.json"); }
-nlohmann::json World::HubStatus(int r) const { return ReadStatusFile(hub_dir(r) + "/status.json"); }
-
-std::vector<std::string> World::ClockEnv(const std::string& spec_file) const {
-  return {"LD_PRELOAD=" + faketime_lib_, "FAKETIME_TIMESTAMP_FILE=" + spec_file, "FAKETIME_NO_CACHE=1",
-          "FAKETIME_DONT_FAKE_MONOTONIC=1"};
-}
-
-void World::WriteHubConfig(int r) {
-  std::ofstream c(hub_dir(r) + ".toml");
-  c << "[gateway]\ndata_dir = " << Q(hub_dir(r)) << "\nlog_level = \"info\"\n\n"
-    << "[metrics]\nlisten = \"\"\n\n"
-    << "[hub]\nregion = " << Q(region_name(r)) << "\nbroker_uri = " << Q(region_brokers_[r]->uri()) << "\n";
-  if (on_postgres(r)) {
-    c << "store = " << Q(database(r)->Uri("hub")) << "\npassword_file = " << Q(database(r)->password_file()) << "\n";
-  }
-}
-
-Status World::OpenHubStore(int r, std::unique_ptr<Store>* file, std::unique_ptr<HubStore>* hub) const {
-  if (on_postgres(r)) {
-    HubStoreOptions o;
-    o.location = database(r)->Uri("hub");
-    o.password_file = database(r)->password_file();
-    o.application_name = "edgesync-world-audit";
-    return OpenPostgresHubStore(o, hub);
-  }
-  StoreOptions o;
-  o.path = hub_store(r);
-  o.create_if_missing = false;
-  o.read_only = true;
-  Status st = Store::Open(o, file);
-  if (st.ok()) *hub = test::NewSqliteHubView(file->get());
-  return st;
-}
-
-void World::WriteGatewayConfig(int g) {
-  std::ofstream c(gateway_config(g));
-  c << "[gateway]\nid = " << Q(gateway_id(g)) << "\ndata_dir = " << Q(gateway_dir(g)) << "\nlog_level = \"info\"\n\n"
-    << "[metrics]\nlisten = \"\"\n\n"
-    << "[store]\ndisk_policy = \"reject-new\"\n"
-    // The card that fills up must not prune its read view early for space:
-    // the audit checks that every read view holds every reading.
-    << (g == options_.tmpfs_gateway ? "min_free_bytes = 0\n" : "") << "\n"
-    << "[ingest]\nbroker_uri = " << Q(local_brokers_[g]->uri()) << "\ndevice_rate = 100000.0\ndevice_burst = 100000\n\n"
-    << "[uplink]\nbatch_max_delay_ms = 50\nack_timeout_ms = 3000\nbackoff_base_ms = 100\nbackoff_max_ms = 2000\n"
-    << "probe_interval_ms = 500\nfailback_after_s = 5\n";
-  const int R = options_.regions;
-  for (int k = 0; k < R; ++k) {
-    int r = (g + k) % R;
-    c << "\n[[region]]\nname = " << Q(region_name(r)) << "\nuri = " << Q(link(g, r).uri()) << "\npreference = " << k
-      << "\n";
-  }
-}
 
 bool World::Start() {
   if (options_.faketime_gateway >= 0 || options_.faketime_hub >= 0) {
-    faketime_lib_ = FakeTimeLibrary();
-    if (faketime_lib_.empty()) {
+    if (FakeTimeLibrary().empty()) {
       error_ = "libfaketime not found: install the faketime package (firmware-config/deps.sh test)";
       return false;
     }
@@ -175,33 +134,24 @@ bool World::Start() {
     error_ = "a region on PostgreSQL needs Debian's server: install postgresql (firmware-config/deps.sh test)";
     return false;
   }
-  for (int g = 0; g < options_.gateways; ++g) {
-    MakeDirs(gateway_dir(g));
-    if (g == options_.tmpfs_gateway) {
-      std::string opts = "size=" + std::to_string(options_.tmpfs_mib) + "m,mode=0700";
-      if (::mount("tmpfs", gateway_dir(g).c_str(), "tmpfs", 0, opts.c_str()) != 0) {
-        error_ = "mounting a tmpfs on " + gateway_dir(g) + " (needs root): " + std::strerror(errno);
-        return false;
-      }
-      tmpfs_mounted_ = true;
+  if (options_.tmpfs_gateway >= 0) {
+    const std::string dir = gateway_dir(options_.tmpfs_gateway);
+    std::string opts = "size=" + std::to_string(options_.tmpfs_mib) + "m,mode=0700";
+    if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, opts.c_str()) != 0) {
+      error_ = "mounting a tmpfs on " + dir + " (needs root): " + std::strerror(errno);
+      return false;
     }
+    tmpfs_mounted_ = true;
   }
   for (int r = 0; r < options_.regions; ++r) {
-    if (on_postgres(r)) {
-      if (!StartDatabase(r)) return false;
-      if (!database(r)->CreateDatabase("hub")) {
-        error_ = "creating the database of " + region_name(r) + ":\n" + database(r)->log();
-        return false;
-      }
-    }
-    if (!StartRegionBroker(r) || !StartHub(r)) return false;
+    if (!StartDatabase(r) || !StartRegionBroker(r) || !StartHub(r)) return false;
   }
   for (int g = 0; g < options_.gateways; ++g) {
     if (!StartLocalBroker(g) || !StartGateway(g)) return false;
   }
   for (int g = 0; g < options_.gateways; ++g) {
-    if (!WaitFor([&] { return StatusField(GatewayStatus(g), metrics::kIngestMqttConnected) == 1; }, 60000)) {
-      error_ = gateway_id(g) + " did not connect to its local broker within 60 s:\n" + ReadAll(gateway_dir(g) + ".log");
+    if (!WaitFor([&] { return gateway(g).IngestConnected(); }, 60000)) {
+      error_ = gateway_id(g) + " did not connect to its local broker within 60 s:\n" + gateway(g).log();
       return false;
     }
   }
@@ -244,13 +194,13 @@ void World::SampleDatabase(int r) {
 
 void World::SampleRss() {
   for (int r = 0; r < options_.regions; ++r) {
-    Sample(on_postgres(r) ? "hub_postgresql" : "hub_sqlite", hubs_[r].get());
+    Sample(hub_role(r), &region(r).hub_process());
     SampleDatabase(r);
   }
-  for (auto& g : gateways_) Sample("gateway", g.get());
+  for (auto& g : gateways_) Sample("gateway", &g->process());
   for (auto& s : sensors_) Sample("sensors", s.get());
-  for (auto& b : region_brokers_) {
-    if (b->running()) peak_rss_["region_broker"] = std::max(peak_rss_["region_broker"], PeakRssOf(b->pid()));
+  for (auto& r : regions_) {
+    if (r->broker().running()) peak_rss_["region_broker"] = std::max(peak_rss_["region_broker"], PeakRssOf(r->broker().pid()));
   }
   for (auto& b : local_brokers_) {
     if (b->running()) peak_rss_["local_broker"] = std::max(peak_rss_["local_broker"], PeakRssOf(b->pid()));
@@ -258,16 +208,13 @@ void World::SampleRss() {
 }
 
 void World::KillGateway(int g) {
-  Sample("gateway", gateways_[g].get());
-  gateways_[g]->Kill9();
+  Sample("gateway", &gateway(g).process());
+  gateway(g).Kill9();
 }
 
 bool World::StartGateway(int g) {
-  if (gateways_[g]->running()) return true;
-  WriteGatewayConfig(g);
-  std::vector<std::string> env;
-  if (g == options_.faketime_gateway) env = ClockEnv(options_.root + "/gateway.faketime");
-  if (!gateways_[g]->Start({EDGESYNC_BINARY, "gateway", "--config", gateway_config(g)}, gateway_dir(g) + ".log", env)) {
+  if (gateway(g).running()) return true;
+  if (!gateway(g).Start()) {
     error_ = "starting " + gateway_id(g);
     return false;
   }
@@ -275,17 +222,16 @@ bool World::StartGateway(int g) {
 }
 
 void World::KillHub(int r) {
-  Sample(on_postgres(r) ? "hub_postgresql" : "hub_sqlite", hubs_[r].get());
-  hubs_[r]->Kill9();
+  Sample(hub_role(r), &region(r).hub_process());
+  region(r).KillHub();
 }
 
+// The hub alone: a database the schedule killed stays down until its own
+// heal (the hub waits for it).
 bool World::StartHub(int r) {
-  if (hubs_[r]->running()) return true;
-  WriteHubConfig(r);
-  std::vector<std::string> env;
-  if (r == options_.faketime_hub) env = ClockEnv(options_.root + "/hub.faketime");
-  if (!hubs_[r]->Start({EDGESYNC_BINARY, "region", "--config", hub_dir(r) + ".toml"}, hub_dir(r) + ".log", env)) {
-    error_ = "starting the hub of " + region_name(r);
+  if (region(r).hub_running()) return true;
+  if (!region(r).StartHubProcess()) {
+    error_ = region(r).error();
     return false;
   }
   return true;
@@ -297,19 +243,9 @@ void World::KillDatabase(int r) {
 }
 
 bool World::StartDatabase(int r) {
-  Postgres* db = database(r);
-  if (db->running()) return true;
-  // A SIGKILLed postmaster's backends exit when they notice it gone; a
-  // start before the last one has refuses ("pre-existing shared memory
-  // block is still in use") and exits at once, so try again for a while.
-  const int64_t deadline = NowMs() + 120000;
-  while (!db->Start(60000)) {
-    if (db->running()) db->Kill9();  // up but not answering within a minute
-    if (NowMs() >= deadline) {
-      error_ = "starting the PostgreSQL server of " + region_name(r) + ":\n" + db->log().substr(0, 4000);
-      return false;
-    }
-    SleepMs(500);
+  if (!region(r).StartDatabase()) {
+    error_ = region(r).error();
+    return false;
   }
   return true;
 }
@@ -332,15 +268,17 @@ bool World::StartLocalBroker(int g) {
 }
 
 void World::KillRegionBroker(int r) {
-  if (!region_brokers_[r]->running()) return;
-  peak_rss_["region_broker"] = std::max(peak_rss_["region_broker"], PeakRssOf(region_brokers_[r]->pid()));
-  region_brokers_[r]->Kill9();
+  Broker& b = region(r).broker();
+  if (!b.running()) return;
+  peak_rss_["region_broker"] = std::max(peak_rss_["region_broker"], PeakRssOf(b.pid()));
+  b.Kill9();
 }
 
 bool World::StartRegionBroker(int r) {
-  if (region_brokers_[r]->running()) return true;
-  if (!region_brokers_[r]->Start(20000)) {
-    error_ = "starting the broker of " + region_name(r) + ":\n" + region_brokers_[r]->log();
+  Broker& b = region(r).broker();
+  if (b.running()) return true;
+  if (!b.Start(20000)) {
+    error_ = "starting the broker of " + region_name(r) + ":\n" + b.log();
     return false;
   }
   return true;
@@ -364,31 +302,18 @@ WipedEntries World::WipeHubStore(int r) {
   {
     std::unique_ptr<Store> file;
     std::unique_ptr<HubStore> hub;
-    if (on_postgres(r) && !database(r)->running()) StartDatabase(r);
-    if (OpenHubStore(r, &file, &hub).ok()) {
-      ShardPositions after{};
-      FeedRead read;
-      std::vector<RegionFeedEntry>& page = read.entries;
-      do {
-        if (!hub->ReadFeed(after, 10000, &read).ok() || read.reset) break;
-        after = read.next;
-        for (const auto& e : page) {
-          const bool reading = e.remote.entry.kind == ChangeEntry::Kind::kReading;
-          held[{e.remote.origin.ToString(), e.remote.origin_lsn}] = {reading ? e.remote.entry.reading.device_id : "",
-                                                                     reading ? e.remote.entry.reading.value : 0.0};
-        }
-      } while (!page.empty());
+    if (on_postgres(r)) StartDatabase(r);
+    if (region(r).OpenHubStore(HubOpen::kReadOnly, &file, &hub).ok()) {
+      ForEachFeedEntry(hub.get(), [&](const RegionFeedEntry& e) {
+        const bool reading = e.remote.entry.kind == ChangeEntry::Kind::kReading;
+        held[{e.remote.origin.ToString(), e.remote.origin_lsn}] = {reading ? e.remote.entry.reading.device_id : "",
+                                                                   reading ? e.remote.entry.reading.value : 0.0};
+      });
     }
   }
-  if (on_postgres(r)) {
-    // The region's database lost: an empty one in its place, which the
-    // hub fills with its schema and a new epoch when it starts.
-    if (!database(r)->DropDatabase("hub") || !database(r)->CreateDatabase("hub")) {
-      error_ = "re-creating the database of " + region_name(r) + ":\n" + database(r)->log().substr(0, 4000);
-    }
-  } else {
-    RemoveStoreFiles(hub_store(r));
-  }
+  // The region's store lost (PostgreSQL: an empty database in its place,
+  // which the hub fills with its schema and a new epoch when it starts).
+  if (!region(r).WipeHubStore()) error_ = region(r).error();
   StartHub(r);
   return held;
 }
@@ -401,7 +326,7 @@ bool World::HealAll() {
   FreeDisk();
   bool ok = true;
   for (int r = 0; r < options_.regions; ++r) {
-    if (on_postgres(r)) ok = StartDatabase(r) && ok;
+    ok = StartDatabase(r) && ok;
     ok = StartRegionBroker(r) && StartHub(r) && ok;
   }
   for (int g = 0; g < options_.gateways; ++g) ok = StartLocalBroker(g) && StartGateway(g) && ok;
@@ -444,25 +369,25 @@ bool World::Drained(int64_t quiet_ms) {
 void World::StopAll() {
   for (auto& s : sensors_) s->Stop(20000);
   for (auto& g : gateways_) {
-    Sample("gateway", g.get());
+    Sample("gateway", &g->process());
     g->Signal(SIGTERM);
   }
   for (auto& g : gateways_) g->Stop(30000);
   for (int r = 0; r < options_.regions; ++r) {
-    Sample(on_postgres(r) ? "hub_postgresql" : "hub_sqlite", hubs_[r].get());
-    hubs_[r]->Stop(30000);
+    Sample(hub_role(r), &region(r).hub_process());
+    region(r).StopHub(30000);
   }
   for (auto& b : local_brokers_) {
     if (b->running()) b->Stop();
   }
-  for (auto& b : region_brokers_) {
-    if (b->running()) b->Stop();
+  for (auto& r : regions_) {
+    if (r->broker().running()) r->broker().Stop();
   }
 }
 
 void World::StopDatabases() {
-  for (auto& db : databases_) {
-    if (db && db->running()) db->Stop();
+  for (auto& r : regions_) {
+    if (r->postgres() && r->postgres()->running()) r->postgres()->Stop();
   }
 }
 

@@ -17,6 +17,13 @@
 // own (tests/support/postgres.h, data under <root>/regionN/postgres, one
 // database "hub"), which can be SIGKILLed and restarted like any process.
 //
+// The regions and gateway programs are those of the integration tests
+// (RegionSite, GatewayProgram: tests/support/sync_sites.h,
+// gateway_program.h), with the world's options: region N in <root>/regionN,
+// gateway N's config and log in <root>/gwN and its data in <root>/gwN/data.
+// The world adds what they lack: the local brokers, the sensors, the
+// proxies, the faults, the resident-memory samples and the audit.
+//
 // The audit (world_audit.cc) stops nothing: call it once every edgesync
 // process and broker is stopped (StopAll), then it reads every store: the
 // SQLite files, and the databases, whose servers StopAll leaves running for
@@ -39,8 +46,10 @@
 
 #include "store/hub_store.h"
 #include "tests/support/broker.h"
+#include "tests/support/gateway_program.h"
 #include "tests/support/postgres.h"
 #include "tests/support/process.h"
+#include "tests/support/sync_sites.h"
 #include "tests/support/tcp_proxy.h"
 
 namespace edgesync::test {
@@ -145,41 +154,34 @@ class World {
   std::string local_broker_uri(int g) const { return local_brokers_[static_cast<size_t>(g)]->uri(); }
   std::string gateway_id(int g) const { return "gw" + std::to_string(g); }
   std::string device_prefix(int g) const { return "gw" + std::to_string(g) + "-d"; }
-  std::string gateway_dir(int g) const;
-  std::string gateway_store(int g) const { return gateway_dir(g) + "/store.db"; }
-  std::string gateway_config(int g) const { return gateway_dir(g) + ".toml"; }
+  GatewayProgram& gateway(int g) const { return *gateways_[static_cast<size_t>(g)]; }
+  std::string gateway_dir(int g) const { return gateway(g).data_dir(); }
+  std::string gateway_store(int g) const { return gateway(g).store_path(); }
+  std::string gateway_config(int g) const { return gateway(g).config(); }
   std::string ack_log(int g) const;
+  RegionSite& region(int r) const { return *regions_[static_cast<size_t>(r)]; }
   std::string region_name(int r) const { return "region" + std::to_string(r); }
-  std::string hub_dir(int r) const;
-  std::string hub_store(int r) const { return hub_dir(r) + "/store.db"; }
+  std::string hub_dir(int r) const { return region(r).hub_dir(); }
+  std::string hub_store(int r) const { return region(r).store_path(); }
   bool on_postgres(int r) const { return r < options_.postgres_regions; }
   const char* store_backend(int r) const { return on_postgres(r) ? "postgresql" : "sqlite"; }
-  Postgres* database(int r) const { return databases_[static_cast<size_t>(r)].get(); }
-  // Region r's hub store, opened for reading beside no running hub: the
-  // SQLite file read only (*file holds the Store it reads through), or the
-  // region's database (its server must be up).
-  Status OpenHubStore(int r, std::unique_ptr<Store>* file, std::unique_ptr<HubStore>* hub) const;
-  nlohmann::json GatewayStatus(int g) const;
-  nlohmann::json HubStatus(int r) const;
+  Postgres* database(int r) const { return region(r).postgres(); }
+  nlohmann::json GatewayStatus(int g) const { return gateway(g).StatusJson(); }
+  nlohmann::json HubStatus(int r) const { return region(r).StatusJson(); }
 
  private:
   bool StartSensor(int g);
-  void WriteGatewayConfig(int g);
-  void WriteHubConfig(int r);
-  std::vector<std::string> ClockEnv(const std::string& spec_file) const;
   void Sample(const std::string& role, Process* p);
   void SampleDatabase(int r);
+  std::string hub_role(int r) const { return on_postgres(r) ? "hub_postgresql" : "hub_sqlite"; }
 
   WorldOptions options_;
   std::string error_;
-  std::string faketime_lib_;
-  std::vector<std::unique_ptr<Broker>> region_brokers_;
-  std::vector<std::unique_ptr<Process>> hubs_;
-  std::vector<std::unique_ptr<Postgres>> databases_;  // per region; null on SQLite
+  std::vector<std::unique_ptr<RegionSite>> regions_;
   std::vector<std::unique_ptr<Broker>> local_brokers_;
-  std::vector<std::unique_ptr<Process>> gateways_;
-  std::vector<std::unique_ptr<Process>> sensors_;
   std::vector<std::unique_ptr<TcpProxy>> proxies_;  // [g * regions + r]
+  std::vector<std::unique_ptr<GatewayProgram>> gateways_;
+  std::vector<std::unique_ptr<Process>> sensors_;
   std::vector<int64_t> local_started_ms_;
   std::vector<std::vector<BrokerLife>> local_kills_;
   std::vector<std::pair<int64_t, int64_t>> quiet_;  // per gateway: committed readings, since when (Drained)

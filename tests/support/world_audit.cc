@@ -217,7 +217,7 @@ AuditResult Audit(const World& world, const WipedEntries& wiped) {
   for (int r = 0; r < R; ++r) {
     std::unique_ptr<Store> file;
     std::unique_ptr<HubStore> store;
-    Status st = world.OpenHubStore(r, &file, &store);
+    Status st = world.region(r).OpenHubStore(HubOpen::kReadOnly, &file, &store);
     if (!st.ok()) {
       ++out.integrity_failures;
       Note(&out, "opening the hub store of " + world.region_name(r) + ": " + st.ToString());
@@ -226,35 +226,28 @@ AuditResult Audit(const World& world, const WipedEntries& wiped) {
     std::map<OriginLsn, int> held;
     std::map<Key, int> readings;
     SetSummary summary;
-    ShardPositions after{};
-    FeedRead read;
-    std::vector<RegionFeedEntry>& page = read.entries;
-    do {
-      if (!store->ReadFeed(after, 10000, &read).ok() || read.reset) break;
-      after = read.next;
-      for (const RegionFeedEntry& e : page) {
-        OriginLsn ol{e.remote.origin.ToString(), e.remote.origin_lsn};
-        if (++held[ol] == 1) {
-          summary.Add(ol.first, ol.second, e.remote.entry.device_id());
-          if (in_regions[ol]++ == 0) {
-            regions_summary.Add(ol.first, ol.second, e.remote.entry.device_id());
-            region_device[ol] = e.remote.entry.device_id();
-          }
-        }
-        int eg, ed;
-        if (e.remote.entry.kind == ChangeEntry::Kind::kReading && ParseDevice(e.remote.entry.reading.device_id, &eg, &ed)) {
-          Key k{eg, ed, static_cast<int64_t>(e.remote.entry.reading.value)};
-          ++readings[k];
-          held_by_key.emplace(k, ol);
-          auto it = by_lsn.find(ol);
-          if (it != by_lsn.end() && (it->second.g != k.g || it->second.d != k.d || it->second.v != k.v)) {
-            ++out.lost;
-            Note(&out, world.region_name(r) + " holds " + ol.first + " LSN " + std::to_string(ol.second) +
-                           " with other content than its gateway");
-          }
+    ForEachFeedEntry(store.get(), [&](const RegionFeedEntry& e) {
+      OriginLsn ol{e.remote.origin.ToString(), e.remote.origin_lsn};
+      if (++held[ol] == 1) {
+        summary.Add(ol.first, ol.second, e.remote.entry.device_id());
+        if (in_regions[ol]++ == 0) {
+          regions_summary.Add(ol.first, ol.second, e.remote.entry.device_id());
+          region_device[ol] = e.remote.entry.device_id();
         }
       }
-    } while (!page.empty());
+      int eg, ed;
+      if (e.remote.entry.kind == ChangeEntry::Kind::kReading && ParseDevice(e.remote.entry.reading.device_id, &eg, &ed)) {
+        Key k{eg, ed, static_cast<int64_t>(e.remote.entry.reading.value)};
+        ++readings[k];
+        held_by_key.emplace(k, ol);
+        auto it = by_lsn.find(ol);
+        if (it != by_lsn.end() && (it->second.g != k.g || it->second.d != k.d || it->second.v != k.v)) {
+          ++out.lost;
+          Note(&out, world.region_name(r) + " holds " + ol.first + " LSN " + std::to_string(ol.second) +
+                         " with other content than its gateway");
+        }
+      }
+    });
     for (const auto& [ol, n] : held) {
       if (n > 1) {
         out.region_duplicates += n - 1;
