@@ -17,7 +17,7 @@ namespace {
 // read in few round trips, small enough to stay a few MB in memory.
 constexpr size_t kScanPage = 10000;
 
-// The SQLite store's order of query rows (store/sqlite_store_query.cc):
+// The SQLite store's order of query rows (store/query_reader.h):
 // time, then origin, then LSN at the origin.
 bool OldestFirst(const QueryRow& a, const QueryRow& b) {
   if (a.reading.ts_ms != b.reading.ts_ms) return a.reading.ts_ms < b.reading.ts_ms;
