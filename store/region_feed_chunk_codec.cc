@@ -1,10 +1,10 @@
 #include "store/region_feed_chunk_codec.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "store/column_block.h"
 #include "store/column_coding.h"
+#include "store/remote_entry_columns.h"
 
 namespace edgesync {
 namespace {
@@ -13,29 +13,16 @@ constexpr BlockFormat kMergedFormat{kMergedRegionChunkFormat, true, 0};
 // As store/remote_chunk_codec.cc, plus a run's origin and count (two
 // varints) for an entry that is a run of its own.
 constexpr uint64_t kMaxRawPerEntry = 5 * 10 + 1 + 8 + 3 * (256 + 2) + 2 * 10;
-constexpr size_t kMaxText = 256;
 constexpr int kColumns = 11;
+// kKind..kText: store/remote_entry_columns.h, in its order.
 enum Column { kRunOrigin, kRunCount, kOlsn, kKind, kSeries, kTs, kQuality, kScale, kMantissa, kRaw, kText };
 const char* const kColumnNames[kColumns] = {"run origin", "run count", "olsn",     "kind", "series", "ts",
                                             "quality",    "scale",     "mantissa", "raw",  "text"};
 
 Status Bad(const std::string& what) { return Status::Corruption("merged region chunk: " + what); }
 
-void PutText(const std::string& text, std::string* out) {
-  PutVarint(text.size(), out);
-  *out += text;
-}
-
-bool GetText(VarintReader* in, std::string* text) {
-  uint64_t len = 0;
-  const uint8_t* p = nullptr;
-  if (!in->Next(&len) || len > kMaxText || !in->Bytes(static_cast<size_t>(len), &p)) return false;
-  text->assign(reinterpret_cast<const char*>(p), static_cast<size_t>(len));
-  return true;
-}
-
+// Wrapping arithmetic: any two int64 values have a delta mod 2^64.
 uint64_t Delta(int64_t a, int64_t b) {
-  // Wrapping arithmetic: any two int64 values have a delta mod 2^64.
   return ZigZag(static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)));
 }
 
@@ -62,18 +49,7 @@ void EncodeMergedRegionChunk(const std::vector<RegionFeedRun>& runs, std::string
     for (const RemoteChunkEntry& e : run.entries) {
       PutVarint(first ? e.olsn : e.olsn - prev_olsn - 1, &cols[kOlsn]);
       first = false;
-      PutVarint(e.kind, &cols[kKind]);
-      PutVarint(Delta(e.series, prev_series), &cols[kSeries]);
-      PutVarint(Delta(e.ts_ms, prev_ts), &cols[kTs]);
-      PutVarint(e.quality, &cols[kQuality]);
-      PutValue(e.value, &cols[kScale], &cols[kMantissa], &cols[kRaw]);
-      if (e.kind == static_cast<uint8_t>(ChangeEntry::Kind::kTimeCorrection)) {
-        PutVarint(Delta(e.to_ms, e.ts_ms), &cols[kText]);
-      } else if (e.kind != 0) {
-        PutText(e.name, &cols[kText]);
-        PutText(e.location, &cols[kText]);
-        PutText(e.default_unit, &cols[kText]);
-      }
+      PutRemoteEntryColumns(e, prev_series, prev_ts, &cols[kKind]);
       prev_olsn = e.olsn;
       prev_series = e.series;
       prev_ts = e.ts_ms;
@@ -118,7 +94,7 @@ Status DecodeMergedRegionChunk(std::string_view block, size_t max_entries, std::
     uint64_t olsn = 0;
     bool first = true;
     for (RemoteChunkEntry& out : run.entries) {
-      uint64_t dl = 0, kind = 0, ds = 0, dt = 0, q = 0;
+      uint64_t dl = 0;
       if (!cols[kOlsn].Next(&dl)) return Bad("column olsn truncated");
       if (first) {
         if (dl == 0 || dl > static_cast<uint64_t>(INT64_MAX)) return Bad("column olsn bad");
@@ -128,30 +104,7 @@ Status DecodeMergedRegionChunk(std::string_view block, size_t max_entries, std::
         olsn += dl + 1;
       }
       first = false;
-      if (!cols[kKind].Next(&kind) || kind > kMaxEntryKind) return Bad("column kind bad");
-      if (!cols[kSeries].Next(&ds)) return Bad("column series truncated");
-      if (!cols[kTs].Next(&dt)) return Bad("column ts truncated");
-      if (!cols[kQuality].Next(&q) || q > UINT32_MAX) return Bad("column quality bad");
-      series += static_cast<uint64_t>(UnZigZag(ds));
-      ts += static_cast<uint64_t>(UnZigZag(dt));
-      out.olsn = olsn;
-      out.kind = static_cast<uint8_t>(kind);
-      out.series = static_cast<int64_t>(series);
-      out.ts_ms = static_cast<int64_t>(ts);
-      out.quality = static_cast<uint32_t>(q);
-      if (const char* w = GetValue(&cols[kScale], &cols[kMantissa], &cols[kRaw], &out.value)) return Bad(w);
-      if (kind == static_cast<uint64_t>(ChangeEntry::Kind::kTimeCorrection)) {
-        uint64_t span = 0;
-        if (!cols[kText].Next(&span)) return Bad("column text bad");
-        out.to_ms = static_cast<int64_t>(static_cast<uint64_t>(out.ts_ms) + static_cast<uint64_t>(UnZigZag(span)));
-        if (!(std::fabs(out.value) <= 9007199254740992.0) || out.value != std::floor(out.value) ||
-            out.quality == 0 || out.quality > kMaxClockPeriod || out.to_ms < out.ts_ms) {
-          return Bad("time correction bad");
-        }
-      } else if (kind != 0 && !(GetText(&cols[kText], &out.name) && GetText(&cols[kText], &out.location) &&
-                                GetText(&cols[kText], &out.default_unit))) {
-        return Bad("column text bad");
-      }
+      if (const char* bad = GetRemoteEntryColumns(&cols[kKind], olsn, &series, &ts, &out)) return Bad(bad);
     }
   }
   if (seen != total) return Bad("runs hold " + std::to_string(seen) + " entries, header says " + std::to_string(total));

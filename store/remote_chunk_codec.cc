@@ -1,10 +1,10 @@
 #include "store/remote_chunk_codec.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "store/column_block.h"
 #include "store/column_coding.h"
+#include "store/remote_entry_columns.h"
 
 namespace edgesync {
 namespace {
@@ -16,26 +16,13 @@ constexpr BlockFormat kRemoteFormat{1, true, 0};
 // bytes, a scale byte, 8 raw bytes, and a device record's three texts
 // (ValidateChangeEntry bounds each at 256 bytes, plus a 2-byte length).
 constexpr uint64_t kMaxRawPerEntry = 5 * 10 + 1 + 8 + 3 * (256 + 2);
-constexpr size_t kMaxText = 256;
 constexpr int kColumns = 9;
+// kKind..kText: store/remote_entry_columns.h, in its order.
 enum Column { kOlsn, kKind, kSeries, kTs, kQuality, kScale, kMantissa, kRaw, kText };
 const char* const kColumnNames[kColumns] = {"olsn",  "kind",     "series", "ts",  "quality",
                                             "scale", "mantissa", "raw",    "text"};
 
 Status Bad(const std::string& what) { return Status::Corruption("remote chunk: " + what); }
-
-void PutText(const std::string& text, std::string* out) {
-  PutVarint(text.size(), out);
-  *out += text;
-}
-
-bool GetText(VarintReader* in, std::string* text) {
-  uint64_t len = 0;
-  const uint8_t* p = nullptr;
-  if (!in->Next(&len) || len > kMaxText || !in->Bytes(static_cast<size_t>(len), &p)) return false;
-  text->assign(reinterpret_cast<const char*>(p), static_cast<size_t>(len));
-  return true;
-}
 
 }  // namespace
 
@@ -50,22 +37,7 @@ void EncodeRemoteChunk(const std::vector<RemoteChunkEntry>& entries, std::string
   int64_t prev_series = 0, prev_ts = 0;
   for (const RemoteChunkEntry& e : entries) {
     PutVarint(e.olsn - prev_olsn - 1, &cols[kOlsn]);
-    PutVarint(e.kind, &cols[kKind]);
-    PutVarint(ZigZag(static_cast<int64_t>(static_cast<uint64_t>(e.series) - static_cast<uint64_t>(prev_series))),
-              &cols[kSeries]);
-    // Wrapping arithmetic: any two int64 timestamps have a delta mod 2^64.
-    PutVarint(ZigZag(static_cast<int64_t>(static_cast<uint64_t>(e.ts_ms) - static_cast<uint64_t>(prev_ts))),
-              &cols[kTs]);
-    PutVarint(e.quality, &cols[kQuality]);
-    PutValue(e.value, &cols[kScale], &cols[kMantissa], &cols[kRaw]);
-    if (e.kind == static_cast<uint8_t>(ChangeEntry::Kind::kTimeCorrection)) {
-      PutVarint(ZigZag(static_cast<int64_t>(static_cast<uint64_t>(e.to_ms) - static_cast<uint64_t>(e.ts_ms))),
-                &cols[kText]);
-    } else if (e.kind != 0) {
-      PutText(e.name, &cols[kText]);
-      PutText(e.location, &cols[kText]);
-      PutText(e.default_unit, &cols[kText]);
-    }
+    PutRemoteEntryColumns(e, prev_series, prev_ts, &cols[kKind]);
     prev_olsn = e.olsn;
     prev_series = e.series;
     prev_ts = e.ts_ms;
@@ -98,34 +70,10 @@ Status DecodeRemoteChunk(std::string_view block, size_t max_entries, std::vector
   uint64_t series = 0, ts = 0;
   olsn -= 1;
   for (RemoteChunkEntry& out : *entries) {
-    uint64_t dl = 0, kind = 0, ds = 0, dt = 0, q = 0;
+    uint64_t dl = 0;
     if (!cols[kOlsn].Next(&dl) || dl >= static_cast<uint64_t>(INT64_MAX) - olsn) return Bad("column olsn bad");
-    if (!cols[kKind].Next(&kind) || kind > kMaxEntryKind) return Bad("column kind bad");
-    if (!cols[kSeries].Next(&ds)) return Bad("column series truncated");
-    if (!cols[kTs].Next(&dt)) return Bad("column ts truncated");
-    if (!cols[kQuality].Next(&q) || q > UINT32_MAX) return Bad("column quality bad");
     olsn += dl + 1;
-    series += static_cast<uint64_t>(UnZigZag(ds));
-    ts += static_cast<uint64_t>(UnZigZag(dt));
-    out.olsn = olsn;
-    out.kind = static_cast<uint8_t>(kind);
-    out.series = static_cast<int64_t>(series);
-    out.ts_ms = static_cast<int64_t>(ts);
-    out.quality = static_cast<uint32_t>(q);
-    if (const char* why = GetValue(&cols[kScale], &cols[kMantissa], &cols[kRaw], &out.value)) return Bad(why);
-    if (kind == static_cast<uint64_t>(ChangeEntry::Kind::kTimeCorrection)) {
-      uint64_t span = 0;
-      if (!cols[kText].Next(&span)) return Bad("column text bad");
-      out.to_ms = static_cast<int64_t>(static_cast<uint64_t>(out.ts_ms) + static_cast<uint64_t>(UnZigZag(span)));
-      // Whole milliseconds within +-2^53: anything else is no delta we wrote.
-      if (!(std::fabs(out.value) <= 9007199254740992.0) || out.value != std::floor(out.value) ||
-          out.quality == 0 || out.quality > kMaxClockPeriod || out.to_ms < out.ts_ms) {
-        return Bad("time correction bad");
-      }
-    } else if (kind != 0 && !(GetText(&cols[kText], &out.name) && GetText(&cols[kText], &out.location) &&
-                              GetText(&cols[kText], &out.default_unit))) {
-      return Bad("column text bad");
-    }
+    if (const char* bad = GetRemoteEntryColumns(&cols[kKind], olsn, &series, &ts, &out)) return Bad(bad);
   }
   why = ColumnsAllRead(cols, kColumns, kColumnNames);
   return why.empty() ? Status::Ok() : Bad(why);
