@@ -8,6 +8,7 @@
 #include "platform/files.h"
 #include "platform/log.h"
 #include "store/chunk_codec.h"
+#include "store/chunk_compactor.h"
 #include "store/schema.h"
 
 namespace edgesync {
@@ -32,8 +33,6 @@ struct Oldest {
 // Readings of [first, last] above split.
 int64_t Above(int64_t first, int64_t last, int64_t split) { return std::max<int64_t>(0, last - std::max(first - 1, split)); }
 
-constexpr char kCompactedUpToSql[] = "SELECT ifnull((SELECT value FROM meta WHERE key='compacted_upto'), 0)";
-
 // A compacted span (chunks at or below compacted_upto, store/chunk_compactor.h)
 // goes whole: cutting one would rewrite every series block in it. Its
 // readings are all acknowledged (only those are compacted), so taking more
@@ -49,7 +48,7 @@ bool TakeWhole(int64_t first, int64_t last, int64_t compacted, int64_t limit, in
 Status SelectOldest(Db* db, int64_t limit, int64_t n, int64_t split, Oldest* out) {
   *out = Oldest{};
   int64_t compacted = 0;
-  ES_RETURN_IF_ERROR(db->QueryInt(kCompactedUpToSql, &compacted));
+  ES_RETURN_IF_ERROR(chunk_compactor::CompactedUpTo(db, &compacted));
   Stmt s;
   // In first_lsn order with no WHERE: the scan stops at the first chunk
   // past what is wanted instead of filtering the whole table.
@@ -73,7 +72,7 @@ Status SelectOldest(Db* db, int64_t limit, int64_t n, int64_t split, Oldest* out
 Status DeleteReadingsUpTo(Db* db, int64_t upto) {
   {
     int64_t compacted = 0;
-    ES_RETURN_IF_ERROR(db->QueryInt(kCompactedUpToSql, &compacted));
+    ES_RETURN_IF_ERROR(chunk_compactor::CompactedUpTo(db, &compacted));
     Stmt spans, blocks;
     ES_RETURN_IF_ERROR(spans.Prepare(db, "SELECT first_lsn, last_lsn, data FROM chunks WHERE first_lsn <= ? AND "
                                          "last_lsn <= ? ORDER BY first_lsn"));
@@ -269,7 +268,7 @@ Status LogRetention::PruneReadings(Db* db, int64_t high, int64_t max_rows, int64
   const int64_t cutoff = now - options_.retention_age_ms;
   int64_t upto = 0, count = 0, early = 0, compacted = 0;
   bool more = false;
-  ES_RETURN_IF_ERROR(db->QueryInt(kCompactedUpToSql, &compacted));
+  ES_RETURN_IF_ERROR(chunk_compactor::CompactedUpTo(db, &compacted));
   {
     Stmt c;
     ES_RETURN_IF_ERROR(c.Prepare(db, "SELECT first_lsn, last_lsn, written_at FROM chunks ORDER BY first_lsn"));
