@@ -114,11 +114,6 @@ ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held) {
   return plan;
 }
 
-Status HubStore::CompactFeedStep(CompactResult* result) {
-  *result = CompactResult{};
-  return Status::Unsupported("region feed compaction: not in the " + backend() + " hub store");
-}
-
 bool IsPostgresLocation(const std::string& location) {
   return location.rfind("postgresql://", 0) == 0 || location.rfind("postgres://", 0) == 0;
 }

@@ -156,8 +156,8 @@ class HubStore {
   // One bounded compaction step over the region feed: a run of old rows of
   // small batches rewritten as one (positions and entries unchanged);
   // result->spans counts rows written, result->more says whether more is
-  // due. Unsupported where the backend keeps its feed as it is.
-  virtual Status CompactFeedStep(CompactResult* result);
+  // due. A backend that keeps its feed as it is answers with nothing done.
+  virtual Status CompactFeedStep(CompactResult* result) = 0;
 
   virtual Status Stats(HubStoreStats* stats) = 0;
 

@@ -67,7 +67,6 @@ Status Retention::CompactPass(CompactResult* pass) {
     CompactResult step;
     int64_t t0 = clock_->MonotonicNanos();
     Status s = compact_(&step);
-    if (s.code() == Status::Code::kUnsupported) return Status::Ok();  // a store without compaction
     int64_t took_ms = (clock_->MonotonicNanos() - t0) / 1000000;
     {
       std::lock_guard<std::mutex> lock(stats_mu_);

@@ -10,7 +10,7 @@
 // A pass then compacts, step by step with the same pause between steps,
 // until nothing is due: a gateway's store span by span (Store::CompactStep),
 // a hub's region feed run by run (HubStore::CompactFeedStep; a backend
-// without it answers Unsupported and is skipped). Pruning goes first, so
+// that keeps its feed as it is finds nothing to do). Pruning goes first, so
 // nothing about to be pruned is compacted.
 //
 // Thread safety: Start/Stop from one thread; RunPass (tests, simulations)
