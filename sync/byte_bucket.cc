@@ -5,10 +5,11 @@
 
 namespace edgesync {
 
-ByteBucket::ByteBucket(int64_t rate_bytes_per_s, Clock* clock)
+ByteBucket::ByteBucket(int64_t rate_bytes_per_s, int64_t depth_bytes, Clock* clock)
     : rate_(std::max<int64_t>(1, rate_bytes_per_s)),
+      depth_(std::max<int64_t>(1, depth_bytes)),
       clock_(clock),
-      tokens_(static_cast<double>(rate_)),
+      tokens_(static_cast<double>(depth_)),
       at_ns_(clock->MonotonicNanos()) {}
 
 void ByteBucket::Refill() {

@@ -16,16 +16,22 @@ constexpr int64_t kTickMs = 10;
 constexpr int64_t kMaxAnswerWaitFactor = 8;
 // Late answers are said in one line once none came for this long.
 constexpr int64_t kLateAnswersQuietMs = 5000;
-// Under uplink.max_bytes_per_s: the first batch's entries are sized on this
-// guess of bytes per entry (self-contained batches take ~5-40), the next
-// ones on what the last batch measured, aiming at this share of one second
-// of the cap (room for a batch that compresses worse than the last).
+// Under uplink.max_bytes_per_s the bucket holds this much of the cap: the
+// burst after an idle spell, and the size batches aim at. A quarter second
+// keeps what any 10 s goes within a few percent of the cap (a burst of one
+// second alone would be 10%), and batches of that size leave in an even
+// stream a few times a second instead of a lump every second.
+constexpr int64_t kCapDepthMs = 250;
+// The first batch's entries are sized on this guess of bytes per entry
+// (self-contained batches take ~5-40), the next ones on what the last batch
+// measured, aiming at this share of the depth (room for a batch that
+// compresses worse than the last).
 constexpr int64_t kFirstGuessBytesPerEntry = 64;
 constexpr double kCappedBatchShare = 0.9;
 // ... but never below this many bytes: a batch carries ~660 bytes of its
-// own, so under a cap of a few KB/s batches of one second would hold a
-// handful of readings and the link would carry mostly batch headers. Such a
-// batch goes once the bucket is full and the next waits for its debt.
+// own, so under a cap of a few KB/s batches of a quarter second would hold
+// a handful of readings and the link would carry mostly batch headers. Such
+// a batch goes once the bucket is full and the next waits for its debt.
 constexpr double kMinCappedBatchBytes = 4096;
 // The send rate (link_bytes_per_s) is measured over this many seconds.
 constexpr size_t kRateSeconds = 5;
@@ -55,7 +61,10 @@ Status Uplink::Start() {
   }
   if (options_.max_bytes_per_s < 0) return Status::InvalidArgument("uplink: max_bytes_per_s must be 0 or more");
   bucket_.reset();
-  if (options_.max_bytes_per_s > 0) bucket_ = std::make_unique<ByteBucket>(options_.max_bytes_per_s, clock_);
+  if (options_.max_bytes_per_s > 0) {
+    bucket_ = std::make_unique<ByteBucket>(options_.max_bytes_per_s, options_.max_bytes_per_s * kCapDepthMs / 1000,
+                                           clock_);
+  }
   {
     MutexLock lock(&stats_mu_);
     stats_.max_bytes_per_s = options_.max_bytes_per_s;
@@ -465,7 +474,7 @@ void Uplink::Probe(int64_t now_ms) {
     const std::string topic = HubInboxTopic(options_.topic_prefix, options_.regions[i].name, options_.gateway_id);
     std::string ping = EncodePing(reply_topic_, correlation_, clock_->MonotonicNanos());
     // Under the cap a probe waits for its few bytes, which batches sized
-    // to one second of the cap leave soon; behind a larger batch's debt it
+    // to the bucket's depth leave soon; behind a larger batch's debt it
     // goes anyway once a whole interval late, so the region stays healthy
     // (the batches after it pay for it).
     const bool overdue = now_ms - next_probe_ms_[i] >= options_.probe_interval_ms;
@@ -608,7 +617,7 @@ void Uplink::SendBatches(int64_t now_ms) {
     inflight_.push_back({batch.correlation_id, static_cast<size_t>(target_), batch.last, now_ms, batch.with_context,
                          batch.lost, batch.complete_ms});
     if (bucket_) {
-      // The next batches hold what one second of the cap carries at this
+      // The next batches hold what the bucket's depth carries at this
       // batch's bytes per entry. Small batches overstate it (each carries
       // a fixed part), so sizes grow towards the cap from below.
       const double per_entry = static_cast<double>(batch.packet_bytes) / static_cast<double>(batch.entries);

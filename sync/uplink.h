@@ -42,12 +42,13 @@
 // (batches, resends and probes), counted as whole MQTT packets
 // (MqttPublishPacketBytes), first takes its bytes from a token bucket
 // (sync/byte_bucket.h): over any span T the uplink sends at most
-// max_bytes_per_s x T + one second of the cap (plus what a batch larger
-// than that, or a probe overdue behind it, leaves as a debt the next
+// max_bytes_per_s x T + a quarter second of the cap (plus what a batch
+// larger than that, or a probe overdue behind it, leaves as a debt the next
 // batches pay). A batch is encoded, then waits for the bucket; batches are
-// sized (from the bytes per entry of the last ones) to about one second of
-// the cap, at least 4 KB, so answers and new readings never queue behind a
-// batch that takes minutes to send.
+// sized (from the bytes per entry of the last ones) to about a quarter
+// second of the cap, at least 4 KB, so answers and new readings never queue
+// behind a batch that takes minutes to send, and a drain sends an even
+// stream (any 10 s within a few percent of the cap).
 //
 // Thread safety: Start/Stop from one thread; NotifyAppended and stats() from
 // any thread.

@@ -1,4 +1,4 @@
-// ByteBucket on a ManualClock: refill at the rate up to one second of it,
+// ByteBucket on a ManualClock: refill at the rate up to the depth,
 // the debt a packet larger than that leaves, and the bound on what any span
 // of time lets through.
 #include "sync/byte_bucket.h"
@@ -12,7 +12,7 @@ namespace {
 
 TEST(ByteBucketTest, StartsFullAndRefillsAtTheRateUpToOneSecond) {
   ManualClock clock;
-  ByteBucket bucket(1000, &clock);
+  ByteBucket bucket(1000, 1000, &clock);
   EXPECT_EQ(bucket.depth(), 1000);
   EXPECT_DOUBLE_EQ(bucket.tokens(), 1000);
   ASSERT_TRUE(bucket.CanTake(600));
@@ -29,7 +29,7 @@ TEST(ByteBucketTest, StartsFullAndRefillsAtTheRateUpToOneSecond) {
 
 TEST(ByteBucketTest, APacketLargerThanTheDepthGoesWhenFullAndLeavesADebt) {
   ManualClock clock;
-  ByteBucket bucket(1000, &clock);
+  ByteBucket bucket(1000, 1000, &clock);
   bucket.Take(100);
   EXPECT_FALSE(bucket.CanTake(2500)) << "a large packet still waits for a full bucket";
   EXPECT_EQ(bucket.WaitMs(2500), 100);
@@ -46,15 +46,14 @@ TEST(ByteBucketTest, APacketLargerThanTheDepthGoesWhenFullAndLeavesADebt) {
   EXPECT_TRUE(bucket.CanTake(1));
 }
 
-TEST(ByteBucketTest, AnySpanPassesAtMostRateTimesSpanPlusDepth) {
-  // Packets of random sizes (up to twice the depth) offered every few ms;
-  // over every window the bytes taken stay within rate x T + the depth,
-  // plus the part of the last packet above the depth.
+// Packets of random sizes (up to twice the depth) offered every few ms;
+// over every window the bytes taken stay within rate x T + the depth, plus
+// the part of the last packet above the depth.
+void ExpectAnySpanWithinRateTimesSpanPlusDepth(int64_t rate, int64_t depth) {
   ManualClock clock;
-  const int64_t rate = 20000;
-  ByteBucket bucket(rate, &clock);
+  ByteBucket bucket(rate, depth, &clock);
   std::mt19937 rng(7);
-  std::uniform_int_distribution<int64_t> size(40, 2 * rate);
+  std::uniform_int_distribution<int64_t> size(40, 2 * depth);
   std::uniform_int_distribution<int64_t> step(1, 30);
   std::vector<std::pair<int64_t, int64_t>> taken;  // (ms, bytes)
   int64_t now_ms = 0, next = size(rng), largest = 0;
@@ -73,7 +72,7 @@ TEST(ByteBucketTest, AnySpanPassesAtMostRateTimesSpanPlusDepth) {
   int64_t total = 0;
   for (const auto& t : taken) total += t.second;
   // Long run: the rate, within one burst.
-  EXPECT_LE(total, rate * now_ms / 1000 + std::max(rate, largest));
+  EXPECT_LE(total, rate * now_ms / 1000 + std::max(depth, largest));
   // Nearly the rate goes through (refill is lost only while a packet
   // larger than the depth waits at a full bucket, up to one step).
   EXPECT_GE(total, rate * now_ms / 1000 * 8 / 10) << "the bucket lets the rate through";
@@ -82,10 +81,33 @@ TEST(ByteBucketTest, AnySpanPassesAtMostRateTimesSpanPlusDepth) {
     for (size_t b = a; b < taken.size() && taken[b].first - taken[a].first <= 10000; ++b) {
       bytes += taken[b].second;
       const int64_t span_ms = taken[b].first - taken[a].first;
-      ASSERT_LE(bytes, rate * span_ms / 1000 + rate + std::max<int64_t>(0, taken[b].second - rate))
+      ASSERT_LE(bytes, rate * span_ms / 1000 + depth + std::max<int64_t>(0, taken[b].second - depth))
           << "from packet " << a << " to " << b;
     }
   }
+}
+
+TEST(ByteBucketTest, AnySpanPassesAtMostRateTimesSpanPlusDepth) {
+  ExpectAnySpanWithinRateTimesSpanPlusDepth(20000, 20000);
+  // The uplink's depth: a quarter second of the rate.
+  ExpectAnySpanWithinRateTimesSpanPlusDepth(20000, 5000);
+}
+
+TEST(ByteBucketTest, ADepthBelowOneSecondBoundsTheBurstAfterIdle) {
+  ManualClock clock;
+  ByteBucket bucket(1000, 250, &clock);
+  EXPECT_EQ(bucket.depth(), 250);
+  EXPECT_DOUBLE_EQ(bucket.tokens(), 250);
+  bucket.Take(250);
+  EXPECT_FALSE(bucket.CanTake(100));
+  EXPECT_EQ(bucket.WaitMs(100), 100);
+  clock.Advance(10000);  // idle: never more than the depth
+  EXPECT_DOUBLE_EQ(bucket.tokens(), 250);
+  // A packet above the depth goes when the bucket is full and leaves its
+  // excess as a debt paid at the rate.
+  ASSERT_TRUE(bucket.CanTake(1000));
+  bucket.Take(1000);
+  EXPECT_EQ(bucket.WaitMs(250), 1000);
 }
 
 }  // namespace

@@ -577,12 +577,14 @@ namespace {
 
 // uplink.max_bytes_per_s on a ManualClock the test moves: every publish the
 // uplink hands to its link (batches, the resend after a refusal, probes),
-// counted as a whole MQTT packet, stays within cap x span + one second of
-// the cap over any span; batches are sized to about one second of the cap;
+// counted as a whole MQTT packet, stays within cap x span + a quarter
+// second of the cap over any span (plus the part of a batch above that);
+// batches are sized to about a quarter second of the cap, at least 4 KB;
 // the checkpoint still reaches the end.
 TEST_F(UplinkTest, TheCapBoundsTheLinkBytesOverAnySpan) {
   // 100,000 readings: ~80 KB on the link.
   constexpr int64_t kCap = 8000;
+  constexpr int64_t kDepth = kCap / 4;  // the bucket: a quarter second of the cap
   constexpr uint64_t kReadings = 100000;
   {
     test::SensorWorkload more(100, 1790000000000);
@@ -649,10 +651,11 @@ TEST_F(UplinkTest, TheCapBoundsTheLinkBytesOverAnySpan) {
   // A drain of 100,000 readings at this cap takes many virtual seconds.
   EXPECT_GT(span_ms, 5000) << total << " bytes";
   EXPECT_LE(total, kCap * span_ms / 1000 + kCap) << "over " << span_ms << " ms";
-  // Sized to about one second of the cap (the first batch on a guess of
-  // bytes per entry, the next ones on what the last measured): never many
-  // times the cap, and smaller than batch_max_readings.
-  EXPECT_LE(largest_batch, 2 * kCap);
+  // Sized to about a quarter second of the cap, here below the 4 KB floor
+  // (the first batch on a guess of bytes per entry, the next ones on what
+  // the last measured): never many times that, and smaller than
+  // batch_max_readings.
+  EXPECT_LE(largest_batch, 2 * 4096);
   EXPECT_GT(batches, 10);
   {
     std::lock_guard<std::mutex> hub_lock(hub_.mu);
@@ -660,15 +663,15 @@ TEST_F(UplinkTest, TheCapBoundsTheLinkBytesOverAnySpan) {
     for (const WireBatch& b : hub_.received) most = std::max(most, b.last_lsn - b.first_lsn + 1);
     EXPECT_LT(most, options_.batch_max_readings) << "the cap, not batch_max_readings, sized the batches";
   }
-  // Any span: cap x span + one second of the cap (plus the part of its
-  // last packet above that, when one alone was larger). The recorded times
+  // Any span: cap x span + the depth (plus the part of its last packet
+  // above that, when one alone was larger). The recorded times
   // may trail the bucket's by the test's step at either end.
   for (size_t a = 0; a < sent.size(); ++a) {
     int64_t bytes = 0;
     for (size_t b = a; b < sent.size(); ++b) {
       bytes += sent[b].bytes;
       const int64_t span = sent[b].ms - sent[a].ms + 2 * kStepMs;
-      ASSERT_LE(bytes, kCap * span / 1000 + kCap + std::max<int64_t>(0, sent[b].bytes - kCap))
+      ASSERT_LE(bytes, kCap * span / 1000 + kDepth + std::max<int64_t>(0, sent[b].bytes - kDepth))
           << "packets " << a << ".." << b << " over " << span << " ms";
     }
   }
