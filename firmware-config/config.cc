@@ -201,8 +201,8 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
       Int<C>("uplink", "max_bytes_per_s", [](C& c) -> int64_t& { return c.uplink_max_bytes_per_s; }, 0,
              uplink_options::kMaxBytesPerSMax,
              "bytes per second the uplink sends to the regions at most, counted as whole MQTT packets (batches, "
-             "resends and probes; framing included); batches are sized to about a quarter second of it (at least 4 KB); "
-             "0 = no cap (docs/DEPLOY.md)"),
+             "resends and probes; framing included); batches are sized to about a quarter second of it (at least "
+             "4 KB); 0 = no cap (docs/DEPLOY.md)"),
 
       Str<C>("metrics", "listen", [](C& c) -> std::string& { return c.metrics_listen; },
              "host:port of the status page (/) and Prometheus metrics (/metrics); loopback by default "
