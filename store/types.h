@@ -66,6 +66,21 @@ struct Origin {
   std::string ToString() const { return gateway_id + "/" + epoch; }
 };
 
+// An inclusive span [first, last] of one origin's LSNs.
+struct LsnSpan {
+  uint64_t first = 0;
+  uint64_t last = 0;
+  bool operator==(const LsnSpan& o) const { return first == o.first && last == o.last; }
+  bool operator!=(const LsnSpan& o) const { return !(*this == o); }
+};
+
+// A hub holds at most this many spans of an origin above its mark (live
+// lanes; sync/PROTOCOL.md, "Two lanes"): its state per origin stays constant
+// in size however long the outage.
+constexpr size_t kMaxHeldRanges = 8;
+// What an answer may carry: room for a later hub holding more.
+constexpr size_t kMaxHeldSpansOnWire = 64;
+
 // The correction of one untrusted clock period of an origin
 // (store/time_correction.h): its readings whose stamped time lies in
 // [from_ms, to_ms] move by delta_ms. Setting it again changes nothing.

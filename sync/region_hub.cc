@@ -382,7 +382,7 @@ bool RegionHub::Admit(const MqttMessage& message, std::string* sender, WireMessa
         m.batch.origin.gateway_id == *sender) {
       // Tell the sender why, so it does not wait for its timeout.
       WireAck ack{options_.region, m.batch.origin, 0, no_context ? AckCode::kNoContext : AckCode::kBadBatch,
-                  st.ToString(), epoch_};
+                  st.ToString(), epoch_, {}};
       store_->HighWater(m.batch.origin, &ack.high_water);
       Reply(m.reply_to, EncodeAck(m.correlation_id, ack));
     }

@@ -174,6 +174,7 @@ Status DecodeBatchEntries(const wire::Batch* b, const DecodeLimits& limits, Wire
     return bad("entries outside first_lsn..last_lsn");
   }
   if (contexts == nullptr) return Status::Ok();
+  if (ctx == nullptr && b->live()) return Status::Ok();  // the backlog's context stays
   if (ctx == nullptr && !b->keep_context()) {
     contexts->Erase(out->origin.gateway_id);  // the sender no longer refers to one
     return Status::Ok();
@@ -203,6 +204,7 @@ Status DecodeBatch(const wire::Batch* b, const DecodeLimits& limits, WireBatch* 
   // A negative time means nothing: read as unknown, so it never lowers or
   // sets a watermark.
   out->complete_through_ms = std::max<int64_t>(0, b->complete_through_ms());
+  out->live = b->live();
   out->entries.clear();
   auto bad = [counters](const std::string& why) {
     if (counters) ++counters->bad_entries;
@@ -343,7 +345,7 @@ Status EncodeBatch(const std::string& reply_to, uint64_t correlation_id, const W
                              with_context ? wire::Encoding::ColumnsContext : wire::Encoding::ColumnsV1,
                              static_cast<uint32_t>(raw.size()), body, context_lsn, context_hash, context != nullptr,
                              batch.region_epoch, batch.region_held, batch.base_lost, batch.more,
-                             batch.complete_through_ms);
+                             batch.complete_through_ms, batch.live);
   *out = Finish(fbb, lean ? std::string() : reply_to, correlation_id, wire::Body::Batch, b.Union());
   return Status::Ok();
 }
@@ -354,8 +356,15 @@ std::string EncodeAck(uint64_t correlation_id, const WireAck& ack) {
   auto origin = MakeOrigin(fbb, ack.origin);
   auto message = fbb.CreateString(ack.message);
   auto epoch = ack.epoch.empty() ? Offset<flatbuffers::String>() : fbb.CreateString(ack.epoch);
+  Offset<flatbuffers::Vector<const wire::LsnSpan*>> held;
+  if (!ack.held.empty()) {
+    std::vector<wire::LsnSpan> spans;
+    spans.reserve(ack.held.size());
+    for (const LsnSpan& h : ack.held) spans.emplace_back(h.first, h.last);
+    held = fbb.CreateVectorOfStructs(spans);
+  }
   auto a = wire::CreateBatchAck(fbb, region, origin, ack.high_water, static_cast<wire::AckStatus>(ack.code), message,
-                                epoch);
+                                epoch, held);
   return Finish(fbb, "", correlation_id, wire::Body::BatchAck, a.Union());
 }
 
@@ -523,6 +532,24 @@ Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireM
       message->ack.code = static_cast<AckCode>(a->status());
       message->ack.message = Str(a->message());
       message->ack.epoch = Str(a->epoch());
+      message->ack.held.clear();
+      if (a->held() != nullptr) {
+        // At most kMaxHeldRanges are meaningful; anything more, unordered or
+        // at or below the mark is not an answer of a hub of this protocol.
+        if (a->held()->size() > kMaxHeldSpansOnWire) {
+          if (counters) ++counters->bad_entries;
+          return Status::Corruption("ack: too many held spans");
+        }
+        uint64_t prev = a->high_water() + 1;
+        for (const wire::LsnSpan* h : *a->held()) {
+          if (h->first() <= prev || h->last() < h->first()) {
+            if (counters) ++counters->bad_entries;
+            return Status::Corruption("ack: held spans not ascending above the mark");
+          }
+          message->ack.held.push_back(LsnSpan{h->first(), h->last()});
+          prev = h->last() + 1;
+        }
+      }
       if (static_cast<uint8_t>(a->status()) > static_cast<uint8_t>(AckCode::kRegressed)) {
         if (counters) ++counters->unsupported;
         return Status::Unsupported("ack: unknown status");

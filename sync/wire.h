@@ -41,9 +41,13 @@ namespace edgesync {
 // 6: change entries of kind 3, time corrections (Entries.corrections;
 // sync/PROTOCOL.md, "Time corrections"), sent only to a peer whose messages
 // carry 6 or more.
-constexpr uint16_t kWireVersion = 6;
+// 7: two uplink lanes (Batch.live, BatchAck.held; sync/PROTOCOL.md, "Two
+// lanes"): a gateway opens a live lane only towards a peer of 7 or more.
+constexpr uint16_t kWireVersion = 7;
 // The first protocol whose decoders take time correction entries.
 constexpr uint16_t kTimeCorrectionVersion = 6;
+// The first protocol whose hubs hold a live lane's spans above the mark.
+constexpr uint16_t kLiveLaneVersion = 7;
 
 struct DecodeLimits {
   size_t max_payload_bytes = size_t{16} << 20;  // compressed MQTT payload
@@ -102,6 +106,9 @@ struct WireBatch {
   // Every reading the sender committed before this wall time (Unix ms) has
   // an LSN at or below last_lsn; 0 = unknown. Decoded negative as 0.
   int64_t complete_through_ms = 0;
+  // Protocol 7: a live lane's batch (may lie above the region's mark; sent
+  // self-contained, leaves the series context alone).
+  bool live = false;
   std::vector<ChangeEntry> entries;
 };
 
@@ -112,6 +119,8 @@ struct WireAck {
   AckCode code = AckCode::kOk;
   std::string message;
   std::string epoch;  // the hub store's epoch ("" from a hub of protocol 3)
+  // Protocol 7: the spans the region holds above high_water + 1 (ascending).
+  std::vector<LsnSpan> held;
 };
 
 struct WireFeedPage {

@@ -73,7 +73,7 @@ class ScriptedHub {
         if (m.batch.first_lsn <= std::max<uint64_t>(held_, m.batch.base_lsn) + 1 && m.batch.last_lsn > held_) {
           held_ = m.batch.last_lsn;
         }
-        Answer(m.correlation_id, WireAck{"eu", m.batch.origin, held_, AckCode::kOk, "", ""});
+        Answer(m.correlation_id, WireAck{"eu", m.batch.origin, held_, AckCode::kOk, "", "", {}});
       }
       SleepMs(10);
     }
@@ -110,7 +110,7 @@ TEST(SyncAckTrustTest, ForgedReplayedAndStaleAnswersAreCountedAndIgnored) {
   ASSERT_EQ(sent[1].batch.last_lsn, 1000u);
   const Origin me = store->origin();
   auto ack = [&](const std::string& region, const Origin& origin, uint64_t hw, AckCode code = AckCode::kOk) {
-    return WireAck{region, origin, hw, code, "", ""};
+    return WireAck{region, origin, hw, code, "", "", {}};
   };
   auto ignored_reaches = [&](uint64_t n) { return WaitFor([&] { return uplink.stats().acks_ignored == n; }, 10000); };
 

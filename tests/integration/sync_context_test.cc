@@ -204,7 +204,7 @@ class PreviousProtocolHub {
           continue;
         }
         if (m.kind != WireKind::kBatch) continue;
-        WireAck ack{"eu", m.batch.origin, high_water, AckCode::kOk, "", ""};
+        WireAck ack{"eu", m.batch.origin, high_water, AckCode::kOk, "", "", {}};
         if (!st.ok()) {
           ack.code = AckCode::kBadBatch;
           ack.message = st.ToString();

@@ -91,7 +91,7 @@ struct ScriptedHub {
     b.entries.clear();
     received.push_back(b);
     if (mode == Mode::kSilent) return;
-    WireAck ack{"eu", m.batch.origin, high_water, AckCode::kOk, "", ""};
+    WireAck ack{"eu", m.batch.origin, high_water, AckCode::kOk, "", "", {}};
     ack.epoch = epoch;
     uint64_t start = std::max(high_water, m.batch.base_lsn);
     if (unknown_kind) {

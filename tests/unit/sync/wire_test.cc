@@ -141,7 +141,7 @@ TEST(WireTest, TheRegionRecordAndTheHubEpochRoundTrip) {
     EXPECT_LE(EpochTag("epoch-" + std::to_string(i)), static_cast<uint64_t>(INT64_MAX));
   }
 
-  WireAck ack{"eu", kOrigin, 12, AckCode::kRegressed, "lost", ""};
+  WireAck ack{"eu", kOrigin, 12, AckCode::kRegressed, "lost", "", {}};
   ack.epoch = "fedcba";
   ASSERT_OK(DecodeMessage(EncodeAck(9, ack), {}, &m, nullptr));
   EXPECT_EQ(m.ack.code, AckCode::kRegressed);
@@ -279,7 +279,7 @@ TEST(WireTest, SmallMessagesRoundTrip) {
   EXPECT_EQ(m.kind, WireKind::kPong);
   EXPECT_EQ(m.pong_region, "eu");
   EXPECT_EQ(m.ping_sent_ns, 42);
-  WireAck ack{"eu", kOrigin, 991, AckCode::kGap, "gap after 991", ""};
+  WireAck ack{"eu", kOrigin, 991, AckCode::kGap, "gap after 991", "", {}};
   ASSERT_OK(DecodeMessage(EncodeAck(9, ack), {}, &m, nullptr));
   EXPECT_EQ(m.kind, WireKind::kAck);
   EXPECT_EQ(m.ack.region, "eu");
