@@ -251,7 +251,18 @@ nlohmann::json Gateway::StatusJson() {
                    {"refill_lost", u.refill_lost},
                    {"corrections_withheld", u.corrections_withheld},
                    {"inflight", u.inflight},         {"regions", regions},
-                   {"ack_latency", HistogramJson(u.ack_latency)}};
+                   {"ack_latency", HistogramJson(u.ack_latency)},
+                   {"live_lane_open", u.live_lane_open}, {"live_from", u.live_from},
+                   {"live_lanes_opened", u.live_lanes_opened}};
+    auto lane_json = [](const UplinkLaneStats& l) {
+      json o = {{"waiting", l.waiting}, {"waiting_bytes", l.waiting_bytes}, {"oldest_age_ms", l.oldest_age_ms},
+                {"readings_per_s", l.readings_per_s}, {"bytes_per_s", l.bytes_per_s},
+                {"batches_sent", l.batches_sent}, {"entries_sent", l.entries_sent}};
+      if (l.eta_s >= 0) o["eta_s"] = l.eta_s;
+      return o;
+    };
+    j["uplink_live_lane"] = lane_json(u.live_lane);
+    j["uplink_backlog_lane"] = lane_json(u.backlog_lane);
   }
   if (feed_puller_) {
     FeedPullerStats f = feed_puller_->stats();

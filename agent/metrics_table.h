@@ -198,6 +198,34 @@ struct Metric {
     "Time corrections left out of batches to a region of protocol 5 or older (its readings keep their stamped times).") \
   X(kUplinkInflight, kGateway, "uplink", "inflight", "edgesync_uplink_inflight_batches", kGauge, kNumber, kAlways, "", false, "", \
     "Batches sent and not yet acknowledged.") \
+  X(kUplinkLiveLaneOpen, kGateway, "uplink", "live_lane_open", "edgesync_uplink_live_lane_open", kGauge, kBool, kAlways, "", \
+    false, "uplink: live lane open", "1 while a live lane runs ahead of a backlog (two lanes, sync/uplink.h).") \
+  X(kUplinkLiveLanesOpened, kGateway, "uplink", "live_lanes_opened", "edgesync_uplink_live_lanes_opened_total", kCounter, \
+    kNumber, kAlways, "", false, "", "Live lanes opened ahead of a backlog.") \
+  X(kUplinkLiveLaneWaiting, kGateway, "uplink_live_lane", "waiting", "edgesync_uplink_live_lane_waiting_readings", kGauge, kNumber, kAlways, "", \
+    true, "live lane: waiting", "Readings of the live lane (readings committed since a backlog began) committed and not yet acknowledged by the region.") \
+  X(kUplinkLiveLaneWaitingBytes, kGateway, "uplink_live_lane", "waiting_bytes", "edgesync_uplink_live_lane_waiting_bytes", kGauge, kNumber, kAlways, "", \
+    true, "live lane: bytes waiting", "Link bytes the waiting readings of the live lane (readings committed since a backlog began) take, at its recent bytes per reading.") \
+  X(kUplinkLiveLaneOldestAgeMs, kGateway, "uplink_live_lane", "oldest_age_ms", "edgesync_uplink_live_lane_oldest_age_seconds", kGauge, kMillisAsSeconds, \
+    kAlways, "", true, "live lane: oldest waiting (s)", "Age of the oldest waiting reading of the live lane (readings committed since a backlog began), by its own time.") \
+  X(kUplinkLiveLaneReadingsPerS, kGateway, "uplink_live_lane", "readings_per_s", "edgesync_uplink_live_lane_send_rate_readings_per_second", kGauge, \
+    kNumber, kAlways, "", true, "live lane: readings/s", "Readings of the live lane (readings committed since a backlog began) acknowledged per second, over the last seconds.") \
+  X(kUplinkLiveLaneBytesPerS, kGateway, "uplink_live_lane", "bytes_per_s", "edgesync_uplink_live_lane_send_rate_bytes_per_second", kGauge, kNumber, \
+    kAlways, "", true, "live lane: link bytes/s", "Link bytes per second of the live lane (readings committed since a backlog began)'s batches, over the last seconds.") \
+  X(kUplinkLiveLaneEtaS, kGateway, "uplink_live_lane", "eta_s", "edgesync_uplink_live_lane_time_to_finish_seconds", kGauge, kNumber, kNonNegative, "", \
+    true, "live lane: time to finish (s)", "Waiting readings of the live lane (readings committed since a backlog began) over its send rate; absent while nothing moves.") \
+  X(kUplinkBacklogLaneWaiting, kGateway, "uplink_backlog_lane", "waiting", "edgesync_uplink_backlog_lane_waiting_readings", kGauge, kNumber, kAlways, "", \
+    true, "backlog lane: waiting", "Readings of the backlog lane (the older readings, oldest first) committed and not yet acknowledged by the region.") \
+  X(kUplinkBacklogLaneWaitingBytes, kGateway, "uplink_backlog_lane", "waiting_bytes", "edgesync_uplink_backlog_lane_waiting_bytes", kGauge, kNumber, kAlways, "", \
+    true, "backlog lane: bytes waiting", "Link bytes the waiting readings of the backlog lane (the older readings, oldest first) take, at its recent bytes per reading.") \
+  X(kUplinkBacklogLaneOldestAgeMs, kGateway, "uplink_backlog_lane", "oldest_age_ms", "edgesync_uplink_backlog_lane_oldest_age_seconds", kGauge, kMillisAsSeconds, \
+    kAlways, "", true, "backlog lane: oldest waiting (s)", "Age of the oldest waiting reading of the backlog lane (the older readings, oldest first), by its own time.") \
+  X(kUplinkBacklogLaneReadingsPerS, kGateway, "uplink_backlog_lane", "readings_per_s", "edgesync_uplink_backlog_lane_send_rate_readings_per_second", kGauge, \
+    kNumber, kAlways, "", true, "backlog lane: readings/s", "Readings of the backlog lane (the older readings, oldest first) acknowledged per second, over the last seconds.") \
+  X(kUplinkBacklogLaneBytesPerS, kGateway, "uplink_backlog_lane", "bytes_per_s", "edgesync_uplink_backlog_lane_send_rate_bytes_per_second", kGauge, kNumber, \
+    kAlways, "", true, "backlog lane: link bytes/s", "Link bytes per second of the backlog lane (the older readings, oldest first)'s batches, over the last seconds.") \
+  X(kUplinkBacklogLaneEtaS, kGateway, "uplink_backlog_lane", "eta_s", "edgesync_uplink_backlog_lane_time_to_finish_seconds", kGauge, kNumber, kNonNegative, "", \
+    true, "backlog lane: time to finish (s)", "Waiting readings of the backlog lane (the older readings, oldest first) over its send rate; absent while nothing moves.") \
   X(kReadViewPages, kGateway, "read_view", "pages", "edgesync_feed_pages_total", kCounter, kNumber, kAlways, "", false, "", \
     "Feed pages pulled from regions.") \
   X(kReadViewTimeouts, kGateway, "read_view", "timeouts", "edgesync_feed_timeouts_total", kCounter, kNumber, kAlways, "", false, \

@@ -119,6 +119,7 @@ UplinkOptions UplinkOptionsFromConfig(const Config& c) {
   o.probe_interval_ms = c.uplink_probe_interval_ms;
   o.failback_after_ms = c.uplink_failback_after_s * 1000;
   o.max_bytes_per_s = c.uplink_max_bytes_per_s;
+  o.live_lane = c.uplink_live_lane;
   return o;
 }
 

@@ -186,6 +186,9 @@ void GatewayMetrics(Writer* w, const json& s) {
   if (s.contains("ingest_mqtt")) TableSection(w, kRole, "ingest_mqtt", s["ingest_mqtt"]);
   w->Histogram("edgesync_store_commit_latency_seconds", "Time of a group commit of readings to the store.",
                s.value("commit_latency", json()));
+  for (const char* lane : {"uplink_live_lane", "uplink_backlog_lane"}) {
+    if (s.contains(lane)) TableSection(w, kRole, lane, s[lane]);
+  }
   if (s.contains("uplink")) {
     const json& u = s["uplink"];
     TableSection(w, kRole, "uplink", u);

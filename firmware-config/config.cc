@@ -198,6 +198,9 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              3600000, "how often the round trip to each region is measured"),
       Int<C>("uplink", "failback_after_s", [](C& c) -> int64_t& { return c.uplink_failback_after_s; }, 0, 86400,
              "a nearer region must be healthy this long before writes move back to it"),
+      Bool<C>("uplink", "live_lane", [](C& c) -> bool& { return c.uplink_live_lane; },
+              "readings committed while a backlog drains go ahead of it (a live lane; sync/uplink.h), towards "
+              "regions of protocol 7 or later; false = strict LSN order"),
       Int<C>("uplink", "max_bytes_per_s", [](C& c) -> int64_t& { return c.uplink_max_bytes_per_s; }, 0,
              uplink_options::kMaxBytesPerSMax,
              "bytes per second the uplink sends to the regions at most, counted as whole MQTT packets (batches, "

@@ -123,6 +123,7 @@ struct Config {
   int64_t uplink_probe_interval_ms = uplink_options::kProbeIntervalMs;
   int64_t uplink_failback_after_s = uplink_options::kFailbackAfterS;
   int64_t uplink_max_bytes_per_s = uplink_options::kMaxBytesPerS;
+  bool uplink_live_lane = uplink_options::kLiveLane;
 
   // [[region]]
   std::vector<RegionConfig> regions;

@@ -62,6 +62,10 @@ inline constexpr int64_t kAckTimeoutMs = 10000;
 // (sync/uplink.h, docs/DEPLOY.md): 0 = no cap; for metered links.
 inline constexpr int64_t kMaxBytesPerS = 0;
 inline constexpr int64_t kMaxBytesPerSMax = int64_t{1} << 40;
+// Readings committed during a backlog's drain go ahead of it (two lanes,
+// sync/uplink.h): after a day's outage a reading taken now otherwise waits
+// for the whole day to drain. false: strict LSN order.
+inline constexpr bool kLiveLane = true;
 inline constexpr int64_t kBackoffBaseMs = 200;
 inline constexpr int64_t kBackoffMaxMs = 30000;
 inline constexpr int64_t kProbeIntervalMs = 5000;

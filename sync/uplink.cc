@@ -35,6 +35,14 @@ constexpr double kCappedBatchShare = 0.9;
 constexpr double kMinCappedBatchBytes = 4096;
 // The send rate (link_bytes_per_s) is measured over this many seconds.
 constexpr size_t kRateSeconds = 5;
+// A live lane opens when more than this many batches lie between where the
+// uplink stands and the log's tail: less drains within a few round trips.
+constexpr uint64_t kLiveLaneOpenBatches = 4;
+// Under a cap a live batch gathers this long (at most batch_max_delay_ms):
+// a self-contained batch carries a few hundred bytes of its own, so live
+// batches of one or two readings each would take much of a slow link's
+// cap from the backlog; five a second keep that to a few percent.
+constexpr int64_t kLiveGatherMs = 200;
 
 }  // namespace
 
@@ -118,6 +126,9 @@ Status Uplink::Start() {
   context_proven_.assign(links_.size(), false);
   region_version_.assign(links_.size(), 0);
   withheld_said_.assign(links_.size(), false);
+  live_refused_.assign(links_.size(), false);
+  live_from_ = 0;
+  backlog_sent_through_ = checkpoint_;
   for (auto& link : links_) ES_RETURN_IF_ERROR(link->Start());
   stop_ = false;
   worker_ = std::thread([this] { Run(); });
@@ -173,6 +184,7 @@ void Uplink::Run() {
     Probe(now);
     Choose(now);
     ChooseTarget(now);
+    UpdateLanes(now);
     if (!inflight_.empty() && now - inflight_.front().sent_ms > answer_wait_ms_) {
       {
         MutexLock lock(&stats_mu_);
@@ -244,6 +256,7 @@ void Uplink::Run() {
       r.lost = records_[i].lost;
       if (records_[i].refilling || records_[i].suspect) ++stats_.refills_pending;
     }
+    UpdateLaneStats(now);
     drain_progress_.Update(checkpoint_, stats_.backlog, now);
   }
 }
@@ -261,6 +274,7 @@ void Uplink::HandleEvent(Event& event) {
     // protocol is learnt again from its answers.
     region_version_[event.region] = 0;
     withheld_said_[event.region] = false;
+    live_refused_[event.region] = false;
     if (static_cast<int>(event.region) == target_) {
       // Publishes in flight on a lost connection may be gone: go back to the
       // checkpoint; the link reconnects with its own backoff.
@@ -357,6 +371,16 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
       MutexLock lock(&stats_mu_);
       ++stats_.refusals;
     }
+    if (ack.code == AckCode::kGap && batch->live) {
+      // The region holds as many spans of ours above its mark as it keeps
+      // (kMaxHeldRanges): one lane to it until it reconnects.
+      live_refused_[region] = true;
+      ES_LOG(kWarn, "uplink: region {} holds no more live spans of ours ({}); sending one lane until it reconnects",
+             name, ack.message);
+      CloseLane("the region refused a live span");
+      Rewind("live batch refused", false);
+      return;
+    }
     ES_LOG(kWarn, "uplink: region {} refused a batch ({}): {}", name, static_cast<int>(ack.code), ack.message);
     if (ack.code == AckCode::kBadBatch && batch->with_context && !context_refused_[region]) {
       // A hub of protocol 2 refuses the ColumnsContext encoding it does not
@@ -380,18 +404,50 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
   }
   // The region may hold more than this batch (sent before); the checkpoint
   // still moves only as far as what this answer acknowledges of ours.
-  const uint64_t hw = std::min(ack.high_water, batch->last);
+  // While lanes interleave, "what was sent" is what was sent of both when
+  // the batch went (InFlight::covers).
+  const uint64_t hw = std::min(ack.high_water, batch->covers);
+  const int64_t sent_ms = batch->sent_ms;
   if (!RecordAck(region, ack, hw, batch->lost)) return;
+  if (static_cast<int>(region) == live_target_) TakeHeldSpans(ack);
   int64_t now = NowMs();
   // Answered in time: the wait comes back to what the answers need with
   // room (four times this one's round trip), never below ack_timeout_ms.
-  answer_wait_ms_ = std::max(options_.ack_timeout_ms, std::min(answer_wait_ms_, 4 * (now - batch->sent_ms)));
-  while (!inflight_.empty() && inflight_.front().last <= stream_mark_) {
-    ack_latency_.Observe(static_cast<double>(now - inflight_.front().sent_ms) / 1000.0);
-    complete_through_ms_ = std::max(complete_through_ms_, inflight_.front().complete_ms);
-    inflight_.pop_front();
-  }
+  answer_wait_ms_ = std::max(options_.ack_timeout_ms, std::min(answer_wait_ms_, 4 * (now - sent_ms)));
+  RemoveAnswered(now);
   if (next_after_ < stream_mark_) next_after_ = stream_mark_;
+}
+
+size_t Uplink::LaneInFlight(bool live) const {
+  return static_cast<size_t>(
+      std::count_if(inflight_.begin(), inflight_.end(), [live](const InFlight& f) { return f.live == live; }));
+}
+
+void Uplink::TakeHeldSpans(const WireAck& ack) {
+  if (live_from_ == 0) return;
+  for (const LsnSpan& h : ack.held) {
+    // The span the live lane opened (a span of an earlier lane it touched
+    // may have merged into it from below). Never past what was sent.
+    if (h.first <= live_from_ && live_from_ <= h.last) {
+      live_held_ = std::max(live_held_, std::min(h.last, live_sent_through_));
+    }
+  }
+}
+
+void Uplink::RemoveAnswered(int64_t now_ms) {
+  // Answers come per lane: a live batch may be answered before the
+  // backlog's batches sent ahead of it.
+  for (auto it = inflight_.begin(); it != inflight_.end();) {
+    const bool answered = it->last <= stream_mark_ || (it->live && live_from_ != 0 && it->last <= live_held_);
+    if (!answered) {
+      ++it;
+      continue;
+    }
+    ack_latency_.Observe(static_cast<double>(now_ms - it->sent_ms) / 1000.0);
+    complete_through_ms_ = std::max(complete_through_ms_, it->complete_ms);
+    lane_acked_[it->live ? 0 : 1] += it->entries;
+    it = inflight_.erase(it);
+  }
 }
 
 bool Uplink::RecordAck(size_t region, const WireAck& ack, uint64_t hw, uint64_t lost) {
@@ -544,6 +600,19 @@ void Uplink::Rewind(const char* why, bool with_backoff) {
   }
   inflight_.clear();
   ready_.reset();
+  ready_live_.reset();
+  if (live_from_ != 0) {
+    if (target_ != live_target_ || target_ < 0 || records_[target_].refilling || records_[target_].suspect) {
+      CloseLane(why);
+    } else {
+      // The region holds the live lane through live_held_ (its spans are
+      // durable): the lane goes on from there, extending its span.
+      live_next_after_ = std::max(live_held_, live_from_ - 1);
+      live_sent_through_ = live_next_after_;
+      live_pending_since_ms_ = -1;
+    }
+  }
+  backlog_sent_through_ = start;
   if (cap_wait_since_ms_ >= 0) {
     cap_wait_ms_ += NowMs() - cap_wait_since_ms_;
     cap_wait_since_ms_ = -1;
@@ -593,7 +662,42 @@ void Uplink::SendBatches(int64_t now_ms) {
   MqttLink* link = links_[target_].get();
   if (!link->connected()) return;
   const std::string& region = options_.regions[target_].name;
-  while (inflight_.size() < options_.window && !stop_) {
+  while (!stop_) {
+    // The live lane first: its batch takes the window's last slot and the
+    // cap's bytes before any of the backlog's.
+    if (live_from_ != 0 && !ready_live_) PrepareLiveBatch(now_ms);
+    if (ready_live_ && LaneInFlight(true) < options_.window) {
+      if (!TakeLinkBytes(ready_live_->packet_bytes)) {
+        if (cap_wait_since_ms_ < 0) cap_wait_since_ms_ = now_ms;
+        wake_at_ms_ = now_ms + bucket_->WaitMs(ready_live_->packet_bytes);
+        return;  // the backlog does not go ahead of it
+      }
+      Ready batch = std::move(*ready_live_);
+      ready_live_.reset();
+      Status st = link->Publish(batch.topic, batch.payload, 1, false, 1000);
+      if (!st.ok()) {
+        ES_LOG(kWarn, "uplink: sending to {}: {}", region, st.ToString());
+        Rewind("send failed", true);
+        return;
+      }
+      live_sent_through_ = batch.last;
+      // Its answer moves the checkpoint only over what the backlog sent.
+      const uint64_t covers = backlog_sent_through_ + 1 >= live_from_ ? batch.last : backlog_sent_through_;
+      inflight_.push_back({true, batch.correlation_id, static_cast<size_t>(target_), batch.last, covers,
+                           batch.entries, now_ms, false, 0, 0});
+      lane_link_bytes_[0] += static_cast<uint64_t>(batch.packet_bytes);
+      lane_bytes_per_entry_[0] = static_cast<double>(batch.packet_bytes) / static_cast<double>(batch.entries);
+      MutexLock lock(&stats_mu_);
+      ++stats_.batches_sent;
+      ++stats_.live_lane.batches_sent;
+      stats_.entries_sent += batch.entries;
+      stats_.live_lane.entries_sent += batch.entries;
+      stats_.bytes_sent += batch.payload.size();
+      continue;
+    }
+    // Each lane has its window: a backlog whose answers are slow never
+    // keeps a live batch from going.
+    if (LaneInFlight(false) >= options_.window) return;
     if (!ready_ && !PrepareBatch(now_ms)) return;
     if (!TakeLinkBytes(ready_->packet_bytes)) {
       // The cap: the batch waits, encoded, until the bucket holds its
@@ -614,8 +718,15 @@ void Uplink::SendBatches(int64_t now_ms) {
       Rewind("send failed", true);
       return;
     }
-    inflight_.push_back({batch.correlation_id, static_cast<size_t>(target_), batch.last, now_ms, batch.with_context,
-                         batch.lost, batch.complete_ms});
+    backlog_sent_through_ = batch.last;
+    // The backlog's last batch before the live lane: its answer may cover
+    // the live lane's span too (the region merges it into its mark).
+    const uint64_t covers =
+        live_from_ != 0 && batch.last + 1 >= live_from_ ? std::max(batch.last, live_sent_through_) : batch.last;
+    inflight_.push_back({false, batch.correlation_id, static_cast<size_t>(target_), batch.last, covers, batch.entries,
+                         now_ms, batch.with_context, batch.lost, batch.complete_ms});
+    lane_link_bytes_[1] += static_cast<uint64_t>(batch.packet_bytes);
+    lane_bytes_per_entry_[1] = static_cast<double>(batch.packet_bytes) / static_cast<double>(batch.entries);
     if (bucket_) {
       // The next batches hold what the bucket's depth carries at this
       // batch's bytes per entry. Small batches overstate it (each carries
@@ -628,6 +739,181 @@ void Uplink::SendBatches(int64_t now_ms) {
     if (batch.with_context) ++stats_.context_batches;
     stats_.entries_sent += batch.entries;
     stats_.bytes_sent += batch.payload.size();
+    ++stats_.backlog_lane.batches_sent;
+    stats_.backlog_lane.entries_sent += batch.entries;
+  }
+}
+
+void Uplink::UpdateLanes(int64_t now_ms) {
+  if (live_from_ != 0) {
+    // The backlog reached the live lane (all of it sent; its answer merges
+    // the lane's span into the region's mark): one stream again, after the
+    // live lane's last batch. That batch's span does not follow the
+    // series context's last one, so the next batch starts a new context.
+    if (next_after_ + 1 >= live_from_ && !ready_live_ && !ready_) {
+      next_after_ = std::max(next_after_, live_next_after_);
+      backlog_sent_through_ = std::max(backlog_sent_through_, live_sent_through_);
+      context_.Reset();
+      ES_LOG(kInfo, "uplink: the backlog reached the live lane at {}; one stream again", live_from_);
+      live_from_ = 0;
+      live_target_ = -1;
+    }
+    return;
+  }
+  if (!options_.live_lane || target_ < 0 || target_ != write_region_ || now_ms < resume_at_ms_) return;
+  const RegionRecord& rec = records_[target_];
+  if (rec.refilling || rec.suspect || live_refused_[target_] || region_version_[target_] < kLiveLaneVersion) return;
+  if (!links_[target_]->connected()) return;
+  const uint64_t last = store_->LastLsn();
+  const uint64_t ahead = std::max(next_after_, stream_mark_);
+  if (last <= ahead || last - ahead <= kLiveLaneOpenBatches * BatchEntries()) return;
+  // The lane starts right after an entry of the log, so the backlog's last
+  // batch ends at live_from_ - 1 and the region's mark reaches the lane's
+  // span exactly (an LSN hole there would keep them apart).
+  std::vector<ChangeEntry> tail;
+  Status st = store_->ReadLog(last - 1, 1, &tail);
+  if (!st.ok() || tail.empty() || tail.front().lsn != last) return;
+  live_from_ = last + 1;
+  live_target_ = target_;
+  live_next_after_ = last;
+  live_held_ = last;
+  live_sent_through_ = last;
+  live_pending_since_ms_ = -1;
+  {
+    MutexLock lock(&stats_mu_);
+    ++stats_.live_lanes_opened;
+  }
+  ES_LOG(kInfo, "uplink: {} entries of backlog to region {}; what is committed from LSN {} on goes ahead of it "
+         "(live lane)", last - ahead, options_.regions[target_].name, live_from_);
+}
+
+void Uplink::CloseLane(const char* why) {
+  if (live_from_ == 0) return;
+  ES_LOG(kInfo, "uplink: live lane from {} closed ({}); one stream in LSN order", live_from_, why);
+  live_from_ = 0;
+  live_target_ = -1;
+  ready_live_.reset();
+}
+
+bool Uplink::PrepareLiveBatch(int64_t now_ms) {
+  const std::string& region = options_.regions[target_].name;
+  const RegionRecord& rec = records_[target_];
+  const size_t max_entries = BatchEntries();
+  const uint64_t last = store_->LastLsn();
+  if (last <= live_next_after_) {
+    live_pending_since_ms_ = -1;
+    return false;
+  }
+  if (last - live_next_after_ < max_entries) {
+    // A partial live batch: at once when none of the lane is in flight and
+    // no cap is set; under a cap it gathers kLiveGatherMs (see there);
+    // while one is in flight, up to batch_max_delay_ms as the one stream does.
+    if (live_pending_since_ms_ < 0) live_pending_since_ms_ = now_ms;
+    const bool live_in_flight = LaneInFlight(true) > 0;
+    int64_t hold = live_in_flight ? options_.batch_max_delay_ms : 0;
+    if (bucket_) hold = std::max(hold, std::min(kLiveGatherMs, options_.batch_max_delay_ms));
+    const int64_t waited = now_ms - live_pending_since_ms_;
+    if (waited < hold) {
+      wake_at_ms_ = wake_at_ms_ < 0 ? live_pending_since_ms_ + hold
+                                    : std::min(wake_at_ms_, live_pending_since_ms_ + hold);
+      return false;
+    }
+  }
+  WireBatch batch;
+  Status st = store_->ReadLog(live_next_after_, max_entries, &batch.entries);
+  if (!st.ok() || batch.entries.empty()) {
+    if (!st.ok()) ES_LOG(kError, "uplink: reading the change log after {}: {}", live_next_after_, st.ToString());
+    return false;
+  }
+  live_pending_since_ms_ = -1;
+  batch.origin = origin_;
+  batch.first_lsn = live_next_after_ + 1;
+  batch.last_lsn = batch.entries.back().lsn;
+  batch.base_lsn = checkpoint_;
+  batch.region_epoch = rec.epoch_tag;
+  batch.region_held = rec.acked;
+  batch.more = last > batch.last_lsn;
+  batch.live = true;  // above the region's mark: no watermark (only gap-free LSNs count)
+  if (++correlation_ == 0) ++correlation_;
+  Ready ready;
+  ready.live = true;
+  ready.correlation_id = correlation_;
+  EncodeOptions encode = encode_;
+  encode.context_names_origin = true;
+  st = EncodeBatch(reply_topic_, ready.correlation_id, batch, encode, &ready.payload, nullptr);
+  if (!st.ok()) {
+    ES_LOG(kWarn, "uplink: encoding a live batch for {}: {}", region, st.ToString());
+    CloseLane("a live batch was not encoded");
+    return false;
+  }
+  ready.topic = HubInboxTopic(options_.topic_prefix, region, options_.gateway_id);
+  ready.packet_bytes = static_cast<int64_t>(MqttPublishPacketBytes(ready.topic.size(), ready.payload.size(), 1,
+                                                                   options_.regions[target_].link.mqtt_version));
+  ready.last = batch.last_lsn;
+  ready.entries = batch.entries.size();
+  live_next_after_ = batch.last_lsn;
+  ready_live_ = std::move(ready);
+  return true;
+}
+
+void Uplink::UpdateLaneStats(int64_t now_ms) {
+  const uint64_t last = stats_.last_lsn;
+  uint64_t waiting[2] = {0, 0};
+  uint64_t from[2] = {checkpoint_, checkpoint_};  // each lane's waiting entries start after
+  if (live_from_ != 0) {
+    const uint64_t backlog_end = live_from_ - 1;
+    waiting[1] = backlog_end > checkpoint_ ? backlog_end - checkpoint_ : 0;
+    from[0] = std::max(live_held_, checkpoint_);
+    waiting[0] = last > from[0] ? last - from[0] : 0;
+  } else {
+    const uint64_t all = last > checkpoint_ ? last - checkpoint_ : 0;
+    const bool backlog = !options_.live_lane || all > kLiveLaneOpenBatches * BatchEntries();
+    waiting[backlog ? 1 : 0] = all;
+  }
+  // Once a second: the rates over the last seconds and the oldest waiting
+  // reading's time (one entry read per lane).
+  const bool sample = lane_samples_[0].empty() || now_ms - std::get<0>(lane_samples_[0].back()) >= 1000;
+  UplinkLaneStats* lanes[2] = {&stats_.live_lane, &stats_.backlog_lane};
+  for (int l = 0; l < 2; ++l) {
+    UplinkLaneStats& lane = *lanes[l];
+    lane.waiting = waiting[l];
+    lane.waiting_bytes = static_cast<uint64_t>(static_cast<double>(waiting[l]) * lane_bytes_per_entry_[l]);
+    if (sample) {
+      lane_samples_[l].emplace_back(now_ms, lane_acked_[l], lane_link_bytes_[l]);
+      if (lane_samples_[l].size() > kRateSeconds + 1) lane_samples_[l].pop_front();
+      const auto& [t0, acked0, bytes0] = lane_samples_[l].front();
+      const double secs = static_cast<double>(now_ms - t0) / 1000.0;
+      lane.readings_per_s = secs > 0 ? static_cast<double>(lane_acked_[l] - acked0) / secs : 0;
+      lane.bytes_per_s = secs > 0 ? static_cast<double>(lane_link_bytes_[l] - bytes0) / secs : 0;
+      lane_oldest_ts_ms_[l] = 0;
+      if (waiting[l] > 0) {
+        std::vector<ChangeEntry> first;
+        if (store_->ReadLog(from[l], 1, &first).ok() && !first.empty() &&
+            first.front().kind == ChangeEntry::Kind::kReading) {
+          lane_oldest_ts_ms_[l] = first.front().reading.ts_ms;
+        }
+      }
+    }
+    lane.oldest_age_ms = waiting[l] > 0 && lane_oldest_ts_ms_[l] > 0
+                             ? std::max<int64_t>(0, clock_->WallMillis() - lane_oldest_ts_ms_[l])
+                             : 0;
+    lane.eta_s = waiting[l] == 0                ? 0
+                 : lane.readings_per_s >= 0.5 ? static_cast<int64_t>(static_cast<double>(waiting[l]) /
+                                                                      lane.readings_per_s)
+                                              : -1;
+  }
+  stats_.live_lane_open = live_from_ != 0;
+  stats_.live_from = live_from_;
+  // The catch-up line, while two lanes run: what waits in each, how old,
+  // and when the backlog is through at its rate.
+  if (live_from_ != 0 && now_ms - lane_progress_ms_ >= 5000) {
+    lane_progress_ms_ = now_ms;
+    const UplinkLaneStats& b = stats_.backlog_lane;
+    const UplinkLaneStats& l = stats_.live_lane;
+    ES_LOG(kInfo, "uplink: two lanes: backlog {} readings waiting (oldest {} s), {:.0f} readings/s, {}; live {} "
+           "waiting (oldest {} s), {:.0f} readings/s", b.waiting, b.oldest_age_ms / 1000, b.readings_per_s,
+           b.eta_s >= 0 ? "through in about " + std::to_string(b.eta_s) + " s" : "not moving", l.waiting,
+           l.oldest_age_ms / 1000, l.readings_per_s);
   }
 }
 
@@ -696,6 +982,8 @@ bool Uplink::PrepareBatch(int64_t now_ms) {
   const RegionRecord& rec = records_[target_];
   const size_t max_entries = BatchEntries();
   uint64_t last = store_->LastLsn();
+  // The backlog ends where the live lane starts (that LSN - 1 is an entry).
+  if (live_from_ != 0) last = std::min(last, live_from_ - 1);
   if (last <= std::max(next_after_, withheld_tail_)) {
     pending_since_ms_ = -1;
     return false;
@@ -732,6 +1020,11 @@ bool Uplink::PrepareBatch(int64_t now_ms) {
     return false;
   }
   pending_since_ms_ = -1;
+  if (live_from_ != 0) {
+    batch.entries.erase(std::find_if(batch.entries.begin(), batch.entries.end(),
+                                     [this](const ChangeEntry& e) { return e.lsn >= live_from_; }),
+                        batch.entries.end());
+  }
   // What was read, corrections withheld or not: the span the batch covers
   // and where a refill's jump starts are of the log, not of what is sent.
   const uint64_t read_first = batch.entries.empty() ? 0 : batch.entries.front().lsn;

@@ -7,7 +7,7 @@
 // answers in flight are in, waiting at most batch_max_delay_ms) to the write
 // region's hub,
 // keeps up to `window` batches
-// unanswered, and moves the checkpoint only when a hub answers with its
+// unanswered (per lane, see below), and moves the checkpoint only when a hub answers with its
 // durable high-water mark. An answer counts only when it matches a batch in
 // flight (correlation id) and comes from the region that batch went to; the
 // checkpoint then moves at most to that batch's last LSN (never past what
@@ -50,6 +50,19 @@
 // behind a batch that takes minutes to send, and a drain sends an even
 // stream (any 10 s within a few percent of the cap).
 //
+// Two lanes (live_lane, protocol 7; sync/PROTOCOL.md "Two lanes"): when
+// the uplink finds more than a few batches between where it stands and the
+// log's tail, towards a write region of protocol 7 or later, it opens a live
+// lane at the tail. Entries committed from then on go in live batches
+// (self-contained, Batch.live) ahead of the backlog, which sends the rest
+// oldest first in what the live lane leaves of the window and the cap. The
+// region holds the live lane's span above its mark and names it in every
+// answer (BatchAck.held); the checkpoint stays the contiguous mark, so
+// pruning, failover and refills keep their meaning. Once the backlog reaches
+// the live lane's start the two are one stream again. Every rewind sends
+// both lanes again from what the region holds of each (a live span it still
+// holds is answered "already held").
+//
 // Thread safety: Start/Stop from one thread; NotifyAppended and stats() from
 // any thread.
 #ifndef EDGESYNC_SYNC_UPLINK_H_
@@ -64,6 +77,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -111,6 +125,9 @@ struct UplinkOptions {
   // watermark (Batch.complete_through_ms) only at or after it, so an
   // untrusted clock never advances it. Unset: every time is trusted.
   std::function<int64_t()> clock_trusted_since;
+  // Sends what is committed during a backlog's drain ahead of it (two
+  // lanes); false: strict LSN order.
+  bool live_lane = uplink_options::kLiveLane;
 };
 
 // Creates a link; tests may substitute a fake. Default: NewPahoMqttLink.
@@ -128,6 +145,19 @@ struct UplinkRegionStats {
   bool refilling = false;
   uint64_t refill_to = 0;
   uint64_t lost = 0;        // LSNs it had acknowledged that we no longer held to refill it with
+};
+
+// One lane's figures. Waiting: committed and not yet acknowledged by the
+// region. Rates are acknowledged readings per second over the last seconds.
+struct UplinkLaneStats {
+  uint64_t waiting = 0;            // readings (log entries) waiting
+  uint64_t waiting_bytes = 0;      // their link bytes, at the lane's recent bytes per entry
+  int64_t oldest_age_ms = 0;       // age of the oldest waiting reading, by its own time; 0 = none
+  double readings_per_s = 0;       // acknowledged
+  double bytes_per_s = 0;          // link bytes sent
+  int64_t eta_s = -1;              // waiting / readings_per_s; -1 = unknown (nothing moving)
+  uint64_t batches_sent = 0;
+  uint64_t entries_sent = 0;
 };
 
 struct UplinkStats {
@@ -173,6 +203,14 @@ struct UplinkStats {
   // readings keep their stamped times. Each counted once.
   uint64_t corrections_withheld = 0;
   size_t inflight = 0;
+  // Two lanes: whether a live lane is open now (from live_from), and each
+  // lane's figures. Without an open lane everything waiting is in one lane:
+  // the live one while it is less than a few batches, else the backlog.
+  bool live_lane_open = false;
+  uint64_t live_from = 0;
+  uint64_t live_lanes_opened = 0;
+  UplinkLaneStats live_lane;
+  UplinkLaneStats backlog_lane;
   std::vector<UplinkRegionStats> regions;
   // Send to acknowledgement of each batch (the end-to-end round trip,
   // including the hub's commit).
@@ -204,6 +242,7 @@ class Uplink {
   };
   // A batch encoded and not yet sent: it waits for the cap's bucket.
   struct Ready {
+    bool live = false;  // a live lane's batch
     uint64_t correlation_id = 0;
     uint64_t last = 0;
     size_t entries = 0;
@@ -215,9 +254,15 @@ class Uplink {
     int64_t packet_bytes = 0;
   };
   struct InFlight {
+    bool live = false;
     uint64_t correlation_id = 0;
     size_t region = 0;  // where it was sent
     uint64_t last = 0;
+    // Everything up to here had been sent when it went: its answer moves
+    // the checkpoint at most this far (the last LSN, unless lanes
+    // interleave).
+    uint64_t covers = 0;
+    size_t entries = 0;
     int64_t sent_ms = 0;
     bool with_context = false;  // coded against the series context
     uint64_t lost = 0;          // a refill's first batch: LSNs it declares we no longer hold
@@ -262,6 +307,19 @@ class Uplink {
   // now (nothing new, a partial batch held, a store error, corrections
   // waiting for the region's protocol or withheld from it).
   bool PrepareBatch(int64_t now_ms);
+  // The live lane's: the next live batch into ready_live_; false when none
+  // is due now.
+  bool PrepareLiveBatch(int64_t now_ms);
+  // Opens the live lane when a backlog lies ahead towards a region that
+  // holds spans (protocol 7); closes it once the backlog has reached it.
+  void UpdateLanes(int64_t now_ms);
+  void CloseLane(const char* why);
+  // Takes the region's answer about the live lane (the span it holds from
+  // live_from_) and drops the batches it covers from inflight_.
+  void TakeHeldSpans(const WireAck& ack);
+  void RemoveAnswered(int64_t now_ms);
+  size_t LaneInFlight(bool live) const;
+  void UpdateLaneStats(int64_t now_ms) REQUIRES(stats_mu_);
   // For a target of protocol 5 or older: leaves the time corrections out
   // of entries (read after next_after_, up to *read_last), reading on while
   // only corrections remain and the log holds more; counts and says it.
@@ -331,6 +389,29 @@ class Uplink {
   uint64_t correlation_ = 0;
   std::deque<InFlight> inflight_;
   std::optional<Ready> ready_;  // dropped by every rewind
+  // The live lane (0 = none open): it starts at live_from_; its next batch
+  // starts after live_next_after_; the region holds it through live_held_
+  // (its answers' held span from live_from_; live_from_ - 1 = nothing).
+  uint64_t live_from_ = 0;
+  uint64_t live_next_after_ = 0;
+  uint64_t live_held_ = 0;
+  int live_target_ = -1;             // the region the live lane goes to
+  uint64_t live_sent_through_ = 0;   // the live lane's last LSN sent
+  uint64_t backlog_sent_through_ = 0;  // the backlog's (or the one stream's) last LSN sent
+  // Regions that refused a live span (all their spans in use): one lane to
+  // them until they reconnect.
+  std::vector<bool> live_refused_;
+  int64_t live_pending_since_ms_ = -1;
+  std::optional<Ready> ready_live_;
+  // Per lane (0 live, 1 backlog): link bytes per entry of the last batches,
+  // link bytes sent, and (time, acknowledged readings, link bytes) about once
+  // a second for the rates; oldest waiting reading's time, read once a second.
+  double lane_bytes_per_entry_[2] = {0, 0};
+  uint64_t lane_acked_[2] = {0, 0};
+  uint64_t lane_link_bytes_[2] = {0, 0};
+  std::deque<std::tuple<int64_t, uint64_t, uint64_t>> lane_samples_[2];
+  int64_t lane_oldest_ts_ms_[2] = {0, 0};
+  int64_t lane_progress_ms_ = 0;  // the last catch-up line of two lanes
   // The cap (null: none), the batch size it allows (entries; 0 = not yet
   // measured) and how long a ready batch has been waiting for it.
   std::unique_ptr<ByteBucket> bucket_;

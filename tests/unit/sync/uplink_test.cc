@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -47,6 +48,42 @@ struct ScriptedHub {
   std::vector<uint64_t> correction_lsns;  // time corrections received
   // Batches' entries may leave LSNs of their span out (withheld corrections).
   bool holes = false;
+  // Protocol 7: spans held above high_water for live batches, as a hub's
+  // PlanApply keeps them (ascending, disjoint); kHold keeps back only the
+  // answers to backlog batches while hold_backlog_only is set.
+  std::vector<LsnSpan> spans;
+  bool hold_backlog_only = false;
+  int live_batches = 0;
+  // Each LSN applied: counted once per time it was new to the hub.
+  std::map<uint64_t, int> applied;
+
+  void Merge() {
+    std::sort(spans.begin(), spans.end(), [](const LsnSpan& a, const LsnSpan& b) { return a.first < b.first; });
+    std::vector<LsnSpan> out;
+    for (const LsnSpan& sp : spans) {
+      if (sp.last <= high_water) continue;
+      if (sp.first <= high_water + 1) {
+        high_water = sp.last;
+        continue;
+      }
+      if (!out.empty() && sp.first <= out.back().last + 1) {
+        out.back().last = std::max(out.back().last, sp.last);
+      } else {
+        out.push_back(sp);
+      }
+    }
+    spans = out;
+    bool again = false;
+    for (const LsnSpan& sp : spans) again = again || sp.first <= high_water + 1;
+    if (again) Merge();
+  }
+  bool Held(uint64_t lsn) const {
+    if (lsn <= high_water) return true;
+    for (const LsnSpan& sp : spans) {
+      if (sp.first <= lsn && lsn <= sp.last) return true;
+    }
+    return false;
+  }
 
   void Send(FakeLink* link, std::string payload) {
     uint16_t v;
@@ -88,6 +125,8 @@ struct ScriptedHub {
       unknown_kind = version != 0 && version < kTimeCorrectionVersion;
       if (!unknown_kind) correction_lsns.push_back(e.lsn);
     }
+    std::vector<uint64_t> lsns;
+    for (const ChangeEntry& e : b.entries) lsns.push_back(e.lsn);
     b.entries.clear();
     received.push_back(b);
     if (mode == Mode::kSilent) return;
@@ -105,14 +144,26 @@ struct ScriptedHub {
       ++refusals;
       ack.code = AckCode::kGap;
     } else if (m.batch.first_lsn <= start + 1 && m.batch.last_lsn > high_water) {
+      for (uint64_t l : lsns) {
+        if (!Held(l)) ++applied[l];
+      }
       high_water = m.batch.last_lsn;
+      Merge();
       ack.high_water = high_water;
+    } else if (m.batch.first_lsn > start + 1 && m.batch.live) {
+      ++live_batches;
+      for (uint64_t l : lsns) {
+        if (!Held(l)) ++applied[l];
+      }
+      spans.push_back(LsnSpan{m.batch.first_lsn, m.batch.last_lsn});
+      Merge();
     } else if (m.batch.first_lsn > start + 1) {
       ack.code = AckCode::kGap;
     }
+    ack.held = spans;
     std::string answer = EncodeAck(m.correlation_id, ack);
     if (version != 0) answer = AsProtocol(std::move(answer), version);
-    if (mode == Mode::kHold) {
+    if (mode == Mode::kHold && !(hold_backlog_only && m.batch.live)) {
       held.emplace_back(link, answer);
       held_at_ms.push_back(NowMs());
       return;
@@ -923,6 +974,96 @@ TEST_F(UplinkCorrectionsTest, NoCorrectionGoesBeforeTheRegionsProtocolIsKnown) {
   ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 10002; }, 30000)) << Checkpoint();
   uplink->Stop();
   EXPECT_EQ(CorrectionsReceived(), (std::vector<uint64_t>{10001}));
+}
+
+// Two lanes: while a capped backlog drains, readings committed after the
+// lane opened go in live batches the region holds as a span above its mark,
+// ahead of the backlog's last batches; the checkpoint moves only with the
+// contiguous mark; once the backlog reaches the span both are one stream,
+// each LSN applied once.
+TEST_F(UplinkTest, LiveEntriesGoAheadOfACappedBacklogAndJoinIt) {
+  options_.batch_max_readings = 500;
+  options_.max_bytes_per_s = 8000;  // the 10,000-reading backlog takes seconds
+  hub_.mode = ScriptedHub::Mode::kAnswer;
+  auto uplink = Make();
+  ASSERT_OK(uplink->Start());
+  ASSERT_TRUE(test::WaitFor([&] { return uplink->stats().live_lane_open; }, 10000)) << "no live lane opened";
+  EXPECT_EQ(uplink->stats().live_from, 10001u);
+  test::SensorWorkload workload(100, 1780000100000);
+  AppendResult r;
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_OK(store_->AppendReadings(workload.Take(1), &r));
+    uplink->NotifyAppended();
+    test::SleepMs(10);
+  }
+  // Every live reading is held by the region while the backlog drains.
+  ASSERT_TRUE(test::WaitFor([&] { return uplink->stats().live_lane.waiting == 0; }, 10000));
+  UplinkStats mid = uplink->stats();
+  {
+    std::lock_guard<std::mutex> lock(hub_.mu);
+    ASSERT_EQ(hub_.spans.size(), 1u) << "the live lane's span";
+    EXPECT_EQ(hub_.spans[0].first, 10001u);
+    EXPECT_EQ(hub_.spans[0].last, 10030u);
+    EXPECT_LT(hub_.high_water, 10000u) << "the backlog drained before the live readings went";
+    EXPECT_LE(mid.checkpoint, hub_.high_water) << "the checkpoint moved past the contiguous mark";
+  }
+  EXPECT_TRUE(mid.live_lane_open);
+  EXPECT_GT(mid.backlog_lane.waiting, 0u);
+  EXPECT_GE(mid.live_lane.entries_sent, 30u);
+  EXPECT_LE(mid.live_lane.entries_sent, 30u) << "a live reading sent twice";
+  // The backlog reaches the span: the mark takes it in, one stream again.
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 10030; }, 60000)) << "checkpoint " << Checkpoint();
+  ASSERT_TRUE(test::WaitFor([&] { return !uplink->stats().live_lane_open; }, 10000));
+  ASSERT_OK(store_->AppendReadings(workload.Take(1), &r));
+  uplink->NotifyAppended();
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == 10031; }, 10000));
+  uplink->Stop();
+  std::lock_guard<std::mutex> lock(hub_.mu);
+  EXPECT_EQ(hub_.high_water, 10031u);
+  EXPECT_TRUE(hub_.spans.empty());
+  EXPECT_GE(hub_.live_batches, 1);
+  EXPECT_EQ(hub_.applied.size(), 10031u);
+  for (const auto& [lsn, n] : hub_.applied) ASSERT_EQ(n, 1) << "LSN " << lsn << " applied " << n << " times";
+  // The last live batch went before the backlog's last one.
+  size_t first_live = hub_.received.size(), backlog_end = 0;
+  for (size_t i = 0; i < hub_.received.size(); ++i) {
+    if (hub_.received[i].live && first_live == hub_.received.size()) first_live = i;
+    if (hub_.received[i].last_lsn == 10000) backlog_end = i;
+  }
+  EXPECT_LT(first_live, backlog_end);
+}
+
+// uplink.live_lane = false: strict LSN order, whatever waits behind.
+TEST_F(UplinkTest, StrictOrderWithoutTheLiveLane) {
+  options_.live_lane = false;
+  options_.batch_max_readings = 500;
+  options_.ack_timeout_ms = 600000;
+  hub_.mode = ScriptedHub::Mode::kHold;
+  hub_.hold_backlog_only = true;
+  auto uplink = Make();
+  ASSERT_OK(uplink->Start());
+  test::SensorWorkload workload(100, 1780000100000);
+  AppendResult r;
+  ASSERT_TRUE(test::WaitFor([&] { return Received() == options_.window; }, 10000));
+  ASSERT_OK(store_->AppendReadings(workload.Take(5), &r));
+  uplink->NotifyAppended();
+  test::SleepMs(300);
+  EXPECT_FALSE(uplink->stats().live_lane_open);
+  EXPECT_EQ(Received(), options_.window) << "a batch went outside the window";
+  while (Checkpoint() < 10005) {
+    hub_.Release();
+    ASSERT_TRUE(test::WaitFor([&] {
+      std::lock_guard<std::mutex> lock(hub_.mu);
+      return !hub_.held.empty() || Checkpoint() == 10005;
+    }, 30000));
+  }
+  uplink->Stop();
+  std::lock_guard<std::mutex> lock(hub_.mu);
+  EXPECT_EQ(hub_.live_batches, 0);
+  for (size_t i = 1; i < hub_.received.size(); ++i) {
+    EXPECT_EQ(hub_.received[i].first_lsn, hub_.received[i - 1].last_lsn + 1) << "LSN order, no gap";
+    EXPECT_FALSE(hub_.received[i].live);
+  }
 }
 
 }  // namespace
