@@ -71,9 +71,9 @@ Status HubFeedWriter::ApplyBatch(const OriginBatch& batch, int64_t now, int64_t*
     }
   }
   const uint64_t held = mark.high_water;
-  // The high-water mark alone decides what is new: everything at or below
-  // it is held (whatever a resend overlaps), everything above it is not.
-  const ApplyPlan plan = PlanApply(batch, held);
+  // The mark and the held spans decide what is new: everything at or below
+  // the mark or inside a span is held (whatever a resend overlaps).
+  const ApplyPlan plan = PlanApply(batch, held, {});
   r->before = held;
   r->high_water = plan.new_high_water;
   r->base_lsn = plan.base;
@@ -85,9 +85,7 @@ Status HubFeedWriter::ApplyBatch(const OriginBatch& batch, int64_t now, int64_t*
     mark.complete_ms = batch.complete_through_ms;
     // Everything of the origin it covers is at or below the feed's head
     // (after this batch's entries, appended below).
-    mark.complete_seq = *head + static_cast<int64_t>(plan.outcome == ApplyOutcome::kApplied
-                                                          ? batch.entries->size() - plan.first_new
-                                                          : 0);
+    mark.complete_seq = *head + static_cast<int64_t>(plan.fresh.size());
   }
   mark.high_water = plan.new_high_water;
   (*marks)[key] = mark;
@@ -108,13 +106,14 @@ Status HubFeedWriter::ApplyBatch(const OriginBatch& batch, int64_t now, int64_t*
   const std::vector<ChangeEntry>& entries = *batch.entries;
   std::vector<RemoteChunkEntry>& chunk = chunk_;
   chunk.clear();
-  for (size_t i = plan.first_new; i < entries.size(); ++i) {
-    if (entries[i].kind == ChangeEntry::Kind::kTimeCorrection) {
-      ES_RETURN_IF_ERROR(clock_period_table::KeepOriginCorrection(db_, origin_id, entries[i].correction));
+  for (size_t j = 0; j < plan.fresh.size(); ++j) {
+    const ChangeEntry& e = entries[plan.fresh[j]];
+    if (e.kind == ChangeEntry::Kind::kTimeCorrection) {
+      ES_RETURN_IF_ERROR(clock_period_table::KeepOriginCorrection(db_, origin_id, e.correction));
     }
     chunk.emplace_back();
-    ES_RETURN_IF_ERROR(ToRemoteChunkEntry(series_, entries[i], &chunk.back()));
-    if (chunk.size() >= kMaxRemoteChunkEntries || i + 1 == entries.size()) {
+    ES_RETURN_IF_ERROR(ToRemoteChunkEntry(series_, e, &chunk.back()));
+    if (chunk.size() >= kMaxRemoteChunkEntries || j + 1 == plan.fresh.size()) {
       ES_RETURN_IF_ERROR(
           InsertRemoteChunkRow(&insert_chunk_, *head + 1, origin_id, chunk, now, &block_));
       *head += static_cast<int64_t>(chunk.size());
@@ -122,7 +121,7 @@ Status HubFeedWriter::ApplyBatch(const OriginBatch& batch, int64_t now, int64_t*
     }
   }
   ES_RETURN_IF_ERROR(PutMark(origin_id, mark));
-  r->applied = entries.size() - plan.first_new;
+  r->applied = plan.fresh.size();
   return Status::Ok();
 }
 

@@ -459,7 +459,7 @@ class PgHubStore : public HubStore {
       int64_t origin_id;
       int shard;
       const std::vector<ChangeEntry>* entries;
-      size_t first;
+      std::vector<size_t> fresh;  // the new entries' indexes (PlanApply)
       const int64_t* series_ids;  // of entries (from index 0)
     };
     std::vector<Append> appends;
@@ -471,7 +471,7 @@ class PgHubStore : public HubStore {
       OriginRow& o = found->second;
       res.before = res.high_water = o.current;
       if (!valid[i]) continue;
-      ApplyPlan plan = PlanApply(b, o.current);
+      ApplyPlan plan = PlanApply(b, o.current, {});
       res.outcome = plan.outcome;
       res.detail = plan.detail;
       res.base_lsn = plan.base;
@@ -480,9 +480,11 @@ class PgHubStore : public HubStore {
         res.complete_through_ms = o.complete;
       }
       if (plan.outcome != ApplyOutcome::kApplied) continue;
-      appends.push_back(
-          Append{o.id, RegionShardOf(b.origin.gateway_id), b.entries, plan.first_new, series_ids.data() + ids_from[i]});
-      res.applied = b.entries->size() - plan.first_new;
+      res.applied = plan.fresh.size();
+      if (!plan.fresh.empty()) {
+        appends.push_back(Append{o.id, RegionShardOf(b.origin.gateway_id), b.entries, std::move(plan.fresh),
+                                 series_ids.data() + ids_from[i]});
+      }
       res.high_water = o.current = plan.new_high_water;
     }
     if (!appends.empty()) ES_RETURN_IF_ERROR(AppendToFeed(appends));
@@ -532,7 +534,7 @@ class PgHubStore : public HubStore {
   template <typename Append>
   Status AppendToFeed(const std::vector<Append>& appends) {
     std::map<int, int64_t> count;  // shard -> rows it gets
-    for (const Append& a : appends) count[a.shard] += static_cast<int64_t>(a.entries->size() - a.first);
+    for (const Append& a : appends) count[a.shard] += static_cast<int64_t>(a.fresh.size());
     std::string shards = "{", adds = "{";
     for (const auto& [shard, n] : count) {
       if (shards.size() > 1) shards += ',', adds += ',';
@@ -557,19 +559,23 @@ class PgHubStore : public HubStore {
     // One chunk per origin of the group (its batches' new entries follow
     // each other), numbered on in its shard; the rows go in numbering
     // order, so their seq (drawn by the COPY, row by row) follows it too.
+    // A chunk holds increasing LSNs: an origin's live lane applied ahead of
+    // its backlog in one group starts a chunk of its own.
     const int64_t now = clock_->WallMillis();
     std::vector<PgChunkRow> rows;
     rows.reserve(appends.size());
     std::map<int64_t, size_t> open;  // origin id -> its chunk being filled in rows
     for (const Append& a : appends) {
-      for (size_t k = a.first; k < a.entries->size(); ++k) {
+      for (size_t j = 0; j < a.fresh.size(); ++j) {
+        const size_t k = a.fresh[j];
         auto it = open.find(a.origin_id);
-        if (it == open.end() || rows[it->second].entries.size() >= kMaxRemoteChunkEntries) {
+        if (it == open.end() || rows[it->second].entries.size() >= kMaxRemoteChunkEntries ||
+            rows[it->second].entries.back().olsn >= (*a.entries)[k].lsn) {
           rows.emplace_back();
           rows.back().shard = a.shard;
           rows.back().origin_id = a.origin_id;
           rows.back().applied_ms = now;
-          rows.back().entries.reserve(std::min(a.entries->size() - k, kMaxRemoteChunkEntries));
+          rows.back().entries.reserve(std::min(a.fresh.size() - j, kMaxRemoteChunkEntries));
           it = open.insert_or_assign(a.origin_id, rows.size() - 1).first;
         }
         PgChunkRow& row = rows[it->second];
