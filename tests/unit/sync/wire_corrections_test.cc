@@ -104,7 +104,7 @@ TEST(WireCorrectionsTest, SelfContainedBatchRoundTripsCorrectionsBesideReadingsA
   WireMessage m;
   WireCounters counters;
   ASSERT_OK(DecodeMessage(payload, {}, &m, &counters));
-  EXPECT_EQ(m.version, 6);
+  EXPECT_EQ(m.version, kWireVersion);
   ExpectSame(b.entries, m.batch.entries);
   // A batch of corrections only is a batch like any other.
   WireBatch only = BatchOf({Correction(40, 3, 60000, 1, 2)}, 38);
