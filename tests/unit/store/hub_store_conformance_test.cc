@@ -676,6 +676,15 @@ TEST_P(HubStoreTest, ALiveSpanIsHeldAboveTheMarkUntilTheBacklogReachesIt) {
   r = Apply(s, Batch(kGw1, far));
   EXPECT_EQ(r.outcome, ApplyOutcome::kGap);
   EXPECT_EQ(r.held, (Spans{{20, 30}}));
+  // A sender whose record says the store held more than its mark: regressed,
+  // nothing written, and the answer names the spans too.
+  auto next = Entries(11, 12);
+  OriginBatch claimed = Batch(kGw1, next);
+  claimed.held_claim = 15;
+  r = Apply(s, claimed);
+  EXPECT_EQ(r.outcome, ApplyOutcome::kRegressed);
+  EXPECT_EQ(r.high_water, 10u);
+  EXPECT_EQ(r.held, (Spans{{20, 30}}));
   // The backlog up to the span: the mark jumps past it.
   auto backlog = Entries(11, 19);
   r = Apply(s, Batch(kGw1, backlog));
