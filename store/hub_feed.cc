@@ -18,6 +18,9 @@ Status HubFeedWriter::Open(Db* write_db, SeriesWriter* series, OriginCatalog* or
   // The batch's decision moves the mark (only raised) in its transaction.
   ES_RETURN_IF_ERROR(put_mark_.Prepare(
       db_, "INSERT OR REPLACE INTO high_water(origin, lsn, complete_ms, complete_seq) VALUES(?1, ?2, ?3, ?4)"));
+  ES_RETURN_IF_ERROR(get_spans_.Prepare(db_, "SELECT first, last FROM held_spans WHERE origin=? ORDER BY first"));
+  ES_RETURN_IF_ERROR(delete_spans_.Prepare(db_, "DELETE FROM held_spans WHERE origin=?"));
+  ES_RETURN_IF_ERROR(put_span_.Prepare(db_, "INSERT INTO held_spans(origin, first, last) VALUES(?1, ?2, ?3)"));
   return insert_chunk_.Prepare(db_, kInsertRegionChunkSql);
 }
 
@@ -48,6 +51,20 @@ Status HubFeedWriter::PutMark(int64_t origin_id, const Mark& mark) {
   return put_mark_.Run();
 }
 
+// The origin's spans are few (kMaxHeldRanges) and change only with a live
+// lane: rewritten whole when they do.
+Status HubFeedWriter::PutSpans(int64_t origin_id, const std::vector<LsnSpan>& spans) {
+  delete_spans_.Bind(1, origin_id);
+  ES_RETURN_IF_ERROR(delete_spans_.Run());
+  for (const LsnSpan& span : spans) {
+    put_span_.Bind(1, origin_id);
+    put_span_.Bind(2, static_cast<int64_t>(span.first));
+    put_span_.Bind(3, static_cast<int64_t>(span.last));
+    ES_RETURN_IF_ERROR(put_span_.Run());
+  }
+  return Status::Ok();
+}
+
 Status HubFeedWriter::ApplyBatch(const OriginBatch& batch, int64_t now, int64_t* head,
                                  std::unordered_map<std::string, Mark>* marks, ApplyResult* r) {
   const std::string key = batch.origin.ToString();
@@ -68,28 +85,36 @@ Status HubFeedWriter::ApplyBatch(const OriginBatch& batch, int64_t now, int64_t*
         mark.complete_seq = get_mark_.Int(2);
       }
       ES_RETURN_IF_ERROR(st);
+      StmtScope spans_scope(&get_spans_);
+      get_spans_.Bind(1, known_id);
+      while (get_spans_.Step(&st)) {
+        mark.spans.push_back(
+            LsnSpan{static_cast<uint64_t>(get_spans_.Int(0)), static_cast<uint64_t>(get_spans_.Int(1))});
+      }
+      ES_RETURN_IF_ERROR(st);
     }
   }
   const uint64_t held = mark.high_water;
-  // The high-water mark alone decides what is new: everything at or below
-  // it is held (whatever a resend overlaps), everything above it is not.
-  const ApplyPlan plan = PlanApply(batch, held);
+  // The mark and the held spans decide what is new: everything at or below
+  // the mark or inside a span is held (whatever a resend overlaps).
+  ApplyPlan plan = PlanApply(batch, held, mark.spans);
   r->before = held;
   r->high_water = plan.new_high_water;
   r->base_lsn = plan.base;
   r->outcome = plan.outcome;
   r->detail = plan.detail;
+  r->held = plan.new_spans;
   const bool completes = (plan.outcome == ApplyOutcome::kApplied || plan.outcome == ApplyOutcome::kAlreadyHeld) &&
                          BatchCompletes(batch, plan.new_high_water) && batch.complete_through_ms > mark.complete_ms;
   if (completes) {
     mark.complete_ms = batch.complete_through_ms;
     // Everything of the origin it covers is at or below the feed's head
     // (after this batch's entries, appended below).
-    mark.complete_seq = *head + static_cast<int64_t>(plan.outcome == ApplyOutcome::kApplied
-                                                          ? batch.entries->size() - plan.first_new
-                                                          : 0);
+    mark.complete_seq = *head + static_cast<int64_t>(plan.fresh.size());
   }
   mark.high_water = plan.new_high_water;
+  const bool spans_changed = plan.outcome == ApplyOutcome::kApplied && plan.new_spans != mark.spans;
+  if (plan.outcome == ApplyOutcome::kApplied) mark.spans = std::move(plan.new_spans);
   (*marks)[key] = mark;
   if (plan.outcome == ApplyOutcome::kApplied || plan.outcome == ApplyOutcome::kAlreadyHeld) {
     r->complete_through_ms = mark.complete_ms;
@@ -108,13 +133,14 @@ Status HubFeedWriter::ApplyBatch(const OriginBatch& batch, int64_t now, int64_t*
   const std::vector<ChangeEntry>& entries = *batch.entries;
   std::vector<RemoteChunkEntry>& chunk = chunk_;
   chunk.clear();
-  for (size_t i = plan.first_new; i < entries.size(); ++i) {
-    if (entries[i].kind == ChangeEntry::Kind::kTimeCorrection) {
-      ES_RETURN_IF_ERROR(clock_period_table::KeepOriginCorrection(db_, origin_id, entries[i].correction));
+  for (size_t j = 0; j < plan.fresh.size(); ++j) {
+    const ChangeEntry& e = entries[plan.fresh[j]];
+    if (e.kind == ChangeEntry::Kind::kTimeCorrection) {
+      ES_RETURN_IF_ERROR(clock_period_table::KeepOriginCorrection(db_, origin_id, e.correction));
     }
     chunk.emplace_back();
-    ES_RETURN_IF_ERROR(ToRemoteChunkEntry(series_, entries[i], &chunk.back()));
-    if (chunk.size() >= kMaxRemoteChunkEntries || i + 1 == entries.size()) {
+    ES_RETURN_IF_ERROR(ToRemoteChunkEntry(series_, e, &chunk.back()));
+    if (chunk.size() >= kMaxRemoteChunkEntries || j + 1 == plan.fresh.size()) {
       ES_RETURN_IF_ERROR(
           InsertRemoteChunkRow(&insert_chunk_, *head + 1, origin_id, chunk, now, &block_));
       *head += static_cast<int64_t>(chunk.size());
@@ -122,7 +148,8 @@ Status HubFeedWriter::ApplyBatch(const OriginBatch& batch, int64_t now, int64_t*
     }
   }
   ES_RETURN_IF_ERROR(PutMark(origin_id, mark));
-  r->applied = entries.size() - plan.first_new;
+  if (spans_changed) ES_RETURN_IF_ERROR(PutSpans(origin_id, mark.spans));
+  r->applied = plan.fresh.size();
   return Status::Ok();
 }
 

@@ -1,12 +1,14 @@
 // store/hub_feed.h: a SQLite region hub's tables (HubStore on SQLite):
-// per-origin high-water marks (`high_water`) and the region feed
-// (`region_chunks`), remote chunks numbered by the region's one sequence.
+// per-origin high-water marks (`high_water`), the spans held above them
+// (`held_spans`) and the region feed (`region_chunks`), remote chunks
+// numbered by the region's one sequence.
 //
-// The writer decides each batch once, against the origin's mark read inside
-// the transaction that applies it: the mark alone decides what is new
-// (everything at or below it is held, whatever a resend overlaps;
-// store/hub_store.h PlanApply), the new entries become feed rows at the
-// head and the mark moves in the same transaction. A batch that completes
+// The writer decides each batch once, against the origin's mark and spans
+// read inside the transaction that applies it: they alone decide what is
+// new (everything at or below the mark or inside a span is held, whatever
+// a resend overlaps; store/hub_store.h PlanApply), the new entries become
+// feed rows at the head and the mark and the spans move in the same
+// transaction. A batch that completes
 // its origin through a time (complete_through_ms) records the feed
 // sequence from which that watermark holds.
 //
@@ -50,6 +52,7 @@ class HubFeedWriter {
     uint64_t high_water = 0;
     int64_t complete_ms = 0;
     int64_t complete_seq = 0;  // the feed sequence the watermark is valid from
+    std::vector<LsnSpan> spans;  // held above high_water, ascending
   };
   // One batch against its origin's mark (marks: origin -> mark after the
   // batches decided so far in this transaction); *head is the feed's head,
@@ -57,6 +60,7 @@ class HubFeedWriter {
   Status ApplyBatch(const OriginBatch& batch, int64_t now, int64_t* head, std::unordered_map<std::string, Mark>* marks,
                     ApplyResult* result);
   Status PutMark(int64_t origin_id, const Mark& mark);
+  Status PutSpans(int64_t origin_id, const std::vector<LsnSpan>& spans);
 
   Db* db_ = nullptr;
   SeriesWriter* series_ = nullptr;
@@ -65,6 +69,9 @@ class HubFeedWriter {
   Stmt head_;
   Stmt get_mark_;
   Stmt put_mark_;
+  Stmt get_spans_;
+  Stmt delete_spans_;
+  Stmt put_span_;
   Stmt insert_chunk_;
   std::vector<RemoteChunkEntry> chunk_;
   std::string block_;

@@ -5,7 +5,9 @@
 #include "store/hub_store.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <string>
+#include <vector>
 
 namespace edgesync {
 
@@ -80,37 +82,127 @@ bool BatchCompletes(const OriginBatch& batch, uint64_t high_water) {
   return batch.entries->back().lsn <= high_water;
 }
 
-ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held) {
+namespace {
+
+bool InSpans(uint64_t lsn, const std::vector<LsnSpan>& spans) {
+  for (const LsnSpan& s : spans) {
+    if (lsn < s.first) return false;  // ascending: none further holds it
+    if (lsn <= s.last) return true;
+  }
+  return false;
+}
+
+// Sorts the spans and merges those that overlap or touch.
+void Coalesce(std::vector<LsnSpan>* spans) {
+  std::sort(spans->begin(), spans->end(), [](const LsnSpan& a, const LsnSpan& b) { return a.first < b.first; });
+  size_t out = 0;
+  for (size_t i = 0; i < spans->size(); ++i) {
+    if (out > 0 && (*spans)[i].first <= (*spans)[out - 1].last + 1) {
+      (*spans)[out - 1].last = std::max((*spans)[out - 1].last, (*spans)[i].last);
+    } else {
+      (*spans)[out++] = (*spans)[i];
+    }
+  }
+  spans->resize(out);
+}
+
+// Every span that starts at or below mark + 1 joins the mark (repeatedly:
+// they are ascending); what is left lies above mark + 1.
+void FoldIntoMark(uint64_t* mark, std::vector<LsnSpan>* spans) {
+  size_t joined = 0;
+  while (joined < spans->size() && (*spans)[joined].first <= *mark + 1) {
+    *mark = std::max(*mark, (*spans)[joined].last);
+    ++joined;
+  }
+  spans->erase(spans->begin(), spans->begin() + static_cast<std::ptrdiff_t>(joined));
+}
+
+std::string SpansText(const std::vector<LsnSpan>& spans) {
+  std::string out;
+  for (const LsnSpan& s : spans) {
+    if (!out.empty()) out += ' ';
+    out += std::to_string(s.first) + ".." + std::to_string(s.last);
+  }
+  return out;
+}
+
+}  // namespace
+
+ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held, const std::vector<LsnSpan>& spans) {
   const std::vector<ChangeEntry>& entries = *batch.entries;
   ApplyPlan plan;
   plan.base = batch.base_lsn;
-  if (held < batch.held_claim) {
+  plan.new_high_water = held;
+  plan.new_spans = spans;
+  // What a store kept is taken as it is, merely put in order: a span at or
+  // below the mark (none should be) is held by the mark already.
+  Coalesce(&plan.new_spans);
+  FoldIntoMark(&plan.new_high_water, &plan.new_spans);
+  const std::vector<LsnSpan> before = plan.new_spans;
+  const uint64_t mark = plan.new_high_water;
+  if (mark < batch.held_claim) {
     // Checked before the jump below: base_lsn would otherwise move the mark
     // over what this store lost, and nobody would resend it.
     plan.outcome = ApplyOutcome::kRegressed;
-    plan.new_high_water = held;
-    plan.detail = "origin " + batch.origin.ToString() + ": high-water " + std::to_string(held) +
+    plan.detail = "origin " + batch.origin.ToString() + ": high-water " + std::to_string(mark) +
                   ", below the " + std::to_string(batch.held_claim) + " this store acknowledged to it";
     return plan;
   }
   // The span may open with LSNs the gateway's log compacted away: when it
   // joins what is held (here, or elsewhere per base_lsn), they are no gap.
   if (!entries.empty() && batch.first_lsn > 0 && entries.front().lsn > batch.first_lsn &&
-      std::max(held, plan.base) >= batch.first_lsn - 1) {
+      std::max(mark, plan.base) >= batch.first_lsn - 1) {
     plan.base = std::max(plan.base, entries.front().lsn - 1);
   }
-  while (plan.first_new < entries.size() && entries[plan.first_new].lsn <= held) ++plan.first_new;
-  const uint64_t start = std::max(held, plan.base);
-  if (plan.first_new < entries.size() && entries[plan.first_new].lsn != start + 1) {
-    plan.outcome = ApplyOutcome::kGap;
-    plan.new_high_water = held;
-    plan.detail = "gap in origin " + batch.origin.ToString() + ": high-water " + std::to_string(held) +
-                  (plan.base > held ? ", base " + std::to_string(plan.base) : std::string()) + ", batch starts at " +
-                  std::to_string(entries[plan.first_new].lsn);
-    return plan;
+  size_t first_above = 0;
+  while (first_above < entries.size() && entries[first_above].lsn <= mark) ++first_above;
+  const uint64_t start = std::max(mark, plan.base);
+  const bool joins = first_above == entries.size() || entries[first_above].lsn == start + 1;
+  std::vector<LsnSpan> after = before;
+  uint64_t new_mark = start;
+  if (joins) {
+    if (first_above < entries.size()) new_mark = std::max(start, entries.back().lsn);
+  } else {
+    // Entries lie above the mark and do not follow it: they may join a held
+    // span, or (a live lane's) open one.
+    const uint64_t f = batch.first_lsn > 0 ? batch.first_lsn : entries.front().lsn;
+    const uint64_t last = entries.back().lsn;
+    FoldIntoMark(&new_mark, &after);  // the base may have reached a span
+    auto touching = std::find_if(after.begin(), after.end(),
+                                 [f](const LsnSpan& s) { return s.first <= f && f <= s.last + 1; });
+    const bool above = f > new_mark + 1;
+    if (above && touching != after.end()) {
+      touching->last = std::max(touching->last, last);
+    } else if (above && batch.live) {
+      after.push_back(LsnSpan{f, last});
+    } else {
+      plan.outcome = ApplyOutcome::kGap;
+      plan.detail = "gap in origin " + batch.origin.ToString() + ": high-water " + std::to_string(mark) +
+                    (plan.base > mark ? ", base " + std::to_string(plan.base) : std::string()) +
+                    (before.empty() ? std::string() : ", holding " + SpansText(before)) + ", batch starts at " +
+                    std::to_string(entries[first_above].lsn);
+      return plan;
+    }
+    Coalesce(&after);
+    if (after.size() > kMaxHeldRanges) {
+      plan.outcome = ApplyOutcome::kGap;
+      plan.detail = "origin " + batch.origin.ToString() + " holds " + std::to_string(before.size()) +
+                    " spans above its high-water " + std::to_string(mark) + " (" + SpansText(before) +
+                    "), the most a store keeps (" + std::to_string(kMaxHeldRanges) + "): the live batch at " +
+                    std::to_string(f) + " would open another; send one lane until the backlog joins them";
+      return plan;
+    }
   }
-  plan.new_high_water = plan.first_new < entries.size() ? entries.back().lsn : start;
-  plan.outcome = plan.new_high_water > held ? ApplyOutcome::kApplied : ApplyOutcome::kAlreadyHeld;
+  FoldIntoMark(&new_mark, &after);
+  // New: above the mark as it stood and in no span held before the batch.
+  plan.fresh.reserve(entries.size() - first_above);
+  for (size_t i = first_above; i < entries.size(); ++i) {
+    if (!InSpans(entries[i].lsn, before)) plan.fresh.push_back(i);
+  }
+  plan.new_high_water = new_mark;
+  plan.new_spans = std::move(after);
+  const bool changed = new_mark > mark || !plan.fresh.empty() || plan.new_spans != before;
+  plan.outcome = changed ? ApplyOutcome::kApplied : ApplyOutcome::kAlreadyHeld;
   return plan;
 }
 

@@ -17,14 +17,24 @@
 //     is written. Told apart from a gap: the sender must not retry it.
 //   - gap: its first new entry does not follow the durable high-water mark
 //     (or base_lsn, the sender's declaration that everything up to it is held
-//     elsewhere after a failover); nothing is written.
-//   - already held: every entry is at or below the mark and base_lsn adds
-//     nothing; nothing is written.
+//     elsewhere after a failover), nor does it join a span held above the
+//     mark, nor may it open one (PlanApply); nothing is written.
+//   - already held: every entry is at or below the mark or inside a held
+//     span and base_lsn adds nothing; nothing is written.
 //   - regressed: the origin's mark is below held_claim, what the store
 //     acknowledged to the sender before (it lost it); nothing is written.
-//   - applied: the new entries joined the region feed and the mark moved, in
-//     one transaction, with the mark's update a compare-and-set on the value
-//     read: two writers can never both apply the same span.
+//   - applied: the new entries joined the region feed and the mark (and the
+//     held spans) moved, in one transaction, with their update a
+//     compare-and-set on the values read: two writers can never both apply
+//     the same span.
+//
+// Held spans (sync/PROTOCOL.md, "Two lanes"): beside the contiguous mark M
+// a store keeps, per origin, at most kMaxHeldRanges disjoint LSN spans
+// above M + 1 that a sender's live lane delivered ahead of its backlog.
+// Their entries are in the feed like any other; the mark, and so the
+// acknowledgement, the watermark (BatchCompletes) and everything a sender
+// prunes by, stays contiguous: a span joins M only once the backlog
+// reaches it.
 // A store failure (I/O, lost connection) is a non-ok Status, never an
 // outcome: the caller answers "store error" and the sender retries.
 //
@@ -75,6 +85,10 @@ struct OriginBatch {
   // store keeps max(its watermark, this) beside the mark (BatchCompletes).
   // 0 = unknown: the watermark stays.
   int64_t complete_through_ms = 0;
+  // The batch belongs to the sender's live lane (Batch.live): lying above
+  // the mark and next to no held span, it opens a span of its own instead of
+  // being a gap (PlanApply).
+  bool live = false;
 };
 
 enum class ApplyOutcome { kApplied, kAlreadyHeld, kGap, kInvalid, kRegressed };
@@ -90,6 +104,10 @@ struct ApplyResult {
   // applied / already held: the origin's watermark after the call (0 =
   // none known); other outcomes leave it 0.
   int64_t complete_through_ms = 0;
+  // The origin's held spans above high_water after the call, ascending and
+  // disjoint (what BatchAck.held carries): for every outcome where the
+  // store read them (all but invalid).
+  std::vector<LsnSpan> held;
 };
 
 struct HubStoreStats {
@@ -185,18 +203,33 @@ Status ValidateOriginBatch(const OriginBatch& batch);
 // range, base, span start. What PlanApply relies on.
 Status ValidateBatchShape(const OriginBatch& batch);
 
-// Decides a batch against the mark `held`, without writing: the outcome
-// (applied / already held / gap), the base the apply uses, the index of the
-// first new entry and the mark after it. Every backend uses it, inside its
-// transaction, so they agree on what a gap is.
+// Decides a batch against the mark `held` and the origin's held spans
+// (ascending, disjoint, each above held + 1), without writing: the outcome,
+// the base the apply uses, which entries are new, the mark and the spans
+// after it. Every backend uses it, inside its transaction, so they agree
+// on what a gap is. With M = max(held, base) (base after the compaction
+// rule) and the batch's span [f, L] (f = first_lsn, or its first entry's
+// LSN when 0; L = its last entry's):
+//   - the first entry above held is M + 1 (or there is none): it joins the
+//     mark. M moves to max(M, L), then every span starting at or below the
+//     mark + 1 merges into it, repeatedly.
+//   - else, with f > M + 1: a span s with s.first <= f <= s.last + 1 grows
+//     to max(s.last, L); a live batch next to no span opens [f, L], unless
+//     that would hold more than kMaxHeldRanges spans (then a gap that says
+//     so). Spans that touch merge; M still takes the base.
+//   - anything else is a gap, as for a sender that knows no spans.
+// An entry at or below held or inside a held span is not new (a resend),
+// whatever case applies.
 struct ApplyPlan {
   ApplyOutcome outcome = ApplyOutcome::kApplied;
   uint64_t base = 0;
-  size_t first_new = 0;
+  // The new entries: indexes into the batch, ascending.
+  std::vector<size_t> fresh;
   uint64_t new_high_water = 0;
+  std::vector<LsnSpan> new_spans;  // the held spans after the batch
   std::string detail;
 };
-ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held);
+ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held, const std::vector<LsnSpan>& spans);
 
 // Whether the batch's watermark may be kept once the origin's mark is
 // `high_water`: it names one (complete_through_ms > 0) and every entry of

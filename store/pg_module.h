@@ -74,10 +74,11 @@ namespace edgesync {
 // Raised whenever HubStore, ShardLeases, their options, Status or either
 // table change shape, together with the entry point's name (kPgModuleSymbol
 // and the declaration below): a module of another layout is refused instead
-// of misread.
-constexpr uint32_t kPgModuleAbi = 2;
+// of misread. 3: HubStore's OriginBatch and ApplyResult carry a live lane's
+// flag and the held spans.
+constexpr uint32_t kPgModuleAbi = 3;
 constexpr const char kPgModuleFile[] = "edgesync-postgresql.so";
-constexpr const char kPgModuleSymbol[] = "edgesync_pg_module_v2";
+constexpr const char kPgModuleSymbol[] = "edgesync_pg_module_v3";
 // The entry point of ABI 1 modules, which took every store/ and platform/
 // symbol from the program: recognised only to refuse it by name.
 constexpr const char kPgModuleSymbolV1[] = "edgesync_pg_module";
@@ -116,6 +117,6 @@ Status LoadPgModule(const PgModuleApi** api);
 
 // The module's entry point (store/pg/pg_module_entry.cc): records the host
 // table (when of its ABI) and returns the module's table, never nullptr.
-extern "C" const edgesync::PgModuleApi* edgesync_pg_module_v2(const edgesync::PgModuleHost* host);
+extern "C" const edgesync::PgModuleApi* edgesync_pg_module_v3(const edgesync::PgModuleHost* host);
 
 #endif  // EDGESYNC_STORE_PG_MODULE_H_

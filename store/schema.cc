@@ -155,6 +155,17 @@ CREATE TABLE origin_time_corrections(origin INTEGER NOT NULL, period INTEGER NOT
 // damaged one, from opening the store.
 const char* const kV10ToV11 = "";
 
+// Version 12: the spans of an origin's LSNs a hub holds above its
+// high-water mark (a live lane's, delivered ahead of its backlog;
+// store/hub_store.h PlanApply): at most kMaxHeldRanges rows per origin,
+// written in the transaction that applies the batch, deleted when they
+// join the mark. An older edgesync would take the spans' batches for gaps
+// and never merge them, so the version keeps it from opening the store.
+const char* const kV11ToV12 = R"sql(
+CREATE TABLE held_spans(origin INTEGER NOT NULL, first INTEGER NOT NULL, last INTEGER NOT NULL,
+                        PRIMARY KEY(origin, first)) WITHOUT ROWID;
+)sql";
+
 // A migrated chunk holds at most this many readings (what a commit group
 // holds at ingest.batch_max's default).
 constexpr size_t kMigrationChunk = 1000;
@@ -420,6 +431,9 @@ Status MigrateBetween(Db* db, int from, int to) {
         break;
       case 10:
         ES_RETURN_IF_ERROR(db->Exec(kV10ToV11).Annotate("migrating schema 10 to 11"));
+        break;
+      case 11:
+        ES_RETURN_IF_ERROR(db->Exec(kV11ToV12).Annotate("migrating schema 11 to 12"));
         break;
       default:
         return Status::Unsupported("no migration from schema " + std::to_string(v));

@@ -35,6 +35,9 @@
 //   merges runs of old `region_chunks` rows of small batches into one row
 //   (origin 0, every entry's origin in its block), keyed and counted as the
 //   rows it replaced.
+// - `held_spans` (version 12): per origin, the LSN spans a hub holds above
+//   its `high_water` mark (a live lane's; store/hub_store.h PlanApply), at
+//   most kMaxHeldRanges each; a span that joins the mark is deleted.
 // - `origin_time_corrections` (version 10): other origins' corrections of
 //   their untrusted clock periods, as a hub or a read view applied them
 //   from the change log (their entries stay in the chunks too, so the feed
@@ -60,8 +63,9 @@ namespace edgesync {
 // per origin, its chunks indexed by (origin, time); 8: untrusted clock
 // periods (store/time_correction.h); 9: each origin's completeness
 // watermark beside its high-water mark, and the read view's; 10: other
-// origins' time corrections; 11: merged region feed rows.
-constexpr int kSchemaVersion = 11;
+// origins' time corrections; 11: merged region feed rows; 12: the LSN
+// spans a hub holds above an origin's high-water mark.
+constexpr int kSchemaVersion = 12;
 // "ESYG": marks a SQLite file as an edgesync store.
 constexpr int kApplicationId = 0x45535947;
 // The highest LSN given out so far: the log's, or meta's high_lsn once

@@ -575,7 +575,8 @@ void RegionHub::ApplyBatches(std::vector<PendingBatch>* pending) {
       continue;
     }
     admitted.push_back(&p);
-    batches.push_back(OriginBatch{b.origin, b.base_lsn, b.first_lsn, &b.entries, b.region_held, b.complete_through_ms});
+    batches.push_back(
+        OriginBatch{b.origin, b.base_lsn, b.first_lsn, &b.entries, b.region_held, b.complete_through_ms, b.live});
   }
   std::vector<ApplyResult> results;
   Status st = batches.empty() ? Status::Ok() : store_->ApplyBatches(batches, &results);
@@ -590,6 +591,9 @@ void RegionHub::Answer(const PendingBatch& p, const Status& status, const ApplyR
   ack.origin = b.origin;
   ack.high_water = r.high_water;
   ack.epoch = epoch_;
+  // The spans held above the mark, whatever the answer: a gateway's live
+  // lane learns from them what the region already holds.
+  if (status.ok()) ack.held = r.held;
   // A jump over a hole: everything up to base is declared held elsewhere
   // (after a failover). Only the origin's own, authenticated sender gets
   // here; still, it moves the mark without the entries, so it is on record.

@@ -3,7 +3,8 @@
 // Schema (migrated at open, under an advisory lock so hubs starting together
 // do not race; a newer schema is refused):
 //   es_meta(key, value): schema_version, epoch
-//   es_origins(id, gateway_id, epoch, high_water, shard): one row per origin
+//   es_origins(id, gateway_id, epoch, high_water, shard, complete_ms,
+//     complete_seq, held_spans): one row per origin
 //   es_feed_shards(shard, seq, pruned): per shard, the last number given
 //     and the pruned mark
 //   es_feed_chunks, es_series: the region feed, one compressed row per
@@ -32,6 +33,13 @@
 // server's work per reading was a heap tuple and three unique index
 // entries, 244 bytes on disk (bench_remote_storage); a chunk row costs two
 // index entries per batch, 15.6 bytes per reading.
+// Schema 6 keeps beside each mark the spans held above it (a live lane's;
+// store/hub_store.h PlanApply) in es_origins.held_spans, a flat bigint
+// array {first, last, first, last, ...}, part of the same compare-and-set
+// as the mark: two writers that both open or grow a span of one origin
+// cannot both append its entries. A hub of schema 5 refuses the database
+// by its version (it would take the spans' batches for gaps and never
+// merge them).
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -45,7 +53,7 @@
 namespace edgesync {
 namespace {
 
-constexpr int kSchemaVersion = 5;
+constexpr int kSchemaVersion = 6;
 // Retries of a group whose compare-and-set lost to another writer: each
 // retry decides the group on the marks that writer committed, so the second
 // attempt normally finds the span already held.
@@ -128,7 +136,50 @@ const char* const kMigrations[] = {
     // holds all it covers; 0 = none known yet.
     "ALTER TABLE es_origins ADD COLUMN IF NOT EXISTS complete_ms bigint NOT NULL DEFAULT 0;"
     "ALTER TABLE es_origins ADD COLUMN IF NOT EXISTS complete_seq bigint NOT NULL DEFAULT 0;",
+    // 6: the spans held above each mark, {first, last, ...} ascending (see the top of this file).
+    "ALTER TABLE es_origins ADD COLUMN IF NOT EXISTS held_spans bigint[] NOT NULL DEFAULT '{}';",
 };
+
+// An origin's held spans as es_origins.held_spans holds them: a flat array
+// literal {first,last,...}, and back. A value that is not such a list is
+// a Corruption: deciding against made-up spans could drop entries.
+std::string SpansLiteral(const std::vector<LsnSpan>& spans) {
+  std::string out = "{";
+  for (const LsnSpan& s : spans) {
+    if (out.size() > 1) out += ',';
+    out += std::to_string(s.first) + ',' + std::to_string(s.last);
+  }
+  return out + "}";
+}
+
+Status ParseSpans(const std::string& text, std::vector<LsnSpan>* spans) {
+  spans->clear();
+  if (text.size() < 2 || text.front() != '{' || text.back() != '}') {
+    return Status::Corruption("es_origins.held_spans is not an array: " + text);
+  }
+  std::vector<uint64_t> values;
+  size_t at = 1;
+  while (at < text.size() - 1) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size() - 1;
+    const std::string item = text.substr(at, end - at);
+    if (item.empty() || item.size() > 19 || item.find_first_not_of("0123456789") != std::string::npos) {
+      return Status::Corruption("es_origins.held_spans holds " + text);
+    }
+    values.push_back(std::stoull(item));
+    at = end + 1;
+  }
+  if (values.size() % 2 != 0 || values.size() / 2 > kMaxHeldSpansOnWire) {
+    return Status::Corruption("es_origins.held_spans holds " + text);
+  }
+  for (size_t i = 0; i < values.size(); i += 2) spans->push_back(LsnSpan{values[i], values[i + 1]});
+  for (size_t i = 0; i < spans->size(); ++i) {
+    if ((*spans)[i].last < (*spans)[i].first || (i > 0 && (*spans)[i].first <= (*spans)[i - 1].last + 1)) {
+      return Status::Corruption("es_origins.held_spans holds " + text);
+    }
+  }
+  return Status::Ok();
+}
 
 class PgHubStore : public HubStore {
  public:
@@ -386,6 +437,8 @@ class PgHubStore : public HubStore {
     int64_t id = 0;
     uint64_t read = 0;     // the mark as read in this transaction
     uint64_t current = 0;  // after the group's batches so far
+    std::vector<LsnSpan> spans_read;  // the held spans, likewise
+    std::vector<LsnSpan> spans;
     int64_t complete_read = 0;  // the watermark as read, and after the group's batches so far
     int64_t complete = 0;
   };
@@ -439,9 +492,9 @@ class PgHubStore : public HubStore {
     ES_RETURN_IF_ERROR(conn_->Query(
         "WITH want(g, e, s) AS (SELECT * FROM unnest($1::text[], $2::text[], $3::smallint[])), "
         "ins AS (INSERT INTO es_origins(gateway_id, epoch, shard) SELECT g, e, s FROM want ON CONFLICT DO NOTHING "
-        "RETURNING id, gateway_id, epoch, high_water, complete_ms) "
-        "SELECT id, gateway_id, epoch, high_water, complete_ms FROM ins UNION ALL "
-        "SELECT o.id, o.gateway_id, o.epoch, o.high_water, o.complete_ms FROM es_origins o JOIN want ON "
+        "RETURNING id, gateway_id, epoch, high_water, complete_ms, held_spans) "
+        "SELECT id, gateway_id, epoch, high_water, complete_ms, held_spans FROM ins UNION ALL "
+        "SELECT o.id, o.gateway_id, o.epoch, o.high_water, o.complete_ms, o.held_spans FROM es_origins o JOIN want ON "
         "o.gateway_id = want.g AND o.epoch = want.e",
         {PgTextArray(gateways), PgTextArray(epochs), shards + "}"}, &r));
     for (int i = 0; i < r.rows(); ++i) {
@@ -449,6 +502,8 @@ class PgHubStore : public HubStore {
       o.id = r.Int(i, 0);
       o.read = o.current = static_cast<uint64_t>(r.Int(i, 3));
       o.complete_read = o.complete = r.Int(i, 4);
+      ES_RETURN_IF_ERROR(ParseSpans(r.Text(i, 5), &o.spans_read).Annotate("origin " + r.Text(i, 1)));
+      o.spans = o.spans_read;
     }
     for (const auto& [name, o] : origins) {
       if (o.id == 0) return Status::Conflict("origin " + name + " was created by another writer meanwhile");
@@ -459,7 +514,7 @@ class PgHubStore : public HubStore {
       int64_t origin_id;
       int shard;
       const std::vector<ChangeEntry>* entries;
-      size_t first;
+      std::vector<size_t> fresh;  // the new entries' indexes (PlanApply)
       const int64_t* series_ids;  // of entries (from index 0)
     };
     std::vector<Append> appends;
@@ -471,40 +526,50 @@ class PgHubStore : public HubStore {
       OriginRow& o = found->second;
       res.before = res.high_water = o.current;
       if (!valid[i]) continue;
-      ApplyPlan plan = PlanApply(b, o.current);
+      ApplyPlan plan = PlanApply(b, o.current, o.spans);
       res.outcome = plan.outcome;
       res.detail = plan.detail;
       res.base_lsn = plan.base;
+      res.held = plan.new_spans;
       if (plan.outcome == ApplyOutcome::kApplied || plan.outcome == ApplyOutcome::kAlreadyHeld) {
         if (BatchCompletes(b, plan.new_high_water)) o.complete = std::max(o.complete, b.complete_through_ms);
         res.complete_through_ms = o.complete;
       }
       if (plan.outcome != ApplyOutcome::kApplied) continue;
-      appends.push_back(
-          Append{o.id, RegionShardOf(b.origin.gateway_id), b.entries, plan.first_new, series_ids.data() + ids_from[i]});
-      res.applied = b.entries->size() - plan.first_new;
+      res.applied = plan.fresh.size();
+      if (!plan.fresh.empty()) {
+        appends.push_back(Append{o.id, RegionShardOf(b.origin.gateway_id), b.entries, std::move(plan.fresh),
+                                 series_ids.data() + ids_from[i]});
+      }
       res.high_water = o.current = plan.new_high_water;
+      o.spans = std::move(plan.new_spans);
     }
     if (!appends.empty()) ES_RETURN_IF_ERROR(AppendToFeed(appends));
     std::string ids = "{", olds = "{", news = "{";
+    std::vector<std::string> old_spans, new_spans;
     int changed = 0;
     for (const auto& [name, o] : origins) {
-      if (o.current == o.read) continue;
+      if (o.current == o.read && o.spans == o.spans_read) continue;
       const char* sep = changed++ ? "," : "";
       ids += sep + std::to_string(o.id);
       olds += sep + std::to_string(o.read);
       news += sep + std::to_string(o.current);
+      old_spans.push_back(SpansLiteral(o.spans_read));
+      new_spans.push_back(SpansLiteral(o.spans));
     }
     if (changed > 0) {
-      // The compare-and-set: a mark another writer moved since it was read
-      // matches no row (READ COMMITTED re-checks the WHERE on the row's
-      // newest version).
+      // The compare-and-set: a mark or spans another writer moved since they
+      // were read match no row (READ COMMITTED re-checks the WHERE on the
+      // row's newest version).
       PgResult u;
       ES_RETURN_IF_ERROR(conn_->Query(
-          "UPDATE es_origins AS o SET high_water = v.new FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) "
-          "AS v(id, old, new) WHERE o.id = v.id AND o.high_water = v.old",
-          {ids + "}", olds + "}", news + "}"}, &u));
-      if (u.affected() != changed) return Status::Conflict("another writer moved a high-water mark meanwhile");
+          "UPDATE es_origins AS o SET high_water = v.new, held_spans = v.new_spans::bigint[] FROM "
+          "unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[]) AS v(id, old, new, old_spans, "
+          "new_spans) WHERE o.id = v.id AND o.high_water = v.old AND o.held_spans = v.old_spans::bigint[]",
+          {ids + "}", olds + "}", news + "}", PgTextArray(old_spans), PgTextArray(new_spans)}, &u));
+      if (u.affected() != changed) {
+        return Status::Conflict("another writer moved a high-water mark or held spans meanwhile");
+      }
     }
     std::string wm_ids = "{", wm_times = "{";
     int wm_changed = 0;
@@ -532,7 +597,7 @@ class PgHubStore : public HubStore {
   template <typename Append>
   Status AppendToFeed(const std::vector<Append>& appends) {
     std::map<int, int64_t> count;  // shard -> rows it gets
-    for (const Append& a : appends) count[a.shard] += static_cast<int64_t>(a.entries->size() - a.first);
+    for (const Append& a : appends) count[a.shard] += static_cast<int64_t>(a.fresh.size());
     std::string shards = "{", adds = "{";
     for (const auto& [shard, n] : count) {
       if (shards.size() > 1) shards += ',', adds += ',';
@@ -557,19 +622,23 @@ class PgHubStore : public HubStore {
     // One chunk per origin of the group (its batches' new entries follow
     // each other), numbered on in its shard; the rows go in numbering
     // order, so their seq (drawn by the COPY, row by row) follows it too.
+    // A chunk holds increasing LSNs: an origin's live lane applied ahead of
+    // its backlog in one group starts a chunk of its own.
     const int64_t now = clock_->WallMillis();
     std::vector<PgChunkRow> rows;
     rows.reserve(appends.size());
     std::map<int64_t, size_t> open;  // origin id -> its chunk being filled in rows
     for (const Append& a : appends) {
-      for (size_t k = a.first; k < a.entries->size(); ++k) {
+      for (size_t j = 0; j < a.fresh.size(); ++j) {
+        const size_t k = a.fresh[j];
         auto it = open.find(a.origin_id);
-        if (it == open.end() || rows[it->second].entries.size() >= kMaxRemoteChunkEntries) {
+        if (it == open.end() || rows[it->second].entries.size() >= kMaxRemoteChunkEntries ||
+            rows[it->second].entries.back().olsn >= (*a.entries)[k].lsn) {
           rows.emplace_back();
           rows.back().shard = a.shard;
           rows.back().origin_id = a.origin_id;
           rows.back().applied_ms = now;
-          rows.back().entries.reserve(std::min(a.entries->size() - k, kMaxRemoteChunkEntries));
+          rows.back().entries.reserve(std::min(a.fresh.size() - j, kMaxRemoteChunkEntries));
           it = open.insert_or_assign(a.origin_id, rows.size() - 1).first;
         }
         PgChunkRow& row = rows[it->second];

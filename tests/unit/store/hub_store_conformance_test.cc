@@ -612,6 +612,244 @@ TEST_P(HubStoreTest, EpochAndMarksOutliveAReopen) {
   EXPECT_EQ(hw, 7u);
 }
 
+OriginBatch Live(const Origin& origin, const std::vector<ChangeEntry>& entries) {
+  OriginBatch b = Batch(origin, entries);
+  b.live = true;
+  return b;
+}
+
+using Spans = std::vector<LsnSpan>;
+
+// How often the feed holds each LSN of an origin.
+std::map<uint64_t, int> LsnCounts(const std::vector<RegionFeedEntry>& feed, const Origin& origin) {
+  std::map<uint64_t, int> counts;
+  for (const auto& e : feed) {
+    if (e.remote.origin == origin) ++counts[e.remote.origin_lsn];
+  }
+  return counts;
+}
+
+// Every LSN of from..to exactly once, and nothing else.
+void ExpectEachOnce(const std::map<uint64_t, int>& counts, uint64_t from, uint64_t to) {
+  EXPECT_EQ(counts.size(), to - from + 1);
+  for (uint64_t l = from; l <= to; ++l) {
+    auto it = counts.find(l);
+    EXPECT_TRUE(it != counts.end() && it->second == 1) << "LSN " << l << " held "
+                                                       << (it == counts.end() ? 0 : it->second) << " times";
+  }
+}
+
+// Two lanes (sync/PROTOCOL.md, "Two lanes"): a live batch above the mark is
+// held as a span, the mark stays; live batches grow it; a resend of it is
+// already held; the backlog reaching it merges it into the mark; a batch
+// of the backlog above the mark is a gap as before. Each LSN is fed once.
+TEST_P(HubStoreTest, ALiveSpanIsHeldAboveTheMarkUntilTheBacklogReachesIt) {
+  HubStore* s = Open();
+  ASSERT_NE(s, nullptr);
+  auto first = Entries(1, 10);
+  Apply(s, Batch(kGw1, first));
+  auto live1 = Entries(20, 25), live2 = Entries(26, 30);
+  OriginBatch b = Live(kGw1, live1);
+  b.complete_through_ms = 7'000;
+  ApplyResult r = Apply(s, b);
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r.high_water, 10u);
+  EXPECT_EQ(r.applied, 6u);
+  EXPECT_EQ(r.held, (Spans{{20, 25}}));
+  EXPECT_EQ(r.complete_through_ms, 0) << "a watermark moves only over gap-free LSNs";
+  uint64_t hw = 0;
+  ASSERT_OK(s->HighWater(kGw1, &hw));
+  EXPECT_EQ(hw, 10u);
+  r = Apply(s, Live(kGw1, live2));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r.held, (Spans{{20, 30}}));
+  // A resend of the live lane (after a reconnect, from its start).
+  auto resend = Entries(20, 30);
+  r = Apply(s, Live(kGw1, resend));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kAlreadyHeld);
+  EXPECT_EQ(r.applied, 0u);
+  EXPECT_EQ(r.high_water, 10u);
+  EXPECT_EQ(r.held, (Spans{{20, 30}}));
+  // A backlog batch that does not follow the mark is a gap, as before; the
+  // answer still names the spans.
+  auto far = Entries(15, 17);
+  r = Apply(s, Batch(kGw1, far));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kGap);
+  EXPECT_EQ(r.held, (Spans{{20, 30}}));
+  // A sender whose record says the store held more than its mark: regressed,
+  // nothing written, and the answer names the spans too.
+  auto next = Entries(11, 12);
+  OriginBatch claimed = Batch(kGw1, next);
+  claimed.held_claim = 15;
+  r = Apply(s, claimed);
+  EXPECT_EQ(r.outcome, ApplyOutcome::kRegressed);
+  EXPECT_EQ(r.high_water, 10u);
+  EXPECT_EQ(r.held, (Spans{{20, 30}}));
+  // The backlog up to the span: the mark jumps past it.
+  auto backlog = Entries(11, 19);
+  r = Apply(s, Batch(kGw1, backlog));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r.applied, 9u);
+  EXPECT_EQ(r.high_water, 30u);
+  EXPECT_TRUE(r.held.empty());
+  ASSERT_OK(s->HighWater(kGw1, &hw));
+  EXPECT_EQ(hw, 30u);
+  // The live batch's watermark comes with its resend, now under the mark.
+  b = Live(kGw1, live1);
+  b.complete_through_ms = 7'000;
+  r = Apply(s, b);
+  EXPECT_EQ(r.outcome, ApplyOutcome::kAlreadyHeld);
+  EXPECT_EQ(r.complete_through_ms, 7'000);
+  // A non-live batch above the mark is a gap, and holds nothing.
+  auto above = Entries(40, 45);
+  r = Apply(s, Batch(kGw1, above));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kGap);
+  EXPECT_TRUE(r.held.empty());
+  ExpectEachOnce(LsnCounts(Feed(s), kGw1), 1, 30);
+}
+
+TEST_P(HubStoreTest, TheBacklogMergesSeveralSpansAndAddsOnlyWhatTheyLack) {
+  HubStore* s = Open();
+  ASSERT_NE(s, nullptr);
+  auto a = Entries(20, 25), b = Entries(30, 35), c = Entries(50, 55);
+  EXPECT_EQ(Apply(s, Live(kGw1, a)).held, (Spans{{20, 25}}));
+  EXPECT_EQ(Apply(s, Live(kGw1, b)).held, (Spans{{20, 25}, {30, 35}}));
+  EXPECT_EQ(Apply(s, Live(kGw1, c)).held, (Spans{{20, 25}, {30, 35}, {50, 55}}));
+  // A live batch that bridges two spans.
+  auto bridge = Entries(26, 29);
+  EXPECT_EQ(Apply(s, Live(kGw1, bridge)).held, (Spans{{20, 35}, {50, 55}}));
+  // The backlog from 1 runs into the first span and past it.
+  auto backlog = Entries(1, 40);
+  ApplyResult r = Apply(s, Batch(kGw1, backlog));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r.applied, 19u + 5u);  // 1..19 and 36..40
+  EXPECT_EQ(r.high_water, 40u);
+  EXPECT_EQ(r.held, (Spans{{50, 55}}));
+  auto rest = Entries(41, 49);
+  r = Apply(s, Batch(kGw1, rest));
+  EXPECT_EQ(r.high_water, 55u);
+  EXPECT_TRUE(r.held.empty());
+  ExpectEachOnce(LsnCounts(Feed(s), kGw1), 1, 55);
+}
+
+// The live lane and the backlog of one origin in one group (a busy hub):
+// decided in order, each entry fed once.
+TEST_P(HubStoreTest, ALiveBatchAndTheBacklogInOneGroupAreEachFedOnce) {
+  HubStore* s = Open();
+  ASSERT_NE(s, nullptr);
+  auto live = Entries(20, 25), backlog1 = Entries(1, 12), backlog2 = Entries(13, 22), live2 = Entries(26, 27);
+  std::vector<OriginBatch> group = {Live(kGw1, live), Batch(kGw1, backlog1), Live(kGw1, live2),
+                                    Batch(kGw1, backlog2), Batch(kGw2, backlog1)};
+  std::vector<ApplyResult> r;
+  ASSERT_OK(s->ApplyBatches(group, &r));
+  ASSERT_EQ(r.size(), group.size());
+  EXPECT_EQ(r[0].held, (Spans{{20, 25}}));
+  EXPECT_EQ(r[1].high_water, 12u);
+  EXPECT_EQ(r[2].held, (Spans{{20, 27}}));
+  EXPECT_EQ(r[3].outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r[3].applied, 7u);  // 13..19
+  EXPECT_EQ(r[3].high_water, 27u);
+  EXPECT_TRUE(r[3].held.empty());
+  const auto feed = Feed(s);
+  ExpectEachOnce(LsnCounts(feed, kGw1), 1, 27);
+  ExpectEachOnce(LsnCounts(feed, kGw2), 1, 12);
+}
+
+TEST_P(HubStoreTest, AtMostEightSpansAreHeldAndANinthIsAGap) {
+  HubStore* s = Open();
+  ASSERT_NE(s, nullptr);
+  std::vector<std::vector<ChangeEntry>> spans;
+  for (uint64_t i = 0; i < kMaxHeldRanges + 1; ++i) spans.push_back(Entries(100 + i * 10, 104 + i * 10));
+  ApplyResult r;
+  for (uint64_t i = 0; i < kMaxHeldRanges; ++i) {
+    r = Apply(s, Live(kGw1, spans[i]));
+    EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
+  }
+  ASSERT_EQ(r.held.size(), 8u);
+  const Spans eight = r.held;
+  r = Apply(s, Live(kGw1, spans.back()));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kGap);
+  EXPECT_NE(r.detail.find("holds 8 spans"), std::string::npos) << r.detail;
+  EXPECT_EQ(r.held, eight);
+  EXPECT_EQ(r.applied, 0u);
+  EXPECT_EQ(LsnCounts(Feed(s), kGw1).size(), 8u * 5u) << "the refused span wrote nothing";
+  // The backlog (one lane) then joins them all.
+  auto backlog = Entries(1, 200);
+  r = Apply(s, Batch(kGw1, backlog));
+  EXPECT_EQ(r.high_water, 200u);
+  EXPECT_TRUE(r.held.empty());
+  ExpectEachOnce(LsnCounts(Feed(s), kGw1), 1, 200);
+}
+
+TEST_P(HubStoreTest, HeldSpansOutliveAReopen) {
+  HubStore* s = Open();
+  ASSERT_NE(s, nullptr);
+  auto first = Entries(1, 10), live = Entries(20, 25), other = Entries(40, 41);
+  Apply(s, Batch(kGw1, first));
+  Apply(s, Live(kGw1, live));
+  EXPECT_EQ(Apply(s, Live(kGw1, other)).held, (Spans{{20, 25}, {40, 41}}));
+  hubs_.clear();
+  stores_.clear();
+  HubStore* again = Open();
+  ASSERT_NE(again, nullptr);
+  ApplyResult r = Apply(again, Live(kGw1, live));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kAlreadyHeld);
+  EXPECT_EQ(r.held, (Spans{{20, 25}, {40, 41}}));
+  auto backlog = Entries(11, 19);
+  r = Apply(again, Batch(kGw1, backlog));
+  EXPECT_EQ(r.high_water, 25u);
+  EXPECT_EQ(r.held, (Spans{{40, 41}}));
+  hubs_.clear();
+  stores_.clear();
+  again = Open();
+  ASSERT_NE(again, nullptr);
+  r = Apply(again, Batch(kGw1, backlog));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kAlreadyHeld);
+  EXPECT_EQ(r.high_water, 25u);
+  EXPECT_EQ(r.held, (Spans{{40, 41}}));
+  std::map<uint64_t, int> counts = LsnCounts(Feed(again), kGw1);
+  EXPECT_EQ(counts[40], 1);
+  EXPECT_EQ(counts[41], 1);
+  counts.erase(40);
+  counts.erase(41);
+  ExpectEachOnce(counts, 1, 25);
+}
+
+// Two writers apply the same live batches above the mark at once (two hubs
+// around a lease handover): the spans are part of the compare-and-set, so
+// every entry lands once.
+TEST_P(HubStoreTest, TwoWritersNeverBothApplyTheSameLiveSpan) {
+  HubStore* a = Open();
+  ASSERT_NE(a, nullptr);
+  HubStore* b = GetParam() == "postgresql" ? Open() : a;
+  ASSERT_NE(b, nullptr);
+  constexpr uint64_t kBatches = 30, kPer = 20, kFrom = 1001;
+  std::vector<std::vector<ChangeEntry>> spans;
+  for (uint64_t i = 0; i < kBatches; ++i) spans.push_back(Entries(kFrom + i * kPer, kFrom + (i + 1) * kPer - 1));
+  std::atomic<uint64_t> applied{0};
+  std::atomic<int> errors{0};
+  auto run = [&](HubStore* s) {
+    for (uint64_t i = 0; i < kBatches; ++i) {
+      ApplyResult r;
+      if (!s->Apply(Live(kGw1, spans[i]), &r).ok() ||
+          (r.outcome != ApplyOutcome::kApplied && r.outcome != ApplyOutcome::kAlreadyHeld)) {
+        ++errors;
+      }
+      applied += r.applied;
+    }
+  };
+  std::thread t1(run, a), t2(run, b);
+  t1.join();
+  t2.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(applied.load(), kBatches * kPer);
+  ApplyResult r = Apply(a, Live(kGw1, spans.front()));
+  EXPECT_EQ(r.held, (Spans{{kFrom, kFrom + kBatches * kPer - 1}}));
+  const auto counts = LsnCounts(Feed(a), kGw1);
+  EXPECT_EQ(counts.size(), kBatches * kPer);
+  for (const auto& [lsn, n] : counts) EXPECT_EQ(n, 1) << "LSN " << lsn;
+}
+
 OriginBatch Completing(const Origin& origin, const std::vector<ChangeEntry>& entries, int64_t through_ms) {
   OriginBatch b = Batch(origin, entries);
   b.complete_through_ms = through_ms;
@@ -865,7 +1103,55 @@ TEST_F(PostgresHubStoreTest, ANewerSchemaIsRefusedUntouched) {
   ASSERT_TRUE(pg_.Sql("hub", "UPDATE es_meta SET value = '99' WHERE key = 'schema_version'"));
   Status st = OpenPostgresHubStore(Options(), &hub);
   EXPECT_EQ(st.code(), Status::Code::kUnsupported) << st.ToString();
-  EXPECT_NE(st.message().find("99"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find("schema version 99, newer than this edgesync's"), std::string::npos)
+      << st.ToString();
+  std::string version;
+  ASSERT_TRUE(pg_.Query("hub", "SELECT value FROM es_meta WHERE key = 'schema_version'", &version));
+  EXPECT_EQ(version.substr(0, version.find('\n')), "99") << "the refused database is left as it was";
+}
+
+// A database of schema 5 (marks without held spans) is migrated at open:
+// its marks stay, and it holds a live lane's spans from then on.
+TEST_F(PostgresHubStoreTest, ASchema5DatabaseKeepsItsMarksAndHoldsSpansAfterTheUpgrade) {
+  std::unique_ptr<HubStore> hub;
+  ASSERT_OK(OpenPostgresHubStore(Options(), &hub));
+  auto first = Entries(1, 10);
+  ApplyResult r;
+  ASSERT_OK(hub->Apply(Batch(kGw1, first), &r));
+  hub.reset();
+  // Schema 5 as its migrations left it.
+  ASSERT_TRUE(pg_.Sql("hub", "ALTER TABLE es_origins DROP COLUMN held_spans; "
+                             "UPDATE es_meta SET value = '5' WHERE key = 'schema_version'"));
+  ASSERT_OK(OpenPostgresHubStore(Options(), &hub));
+  uint64_t hw = 0;
+  ASSERT_OK(hub->HighWater(kGw1, &hw));
+  EXPECT_EQ(hw, 10u);
+  auto live = Entries(20, 22);
+  OriginBatch b = Batch(kGw1, live);
+  b.live = true;
+  ASSERT_OK(hub->Apply(b, &r));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r.held, (std::vector<LsnSpan>{{20, 22}}));
+  std::string spans;
+  ASSERT_TRUE(pg_.Query("hub", "SELECT held_spans FROM es_origins WHERE gateway_id = 'gw-1'", &spans));
+  EXPECT_EQ(spans.substr(0, spans.find('\n')), "{20,22}");
+}
+
+// A held_spans value that is not an ascending list of spans is refused as
+// damage, never decided against.
+TEST_F(PostgresHubStoreTest, DamagedHeldSpansAreACorruption) {
+  std::unique_ptr<HubStore> hub;
+  ASSERT_OK(OpenPostgresHubStore(Options(), &hub));
+  auto first = Entries(1, 10);
+  ApplyResult r;
+  ASSERT_OK(hub->Apply(Batch(kGw1, first), &r));
+  ASSERT_TRUE(pg_.Sql("hub", "UPDATE es_origins SET held_spans = '{30,20}' WHERE gateway_id = 'gw-1'"));
+  auto next = Entries(11, 12);
+  Status st = hub->Apply(Batch(kGw1, next), &r);
+  EXPECT_EQ(st.code(), Status::Code::kCorruption) << st.ToString();
+  EXPECT_NE(st.message().find("held_spans"), std::string::npos) << st.ToString();
+  ASSERT_TRUE(pg_.Sql("hub", "UPDATE es_origins SET held_spans = '{20,30,40}' WHERE gateway_id = 'gw-1'"));
+  EXPECT_EQ(hub->Apply(Batch(kGw1, next), &r).code(), Status::Code::kCorruption);
 }
 
 // A damaged chunk row is a clear Corruption naming it, never a crash or

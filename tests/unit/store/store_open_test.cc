@@ -173,6 +173,54 @@ TEST_F(StoreOpenTest, MigratesVersion1Forward) {
   ASSERT_OK(s->RenewLease(lease, &lease));
 }
 
+// A version 11 hub store (marks, no held spans) opens: its marks and
+// watermarks stay, and from then on it holds a live lane's spans above them.
+TEST_F(StoreOpenTest, MigratesAVersion11HubToHeldSpans) {
+  const Origin o{"gwx", "ffeeddccbbaa99887766554433221100"};
+  {
+    Db db;
+    ASSERT_OK(db.Open(Options().path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+    ASSERT_OK(db.Exec("PRAGMA journal_mode=WAL"));
+    ASSERT_OK(CreateSchema(&db, 11));
+    ASSERT_OK(db.Exec("INSERT INTO meta VALUES('epoch','00112233445566778899aabbccddeeff'),('gateway_id','gw1');"
+                      "INSERT INTO ranges VALUES(1, -9223372036854775808, 9223372036854775807, 0, 1, 0, 0);"
+                      "INSERT INTO origins VALUES(1, 'gwx', 'ffeeddccbbaa99887766554433221100');"
+                      "INSERT INTO high_water VALUES(1, 10, 5000, 0);"));
+  }
+  auto s = OpenStore();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->schema_version(), kSchemaVersion);
+  HubStore* hub = SqliteHubStore(Raw(s));
+  ASSERT_NE(hub, nullptr);
+  uint64_t hw = 0;
+  ASSERT_OK(hub->HighWater(o, &hw));
+  EXPECT_EQ(hw, 10u);
+  std::vector<ChangeEntry> live(3), backlog(9);
+  for (size_t i = 0; i < live.size(); ++i) {
+    live[i].lsn = 20 + i;
+    live[i].reading = MakeReading("d", "m", static_cast<int64_t>(20 + i), 1);
+  }
+  for (size_t i = 0; i < backlog.size(); ++i) {
+    backlog[i].lsn = 11 + i;
+    backlog[i].reading = MakeReading("d", "m", static_cast<int64_t>(11 + i), 1);
+  }
+  OriginBatch b;
+  b.origin = o;
+  b.entries = &live;
+  b.live = true;
+  ApplyResult r;
+  ASSERT_OK(hub->Apply(b, &r));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r.high_water, 10u);
+  EXPECT_EQ(r.held, (std::vector<LsnSpan>{{20, 22}}));
+  b.entries = &backlog;
+  b.live = false;
+  ASSERT_OK(hub->Apply(b, &r));
+  EXPECT_EQ(r.high_water, 22u);
+  EXPECT_TRUE(r.held.empty());
+  EXPECT_EQ(r.complete_through_ms, 5000) << "the watermark kept beside the mark";
+}
+
 // A version 3 store (a row per reading in `log`) moves its readings into
 // chunks on open: the same entries at the same LSNs, device records kept,
 // write times kept for retention, and the LSN head never goes back.

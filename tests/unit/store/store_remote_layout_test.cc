@@ -98,6 +98,30 @@ TEST_F(StoreRemoteLayoutTest, ReadViewTakesExactlyWhatItLacksFromOverlappingAndH
   for (uint64_t lsn = 1; lsn <= 120; ++lsn) EXPECT_EQ(held.count({"gwa", lsn}), 1u) << lsn;
 }
 
+// Two uplink lanes: a region feeds an origin's live readings before its
+// backlog, so a read view gets LSNs 100..200 before 1..99 (in pages, with
+// a resend and overlaps on the way). It holds each once, nothing missing:
+// dedupe is by (origin, LSN), not by a per-origin maximum.
+TEST_F(StoreRemoteLayoutTest, ReadViewTakesAnOriginsOlderLsnsAfterItsNewerOnes) {
+  auto s = OpenStore();
+  int64_t applied = 0;
+  ASSERT_OK(s->ApplyRemote(Page(kA, {{100, 150}}), &applied));
+  EXPECT_EQ(applied, 51);
+  ASSERT_OK(s->ApplyRemote(Page(kA, {{151, 200}}), &applied));
+  EXPECT_EQ(applied, 50);
+  ASSERT_OK(s->ApplyRemote(Page(kA, {{1, 40}}), &applied));
+  EXPECT_EQ(applied, 40);
+  ASSERT_OK(s->ApplyRemote(Page(kA, {{120, 130}}), &applied));  // a live span again
+  EXPECT_EQ(applied, 0);
+  ASSERT_OK(s->ApplyRemote(Page(kA, {{35, 110}}), &applied));   // the backlog running into it
+  EXPECT_EQ(applied, 59);
+  EXPECT_EQ(RemoteEntries(s.get()), 200);
+  auto held = Held(s.get());
+  EXPECT_EQ(held.size(), 200u);
+  for (const auto& [key, n] : held) EXPECT_EQ(n, 1) << key.first << " " << key.second;
+  for (uint64_t lsn = 1; lsn <= 200; ++lsn) EXPECT_EQ(held.count({"gwa", lsn}), 1u) << lsn;
+}
+
 TEST_F(StoreRemoteLayoutTest, HubTakesOnlyWhatIsAboveItsMarkAndPagesAcrossBatches) {
   auto s = OpenStore();
   uint64_t hw = 0;

@@ -307,6 +307,65 @@ TEST(WireTest, SmallMessagesRoundTrip) {
   EXPECT_EQ(m.head_epoch, epoch);
 }
 
+// Protocol 7 (two lanes): a batch says it is its sender's live lane's, and
+// an answer names the spans the region holds above its mark; a peer of 6
+// sends neither (false, none).
+TEST(WireTest, TheLiveFlagAndTheHeldSpansRoundTrip) {
+  WireBatch batch = MakeBatch({{"dev-a", "temperature", 1780000000000, 21.5, "C", 0}}, 10);
+  EXPECT_FALSE(RoundTrip(batch).batch.live);
+  batch.live = true;
+  EXPECT_TRUE(RoundTrip(batch).batch.live);
+  WireAck ack{"eu", kOrigin, 100, AckCode::kOk, "", "0123456789abcdef0123456789abcdef", {}};
+  WireMessage m;
+  ASSERT_OK(DecodeMessage(EncodeAck(3, ack), {}, &m, nullptr));
+  EXPECT_TRUE(m.ack.held.empty());
+  ack.held = {{102, 110}, {200, 200}, {202, 1u << 30}};
+  ASSERT_OK(DecodeMessage(EncodeAck(4, ack), {}, &m, nullptr));
+  EXPECT_EQ(m.ack.high_water, 100u);
+  EXPECT_EQ(m.ack.held, ack.held);
+  // A Gap answer carries them too.
+  ack.code = AckCode::kGap;
+  ASSERT_OK(DecodeMessage(EncodeAck(5, ack), {}, &m, nullptr));
+  EXPECT_EQ(m.ack.code, AckCode::kGap);
+  EXPECT_EQ(m.ack.held, ack.held);
+  // As many as a later hub might hold.
+  ack.held.clear();
+  for (uint64_t i = 0; i < kMaxHeldSpansOnWire; ++i) ack.held.push_back(LsnSpan{200 + 3 * i, 201 + 3 * i});
+  ASSERT_OK(DecodeMessage(EncodeAck(6, ack), {}, &m, nullptr));
+  EXPECT_EQ(m.ack.held.size(), kMaxHeldSpansOnWire);
+}
+
+// Spans that are not ascending, disjoint and apart, or lie at or just above
+// the mark, or are too many, are no hub's answer: refused and counted,
+// never taken for what a region holds.
+TEST(WireTest, AnAnswerWithBadHeldSpansIsRefusedAndCounted) {
+  const std::vector<std::vector<LsnSpan>> bad = {
+      {{110, 120}, {102, 105}},   // not ascending
+      {{102, 110}, {105, 120}},   // overlapping
+      {{102, 110}, {111, 120}},   // touching: one span
+      {{102, 110}, {102, 110}},   // repeated
+      {{120, 110}},               // last before first
+      {{101, 110}},               // at the mark + 1: that is the mark's
+      {{50, 60}},                 // at or below the mark
+  };
+  WireCounters counters;
+  uint64_t id = 10;
+  for (const auto& held : bad) {
+    WireAck ack{"eu", kOrigin, 100, AckCode::kOk, "", "", held};
+    WireMessage m;
+    Status st = DecodeMessage(EncodeAck(++id, ack), {}, &m, &counters);
+    EXPECT_EQ(st.code(), Status::Code::kCorruption) << held.front().first << " " << st.ToString();
+  }
+  EXPECT_EQ(counters.bad_entries, bad.size());
+  WireAck many{"eu", kOrigin, 100, AckCode::kOk, "", "", {}};
+  for (uint64_t i = 0; i <= kMaxHeldSpansOnWire; ++i) many.held.push_back(LsnSpan{200 + 3 * i, 201 + 3 * i});
+  WireMessage m;
+  Status st = DecodeMessage(EncodeAck(99, many), {}, &m, &counters);
+  EXPECT_EQ(st.code(), Status::Code::kCorruption) << st.ToString();
+  EXPECT_NE(st.message().find("too many held spans"), std::string::npos) << st.ToString();
+  EXPECT_EQ(counters.bad_entries, bad.size() + 1);
+}
+
 TEST(WireTest, FeedPageRoundTripsOriginsAndSequences) {
   WireFeedPage page;
   page.region = "eu";
