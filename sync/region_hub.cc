@@ -651,9 +651,12 @@ void RegionHub::Answer(const PendingBatch& p, const Status& status, const ApplyR
       // batch's newest reading; a batch that leaves nothing behind it means
       // caught up, whatever the age of its readings (an idle gateway's
       // last batch does not read as a lag that grows or stays).
-      if (!b.more) {
+      // A live lane's batch says nothing of the backlog behind the mark
+      // (its readings are recent whatever waits): the lag stays the
+      // backlog's.
+      if (!b.live && !b.more) {
         o.lag_ms = 0;
-      } else if (newest_ts != INT64_MIN) {
+      } else if (!b.live && newest_ts != INT64_MIN) {
         o.lag_ms = std::max<int64_t>(0, o.last_batch_wall_ms - newest_ts);
       }
       if (jumped) ++stats_.hole_jumps;
