@@ -29,6 +29,18 @@
 //      (every batch self-contained: the baseline), with default settings,
 //      then with uplink.batch_min_delay_ms = 600: every byte the gateway sends to the
 //      region broker (a counting proxy) per reading, and readings per batch.
+//   5. two lanes on a 256 kbit/s link: an `edgesync gateway` whose region
+//      link passes a proxy shaped to 32,000 bytes/s each way, its
+//      uplink.max_bytes_per_s 28,000, drains a backlog of vibration samples
+//      (~60 s of the cap; EDGESYNC_BENCH_LANES_SECONDS overrides, 0 skips)
+//      kept while the link was cut, while sensors publish live readings
+//      (bare numbers) at 100/s: live readings' latency (publish to the
+//      region's answer covering the reading's LSN, high_water or a held
+//      span), p50 and p99, with uplink.live_lane = true against false
+//      (strict LSN order) in the same run; the link's bytes/s upstream
+//      during the drain against the cap; link bytes per reading over the
+//      whole run with lanes against strict order. A build without the
+//      option runs its one order twice and says so.
 // With EDGESYNC_BENCH_PREVIOUS=<a previous build's edgesync> (make
 // bench-previous) only this is run: a drain with whole programs (gateway
 // and region hub, each of the build measured) of 480,000 readings queued
@@ -45,6 +57,7 @@
 #include <stdexcept>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -60,6 +73,7 @@
 #include "sync/columns.h"
 #include "sync/wire.h"
 #include "tests/bench/report.h"
+#include "tests/support/lane_traffic.h"
 #include "tests/support/mqtt_client.h"
 #include "tests/support/status_metrics.h"
 #include "tests/support/sync_sites.h"
@@ -630,6 +644,130 @@ void DrainAgainstPrevious(bench::Report* report, const std::string& previous) {
   report->Add("drain readings/s, whole programs (gateway and SQLite hub), against the previous binary (median of 3)",
               now[1], "readings/s", "the previous binary, same run", before[1]);
 }
+
+// Part 5: one drain with live readings through the shaped link, with
+// uplink.live_lane = `live_lane` ("" = not written: the build's default).
+struct LaneRun {
+  std::vector<double> latencies_ms;  // every live reading stored, publish to the covering answer
+  double drain_s = 0;                // link back to the answer covering the backlog's end
+  double drain_link_bytes_per_s = 0;
+  double link_bytes_per_reading = 0;  // link back to the last answer, over every reading
+  size_t live = 0;
+};
+
+constexpr int64_t kLaneLink = 32000;  // bytes/s each way: 256 kbit/s
+constexpr int64_t kLaneCap = 28000;   // uplink.max_bytes_per_s
+
+LaneRun RunLanes(size_t backlog, const std::string& live_lane) {
+  const std::string id = "gw-lanes";
+  TempDir tmp;
+  RegionSite::MakeDir(tmp.path() + "/local");
+  Broker local(tmp.path() + "/local");
+  MustStart(local.Start(), "broker local", local.log());
+  RegionSite eu(tmp.path(), "eu");
+  MustStart(eu.Start(), "region eu", eu.broker().log() + eu.hub_log());
+  TcpProxy link(eu.broker().port());
+  link.SetRateBytesPerSec(kLaneLink);
+  link.Cut();
+  test::AckWatch watch(eu.broker().uri(), id, &link);
+  std::string error;
+  if (!watch.Start(&error)) Die("the answer watch: " + error);
+  const std::string data = tmp.path() + "/gw";
+  RegionSite::MakeDir(data);
+  {
+    auto store = test::OpenGatewayStore(data + "/store.db", id);
+    if (!store || !test::FillVibrationSamples(store.get(), backlog, &error)) Die("filling the backlog: " + error);
+  }
+  std::ofstream(tmp.File("gw.toml")) << "[gateway]\nid = " << test::Q(id) << "\ndata_dir = " << test::Q(data)
+                                     << "\nlog_level = \"warn\"\n[metrics]\nlisten = \"\"\n[ingest]\nbroker_uri = "
+                                     << test::Q(local.uri()) << "\n[uplink]\nmax_bytes_per_s = " << kLaneCap << "\n"
+                                     << (live_lane.empty() ? "" : "live_lane = " + live_lane + "\n")
+                                     << "\n[[region]]\nname = \"eu\"\nuri = " << test::Q(link.uri()) << "\n";
+  test::Process gateway;
+  MustStart(gateway.Start({EDGESYNC_BINARY, "gateway", "--config", tmp.File("gw.toml")}, tmp.File("gw.log")),
+            "the gateway", test::ReadAll(tmp.File("gw.log")));
+  if (!test::WaitFor([&] { return test::StatusField(test::ReadStatusFile(data + "/status.json"),
+                                                    metrics::kIngestMqttConnected) == 1; },
+                     60000)) {
+    Die("the gateway's ingest link never connected:\n" + test::ReadAll(tmp.File("gw.log")));
+  }
+  test::SleepMs(500);
+
+  // The link comes back; the sensors start once the region answers again.
+  const int64_t restored_ms = test::NowMs();
+  const int64_t restored_up = link.bytes_upstream();
+  link.Restore();
+  if (!test::WaitFor([&] { return watch.count() > 0; }, 60000)) Die("no answer after the link came back");
+  test::LiveSensors live(local.uri(), "lanes-bench-sensors", 100);
+  if (!live.Start()) Die("the live sensors did not connect");
+  if (!test::WaitFor([&] { return watch.high_water() >= backlog; }, 900000)) Die("the backlog did not drain");
+  test::SeenAck drained;
+  watch.FirstMarkAt(backlog, &drained);
+  test::SleepMs(2000);  // live readings just after the drain too
+  if (!live.Stop()) Die("the local broker did not take every live reading");
+  const std::vector<int64_t> sent = live.sent_ms();
+  const uint64_t total = backlog + sent.size();
+  if (!test::WaitFor([&] { return watch.high_water() >= total; }, 120000)) {
+    Die("the region acknowledged " + std::to_string(watch.high_water()) + " of " + std::to_string(total));
+  }
+  test::SeenAck end;
+  watch.FirstMarkAt(total, &end);
+  gateway.Stop();
+
+  LaneRun run;
+  run.live = sent.size();
+  std::map<int64_t, std::vector<uint64_t>> found = test::LiveLsns(data + "/store.db", id, backlog);
+  std::vector<uint64_t> lsn(sent.size(), 0);
+  for (const auto& [k, lsns] : found) {
+    if (k >= 0 && static_cast<size_t>(k) < lsn.size()) lsn[k] = lsns.front();
+  }
+  run.latencies_ms = watch.Latencies(sent, lsn);
+  run.drain_s = static_cast<double>(drained.ms - restored_ms) / 1000.0;
+  run.drain_link_bytes_per_s = static_cast<double>(drained.link_up - restored_up) / run.drain_s;
+  run.link_bytes_per_reading = static_cast<double>(end.link_up - restored_up) / static_cast<double>(total);
+  std::printf("lanes (uplink.live_lane %s): %zu backlog readings drained in %.1f s, %.0f link bytes/s (cap %lld); "
+              "%zu live readings (%zu stored), latency p50 %.0f ms, p99 %.0f ms; %.2f link bytes per reading\n",
+              live_lane.empty() ? "not set" : live_lane.c_str(), backlog, run.drain_s, run.drain_link_bytes_per_s,
+              static_cast<long long>(kLaneCap), sent.size(), run.latencies_ms.size(),
+              bench::Median(run.latencies_ms), bench::Percentile(run.latencies_ms, 0.99),
+              run.link_bytes_per_reading);
+  std::fflush(stdout);
+  return run;
+}
+
+// Whether this build's gateway knows uplink.live_lane (an unknown key is an
+// error in its config).
+bool KnowsLiveLane() {
+  FILE* p = popen((std::string(EDGESYNC_BINARY) + " config reference 2>/dev/null").c_str(), "r");
+  if (!p) return false;
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
+  pclose(p);
+  return text.find("`live_lane`") != std::string::npos;
+}
+
+void Lanes(bench::Report* report, size_t seconds) {
+  const double per = test::BacklogWireBytesPerReading(kLaneCap, "gw-lanes");
+  if (per <= 0) Die("encoding the backlog's batches failed");
+  const size_t backlog = static_cast<size_t>(static_cast<double>(kLaneCap) * static_cast<double>(seconds) / per);
+  const bool known = KnowsLiveLane();
+  if (!known) {
+    std::printf("lanes: this build has no uplink.live_lane: both runs send in its one order (strict LSN order)\n");
+  }
+  const LaneRun strict = RunLanes(backlog, known ? "false" : "");
+  const LaneRun lanes = RunLanes(backlog, known ? "true" : "");
+  report->Add("lanes_live_latency_p50_256kbit", bench::Median(lanes.latencies_ms), "ms",
+              "strict_lsn_order_live_latency_p50_256kbit", bench::Median(strict.latencies_ms));
+  report->Add("lanes_live_latency_p99_256kbit", bench::Percentile(lanes.latencies_ms, 0.99), "ms",
+              "strict_lsn_order_live_latency_p99_256kbit", bench::Percentile(strict.latencies_ms, 0.99));
+  report->Add("lanes_drain_link_bytes_per_s_256kbit", lanes.drain_link_bytes_per_s, "B/s",
+              "uplink_max_bytes_per_s", static_cast<double>(kLaneCap));
+  report->Add("strict_lsn_order_drain_link_bytes_per_s_256kbit", strict.drain_link_bytes_per_s, "B/s",
+              "uplink_max_bytes_per_s", static_cast<double>(kLaneCap));
+  report->Add("lanes_link_bytes_per_reading_256kbit", lanes.link_bytes_per_reading, "B/reading",
+              "strict_lsn_order_link_bytes_per_reading_256kbit", strict.link_bytes_per_reading);
+}
 }  // namespace
 }  // namespace edgesync
 
@@ -651,6 +789,9 @@ int main() {
     size_t seconds = 60;
     if (const char* v = std::getenv("EDGESYNC_BENCH_ONLINE_SECONDS")) seconds = std::strtoull(v, nullptr, 10);
     if (seconds > 0) edgesync::OnlineBytes(&report, json_per, seconds);
+    size_t lane_seconds = edgesync::bench::Quick() ? 10 : 60;
+    if (const char* v = std::getenv("EDGESYNC_BENCH_LANES_SECONDS")) lane_seconds = std::strtoull(v, nullptr, 10);
+    if (lane_seconds > 0) edgesync::Lanes(&report, lane_seconds);
   } catch (const edgesync::BenchFailure& e) {
     std::fprintf(stderr, "bench_uplink: %s\n", e.what());
     report.Write();  // the figures measured before the failure

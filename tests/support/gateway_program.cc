@@ -32,6 +32,8 @@ GatewayProgram::GatewayProgram(const std::string& root, std::string id, const st
     << "\nbackoff_base_ms = " << t.backoff_base_ms << "\nbackoff_max_ms = " << t.backoff_max_ms
     << "\nprobe_interval_ms = " << t.probe_interval_ms << "\n";
   if (t.failback_after_s > 0) c << "failback_after_s = " << t.failback_after_s << "\n";
+  if (t.max_bytes_per_s > 0) c << "max_bytes_per_s = " << t.max_bytes_per_s << "\n";
+  if (t.live_lane) c << "live_lane = " << (*t.live_lane ? "true" : "false") << "\n";
   for (size_t i = 0; i < regions.size(); ++i) {
     const bool via = i < options.region_uris.size() && !options.region_uris[i].empty();
     c << "\n[[region]]\nname = " << Q(regions[i]->name())

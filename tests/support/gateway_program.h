@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,12 @@ struct GatewayUplinkTimings {
   int backoff_max_ms = 500;
   int probe_interval_ms = 200;
   int failback_after_s = 0;  // 0: the program's default
+  int64_t max_bytes_per_s = 0;  // uplink.max_bytes_per_s; 0: not written (no cap)
+  // uplink.live_lane (two lanes after an outage, or strict LSN order),
+  // written only when set: a program that does not know the option refuses
+  // its config ("unknown key"), so a test that leaves it unset runs the
+  // program's default on every build.
+  std::optional<bool> live_lane;
 };
 
 struct GatewayProgramOptions {
