@@ -146,11 +146,16 @@ SeriesContext* SeriesContextCache::Find(const std::string& gateway_id) {
   return &it->second->context;
 }
 
-SeriesContext* SeriesContextCache::Start(const Origin& origin) {
-  auto it = index_.find(origin.gateway_id);
+std::string ContextKey(const std::string& gateway_id, bool live) {
+  // A gateway id never holds a newline (store/types.h's key rule).
+  return live ? gateway_id + "\nlive" : gateway_id;
+}
+
+SeriesContext* SeriesContextCache::Start(const Origin& origin, const std::string& key) {
+  auto it = index_.find(key);
   if (it == index_.end()) {
-    lru_.push_front(Entry{origin.gateway_id, {}, 0});
-    it = index_.emplace(origin.gateway_id, lru_.begin()).first;
+    lru_.push_front(Entry{key, {}, 0});
+    it = index_.emplace(key, lru_.begin()).first;
   } else {
     lru_.splice(lru_.begin(), lru_, it->second);
     it->second->context.Reset();

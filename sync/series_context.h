@@ -149,19 +149,23 @@ class SeriesContext {
   std::vector<MetricLast> metric_last_;  // by metric index
 };
 
-// The hub's contexts, one per gateway (the authenticated sender: one origin
+// The hub's contexts, one per gateway and lane (the authenticated sender: one origin
 // at a time, the one of its latest self-contained batch), bounded by bytes:
 // the least recently used are evicted first (hub.context_max_bytes).
 // Evicting is safe: the gateway's next context batch is answered NoContext
 // and it resends self-contained.
+// Where a gateway's context is kept: its id, or for its live lane's
+// batches (protocol 7, Batch.live) a second context beside the backlog's.
+std::string ContextKey(const std::string& gateway_id, bool live);
+
 class SeriesContextCache {
  public:
   explicit SeriesContextCache(size_t max_bytes) : max_bytes_(max_bytes) {}
   // The gateway's context, made the most recently used; nullptr if none.
   SeriesContext* Find(const std::string& gateway_id);
-  // The context of origin's gateway, emptied and given to `origin` (a
-  // self-contained batch starts one).
-  SeriesContext* Start(const Origin& origin);
+  // The context of origin's gateway (under `key`, ContextKey), emptied and
+  // given to `origin` (a self-contained batch starts one).
+  SeriesContext* Start(const Origin& origin, const std::string& key);
   void Erase(const std::string& gateway_id);
   // After a context changed: re-counts it and evicts the least recently
   // used until within the bound (this one too, if it alone exceeds it).

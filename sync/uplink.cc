@@ -601,6 +601,7 @@ void Uplink::Rewind(const char* why, bool with_backoff) {
   inflight_.clear();
   ready_.reset();
   ready_live_.reset();
+  live_context_.Reset();
   if (live_from_ != 0) {
     if (target_ != live_target_ || target_ < 0 || records_[target_].refilling || records_[target_].suspect) {
       CloseLane(why);
@@ -684,12 +685,13 @@ void Uplink::SendBatches(int64_t now_ms) {
       // Its answer moves the checkpoint only over what the backlog sent.
       const uint64_t covers = backlog_sent_through_ + 1 >= live_from_ ? batch.last : backlog_sent_through_;
       inflight_.push_back({true, batch.correlation_id, static_cast<size_t>(target_), batch.last, covers,
-                           batch.entries, now_ms, false, 0, 0});
+                           batch.entries, now_ms, batch.with_context, 0, 0});
       lane_link_bytes_[0] += static_cast<uint64_t>(batch.packet_bytes);
       lane_bytes_per_entry_[0] = static_cast<double>(batch.packet_bytes) / static_cast<double>(batch.entries);
       MutexLock lock(&stats_mu_);
       ++stats_.batches_sent;
       ++stats_.live_lane.batches_sent;
+      if (batch.with_context) ++stats_.context_batches;
       stats_.entries_sent += batch.entries;
       stats_.live_lane.entries_sent += batch.entries;
       stats_.bytes_sent += batch.payload.size();
@@ -757,6 +759,7 @@ void Uplink::UpdateLanes(int64_t now_ms) {
       ES_LOG(kInfo, "uplink: the backlog reached the live lane at {}; one stream again", live_from_);
       live_from_ = 0;
       live_target_ = -1;
+      live_context_.Reset();
     }
     return;
   }
@@ -793,6 +796,7 @@ void Uplink::CloseLane(const char* why) {
   live_from_ = 0;
   live_target_ = -1;
   ready_live_.reset();
+  live_context_.Reset();
 }
 
 bool Uplink::PrepareLiveBatch(int64_t now_ms) {
@@ -838,9 +842,13 @@ bool Uplink::PrepareLiveBatch(int64_t now_ms) {
   Ready ready;
   ready.live = true;
   ready.correlation_id = correlation_;
-  EncodeOptions encode = encode_;
-  encode.context_names_origin = true;
-  st = EncodeBatch(reply_topic_, ready.correlation_id, batch, encode, &ready.payload, nullptr);
+  // The live lane's batches refer to a context of their own at the region
+  // (kept beside the backlog's): a self-contained batch of a few dozen
+  // readings carries the series' names and costs several times their bytes.
+  SeriesContext* context = options_.series_context && !context_refused_[target_] ? &live_context_ : nullptr;
+  ready.with_context = context != nullptr && !context->empty();
+  encode_.context_names_origin = !context_proven_[target_];
+  st = EncodeBatch(reply_topic_, ready.correlation_id, batch, encode_, &ready.payload, context);
   if (!st.ok()) {
     ES_LOG(kWarn, "uplink: encoding a live batch for {}: {}", region, st.ToString());
     CloseLane("a live batch was not encoded");

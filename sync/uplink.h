@@ -428,6 +428,8 @@ class Uplink {
   // last self-contained one (sync/series_context.h). Every rewind empties
   // it: whatever went unanswered may not have reached the region.
   SeriesContext context_;
+  // The live lane's, kept by the region beside the backlog's (ContextKey).
+  SeriesContext live_context_;
   // Regions that refused a context batch as undecodable (a hub of protocol
   // 2): self-contained batches only, until they reconnect.
   std::vector<bool> context_refused_;

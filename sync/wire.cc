@@ -174,17 +174,18 @@ Status DecodeBatchEntries(const wire::Batch* b, const DecodeLimits& limits, Wire
     return bad("entries outside first_lsn..last_lsn");
   }
   if (contexts == nullptr) return Status::Ok();
-  if (ctx == nullptr && b->live()) return Status::Ok();  // the backlog's context stays
+  // A live lane's batches keep their own context beside the backlog's.
+  const std::string key = ContextKey(out->origin.gateway_id, b->live());
   if (ctx == nullptr && !b->keep_context()) {
-    contexts->Erase(out->origin.gateway_id);  // the sender no longer refers to one
+    contexts->Erase(key);  // the sender no longer refers to one
     return Status::Ok();
   }
   if (ctx == nullptr) {
-    ctx = contexts->Start(out->origin);
+    ctx = contexts->Start(out->origin, key);
     ctx->Advance(out->entries);
   }
   ctx->Seal(out->last_lsn, raw);
-  contexts->Trim(out->origin.gateway_id);
+  contexts->Trim(key);
   return Status::Ok();
 }
 
@@ -218,7 +219,7 @@ Status DecodeBatch(const wire::Batch* b, const DecodeLimits& limits, WireBatch* 
   SeriesContext* ctx = nullptr;
   if (with_context) {
     // It names no origin (it is the context's) and starts right after it.
-    ctx = contexts ? contexts->Find(*sender) : nullptr;
+    ctx = contexts ? contexts->Find(ContextKey(*sender, b->live())) : nullptr;
     if (b->origin() == nullptr) out->origin = ctx ? ctx->origin : Origin{sender ? *sender : "", ""};
     if (out->first_lsn == 0) out->first_lsn = out->context_lsn + 1;
     if (ctx == nullptr || b->context_lsn() == 0 || ctx->lsn() != b->context_lsn() ||
@@ -241,7 +242,7 @@ Status DecodeBatch(const wire::Batch* b, const DecodeLimits& limits, WireBatch* 
   } else {
     st = DecodeBatchEntries(b, limits, out, counters, ctx, contexts);
   }
-  if (!st.ok() && contexts) contexts->Erase(out->origin.gateway_id);
+  if (!st.ok() && contexts) contexts->Erase(ContextKey(out->origin.gateway_id, b->live()));
   return st;
 }
 

@@ -735,28 +735,12 @@ LaneRun RunLanes(size_t backlog, const std::string& live_lane) {
   return run;
 }
 
-// Whether this build's gateway knows uplink.live_lane (an unknown key is an
-// error in its config).
-bool KnowsLiveLane() {
-  FILE* p = popen((std::string(EDGESYNC_BINARY) + " config reference 2>/dev/null").c_str(), "r");
-  if (!p) return false;
-  std::string text;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
-  pclose(p);
-  return text.find("`live_lane`") != std::string::npos;
-}
-
 void Lanes(bench::Report* report, size_t seconds) {
   const double per = test::BacklogWireBytesPerReading(kLaneCap, "gw-lanes");
   if (per <= 0) Die("encoding the backlog's batches failed");
   const size_t backlog = static_cast<size_t>(static_cast<double>(kLaneCap) * static_cast<double>(seconds) / per);
-  const bool known = KnowsLiveLane();
-  if (!known) {
-    std::printf("lanes: this build has no uplink.live_lane: both runs send in its one order (strict LSN order)\n");
-  }
-  const LaneRun strict = RunLanes(backlog, known ? "false" : "");
-  const LaneRun lanes = RunLanes(backlog, known ? "true" : "");
+  const LaneRun strict = RunLanes(backlog, "false");
+  const LaneRun lanes = RunLanes(backlog, "true");
   report->Add("lanes_live_latency_p50_256kbit", bench::Median(lanes.latencies_ms), "ms",
               "strict_lsn_order_live_latency_p50_256kbit", bench::Median(strict.latencies_ms));
   report->Add("lanes_live_latency_p99_256kbit", bench::Percentile(lanes.latencies_ms, 0.99), "ms",

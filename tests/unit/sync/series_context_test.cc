@@ -232,7 +232,7 @@ TEST(SeriesContextTest, TheCacheEvictsTheLeastRecentlyUsedOriginPastItsBound) {
   SeriesContextCache hub(one * 5 / 2);  // room for two
   for (int g = 0; g < 3; ++g) {
     Origin o{"gw-" + std::to_string(g), "e"};
-    SeriesContext* c = hub.Start(o);
+    SeriesContext* c = hub.Start(o, ContextKey(o.gateway_id, false));
     c->Advance(MakeBatch(readings, 1).entries);
     c->Seal(800, "x");
     hub.Trim(o.gateway_id);
@@ -244,7 +244,7 @@ TEST(SeriesContextTest, TheCacheEvictsTheLeastRecentlyUsedOriginPastItsBound) {
   EXPECT_NE(hub.Find("gw-2"), nullptr);
   // A bound of 0 keeps nothing.
   SeriesContextCache none(0);
-  SeriesContext* c = none.Start(kOrigin);
+  SeriesContext* c = none.Start(kOrigin, ContextKey(kOrigin.gateway_id, false));
   c->Advance(MakeBatch(readings, 1).entries);
   none.Trim("gw-1");
   EXPECT_EQ(none.size(), 0u);
