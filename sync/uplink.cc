@@ -662,88 +662,76 @@ void Uplink::SendBatches(int64_t now_ms) {
   if (target_ < 0 || now_ms < resume_at_ms_) return;
   MqttLink* link = links_[target_].get();
   if (!link->connected()) return;
-  const std::string& region = options_.regions[target_].name;
   while (!stop_) {
-    // The live lane first: its batch takes the window's last slot and the
-    // cap's bytes before any of the backlog's.
+    // The live lane first: its batch takes the cap's bytes before any of
+    // the backlog's, which never goes ahead of it.
     if (live_from_ != 0 && !ready_live_) PrepareLiveBatch(now_ms);
     if (ready_live_ && LaneInFlight(true) < options_.window) {
-      if (!TakeLinkBytes(ready_live_->packet_bytes)) {
-        if (cap_wait_since_ms_ < 0) cap_wait_since_ms_ = now_ms;
-        wake_at_ms_ = now_ms + bucket_->WaitMs(ready_live_->packet_bytes);
-        return;  // the backlog does not go ahead of it
-      }
-      Ready batch = std::move(*ready_live_);
-      ready_live_.reset();
-      Status st = link->Publish(batch.topic, batch.payload, 1, false, 1000);
-      if (!st.ok()) {
-        ES_LOG(kWarn, "uplink: sending to {}: {}", region, st.ToString());
-        Rewind("send failed", true);
-        return;
-      }
-      live_sent_through_ = batch.last;
-      // Its answer moves the checkpoint only over what the backlog sent.
-      const uint64_t covers = backlog_sent_through_ + 1 >= live_from_ ? batch.last : backlog_sent_through_;
-      inflight_.push_back({true, batch.correlation_id, static_cast<size_t>(target_), batch.last, covers,
-                           batch.entries, now_ms, batch.with_context, 0, 0});
-      lane_link_bytes_[0] += static_cast<uint64_t>(batch.packet_bytes);
-      lane_bytes_per_entry_[0] = static_cast<double>(batch.packet_bytes) / static_cast<double>(batch.entries);
-      MutexLock lock(&stats_mu_);
-      ++stats_.batches_sent;
-      ++stats_.live_lane.batches_sent;
-      if (batch.with_context) ++stats_.context_batches;
-      stats_.entries_sent += batch.entries;
-      stats_.live_lane.entries_sent += batch.entries;
-      stats_.bytes_sent += batch.payload.size();
+      if (!SendReady(&ready_live_, link, now_ms)) return;
       continue;
     }
     // Each lane has its window: a backlog whose answers are slow never
     // keeps a live batch from going.
     if (LaneInFlight(false) >= options_.window) return;
     if (!ready_ && !PrepareBatch(now_ms)) return;
-    if (!TakeLinkBytes(ready_->packet_bytes)) {
-      // The cap: the batch waits, encoded, until the bucket holds its
-      // bytes (a resend after a rewind is encoded again and waits too).
-      if (cap_wait_since_ms_ < 0) cap_wait_since_ms_ = now_ms;
-      wake_at_ms_ = now_ms + bucket_->WaitMs(ready_->packet_bytes);
-      return;
-    }
-    if (cap_wait_since_ms_ >= 0) {
-      cap_wait_ms_ += now_ms - cap_wait_since_ms_;
-      cap_wait_since_ms_ = -1;
-    }
-    Ready batch = std::move(*ready_);
-    ready_.reset();
-    Status st = link->Publish(batch.topic, batch.payload, 1, false, 1000);
-    if (!st.ok()) {
-      ES_LOG(kWarn, "uplink: sending to {}: {}", region, st.ToString());
-      Rewind("send failed", true);
-      return;
-    }
-    backlog_sent_through_ = batch.last;
-    // The backlog's last batch before the live lane: its answer may cover
-    // the live lane's span too (the region merges it into its mark).
-    const uint64_t covers =
-        live_from_ != 0 && batch.last + 1 >= live_from_ ? std::max(batch.last, live_sent_through_) : batch.last;
-    inflight_.push_back({false, batch.correlation_id, static_cast<size_t>(target_), batch.last, covers, batch.entries,
-                         now_ms, batch.with_context, batch.lost, batch.complete_ms});
-    lane_link_bytes_[1] += static_cast<uint64_t>(batch.packet_bytes);
-    lane_bytes_per_entry_[1] = static_cast<double>(batch.packet_bytes) / static_cast<double>(batch.entries);
-    if (bucket_) {
-      // The next batches hold what the bucket's depth carries at this
-      // batch's bytes per entry. Small batches overstate it (each carries
-      // a fixed part), so sizes grow towards the cap from below.
-      const double per_entry = static_cast<double>(batch.packet_bytes) / static_cast<double>(batch.entries);
-      capped_entries_ = std::max<size_t>(1, static_cast<size_t>(CappedBatchBytes() / per_entry));
-    }
-    MutexLock lock(&stats_mu_);
-    ++stats_.batches_sent;
-    if (batch.with_context) ++stats_.context_batches;
-    stats_.entries_sent += batch.entries;
-    stats_.bytes_sent += batch.payload.size();
-    ++stats_.backlog_lane.batches_sent;
-    stats_.backlog_lane.entries_sent += batch.entries;
+    if (!SendReady(&ready_, link, now_ms)) return;
   }
+}
+
+bool Uplink::SendReady(std::optional<Ready>* slot, MqttLink* link, int64_t now_ms) {
+  const std::string& region = options_.regions[target_].name;
+  if (!TakeLinkBytes((*slot)->packet_bytes)) {
+    // The cap: the batch waits, encoded, until the bucket holds its
+    // bytes (a resend after a rewind is encoded again and waits too).
+    if (cap_wait_since_ms_ < 0) cap_wait_since_ms_ = now_ms;
+    wake_at_ms_ = now_ms + bucket_->WaitMs((*slot)->packet_bytes);
+    return false;
+  }
+  if (cap_wait_since_ms_ >= 0) {
+    cap_wait_ms_ += now_ms - cap_wait_since_ms_;
+    cap_wait_since_ms_ = -1;
+  }
+  Ready batch = std::move(**slot);
+  slot->reset();
+  Status st = link->Publish(batch.topic, batch.payload, 1, false, 1000);
+  if (!st.ok()) {
+    ES_LOG(kWarn, "uplink: sending to {}: {}", region, st.ToString());
+    Rewind("send failed", true);
+    return false;
+  }
+  // What its answer may cover: everything sent of both lanes when it went.
+  // A live batch: up to it once the backlog reached the lane, else what the
+  // backlog sent. The backlog's last batch before the lane: the live
+  // lane's span too (the region merges it into its mark).
+  uint64_t covers = batch.last;
+  if (batch.live) {
+    live_sent_through_ = batch.last;
+    if (backlog_sent_through_ + 1 < live_from_) covers = backlog_sent_through_;
+  } else {
+    backlog_sent_through_ = batch.last;
+    if (live_from_ != 0 && batch.last + 1 >= live_from_) covers = std::max(batch.last, live_sent_through_);
+  }
+  inflight_.push_back({batch.live, batch.correlation_id, static_cast<size_t>(target_), batch.last, covers,
+                       batch.entries, now_ms, batch.with_context, batch.lost, batch.complete_ms});
+  const int lane = batch.live ? 0 : 1;
+  const double per_entry = static_cast<double>(batch.packet_bytes) / static_cast<double>(batch.entries);
+  lane_link_bytes_[lane] += static_cast<uint64_t>(batch.packet_bytes);
+  lane_bytes_per_entry_[lane] = per_entry;
+  if (bucket_ && !batch.live) {
+    // The next batches hold what the bucket's depth carries at this
+    // batch's bytes per entry. Small batches overstate it (each carries
+    // a fixed part), so sizes grow towards the cap from below.
+    capped_entries_ = std::max<size_t>(1, static_cast<size_t>(CappedBatchBytes() / per_entry));
+  }
+  MutexLock lock(&stats_mu_);
+  ++stats_.batches_sent;
+  if (batch.with_context) ++stats_.context_batches;
+  stats_.entries_sent += batch.entries;
+  stats_.bytes_sent += batch.payload.size();
+  UplinkLaneStats& lane_stats = batch.live ? stats_.live_lane : stats_.backlog_lane;
+  ++lane_stats.batches_sent;
+  lane_stats.entries_sent += batch.entries;
+  return true;
 }
 
 void Uplink::UpdateLanes(int64_t now_ms) {
@@ -838,30 +826,35 @@ bool Uplink::PrepareLiveBatch(int64_t now_ms) {
   batch.region_held = rec.acked;
   batch.more = last > batch.last_lsn;
   batch.live = true;  // above the region's mark: no watermark (only gap-free LSNs count)
-  if (++correlation_ == 0) ++correlation_;
-  Ready ready;
-  ready.live = true;
-  ready.correlation_id = correlation_;
   // The live lane's batches refer to a context of their own at the region
   // (kept beside the backlog's): a self-contained batch of a few dozen
   // readings carries the series' names and costs several times their bytes.
   SeriesContext* context = options_.series_context && !context_refused_[target_] ? &live_context_ : nullptr;
-  ready.with_context = context != nullptr && !context->empty();
-  encode_.context_names_origin = !context_proven_[target_];
-  st = EncodeBatch(reply_topic_, ready.correlation_id, batch, encode_, &ready.payload, context);
+  Ready ready;
+  st = EncodeReady(batch, context, &ready);
   if (!st.ok()) {
     ES_LOG(kWarn, "uplink: encoding a live batch for {}: {}", region, st.ToString());
     CloseLane("a live batch was not encoded");
     return false;
   }
-  ready.topic = HubInboxTopic(options_.topic_prefix, region, options_.gateway_id);
-  ready.packet_bytes = static_cast<int64_t>(MqttPublishPacketBytes(ready.topic.size(), ready.payload.size(), 1,
-                                                                   options_.regions[target_].link.mqtt_version));
-  ready.last = batch.last_lsn;
-  ready.entries = batch.entries.size();
   live_next_after_ = batch.last_lsn;
   ready_live_ = std::move(ready);
   return true;
+}
+
+Status Uplink::EncodeReady(const WireBatch& batch, SeriesContext* context, Ready* ready) {
+  if (++correlation_ == 0) ++correlation_;
+  ready->live = batch.live;
+  ready->correlation_id = correlation_;
+  ready->with_context = context != nullptr && !context->empty();
+  encode_.context_names_origin = !context_proven_[target_];
+  ES_RETURN_IF_ERROR(EncodeBatch(reply_topic_, ready->correlation_id, batch, encode_, &ready->payload, context));
+  ready->topic = HubInboxTopic(options_.topic_prefix, options_.regions[target_].name, options_.gateway_id);
+  ready->packet_bytes = static_cast<int64_t>(MqttPublishPacketBytes(ready->topic.size(), ready->payload.size(), 1,
+                                                                    options_.regions[target_].link.mqtt_version));
+  ready->last = batch.last_lsn;
+  ready->entries = batch.entries.size();
+  return Status::Ok();
 }
 
 void Uplink::UpdateLaneStats(int64_t now_ms) {
@@ -1109,23 +1102,13 @@ bool Uplink::PrepareBatch(int64_t now_ms) {
       lost = batch.base_lsn - next_after_;
     }
   }
-  if (++correlation_ == 0) ++correlation_;
   Ready ready;
-  ready.correlation_id = correlation_;
-  SeriesContext* context = NextContext();
-  ready.with_context = context != nullptr && !context->empty();
-  encode_.context_names_origin = !context_proven_[target_];
-  st = EncodeBatch(reply_topic_, ready.correlation_id, batch, encode_, &ready.payload, context);
+  st = EncodeReady(batch, NextContext(), &ready);
   if (!st.ok()) {
     ES_LOG(kWarn, "uplink: encoding a batch for {}: {}", region, st.ToString());
     Rewind("batch not encoded", true);
     return false;
   }
-  ready.topic = HubInboxTopic(options_.topic_prefix, region, options_.gateway_id);
-  ready.packet_bytes = static_cast<int64_t>(MqttPublishPacketBytes(ready.topic.size(), ready.payload.size(), 1,
-                                                                   options_.regions[target_].link.mqtt_version));
-  ready.last = batch.last_lsn;
-  ready.entries = batch.entries.size();
   ready.lost = lost;
   ready.complete_ms = batch.complete_through_ms;
   // The batch belongs to the stream from here: a rewind drops it with the

@@ -310,6 +310,12 @@ class Uplink {
   // The live lane's: the next live batch into ready_live_; false when none
   // is due now.
   bool PrepareLiveBatch(int64_t now_ms);
+  // Sends the batch in *slot once the cap allows (else sets the wake-up);
+  // false when it waits or the send failed (then rewound).
+  bool SendReady(std::optional<Ready>* slot, MqttLink* link, int64_t now_ms);
+  // Encodes batch for target_ (with context, or self-contained when null)
+  // under a new correlation id.
+  Status EncodeReady(const WireBatch& batch, SeriesContext* context, Ready* ready);
   // Opens the live lane when a backlog lies ahead towards a region that
   // holds spans (protocol 7); closes it once the backlog has reached it.
   void UpdateLanes(int64_t now_ms);

@@ -183,17 +183,7 @@ double BytesPerReading(bench::Report* report) {
     for (int with = 0; with < 2; ++with) {
       SeriesContext context;
       for (size_t at = 0; at < readings.size(); at += batch_size) {
-        WireBatch b;
-        b.origin = {"gw-0001", "0123456789abcdef0123456789abcdef"};
-        for (size_t i = at; i < std::min(readings.size(), at + batch_size); ++i) {
-          ChangeEntry e;
-          e.lsn = i + 1;
-          e.reading = readings[i];
-          b.entries.push_back(std::move(e));
-        }
-        b.first_lsn = b.entries.front().lsn;
-        b.last_lsn = b.entries.back().lsn;
-        b.base_lsn = at;
+        const WireBatch b = test::ReadingsBatch("gw-0001", readings, at, batch_size);
         std::string payload;
         if (!EncodeBatch(ReplyTopic("edgesync", "gw-0001", "up"), at, b, {}, &payload, with ? &context : nullptr).ok()) {
           Die("encoding a batch failed");

@@ -1,4 +1,4 @@
-// Two uplink lanes with real parts (docs/design-lanes.md): an `edgesync
+// Two uplink lanes with real parts (sync/PROTOCOL.md, "Two lanes"): an `edgesync
 // gateway` process whose region link passes a TCP proxy shaped to 256 kbit/s
 // (32,000 bytes/s each way) to a real Mosquitto and an `edgesync region` hub,
 // the gateway's uplink.max_bytes_per_s a little below the link (28,000) so the

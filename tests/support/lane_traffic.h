@@ -1,5 +1,5 @@
 // tests/support/lane_traffic.h: the traffic of an uplink draining a backlog
-// while live readings arrive (docs/design-lanes.md), shared by the lanes
+// while live readings arrive (sync/PROTOCOL.md, "Two lanes"), shared by the lanes
 // test (tests/integration/sync_lanes_test.cc) and the uplink benchmark:
 //   - a backlog of raw vibration samples, full-precision doubles that no
 //     encoding shrinks much, and its measured wire bytes per reading;
@@ -74,6 +74,24 @@ inline bool FillVibrationSamples(Store* store, size_t n, std::string* error) {
   return true;
 }
 
+// A batch of readings[at, at + n) of gateway_id (a fixed epoch) as a log
+// numbered from 1 holds them: LSN i + 1, base `at`.
+inline WireBatch ReadingsBatch(const std::string& gateway_id, const std::vector<Reading>& readings, size_t at,
+                               size_t n) {
+  WireBatch b;
+  b.origin = {gateway_id, "0123456789abcdef0123456789abcdef"};
+  for (size_t i = at; i < std::min(readings.size(), at + n); ++i) {
+    ChangeEntry e;
+    e.lsn = i + 1;
+    e.reading = readings[i];
+    b.entries.push_back(std::move(e));
+  }
+  b.first_lsn = b.entries.front().lsn;
+  b.last_lsn = b.entries.back().lsn;
+  b.base_lsn = at;
+  return b;
+}
+
 // Wire bytes per reading of a drain of vibration samples by an uplink capped
 // at cap bytes/s: whole MQTT PUBLISH packets (QoS 1, MQTT 3.1.1) of batches
 // of about a quarter second of the cap (as the capped uplink sizes them),
@@ -87,17 +105,7 @@ inline double BacklogWireBytesPerReading(int64_t cap, const std::string& gateway
   SeriesContext context;
   size_t bytes = 0;
   for (size_t at = 0; at < readings.size(); at += batch_readings) {
-    WireBatch b;
-    b.origin = {gateway_id, "0123456789abcdef0123456789abcdef"};
-    for (size_t i = at; i < std::min(readings.size(), at + batch_readings); ++i) {
-      ChangeEntry e;
-      e.lsn = i + 1;
-      e.reading = readings[i];
-      b.entries.push_back(std::move(e));
-    }
-    b.first_lsn = b.entries.front().lsn;
-    b.last_lsn = b.entries.back().lsn;
-    b.base_lsn = at;
+    const WireBatch b = ReadingsBatch(gateway_id, readings, at, batch_readings);
     std::string payload;
     if (!EncodeBatch(ReplyTopic("edgesync", gateway_id, "up"), at, b, {}, &payload, &context).ok()) return -1;
     bytes += MqttPublishPacketBytes(topic.size(), payload.size(), 1, 4);
