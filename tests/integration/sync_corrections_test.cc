@@ -8,6 +8,7 @@
 #include <map>
 
 #include "sync/wire.h"
+#include "tests/support/hand_gateway.h"
 #include "tests/support/mqtt_client.h"
 #include "tests/support/status_assert.h"
 #include "tests/support/sync_sites.h"
@@ -33,16 +34,6 @@ ChangeEntry CorrectionEntry(uint64_t lsn, uint32_t period) {
   return e;
 }
 
-// Every decodable message on `topic` so far, by correlation id.
-std::map<uint64_t, WireMessage> Answers(TestMqttClient* client, const std::string& topic) {
-  std::map<uint64_t, WireMessage> out;
-  for (const auto& [t, payload] : client->received()) {
-    WireMessage m;
-    if (t == topic && DecodeMessage(payload, {}, &m, nullptr).ok()) out[m.correlation_id] = m;
-  }
-  return out;
-}
-
 std::vector<uint64_t> Lsns(const WireFeedPage& page) {
   std::vector<uint64_t> out;
   for (const RegionFeedEntry& e : page.entries) out.push_back(e.remote.origin_lsn);
@@ -58,18 +49,8 @@ TEST(SyncCorrectionsTest, AHubKeepsCorrectionsAndServesThemOnlyToReadersOfProtoc
   const std::string up = ReplyTopic("edgesync", "gw-1", "up");
   ASSERT_TRUE(gw.Subscribe(up, 1));
   const std::string inbox = HubInboxTopic("edgesync", "eu", "gw-1");
-  // Pings until one is answered: only then does the hub listen.
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        auto answers = Answers(&gw, up);
-        if (answers.count(1) && answers[1].kind == WireKind::kPong) return true;
-        gw.Publish(inbox, EncodePing(up, 1, 1), 1);
-        SleepMs(250);
-        return false;
-      },
-      120000))
-      << eu.hub_log();
-  EXPECT_EQ(Answers(&gw, up)[1].version, kWireVersion) << "the hub's answers say its protocol";
+  ASSERT_TRUE(PingUntilAnswered(&gw, inbox, up)) << eu.hub_log();
+  EXPECT_EQ(WireAnswers(&gw, up)[1].version, kWireVersion) << "the hub's answers say its protocol";
 
   auto send = [&](uint64_t correlation, uint64_t first_lsn, std::vector<ChangeEntry> entries) {
     WireBatch b;
@@ -80,11 +61,11 @@ TEST(SyncCorrectionsTest, AHubKeepsCorrectionsAndServesThemOnlyToReadersOfProtoc
     std::string payload;
     ASSERT_OK(EncodeBatch(up, correlation, b, {}, &payload));
     ASSERT_TRUE(gw.Publish(inbox, payload, 1));
-    ASSERT_TRUE(WaitFor([&] { return Answers(&gw, up).count(correlation) > 0; }, 60000)) << eu.hub_log();
+    ASSERT_TRUE(WaitFor([&] { return WireAnswers(&gw, up).count(correlation) > 0; }, 60000)) << eu.hub_log();
   };
   send(11, 1, {ReadingEntry(1), ReadingEntry(2), CorrectionEntry(3, 1), ReadingEntry(4)});
   send(12, 5, {CorrectionEntry(5, 2)});  // a correction alone
-  auto acks = Answers(&gw, up);
+  auto acks = WireAnswers(&gw, up);
   EXPECT_EQ(acks[11].ack.code, AckCode::kOk) << acks[11].ack.message;
   EXPECT_EQ(acks[11].ack.high_water, 4u);
   EXPECT_EQ(acks[12].ack.code, AckCode::kOk) << acks[12].ack.message;
@@ -98,8 +79,8 @@ TEST(SyncCorrectionsTest, AHubKeepsCorrectionsAndServesThemOnlyToReadersOfProtoc
     std::string request = EncodeFeedRequest(feed, correlation, ShardPositions{}, 100, "");
     if (version != kWireVersion) request = AsProtocol(std::move(request), version);
     EXPECT_TRUE(reader.Publish(HubInboxTopic("edgesync", "eu", "gw-9"), request, 1));
-    EXPECT_TRUE(WaitFor([&] { return Answers(&reader, feed).count(correlation) > 0; }, 60000)) << eu.hub_log();
-    return Answers(&reader, feed)[correlation].feed_page;
+    EXPECT_TRUE(WaitFor([&] { return WireAnswers(&reader, feed).count(correlation) > 0; }, 60000)) << eu.hub_log();
+    return WireAnswers(&reader, feed)[correlation].feed_page;
   };
   WireFeedPage v6 = pull(21, kWireVersion);
   WireFeedPage v5 = pull(22, 5);

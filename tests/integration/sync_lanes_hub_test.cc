@@ -14,6 +14,7 @@
 
 #include "sync/feed_puller.h"
 #include "sync/wire.h"
+#include "tests/support/hand_gateway.h"
 #include "tests/support/mqtt_client.h"
 #include "tests/support/status_assert.h"
 #include "tests/support/sync_sites.h"
@@ -35,16 +36,6 @@ std::vector<ChangeEntry> Readings(uint64_t first, uint64_t last) {
   return out;
 }
 
-// Every decodable message on `topic` so far, by correlation id.
-std::map<uint64_t, WireMessage> Answers(TestMqttClient* client, const std::string& topic) {
-  std::map<uint64_t, WireMessage> out;
-  for (const auto& [t, payload] : client->received()) {
-    WireMessage m;
-    if (t == topic && DecodeMessage(payload, {}, &m, nullptr).ok()) out[m.correlation_id] = m;
-  }
-  return out;
-}
-
 using Spans = std::vector<LsnSpan>;
 
 TEST(SyncLanesTest, AHubHoldsALiveLaneAboveItsMarkUntilTheBacklogJoinsIt) {
@@ -56,18 +47,8 @@ TEST(SyncLanesTest, AHubHoldsALiveLaneAboveItsMarkUntilTheBacklogJoinsIt) {
   const std::string up = ReplyTopic("edgesync", "gw-1", "up");
   ASSERT_TRUE(gw.Subscribe(up, 1));
   const std::string inbox = HubInboxTopic("edgesync", "eu", "gw-1");
-  // Pings until one is answered: only then does the hub listen.
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        auto answers = Answers(&gw, up);
-        if (answers.count(1) && answers[1].kind == WireKind::kPong) return true;
-        gw.Publish(inbox, EncodePing(up, 1, 1), 1);
-        SleepMs(250);
-        return false;
-      },
-      120000))
-      << eu.hub_log();
-  ASSERT_GE(Answers(&gw, up)[1].version, kLiveLaneVersion);
+  ASSERT_TRUE(PingUntilAnswered(&gw, inbox, up)) << eu.hub_log();
+  ASSERT_GE(WireAnswers(&gw, up)[1].version, kLiveLaneVersion);
 
   // Another gateway's read view follows the region's feed all along, so its
   // pages interleave with the lanes.
@@ -97,8 +78,8 @@ TEST(SyncLanesTest, AHubHoldsALiveLaneAboveItsMarkUntilTheBacklogJoinsIt) {
     std::string payload;
     EXPECT_OK(EncodeBatch(up, id, b, {}, &payload));
     EXPECT_TRUE(gw.Publish(inbox, payload, 1));
-    EXPECT_TRUE(WaitFor([&] { return Answers(&gw, up).count(id) > 0; }, 60000)) << eu.hub_log();
-    WireAck ack = Answers(&gw, up)[id].ack;
+    EXPECT_TRUE(WaitFor([&] { return WireAnswers(&gw, up).count(id) > 0; }, 60000)) << eu.hub_log();
+    WireAck ack = WireAnswers(&gw, up)[id].ack;
     return ack;
   };
 
