@@ -73,6 +73,7 @@ class LaneRig {
     GatewayProgramOptions o;
     o.region_uris = {link_->uri()};
     o.uplink.max_bytes_per_s = kCap;
+    o.uplink.live_lane = true;
     // A window of batches is ~3 s of the link: answers come well within this.
     o.uplink.ack_timeout_ms = 10000;
     gateway_ = std::make_unique<GatewayProgram>(tmp_.path(), kGatewayId, local_->uri(),

@@ -982,6 +982,7 @@ TEST_F(UplinkCorrectionsTest, NoCorrectionGoesBeforeTheRegionsProtocolIsKnown) {
 // contiguous mark; once the backlog reaches the span both are one stream,
 // each LSN applied once.
 TEST_F(UplinkTest, LiveEntriesGoAheadOfACappedBacklogAndJoinIt) {
+  options_.live_lane = true;
   options_.batch_max_readings = 500;
   options_.max_bytes_per_s = 8000;  // the 10,000-reading backlog takes seconds
   hub_.mode = ScriptedHub::Mode::kAnswer;
