@@ -77,8 +77,10 @@ TEST(SyncUplinkTest, FlappingLinkDuringTheDrain) {
     SleepMs(1000);
   }
   link.Restore();
+  // On failure the uplink's own log (captured above) says where it stands.
   ASSERT_TRUE(WaitFor([&] { return Checkpoint(store.get()) == last; }, 60000))
-      << "checkpoint " << Checkpoint(store.get()) << " of " << last;
+      << "checkpoint " << Checkpoint(store.get()) << " of " << last << "; the uplink's log:\n"
+      << testing::internal::GetCapturedStderr();
   // The worker logs the closing line in the iteration that publishes backlog 0.
   EXPECT_TRUE(WaitFor([&] { return uplink.stats().backlog == 0; }, 10000));
   UplinkStats s = uplink.stats();
