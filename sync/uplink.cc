@@ -663,6 +663,12 @@ void Uplink::SendBatches(int64_t now_ms) {
   MqttLink* link = links_[target_].get();
   if (!link->connected()) return;
   while (!stop_) {
+    // Publishes the broker has not acknowledged stay in the MQTT session and
+    // go again on every reconnect. Left to grow with each resend (a link
+    // that swallows bytes, then comes back), their replay on a slow link
+    // outlasted the keepalive after every reconnect, and no new batch got
+    // through again. The batches the lanes may have in flight bound them.
+    if (link->inflight() >= static_cast<int>(2 * options_.window)) return;
     // The live lane first: its batch takes the cap's bytes before any of
     // the backlog's, which never goes ahead of it.
     if (live_from_ != 0 && !ready_live_) PrepareLiveBatch(now_ms);

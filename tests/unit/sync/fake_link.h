@@ -38,14 +38,26 @@ class FakeLink : public MqttLink {
   void Pause() override { paused_ = true; }
   void Resume() override { paused_ = false; }
   bool paused() const override { return paused_; }
-  Status Publish(const std::string& topic, const std::string& payload, int, bool, int64_t,
+  Status Publish(const std::string& topic, const std::string& payload, int qos, bool, int64_t,
                  PublishDone done) override {
+    if (stalled_ && qos > 0) {
+      // A link whose bytes no longer reach the broker (a blackholed TCP
+      // connection): the publish stays in the session, unacknowledged.
+      ++pending_;
+      return Status::Ok();
+    }
     responder_(topic, payload, this);
     if (done) done(Status::Ok());
     return Status::Ok();
   }
   Status Flush(int64_t) override { return Status::Ok(); }
-  int inflight() const override { return 0; }
+  int inflight() const override { return pending_; }
+  // Stalled: QoS 1 publishes stay pending (inflight() counts them) and reach
+  // nobody; unstalled again, the ones pending are dropped uncounted.
+  void SetStalled(bool stalled) {
+    stalled_ = stalled;
+    if (!stalled) pending_ = 0;
+  }
   Counters counters() const override { return {}; }
   void Deliver(const std::string& payload) { DeliverOn("", payload); }
   // A message on `topic`, as the broker hands over what the link subscribed to.
@@ -62,6 +74,8 @@ class FakeLink : public MqttLink {
   StateHandler on_state_;
   std::atomic<bool> connected_{false};
   std::atomic<bool> paused_{false};
+  std::atomic<bool> stalled_{false};
+  std::atomic<int> pending_{0};
 };
 
 }  // namespace edgesync

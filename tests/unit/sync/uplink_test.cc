@@ -1034,6 +1034,60 @@ TEST_F(UplinkTest, LiveEntriesGoAheadOfACappedBacklogAndJoinIt) {
   EXPECT_LT(first_live, backlog_end);
 }
 
+// A link whose bytes stop reaching the broker (a blackholed connection)
+// while the uplink gives its batches up and sends them again: what the
+// broker never acknowledged stays in the MQTT session and goes again on the
+// next connection, so it must not grow with every resend. Both lanes'
+// windows bound it.
+TEST_F(UplinkTest, BatchesTheBrokerNeverAcknowledgedDoNotPileUpAcrossResends) {
+  options_.live_lane = true;
+  options_.batch_max_readings = 500;
+  options_.ack_timeout_ms = 200;
+  hub_.mode = ScriptedHub::Mode::kHold;  // the backlog's answers wait; the lane opens
+  hub_.hold_backlog_only = true;
+  FakeLink* link = nullptr;
+  auto uplink = std::make_unique<Uplink>(store_.get(), options_, nullptr,
+                                         [&](const MqttLinkOptions&, std::unique_ptr<MqttLink>* out) {
+                                           auto fake = std::make_unique<FakeLink>(
+                                               [this](const std::string& t, const std::string& p, FakeLink* l) {
+                                                 hub_.OnPublish(t, p, l);
+                                               });
+                                           link = fake.get();
+                                           *out = std::move(fake);
+                                           return Status::Ok();
+                                         });
+  ASSERT_OK(uplink->Start());
+  ASSERT_TRUE(test::WaitFor([&] { return uplink->stats().live_lane_open; }, 10000)) << "no live lane opened";
+  link->SetStalled(true);
+  test::SensorWorkload workload(100, 1780000100000);
+  AppendResult r;
+  const uint64_t before = uplink->stats().ack_timeouts;
+  int most = 0;
+  // 3 s: time for several answer timeouts (0.2, 0.4, 0.8 s...), each of
+  // which gave the batches in flight up and sent them again.
+  const int64_t until = ScriptedHub::NowMs() + 3000;
+  while (ScriptedHub::NowMs() < until) {
+    ASSERT_OK(store_->AppendReadings(workload.Take(20), &r));  // live readings keep coming
+    uplink->NotifyAppended();
+    test::SleepMs(20);
+    most = std::max(most, link->inflight());
+  }
+  ASSERT_GE(uplink->stats().ack_timeouts, before + 1) << "the uplink never gave its batches up";
+  EXPECT_GE(most, 1) << "nothing was sent while the link was stalled";
+  EXPECT_LE(most, static_cast<int>(2 * options_.window)) << "unacknowledged publishes piled up across resends";
+  // The link comes back: everything is held once.
+  link->SetStalled(false);
+  hub_.hold_backlog_only = false;
+  hub_.mode = ScriptedHub::Mode::kAnswer;
+  hub_.Release();
+  const uint64_t last = store_->LastLsn();
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == last; }, 30000)) << "checkpoint " << Checkpoint();
+  uplink->Stop();
+  std::lock_guard<std::mutex> lock(hub_.mu);
+  EXPECT_EQ(hub_.applied.size(), last);
+  for (const auto& [lsn, n] : hub_.applied) ASSERT_EQ(n, 1) << "LSN " << lsn << " applied " << n << " times";
+}
+
 // uplink.live_lane = false: strict LSN order, whatever waits behind.
 TEST_F(UplinkTest, StrictOrderWithoutTheLiveLane) {
   options_.live_lane = false;
