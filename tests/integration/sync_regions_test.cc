@@ -9,6 +9,7 @@
 
 #include "tests/support/status_assert.h"
 #include "tests/support/sync_sites.h"
+#include "tests/support/tcp_proxy.h"
 
 namespace edgesync::test {
 namespace {
@@ -133,6 +134,76 @@ TEST(SyncRegionsTest, FailoverWhenTheWriteRegionDiesAndFailback) {
   EXPECT_GE(s.region_switches, 3u);  // eu, us, eu
   EXPECT_FALSE(us.Contents().empty());
   ExpectExactlyOnce({&eu, &us}, store->origin(), last);
+}
+
+// Two lanes across a failover (sync/PROTOCOL.md, "Two lanes"): the write
+// region holds live readings as a span above its mark when it dies mid-drain.
+// The gateway closes the lane, fails over and sends the rest to the other
+// region from its checkpoint, while live readings keep arriving; when the
+// first region returns, writes go back to it. Each region holds every
+// reading it holds once, and together they hold every LSN.
+TEST(SyncRegionsTest, AFailoverMidDrainWithALiveLaneOpenLosesAndDuplicatesNothing) {
+  TempDir tmp;
+  RegionSite eu(tmp.path(), "eu"), us(tmp.path(), "us");
+  ASSERT_TRUE(eu.Start());
+  ASSERT_TRUE(us.Start());
+  TcpProxy near(eu.broker().port());
+  near.SetRateBytesPerSec(64 * 1024);  // a drain of seconds: the lane opens and the kill lands inside it
+  TcpProxy far(us.broker().port());
+  far.SetDelayMs(20);
+  auto store = OpenGatewayStore(tmp.File("gw.db"));
+  SensorWorkload workload(1000, 1780000000000);
+  Fill(store.get(), &workload, 100000);
+  UplinkOptions o = FastUplinkOptions();
+  o.live_lane = true;
+  o.batch_max_readings = 500;
+  o.window = 2;
+  o.regions.push_back(RegionAt("eu", near.uri(), 0));
+  o.regions.push_back(RegionAt("us", far.uri(), 1));
+  Uplink uplink(store.get(), o);
+  ASSERT_OK(uplink.Start());
+  // Live readings while the backlog drains to eu, until eu holds some of
+  // them above its mark.
+  auto live = [&] {
+    Fill(store.get(), &workload, 20);
+    uplink.NotifyAppended();
+    SleepMs(50);
+  };
+  bool ready = false;
+  for (int i = 0; i < 600 && !ready; ++i) {
+    live();
+    UplinkStats s = uplink.stats();
+    ready = s.write_region == "eu" && s.live_lane_open && s.live_lane.waiting == 0 && s.live_lane.entries_sent > 0 &&
+            s.checkpoint > 5000;
+  }
+  ASSERT_TRUE(ready) << "no live lane to eu held live readings (writing to " << uplink.stats().write_region << ")";
+  const uint64_t live_from = uplink.stats().live_from;
+  ASSERT_LT(Checkpoint(store.get()), live_from) << "the backlog reached the lane before the failure";
+  eu.KillHub();
+  eu.broker().Kill9();
+  for (int i = 0; i < 60; ++i) live();  // 3 s more, across the failover
+  uint64_t last = store->LastLsn();
+  ASSERT_TRUE(WaitFor([&] { return Checkpoint(store.get()) == last; }, 90000))
+      << "checkpoint " << Checkpoint(store.get()) << " of " << last;
+  EXPECT_EQ(uplink.stats().write_region, "us");
+
+  ASSERT_TRUE(eu.Start());
+  ASSERT_TRUE(WaitFor([&] { return uplink.stats().write_region == "eu"; }, 20000));
+  Fill(store.get(), &workload, 2000);
+  last = store->LastLsn();
+  ASSERT_TRUE(WaitFor([&] { return Checkpoint(store.get()) == last; }, 30000));
+  UplinkStats s = uplink.stats();
+  uplink.Stop();
+  EXPECT_GE(s.live_lanes_opened, 1u);
+  EXPECT_GE(s.region_switches, 3u);  // eu, us, eu
+  ExpectExactlyOnce({&eu, &us}, store->origin(), last);
+  // eu held live readings above its mark when it died: they are in its
+  // store, and us holds them too (it got all after the checkpoint).
+  size_t eu_live = 0;
+  for (const auto& [key, count] : eu.Contents()) {
+    if (key.first == store->origin().ToString() && key.second >= live_from && key.second < live_from + 20) ++eu_live;
+  }
+  EXPECT_GT(eu_live, 0u) << "eu held none of the live lane's readings";
 }
 
 // Two regions at the same distance: a busy drain must not make the write
