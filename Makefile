@@ -25,8 +25,8 @@ endif
 BUILD ?= build
 JOBS ?= $(shell nproc)
 # Tests at twice the build's parallelism: most of a test's time is spent
-# waiting on brokers, processes and timeouts (CI measured a load average
-# under 1 with two at a time on 2 cores), and none asserts a timing.
+# waiting on brokers, processes and timeouts, not on a core, and none
+# asserts a timing.
 TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 ARCH ?= arm64
 BENCH ?=

@@ -132,7 +132,7 @@ void Gateway::Stop() {
 
 nlohmann::json Gateway::StatusJson() {
   using json = nlohmann::json;
-  std::lock_guard<std::mutex> lock(status_mu_);
+  MutexLock lock(&status_mu_);
   json j;
   j["role"] = "gateway";
   j["gateway_id"] = config_.gateway_id;

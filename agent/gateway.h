@@ -15,7 +15,6 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +26,7 @@
 #include "firmware-config/config.h"
 #include "platform/clock.h"
 #include "platform/histogram.h"
+#include "platform/mutex.h"
 #include "platform/status.h"
 #include "store/retention.h"
 #include "store/store.h"
@@ -69,10 +69,10 @@ class Gateway {
   std::unique_ptr<Retention> retention_;  // after store_: stopped and destroyed before it
   bool running_ = false;
   Histogram commit_latency_;
-  std::mutex status_mu_;
-  RateMeter ingest_rate_;      // guarded by status_mu_
-  RateMeter ack_rate_;         // guarded by status_mu_
-  StoreCounts store_counts_;   // guarded by status_mu_
+  Mutex status_mu_;
+  RateMeter ingest_rate_ GUARDED_BY(status_mu_);
+  RateMeter ack_rate_ GUARDED_BY(status_mu_);
+  StoreCounts store_counts_ GUARDED_BY(status_mu_);
 };
 
 }  // namespace edgesync

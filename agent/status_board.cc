@@ -15,7 +15,7 @@ void StatusBoard::Publish(const nlohmann::json& snapshot, const std::map<std::st
                           int64_t now_wall_ms) {
   std::string text = snapshot.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     latest_ = snapshot;
     // Wall time may step back (NTP); a new point is due after a step either way.
     if (history_.empty() || now_wall_ms - last_point_ms_ >= history_every_ms_ || now_wall_ms < last_point_ms_) {
@@ -48,12 +48,12 @@ void StatusBoard::Publish(const nlohmann::json& snapshot, const std::map<std::st
 }
 
 nlohmann::json StatusBoard::Latest() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return latest_;
 }
 
 nlohmann::json StatusBoard::HistoryJson() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::set<std::string> names;
   for (const Point& p : history_) {
     for (const auto& [name, v] : p.values) names.insert(name);

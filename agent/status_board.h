@@ -23,9 +23,10 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "platform/mutex.h"
 
 namespace edgesync {
 
@@ -51,11 +52,11 @@ class StatusBoard {
   };
   std::string status_path_;
   int64_t history_every_ms_;
-  mutable std::mutex mu_;
-  nlohmann::json latest_;       // guarded by mu_
-  std::deque<Point> history_;   // guarded by mu_
-  int64_t last_point_ms_ = 0;   // guarded by mu_
-  std::map<std::string, double> last_counters_;  // at the last point; guarded by mu_
+  mutable Mutex mu_;
+  nlohmann::json latest_ GUARDED_BY(mu_);
+  std::deque<Point> history_ GUARDED_BY(mu_);
+  int64_t last_point_ms_ GUARDED_BY(mu_) = 0;
+  std::map<std::string, double> last_counters_ GUARDED_BY(mu_);  // at the last point
 };
 
 // Smoothed per-second rate of an ever-growing counter, sampled at least

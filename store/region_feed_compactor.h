@@ -1,8 +1,8 @@
 // store/region_feed_compactor.h: a SQLite hub's region feed compaction.
 // A hub applies each gateway's batch as one `region_chunks` row; at 100
 // readings/s per gateway a batch is about 20 readings, and its row, zstd
-// frame and block header cost more than its readings (11.5 bytes a reading
-// on disk). The compactor rewrites runs of such rows, once they are older
+// frame and block header cost more than its readings (docs/BENCHMARKS.md,
+// Region). The compactor rewrites runs of such rows, once they are older
 // than a given age, as merged rows (store/region_feed_chunk_codec.h): one
 // block for a few thousand entries of any origins.
 //

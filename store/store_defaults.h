@@ -54,9 +54,10 @@ inline constexpr int64_t kCompactAfterS = 600;
 // what one chunk may hold: a span is decoded as one.
 inline constexpr int64_t kCompactSpanReadings = 131072;
 inline constexpr int64_t kCompactSpanReadingsMax = static_cast<int64_t>(kMaxChunkReadings);
-// A span whose blocks would take more room than its chunks (8,000 series
-// in a span: 3.57 -> 8.94 bytes a reading in bench_retention) is left as
-// it is unless store.compact_always is set.
+// A span whose blocks would take more room than its chunks (thousands of
+// series in a span, each block holding few readings; measured by
+// tests/bench/retention_bench.cc) is left as it is unless
+// store.compact_always is set.
 inline constexpr bool kCompactOnlySmaller = true;
 
 }  // namespace store_options

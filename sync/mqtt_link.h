@@ -57,12 +57,11 @@ struct MqttLinkOptions {
   int max_inflight = 1000;
   // Sets TCP_NODELAY on the connection (Paho never does, and exposes no
   // socket; see SetTcpNoDelay in mqtt_link.cc). Without it Nagle's
-  // algorithm, against the peer's delayed ACK, held a small publish (a
-  // partial batch, a hub's answer, a PUBACK) up to 40 ms per hop: publish
-  // to region answer at 1,000 readings/s on loopback measured p50 69 /
-  // p99 112 ms without, 8 / 28 ms with (tests/bench/uplink_bench.cc; a
-  // 200,000-reading drain 2.4 s without, 2.0 s with). Each edgesync
-  // publish is one write (a whole batch), so Nagle saves no bytes here.
+  // algorithm, against the peer's delayed ACK, holds a small publish (a
+  // partial batch, a hub's answer, a PUBACK) up to 40 ms per hop, several
+  // times the online latency edgesync has with it (tests/bench/uplink_bench.cc,
+  // docs/BENCHMARKS.md). Each edgesync publish is one write (a whole batch),
+  // so Nagle saves no bytes here.
   bool tcp_nodelay = true;
 };
 

@@ -33,24 +33,16 @@ inline constexpr int64_t kBatchMaxReadingsMax = kMaxBatchEntries;
 // nothing is in flight; while batches are in flight, once the region has
 // answered them (Nagle's rule at the batch level), waiting at most
 // kBatchMaxDelayMs; and never before it is kBatchMinDelayMs old.
-// Batches thus grow with the rate times the round trip. Measured by
-// tests/bench/uplink_bench.cc on a shared 2-core machine (load ~12), with
-// TCP_NODELAY on every link (sync/mqtt_link.h): publish to region answer
-// at 1,000 readings/s p50 8 / p99 27 ms (79 ms at load ~16; the former
-// rule, a fixed 200 ms coalescing without TCP_NODELAY: 152 / 254 ms); at
-// the reference workload's 8,000 readings/s, batches of ~210-230
-// readings, 4.5-4.8 bytes per reading on the link (backlog batches 1.6).
-// Each batch carries ~660 bytes of its own, so 1.6 bytes per reading needs
-// ~4,700-reading batches: batch_min_delay_ms buys bytes with latency
-// (600 ms: 2.0 bytes per reading) where a metered link costs more than a
-// late reading.
+// Batches thus grow with the rate times the round trip: low latency at a
+// low rate, larger batches (fewer bytes per reading) at a high one
+// (tests/bench/uplink_bench.cc; figures in docs/BENCHMARKS.md). Each batch
+// carries a few hundred bytes of its own, so batch_min_delay_ms buys bytes
+// with latency where a metered link costs more than a late reading.
 inline constexpr int64_t kBatchMinDelayMs = 0;
 inline constexpr int64_t kBatchMaxDelayMs = 200;
-// A backlog batch's round trip (~80 ms on loopback before the links set
-// TCP_NODELAY) is far longer than the hub needs to apply it (~7 ms), so
-// the window must cover it. 1M-reading drain on loopback:
-// window 4 4.2 s, 8 2.2 s, 12 1.7 s, 16 no faster. 12 backlog batches are
-// ~100 KB in flight.
+// A backlog batch's round trip is far longer than the hub needs to apply
+// it, so the window must cover it: a drain on loopback stops getting faster
+// at about 12 backlog batches in flight (~100 KB).
 inline constexpr int64_t kWindow = 12;
 // Batches refer to the series context the region holds (protocol 3):
 // measured on the reference workload online (tests/bench/uplink_bench.cc,

@@ -44,7 +44,7 @@ class ClockTrustGateway : public ::testing::Test {
   nlohmann::json Status() { return test::ReadStatusFile(dir_.File("data/status.json")); }
   bool Trusted() {
     nlohmann::json j = Status();
-    return j.contains("clock") && j["clock"].value("trusted", false);
+    return test::StatusField(j, metrics::kClockTrusted) == 1;
   }
   // Publishes bare numbers on device `device` and waits until the gateway
   // committed `total` readings since it started.

@@ -12,6 +12,7 @@
 #include "platform/files.h"
 #include "tests/support/broker.h"
 #include "tests/support/process.h"
+#include "tests/support/status_metrics.h"
 
 namespace edgesync::test {
 namespace {
@@ -69,7 +70,7 @@ TEST(GatewayFilesTest, PrivateFilesUnderUmask000AndReadOnlyQueries) {
     std::string text;
     if (!ReadFile(data + "/status.json", &text).ok()) return false;
     auto j = nlohmann::json::parse(text, nullptr, false);
-    return !j.is_discarded() && j.contains("ingest_mqtt") && j["ingest_mqtt"].value("connected", false);
+    return !j.is_discarded() && StatusField(j, metrics::kIngestMqttConnected) == 1;
   };
   ASSERT_TRUE(WaitFor(connected, 30000)) << ReadAll(dir.File("gateway.log"));
   ASSERT_TRUE(publisher.Start({EDGESYNC_PUBLISHER, broker.uri(), "pub", "1", "10", "p", "1800000000000"},

@@ -100,7 +100,7 @@ struct FullStoreSetup {
     return WaitFor(
         [&] {
           nlohmann::json s = Status();
-          return s.contains("ingest") && s["ingest"].value("paused", false) &&
+          return StatusField(s, metrics::kIngestPaused) == 1 &&
                  s["ingest"].value("pause_reason", "") == "store full";
         },
         240000);

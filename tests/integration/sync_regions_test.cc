@@ -210,8 +210,8 @@ TEST(SyncRegionsTest, AFailoverMidDrainWithALiveLaneOpenLosesAndDuplicatesNothin
 // region look farther (round trips are stamped on arrival, and hubs answer
 // probes ahead of their queue), so writes stay put instead of flapping.
 // Counted from the settled start choice on: a region's first round trip
-// after its connect can be far longer than its distance (738 ms and 1.2 s
-// against 5 ms measured under ThreadSanitizer with the suite at -j2), so the
+// after its connect can be far longer than its distance (hundreds of times
+// longer under ThreadSanitizer on a loaded machine), so the
 // start choice may move once or twice before both distances are measured;
 // that is the start choice's business (ANearRegionAnsweringLateAtStart and
 // the selector's unit tests), not the drain's.

@@ -31,6 +31,7 @@
 #include "tests/support/mqtt_client.h"
 #include "tests/support/process.h"
 #include "tests/support/status_assert.h"
+#include "tests/support/status_metrics.h"
 #include "tests/support/sync_sites.h"
 #include "tests/support/tcp_proxy.h"
 
@@ -74,12 +75,15 @@ int64_t SteadyMs() {
       .count();
 }
 
-double Figure(const json& j, const char* key) {
-  if (!j.is_object() || !j.contains("uplink") || !j["uplink"].contains(key) || !j["uplink"][key].is_number()) {
-    ADD_FAILURE() << "no uplink." << key << " in " << j.dump();
+// A figure of the status by its name in the metrics table, as a double (a
+// rate is fractional); a failure when the snapshot lacks it.
+double Figure(const json& j, const StatusKey& figure) {
+  if (!j.is_object() || !j.contains(figure.section) || !j[figure.section].contains(figure.key) ||
+      !j[figure.section][figure.key].is_number()) {
+    ADD_FAILURE() << "no " << figure.section << "." << figure.key << " in " << j.dump();
     return -1;
   }
-  return j["uplink"][key].get<double>();
+  return j[figure.section][figure.key].get<double>();
 }
 
 // The gateway's status, with the steady-clock bounds of the request: the
@@ -141,36 +145,36 @@ TEST(SyncUplinkCapTest, AGatewayDrainsABacklogWithinItsCapAndExactlyOnce) {
   ASSERT_TRUE(WaitFor(
       [&] {
         s1 = StatusAt(port, &b1, &a1);
-        return s1.is_object() && s1.contains("uplink") && s1["uplink"].value("batches_sent", 0) > 0;
+        return s1.is_object() && s1.contains("uplink") && StatusField(s1, metrics::kUplinkBatchesSent) > 0;
       },
       60000))
       << s1.dump() << ReadAll(data + "/gateway.log");
   SleepMs(12000);
   json s2 = StatusAt(port, &b2, &a2);
-  ASSERT_GT(Figure(s2, "backlog"), 0) << "the samples are to fall inside the drain: " << s2.dump();
+  ASSERT_GT(Figure(s2, metrics::kBacklogReadings), 0) << "the samples are to fall inside the drain: " << s2.dump();
   const double interval_s = static_cast<double>(a2 - b1) / 1000.0;  // the widest the snapshots can be apart
-  const double sent = Figure(s2, "link_bytes_sent") - Figure(s1, "link_bytes_sent");
+  const double sent = Figure(s2, metrics::kUplinkLinkBytesSent) - Figure(s1, metrics::kUplinkLinkBytesSent);
   EXPECT_LE(sent, kCap * interval_s + kCap) << "over " << interval_s << " s";
   EXPECT_GT(sent, 0);
-  EXPECT_EQ(Figure(s2, "max_bytes_per_s"), kCap);
-  EXPECT_GT(Figure(s2, "cap_wait_ms"), 0) << "batches waited for the cap";
-  EXPECT_GT(Figure(s2, "link_bytes_per_s"), 0);
+  EXPECT_EQ(Figure(s2, metrics::kUplinkMaxBytesPerS), kCap);
+  EXPECT_GT(Figure(s2, metrics::kUplinkCapWaitMs), 0) << "batches waited for the cap";
+  EXPECT_GT(Figure(s2, metrics::kUplinkLinkBytesPerS), 0);
   // Measured over the last ~5 s: within the cap plus a burst spread over them.
-  EXPECT_LE(Figure(s2, "link_bytes_per_s"), 2.0 * kCap);
+  EXPECT_LE(Figure(s2, metrics::kUplinkLinkBytesPerS), 2.0 * kCap);
   // The counter counts whole packets: more than the batches' payloads.
-  EXPECT_GT(Figure(s2, "link_bytes_sent"), Figure(s2, "bytes_sent"));
+  EXPECT_GT(Figure(s2, metrics::kUplinkLinkBytesSent), Figure(s2, metrics::kUplinkBytesSent));
 
   // The rest of the drain; every reading reaches the region exactly once.
   json end;
   ASSERT_TRUE(WaitFor(
       [&] {
         end = json::parse(HttpGet(port, "/status.json"), nullptr, false);
-        return end.is_object() && end.contains("uplink") && end["uplink"].value("checkpoint", uint64_t{0}) == last;
+        return end.is_object() && end.contains("uplink") && static_cast<uint64_t>(StatusField(end, metrics::kUplinkCheckpoint)) == last;
       },
       240000))
       << end.dump();
   const int64_t ended_ms = SteadyMs();
-  const double counted = Figure(end, "link_bytes_sent");
+  const double counted = Figure(end, metrics::kUplinkLinkBytesSent);
   const double run_s = static_cast<double>(ended_ms - started_ms) / 1000.0;
   // At the region's broker: the uplink's messages (batches QoS 1, probes
   // QoS 0) as whole PUBLISH packets. Probes go on after the drain: those
@@ -190,7 +194,7 @@ TEST(SyncUplinkCapTest, AGatewayDrainsABacklogWithinItsCapAndExactlyOnce) {
       },
       10000))
       << observed << " bytes at the region's broker, " << counted << " counted";
-  EXPECT_EQ(static_cast<double>(batches), Figure(end, "batches_sent"));
+  EXPECT_EQ(static_cast<double>(batches), Figure(end, metrics::kUplinkBatchesSent));
   // The socket holds every counted packet, and more: the connection's own
   // packets and the feed puller's requests.
   const int64_t upstream = link.bytes_upstream();
@@ -284,16 +288,15 @@ TEST(SyncUplinkCapTest, EveryTenSecondsOfADrainPassWithinFivePercentOfTheCap) {
         int64_t before = 0, after = 0;
         end = StatusAt(port, &before, &after);
         if (!end.is_object() || !end.contains("uplink")) return false;
-        const json& u = end["uplink"];
-        if (held_from_ms < 0 && u.value("batches_sent", 0) > 0) held_from_ms = after;
-        if (held_from_ms >= 0 && u.value("entries_sent", uint64_t{0}) < kDrainReadings) held_to_ms = before;
-        return u.value("checkpoint", uint64_t{0}) == last;
+        if (held_from_ms < 0 && StatusField(end, metrics::kUplinkBatchesSent) > 0) held_from_ms = after;
+        if (held_from_ms >= 0 && static_cast<size_t>(StatusField(end, metrics::kUplinkEntriesSent)) < kDrainReadings) held_to_ms = before;
+        return static_cast<uint64_t>(StatusField(end, metrics::kUplinkCheckpoint)) == last;
       },
       600000))
       << end.dump() << ReadAll(data + "/gateway.log");
   sampling = false;
   sampler.join();
-  EXPECT_EQ(Figure(end, "max_bytes_per_s"), kRate);
+  EXPECT_EQ(Figure(end, metrics::kUplinkMaxBytesPerS), kRate);
   EXPECT_EQ(gateway.Stop(10000), 0);
   ExpectExactlyOnce({&eu}, origin, last);
 
@@ -324,7 +327,7 @@ TEST(SyncUplinkCapTest, EveryTenSecondsOfADrainPassWithinFivePercentOfTheCap) {
               "it): %.0f .. %.0f bytes/s through the proxy; %lld bytes upstream, %.0f link bytes counted\n",
               static_cast<long long>(kRate), kDrainReadings, held_s, static_cast<long long>(windows),
               static_cast<long long>(held_windows), lowest, highest, static_cast<long long>(link.bytes_upstream()),
-              Figure(end, "link_bytes_sent"));
+              Figure(end, metrics::kUplinkLinkBytesSent));
   // The backlog was large enough for the figure to mean something: held at
   // the cap for 30 s or more, i.e. 200 windows inside it (one per sample).
   EXPECT_GE(held_windows, 200) << "a larger backlog is needed to hold the uplink at the cap for 30 s or more";

@@ -117,7 +117,7 @@ class SyncWatermarkTest : public ::testing::Test {
   }
   int64_t GatewayWatermark() const {
     nlohmann::json j = GatewayStatus();
-    return j.contains("uplink") ? j["uplink"].value("complete_through_ms", int64_t{0}) : 0;
+    return StatusField(j, metrics::kUplinkCompleteThroughMs);
   }
   // The highest LSN of a reading the gateway committed before `before_ms`
   // (its chunks' written_at), read from its store file.

@@ -347,7 +347,7 @@ bool World::Drained(int64_t quiet_ms) {
     if (!s.value("running", false) || StatusField(s, metrics::kBacklogReadings) != 0) return false;
     // A region that lost what it acknowledged is refilled from the
     // gateways' logs, also with no backlog.
-    if (s.contains("uplink") && s["uplink"].value("refills_pending", int64_t{0}) != 0) return false;
+    if (StatusField(s, metrics::kUplinkRefillsPending) != 0) return false;
     // Nothing new committed for quiet_ms: the local broker's queue is empty.
     int64_t committed = StatusField(s, metrics::kIngestReadingsCommitted);
     auto& [seen, since] = quiet_[static_cast<size_t>(g)];

@@ -25,7 +25,7 @@ command -v "$CLANGXX" >/dev/null || { echo "thread-safety: $CLANGXX not found (f
 # A list of its own: the thread_safety.* tests run this side by side.
 sources=$(mktemp)
 trap 'rm -f "$sources"' EXIT
-folders=(store agent/ingest sync platform)
+folders=(store agent sync platform)
 if [ $# -eq 0 ]; then
   for f in "${folders[@]}"; do
     jq -r --arg p "$src/$f/" '.[].file | select(startswith($p))' "$db"

@@ -2,14 +2,12 @@
 // real SQLite file of the store's schema: a lease is exclusive until it
 // expires on the renewing boot's monotonic clock (a wall-clock jump moves
 // nothing, a reboot frees it), every change moves the version, a child
-// range starts from its nearest ancestor's continuation; dead letters are
-// bounded and counted.
+// range starts from its nearest ancestor's continuation.
 #include "store/lease_table.h"
 
 #include <sqlite3.h>
 
 #include "gtest/gtest.h"
-#include "store/dead_letter_table.h"
 #include "store/schema.h"
 #include "store/token.h"
 #include "tests/support/process.h"
@@ -109,39 +107,6 @@ TEST_F(LeaseTableTest, AChildRangeStartsFromItsNearestAncestorsContinuation) {
   Lease sibling;
   ASSERT_OK(lease_table::Acquire(&db_, clock_, 10, "beta", {}, kExpiry, &sibling));
   EXPECT_EQ(sibling.continuation, "") << "a range without ancestors starts from the beginning";
-}
-
-TEST(DeadLetterTableTest, OnlyTheNewestAreKeptAndEveryOneIsCounted) {
-  TempDir dir;
-  Db db;
-  ASSERT_OK(db.Open(dir.File("letters.db"), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
-  ASSERT_OK(CreateSchema(&db, kSchemaVersion));
-  std::vector<DeadLetter> letters;
-  for (int i = 0; i < 5; ++i) {
-    DeadLetter d;
-    d.at_ms = 1000 + i;
-    d.topic = "sensors/dev-" + std::to_string(i);
-    d.head = std::string(300, static_cast<char>('a' + i));
-    d.head[0] = '\0';  // payload bytes, not text
-    d.reason = "not a reading";
-    letters.push_back(d);
-  }
-  ASSERT_OK(dead_letter_table::Add(&db, letters, 3));
-  ASSERT_OK(dead_letter_table::Add(&db, {letters[0]}, 3));
-  std::vector<DeadLetter> kept;
-  ASSERT_OK(dead_letter_table::List(&db, 10, &kept));
-  ASSERT_EQ(kept.size(), 3u);
-  EXPECT_EQ(kept[0].at_ms, 1000) << "newest first";
-  EXPECT_EQ(kept[1].at_ms, 1004);
-  EXPECT_EQ(kept[2].at_ms, 1003);
-  EXPECT_EQ(kept[1].head.size(), 256u) << "the payload's head is bounded";
-  EXPECT_EQ(kept[1].head[0], '\0');
-  EXPECT_EQ(kept[1].topic, "sensors/dev-4");
-  int64_t total = 0;
-  ASSERT_OK(db.QueryInt("SELECT value FROM meta WHERE key='dead_letters'", &total));
-  EXPECT_EQ(total, 6);
-  ASSERT_OK(dead_letter_table::List(&db, 1, &kept));
-  EXPECT_EQ(kept.size(), 1u);
 }
 
 }  // namespace
