@@ -191,7 +191,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   // client) leaves no way out but a new client object. Publishes still
   // pending on the old one are reported failed; their senders resend (the
   // uplink from its checkpoint).
-  void ResetClient() {
+  void ResetClient(const std::string& why) {
     std::unique_ptr<mqtt::async_client> fresh;
     if (!NewClient(&fresh).ok()) return;
     std::unique_ptr<mqtt::async_client> old;
@@ -205,7 +205,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
     }
     old.reset();  // joins the old client's threads: no completion of it runs after this
     FailPending("mqtt client of " + options_.uri + " replaced before the publish completed");
-    ES_LOG(kWarn, "mqtt {}: a connect never completed; replaced the client", options_.uri);
+    ES_LOG(kWarn, "mqtt {}: {}; replaced the client", options_.uri, why);
   }
 
   void SetMessageHandler(MessageHandler handler) override { message_handler_ = std::move(handler); }
@@ -511,7 +511,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
       if (!tok->wait_for(milliseconds(options_.connect_timeout_ms + 2000))) {
         std::lock_guard<std::mutex> lock(mu_);
         last_error_ = "connect timed out";
-        client_stale_ = true;
+        client_stale_ = "a connect never completed";
         return false;
       }
       session_present = tok->get_connect_response().is_session_present();
@@ -535,9 +535,22 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
     }
     // Subscribing again even when the broker kept the session covers a
     // broker that lost its state (restart without persistence).
+    bool answered = true;
     for (const auto& s : subs) {
       Status st = SubscribeNow(s.first, s.second);
       if (!st.ok()) ES_LOG(kError, "mqtt {}: {}", options_.uri, st.ToString());
+      if (st.code() == Status::Code::kTimeout) answered = false;
+    }
+    if (!answered) {
+      // A connection whose broker never answers a subscribe is of no use.
+      // Seen on a resumed session after a link had swallowed bytes: the
+      // broker dropped every connection at once as malformed, and each
+      // reconnect of the same client resent what it still had in flight, so
+      // the link never came back. The next connect uses a fresh client,
+      // which has nothing in flight (senders learn their publishes failed
+      // and resend: the uplink from its checkpoint).
+      std::lock_guard<std::mutex> lock(mu_);
+      client_stale_ = "the broker did not answer a subscribe";
     }
     ES_LOG(kInfo, "mqtt {}: connected as {} (session {})", options_.uri, options_.client_id,
            session_present ? "resumed" : "new");
@@ -602,10 +615,11 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
         continue;
       }
       if (ever_connected && !options_.auto_reconnect) break;
-      bool stale = client_stale_;
-      client_stale_ = false;
+      bool stale = !client_stale_.empty();
+      std::string why = std::move(client_stale_);
+      client_stale_.clear();
       lock.unlock();
-      if (stale) ResetClient();
+      if (stale) ResetClient(why);
       bool ok = TryConnect();
       lock.lock();
       if (ok) {
@@ -643,7 +657,9 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   std::condition_variable client_cv_;
   std::unique_ptr<mqtt::async_client> client_;
   int client_users_ = 0;
-  bool client_stale_ = false;  // guarded by mu_: a connect never completed
+  // Guarded by mu_: why the next connect needs a fresh client ("" = it
+  // does not): a connect never completed, or a subscribe was never answered.
+  std::string client_stale_;
   // Built once in Init, never moved (see BuildConnectOptions), released
   // before client_ (see Init).
   std::unique_ptr<mqtt::connect_options> connect_options_;

@@ -7,9 +7,14 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -265,6 +270,157 @@ TEST(MqttLinkSocket, SetsTcpNoDelayOnItsConnectionUnlessTurnedOff) {
     }
     link->Disconnect(2000);
   }
+}
+
+// A scripted MQTT server: answers CONNECT with "session present" and
+// PINGREQ, leaves every PUBLISH unacknowledged, answers SUBSCRIBE only from
+// its second connection on, and closes its first connection a second after
+// its SUBSCRIBE.
+// It records the packet types each connection sent.
+class StuckSessionServer {
+ public:
+  StuckSessionServer() {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    ::listen(listen_fd_, 8);
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~StuckSessionServer() {
+    stop_ = true;
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    ::close(listen_fd_);
+    thread_.join();
+  }
+  std::string uri() const { return "tcp://127.0.0.1:" + std::to_string(port_); }
+  // Packet types (the fixed header's high nibble) the n-th connection that
+  // sent CONNECT sent.
+  std::vector<int> Sent(size_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return n < sent_.size() ? sent_[n] : std::vector<int>{};
+  }
+  size_t connections() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sent_.size();
+  }
+
+ private:
+  void Loop() {
+    while (!stop_) {
+      pollfd p{listen_fd_, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      int fd = ::accept(listen_fd_, nullptr, nullptr);
+      if (fd < 0) continue;
+      servers_.emplace_back([this, fd] {
+        Serve(fd);
+        ::close(fd);
+      });
+    }
+    for (std::thread& t : servers_) t.join();
+  }
+  // Connections that never send CONNECT (a port probe) are not counted.
+  void Serve(int fd) {
+    std::string buf;
+    size_t n = 0;
+    bool counted = false;
+    bool subscribed = false;  // the first connection closes a second after its SUBSCRIBE
+    auto subscribed_at = std::chrono::steady_clock::now();
+    auto start = std::chrono::steady_clock::now();
+    while (!stop_) {
+      const auto age = std::chrono::steady_clock::now() - start;
+      if (n == 0 && subscribed && std::chrono::steady_clock::now() - subscribed_at > std::chrono::seconds(1)) return;
+      if (age > std::chrono::seconds(20)) return;
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      char chunk[4096];
+      ssize_t got = ::recv(fd, chunk, sizeof chunk, 0);
+      if (got <= 0) return;
+      buf.append(chunk, static_cast<size_t>(got));
+      for (;;) {
+        size_t at = 1, length = 0, shift = 0;
+        bool whole = false;
+        while (at < buf.size() && at < 5) {
+          const uint8_t b = static_cast<uint8_t>(buf[at++]);
+          length |= static_cast<size_t>(b & 0x7f) << shift;
+          shift += 7;
+          if ((b & 0x80) == 0) {
+            whole = true;
+            break;
+          }
+        }
+        if (!whole || buf.size() < at + length) break;
+        const int type = static_cast<uint8_t>(buf[0]) >> 4;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (!counted) {
+            counted = true;
+            n = sent_.size();
+            sent_.emplace_back();
+            start = std::chrono::steady_clock::now();
+          }
+          sent_[n].push_back(type);
+        }
+        if (type == 8 && !subscribed) {
+          subscribed = true;
+          subscribed_at = std::chrono::steady_clock::now();
+        }
+        std::string reply;
+        if (type == 1) reply = std::string("\x20\x02\x01\x00", 4);  // CONNACK, session present
+        if (type == 12) reply = std::string("\xd0\x00", 2);         // PINGRESP
+        if (type == 8 && n > 0) reply = std::string("\x90\x03", 2) + buf.substr(at, 2) + std::string("\x01", 1);
+        if (!reply.empty()) (void)!::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+        buf.erase(0, at + length);
+      }
+    }
+  }
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<std::vector<int>> sent_;
+  std::vector<std::thread> servers_;  // one per connection
+  std::thread thread_;
+};
+
+// A connection lost while its subscribe waits unanswered (seen: a broker
+// that dropped every connection of a resumed session as malformed, each
+// reconnect resending the publish still in flight) is followed by a fresh
+// client, which has nothing in flight to resend.
+TEST(MqttLinkStuckSession, AfterASubscribeNeverAnsweredTheNextConnectIsAFreshClient) {
+  StuckSessionServer server;
+  MqttLinkOptions o;
+  o.uri = server.uri();
+  o.client_id = "link-stuck";
+  o.clean_start = false;
+  o.connect_timeout_ms = 2000;  // the subscribe waits this + 5 s
+  o.keep_alive_s = 10;
+  o.reconnect_min_ms = 50;
+  o.reconnect_max_ms = 200;
+  auto link = MakeLink(o, nullptr);
+  ASSERT_OK(link->Subscribe("replies", 1));
+  testing::internal::CaptureStderr();
+  ASSERT_OK(link->Start());
+  // Connection 0 is up (CONNACK) and waits for its SUBACK: a publish goes
+  // out on it and is never acknowledged.
+  ASSERT_TRUE(WaitFor([&] { return server.Sent(0).size() >= 2; }, 10000))
+      << server.connections() << " connections, the first sent " << server.Sent(0).size() << " packets";
+  ASSERT_OK(link->Publish("batches", "one batch", 1, false, 1000));
+  ASSERT_TRUE(WaitFor([&] { return server.Sent(0).size() >= 3; }, 5000));
+  ASSERT_TRUE(WaitFor([&] { return server.connections() >= 2 && link->connected(); }, 20000));
+  test::SleepMs(500);
+  std::string log = testing::internal::GetCapturedStderr();
+  const std::vector<int> first = server.Sent(0), second = server.Sent(1);
+  EXPECT_EQ(std::count(first.begin(), first.end(), 3), 1) << "the publish went on the first connection";
+  EXPECT_EQ(std::count(second.begin(), second.end(), 3), 0)
+      << "the next connection resent what the first client had in flight";
+  EXPECT_NE(log.find("the broker did not answer a subscribe; replaced the client"), std::string::npos) << log;
+  EXPECT_GE(link->counters().publish_failures, 1) << "the publish is reported failed, for its sender to resend";
+  link->Disconnect(1000);
 }
 
 TEST(MqttLinkOptionsCheck, RejectsBadOptions) {
