@@ -111,11 +111,6 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              "readings acknowledged upstream and written longer ago than this are compacted into one block per "
              "series (fast queries of one series, fewer bytes on the card); on a region hub's SQLite store, small "
              "batches of the region feed applied longer ago than this are merged into shared rows"),
-      Int<C>("store", "compact_span_readings", [](C& c) -> int64_t& { return c.store_compact_span_readings; }, 1000,
-             store_options::kCompactSpanReadingsMax, "readings per compacted span (a reader by LSN decodes a span whole: 32 bytes a reading)"),
-      Bool<C>("store", "compact_always", [](C& c) -> bool& { return c.store_compact_always; },
-              "compact every span, also one whose per-series blocks take more room than its commit chunks "
-              "(many series per span): faster one-series queries for more bytes on the card"),
       Int<C>("store", "dead_letter_cap", [](C& c) -> int64_t& { return c.store_dead_letter_cap; }, 0, 1000000,
              "rejected payloads kept for inspection; the oldest are dropped past this"),
       Int<C>("store", "lease_expiry_ms", [](C& c) -> int64_t& { return c.store_lease_expiry_ms; }, 100, kBig,
@@ -282,8 +277,12 @@ const std::vector<OptionSpec<RegionConfig>>& RegionOptions() {
 // read and ignored, each with the reason (so an upgrade never stops a
 // gateway on its old file), where an unknown key is an error.
 const char* RetiredOption(const std::string& key) {
-  static const char* kReason = "no longer used: commit groups follow the arrival rate by themselves";
-  if (key == "ingest.busy_rate" || key == "ingest.batch_delay_busy_ms") return kReason;
+  static const char* kCommitGroups = "no longer used: commit groups follow the arrival rate by themselves";
+  static const char* kCompaction =
+      "no longer used: the store sizes compacted spans itself and compacts a span only where that makes it "
+      "smaller (store/chunk_compactor.h)";
+  if (key == "ingest.busy_rate" || key == "ingest.batch_delay_busy_ms") return kCommitGroups;
+  if (key == "store.compact_span_readings" || key == "store.compact_always") return kCompaction;
   return nullptr;
 }
 

@@ -85,8 +85,6 @@ struct Config {
   int64_t store_dead_letter_cap = store_options::kDeadLetterCap;
   int64_t store_lease_expiry_ms = store_options::kLeaseExpiryMs;
   int64_t store_compact_after_s = store_options::kCompactAfterS;
-  int64_t store_compact_span_readings = store_options::kCompactSpanReadings;
-  bool store_compact_always = !store_options::kCompactOnlySmaller;
 
   // [ingest]
   std::string ingest_broker_uri = "tcp://127.0.0.1:1883";

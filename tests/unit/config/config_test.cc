@@ -51,15 +51,20 @@ TEST(ConfigTest, UnknownKeyReportsFileLineAndKey) {
 TEST(ConfigTest, RetiredOptionsLoadWithAWarning) {
   Config c;
   std::vector<ConfigError> errors;
-  ASSERT_OK(ParseConfig("[gateway]\nid = \"gw\"\n[ingest]\nbusy_rate = 2000\nbatch_delay_busy_ms = 250\n", "t.toml",
-                        ConfigRole::kGateway, &c, &errors));
+  ASSERT_OK(ParseConfig("[gateway]\nid = \"gw\"\n[ingest]\nbusy_rate = 2000\nbatch_delay_busy_ms = 250\n"
+                        "[store]\ncompact_span_readings = 1000\ncompact_always = true\n",
+                        "t.toml", ConfigRole::kGateway, &c, &errors));
   EXPECT_TRUE(errors.empty());
   std::vector<std::string> retired = c.retired_options;
   std::sort(retired.begin(), retired.end());
-  ASSERT_EQ(retired.size(), 2u);
+  ASSERT_EQ(retired.size(), 4u);
   EXPECT_EQ(retired[0].rfind("ingest.batch_delay_busy_ms: no longer used", 0), 0u) << retired[0];
   EXPECT_EQ(retired[1].rfind("ingest.busy_rate: no longer used", 0), 0u) << retired[1];
+  EXPECT_EQ(retired[2].rfind("store.compact_always: no longer used: the store sizes compacted spans itself", 0), 0u)
+      << retired[2];
+  EXPECT_EQ(retired[3].rfind("store.compact_span_readings: no longer used", 0), 0u) << retired[3];
   EXPECT_EQ(ParseErrors("[gateway]\nid = \"gw\"\n[ingest]\nbusy_rat = 2000\n").size(), 1u);
+  EXPECT_EQ(ParseErrors("[gateway]\nid = \"gw\"\n[store]\ncompact_span = 1000\n").size(), 1u);
 }
 
 TEST(ConfigTest, UnknownSection) {
