@@ -108,7 +108,7 @@ int RunCli(int argc, char** argv) {
   check->add_option("--role", check_role, "also check what a role needs: any, gateway, region")
       ->check(CLI::IsMember({"any", "gateway", "region"}));
 
-  auto* example = config_cmd->add_subcommand("example", "print a commented config with every option at its default");
+  auto* example = config_cmd->add_subcommand("example", "print a commented config with the options an operator decides, at their defaults");
   auto* reference = config_cmd->add_subcommand("reference", "print every option as a Markdown table (docs/CONFIG.md)");
   // Hidden: a tool for the docs, not for an operator.
   auto* metrics_cmd = app.add_subcommand("metrics", "status figure tools")->group("");

@@ -91,8 +91,6 @@ StoreOptions StoreOptionsFromConfig(const Config& c) {
   o.dead_letter_cap = c.store_dead_letter_cap;
   o.lease_expiry_ms = c.store_lease_expiry_ms;
   o.compact_after_ms = c.store_compact_after_s * 1000;
-  o.compact_span_readings = c.store_compact_span_readings;
-  o.compact_only_smaller = !c.store_compact_always;
   return o;
 }
 

@@ -26,6 +26,7 @@ constexpr char kRegionMetricsListen[] = "127.0.0.1:9465";
 
 using config_internal::Bool;
 using config_internal::Int;
+using config_internal::Operator;
 using config_internal::OptionSpec;
 using config_internal::Real;
 using config_internal::Str;
@@ -58,8 +59,8 @@ OptionSpec<C> DeviceTopic() {
 const std::vector<OptionSpec<Config>>& ConfigOptions() {
   using C = Config;
   static const std::vector<OptionSpec<C>> kOptions = {
-      Str<C>("gateway", "id", [](C& c) -> std::string& { return c.gateway_id; },
-             "this gateway's id ([A-Za-z0-9_-], 1..64); required for `edgesync gateway`"),
+      Operator(Str<C>("gateway", "id", [](C& c) -> std::string& { return c.gateway_id; },
+                      "this gateway's id ([A-Za-z0-9_-], 1..64); required for `edgesync gateway`")),
       Str<C>("gateway", "data_dir", [](C& c) -> std::string& { return c.data_dir; },
              "directory for the store and status file"),
       Str<C>("gateway", "log_level", [](C& c) -> std::string& { return c.log_level; },
@@ -69,12 +70,13 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
 
       Str<C>("store", "path", [](C& c) -> std::string& { return c.store_path; },
              "SQLite store file; \"\" = <data_dir>/store.db"),
-      Str<C>("store", "sync", [](C& c) -> std::string& { return c.store_sync; },
-             "full: every acknowledged reading survives power loss (fsync per message and per commit); "
-             "commit: every committed batch survives power loss (fsync per commit), a power cut loses at "
-             "most the commit group being gathered (ingest.batch_delay_ms); normal: everything survives a "
-             "crash of edgesync (kill -9) but the last commits before a power cut may be lost, never corrupted",
-             {"full", "commit", "normal"}),
+      Operator(Str<C>("store", "sync", [](C& c) -> std::string& { return c.store_sync; },
+                      "full: every acknowledged reading survives power loss (fsync per message and per commit); "
+                      "commit: every committed batch survives power loss (fsync per commit), a power cut loses "
+                      "at most the commit group being gathered (ingest.batch_delay_ms); normal: everything "
+                      "survives a crash of edgesync (kill -9) but the last commits before a power cut may be "
+                      "lost, never corrupted",
+                      {"full", "commit", "normal"})),
       Int<C>("store", "initial_ranges", [](C& c) -> int64_t& { return c.store_initial_ranges; },
              store_options::kInitialRangesMin, store_options::kInitialRangesMax,
              "partition key ranges a new store starts with"),
@@ -82,24 +84,25 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              "a range splits in two past this many entries"),
       Int<C>("store", "split_max_bytes", [](C& c) -> int64_t& { return c.store_split_max_bytes; }, 4096, kBig,
              "a range splits in two past this many bytes of entries"),
-      Int<C>("store", "retention_age_s", [](C& c) -> int64_t& { return c.store_retention_age_s; }, 0, kBig,
-             "readings acknowledged upstream and older than this may be pruned"),
+      Operator(Int<C>("store", "retention_age_s", [](C& c) -> int64_t& { return c.store_retention_age_s; }, 0, kBig,
+                      "readings acknowledged upstream and older than this may be pruned")),
       Int<C>("store", "ack_grace_s", [](C& c) -> int64_t& { return c.store_ack_grace_s; }, 0, kBig,
              "acknowledged readings are also kept this long after their acknowledgement (unless space runs "
              "low), so that a region that lost its store is refilled from them; 0 = no grace"),
-      Str<C>("store", "disk_policy", [](C& c) -> std::string& { return c.store_disk_policy; },
-             "when the store is full: reject-new refuses new readings; drop-oldest drops the oldest "
-             "unacknowledged ones (each counted)",
-             {"reject-new", "drop-oldest"}),
-      Int<C>("store", "max_bytes", [](C& c) -> int64_t& { return c.store_max_bytes; }, 0, kBig,
-             "size limit of the store file in bytes; 0 = only the filesystem limits it"),
+      Operator(Str<C>("store", "disk_policy", [](C& c) -> std::string& { return c.store_disk_policy; },
+                      "when the store is full: reject-new refuses new readings; drop-oldest drops the oldest "
+                      "unacknowledged ones (each counted)",
+                      {"reject-new", "drop-oldest"})),
+      Operator(Int<C>("store", "max_bytes", [](C& c) -> int64_t& { return c.store_max_bytes; }, 0, kBig,
+                      "size limit of the store file in bytes; 0 = only the filesystem limits it")),
       Int<C>("store", "tombstone_retention_s", [](C& c) -> int64_t& { return c.store_tombstone_retention_s; }, 0,
              kBig, "deleted device records stay in the feed at least this long"),
-      Int<C>("store", "read_view_retention_s", [](C& c) -> int64_t& { return c.store_read_view_retention_s; }, 0,
-             kBig, "other gateways' readings in the read view are pruned this long after they arrived"),
-      Int<C>("store", "min_free_bytes", [](C& c) -> int64_t& { return c.store_min_free_bytes; }, 0, kBig,
-             "below this much free space on the filesystem (or past 90% of max_bytes) acknowledged readings "
-             "are pruned oldest first, before retention_age_s; 0 = do not watch the filesystem"),
+      Operator(Int<C>("store", "read_view_retention_s",
+                      [](C& c) -> int64_t& { return c.store_read_view_retention_s; }, 0, kBig,
+                      "other gateways' readings in the read view are pruned this long after they arrived")),
+      Operator(Int<C>("store", "min_free_bytes", [](C& c) -> int64_t& { return c.store_min_free_bytes; }, 0, kBig,
+                      "below this much free space on the filesystem (or past 90% of max_bytes) acknowledged readings "
+                      "are pruned oldest first, before retention_age_s; 0 = do not watch the filesystem")),
       Int<C>("store", "retention_interval_s", [](C& c) -> int64_t& { return c.store_retention_interval_s; }, 1,
              86400, "how often retention runs (in both roles)"),
       Int<C>("store", "prune_step_rows", [](C& c) -> int64_t& { return c.store_prune_step_rows; }, 10, 1000000,
@@ -108,24 +111,19 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              "readings acknowledged upstream and written longer ago than this are compacted into one block per "
              "series (fast queries of one series, fewer bytes on the card); on a region hub's SQLite store, small "
              "batches of the region feed applied longer ago than this are merged into shared rows"),
-      Int<C>("store", "compact_span_readings", [](C& c) -> int64_t& { return c.store_compact_span_readings; }, 1000,
-             store_options::kCompactSpanReadingsMax, "readings per compacted span (a reader by LSN decodes a span whole: 32 bytes a reading)"),
-      Bool<C>("store", "compact_always", [](C& c) -> bool& { return c.store_compact_always; },
-              "compact every span, also one whose per-series blocks take more room than its commit chunks "
-              "(many series per span): faster one-series queries for more bytes on the card"),
       Int<C>("store", "dead_letter_cap", [](C& c) -> int64_t& { return c.store_dead_letter_cap; }, 0, 1000000,
              "rejected payloads kept for inspection; the oldest are dropped past this"),
       Int<C>("store", "lease_expiry_ms", [](C& c) -> int64_t& { return c.store_lease_expiry_ms; }, 100, kBig,
              "a feed consumer's lease not renewed for this long may be taken over"),
 
-      Str<C>("ingest", "broker_uri", [](C& c) -> std::string& { return c.ingest_broker_uri; },
-             "the local broker the sensors publish to (tcp:// or ssl://)"),
+      Operator(Str<C>("ingest", "broker_uri", [](C& c) -> std::string& { return c.ingest_broker_uri; },
+                      "the local broker the sensors publish to (tcp:// or ssl://)")),
       Str<C>("ingest", "client_id", [](C& c) -> std::string& { return c.ingest_client_id; },
              "MQTT client id of the persistent session; \"\" = edgesync-<gateway id>"),
-      Str<C>("ingest", "credentials_file", [](C& c) -> std::string& { return c.ingest_credentials_file; },
-             "file holding user:password for the local broker; \"\" = anonymous"),
-      Str<C>("ingest", "ca_file", [](C& c) -> std::string& { return c.ingest_tls.ca_file; },
-             "CA to verify the local broker's certificate; set, it means TLS even with a tcp:// URI"),
+      Operator(Str<C>("ingest", "credentials_file", [](C& c) -> std::string& { return c.ingest_credentials_file; },
+                      "file holding user:password for the local broker; \"\" = anonymous")),
+      Operator(Str<C>("ingest", "ca_file", [](C& c) -> std::string& { return c.ingest_tls.ca_file; },
+                      "CA to verify the local broker's certificate; set, it means TLS even with a tcp:// URI")),
       Str<C>("ingest", "cert_file", [](C& c) -> std::string& { return c.ingest_tls.cert_file; },
              "client certificate for mutual TLS; \"\" = none"),
       Str<C>("ingest", "key_file", [](C& c) -> std::string& { return c.ingest_tls.key_file; },
@@ -134,14 +132,15 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              4294967295LL, "how long the broker keeps our session and queues QoS 1 readings while we are down"),
       Int<C>("ingest", "batch_max", [](C& c) -> int64_t& { return c.ingest_batch_max; }, 1, 100000,
              "readings committed together in one transaction (group commit)"),
-      Int<C>("ingest", "batch_delay_ms", [](C& c) -> int64_t& { return c.ingest_batch_delay_ms; }, 0, 10000,
-             "longest a received reading waits before its commit group commits; within it the groups follow "
-             "the arrival rate by themselves (docs/INGEST.md). With store.sync = \"commit\" it is the power-cut "
-             "loss window"),
+      Operator(Int<C>("ingest", "batch_delay_ms", [](C& c) -> int64_t& { return c.ingest_batch_delay_ms; }, 0,
+                      10000,
+                      "longest a received reading waits before its commit group commits; within it the groups "
+                      "follow the arrival rate by themselves (docs/INGEST.md). With store.sync = \"commit\" it is "
+                      "the power-cut loss window")),
       Int<C>("ingest", "max_payload_bytes", [](C& c) -> int64_t& { return c.ingest_max_payload_bytes; }, 16,
              16 << 20, "larger payloads are rejected and dead-lettered"),
-      Real<C>("ingest", "device_rate", [](C& c) -> double& { return c.ingest_device_rate; }, 0.001, 1e9,
-              "readings per second one device may sustain (token bucket rate)"),
+      Operator(Real<C>("ingest", "device_rate", [](C& c) -> double& { return c.ingest_device_rate; }, 0.001, 1e9,
+                       "readings per second one device may sustain (token bucket rate)")),
       Int<C>("ingest", "device_burst", [](C& c) -> int64_t& { return c.ingest_device_burst; }, 1, 1000000000,
              "readings one device may send at once above its rate (token bucket size)"),
       Int<C>("ingest", "device_backlog_s", [](C& c) -> int64_t& { return c.ingest_device_backlog_s; }, 0, kBig,
@@ -168,8 +167,9 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              "spares the SD card and still survives kill -9, but not a power cut"),
       Int<C>("ingest", "journal_segment_bytes", [](C& c) -> int64_t& { return c.ingest_journal_segment_bytes; },
              4096, 1 << 30, "the journal's two segments take turns at this size: it uses about twice this on disk"),
-      StrList<C>("ingest", "subscriptions", [](C& c) -> std::vector<SubscriptionConfig>& { return c.subscriptions; },
-                 "topic patterns; {deviceId} and {metric} name topic levels"),
+      Operator(StrList<C>("ingest", "subscriptions",
+                          [](C& c) -> std::vector<SubscriptionConfig>& { return c.subscriptions; },
+                          "topic patterns; {deviceId} and {metric} name topic levels")),
       DeviceTopic<C>(),
 
       Str<C>("uplink", "topic_prefix", [](C& c) -> std::string& { return c.uplink_topic_prefix; },
@@ -201,21 +201,21 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
       Bool<C>("uplink", "live_lane", [](C& c) -> bool& { return c.uplink_live_lane; },
               "readings committed while a backlog drains go ahead of it (a live lane; sync/uplink.h), towards "
               "regions of protocol 7 or later; false = strict LSN order"),
-      Int<C>("uplink", "max_bytes_per_s", [](C& c) -> int64_t& { return c.uplink_max_bytes_per_s; }, 0,
-             uplink_options::kMaxBytesPerSMax,
-             "bytes per second the uplink sends to the regions at most, counted as whole MQTT packets (batches, "
-             "resends and probes; framing included); batches are sized to about a quarter second of it (at least "
-             "4 KB); 0 = no cap (docs/DEPLOY.md)"),
+      Operator(Int<C>("uplink", "max_bytes_per_s", [](C& c) -> int64_t& { return c.uplink_max_bytes_per_s; }, 0,
+                      uplink_options::kMaxBytesPerSMax,
+                      "bytes per second the uplink sends to the regions at most, counted as whole MQTT packets "
+                      "(batches, resends and probes; framing included); batches are sized to about a quarter "
+                      "second of it (at least 4 KB); 0 = no cap (docs/DEPLOY.md)")),
 
-      Str<C>("metrics", "listen", [](C& c) -> std::string& { return c.metrics_listen; },
-             "host:port of the status page (/) and Prometheus metrics (/metrics); loopback by default "
-             "(the page has no login: expose it only where anyone may read it); a region hub's default is " +
-                 std::string(kRegionMetricsListen) +
-                 "; an address another process holds is an error at start (the process runs without the "
-                 "page); \"\" = off"),
+      Operator(Str<C>("metrics", "listen", [](C& c) -> std::string& { return c.metrics_listen; },
+                      "host:port of the status page (/) and Prometheus metrics (/metrics); loopback by default "
+                      "(the page has no login: expose it only where anyone may read it); a region hub's default is " +
+                          std::string(kRegionMetricsListen) +
+                          "; an address another process holds is an error at start (the process runs without the "
+                          "page); \"\" = off")),
 
-      Str<C>("hub", "region", [](C& c) -> std::string& { return c.hub_region; },
-             "this hub's region name; required for `edgesync region`"),
+      Operator(Str<C>("hub", "region", [](C& c) -> std::string& { return c.hub_region; },
+                      "this hub's region name; required for `edgesync region`")),
       Int<C>("hub", "max_queued_messages", [](C& c) -> int64_t& { return c.hub_max_queued_messages; }, 1, 1000000,
              "messages received and not yet applied (held in memory); beyond it a message is shed and counted, "
              "and its gateway resends it after uplink.ack_timeout_ms (docs/REGION.md)"),
@@ -223,25 +223,25 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
              int64_t{1} << 40,
              "memory for gateways' series contexts (about 0.8 MB for 8,000 series); the least recently used is "
              "dropped past it and its gateway resends self-contained; 0 = none kept"),
-      Str<C>("hub", "broker_uri", [](C& c) -> std::string& { return c.hub_broker_uri; },
-             "the region's broker the hub listens on"),
-      Str<C>("hub", "credentials_file", [](C& c) -> std::string& { return c.hub_credentials_file; },
-             "file holding user:password for the region broker; \"\" = anonymous"),
-      Str<C>("hub", "ca_file", [](C& c) -> std::string& { return c.hub_tls.ca_file; },
-             "CA for the region broker; set, it means TLS even with a tcp:// URI"),
-      Str<C>("hub", "cert_file", [](C& c) -> std::string& { return c.hub_tls.cert_file; },
-             "client certificate (also means TLS)"),
-      Str<C>("hub", "key_file", [](C& c) -> std::string& { return c.hub_tls.key_file; }, "private key"),
+      Operator(Str<C>("hub", "broker_uri", [](C& c) -> std::string& { return c.hub_broker_uri; },
+                      "the region's broker the hub listens on")),
+      Operator(Str<C>("hub", "credentials_file", [](C& c) -> std::string& { return c.hub_credentials_file; },
+                      "file holding user:password for the region broker; \"\" = anonymous")),
+      Operator(Str<C>("hub", "ca_file", [](C& c) -> std::string& { return c.hub_tls.ca_file; },
+                      "CA for the region broker; set, it means TLS even with a tcp:// URI")),
+      Operator(Str<C>("hub", "cert_file", [](C& c) -> std::string& { return c.hub_tls.cert_file; },
+                      "client certificate (also means TLS)")),
+      Operator(Str<C>("hub", "key_file", [](C& c) -> std::string& { return c.hub_tls.key_file; }, "private key")),
       Bool<C>("hub", "allow_insecure", [](C& c) -> bool& { return c.hub_allow_insecure; },
               "accept a plaintext broker_uri that is not loopback (otherwise refused: use ssl:// or ca_file)"),
-      Int<C>("hub", "feed_retention_s", [](C& c) -> int64_t& { return c.hub_feed_retention_s; }, 0, kBig,
-             "region feed entries are pruned this long after they were applied; a reader behind gets an "
-             "explicit reset"),
-      Str<C>("hub", "store", [](C& c) -> std::string& { return c.hub_store; },
-             "where the hub keeps high-water marks and the region feed: \"\" = the embedded SQLite store "
-             "([store] path), or \"postgresql://user@host:port/db\" (no password in it: see password_file)"),
-      Str<C>("hub", "password_file", [](C& c) -> std::string& { return c.hub_password_file; },
-             "file holding the PostgreSQL password on its first line; \"\" = none (peer or trust login)"),
+      Operator(Int<C>("hub", "feed_retention_s", [](C& c) -> int64_t& { return c.hub_feed_retention_s; }, 0, kBig,
+                      "region feed entries are pruned this long after they were applied; a reader behind gets an "
+                      "explicit reset")),
+      Operator(Str<C>("hub", "store", [](C& c) -> std::string& { return c.hub_store; },
+                      "where the hub keeps high-water marks and the region feed: \"\" = the embedded SQLite store "
+                      "([store] path), or \"postgresql://user@host:port/db\" (no password in it: see password_file)")),
+      Operator(Str<C>("hub", "password_file", [](C& c) -> std::string& { return c.hub_password_file; },
+                      "file holding the PostgreSQL password on its first line; \"\" = none (peer or trust login)")),
       Str<C>("hub", "id", [](C& c) -> std::string& { return c.hub_id; },
              "this hub's name among its region's hubs (names its MQTT client and its shard leases; "
              "[A-Za-z0-9_-], at most 40); \"\" = the host name. Hubs sharing a PostgreSQL store need one each"),
@@ -255,17 +255,18 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
 const std::vector<OptionSpec<RegionConfig>>& RegionOptions() {
   using R = RegionConfig;
   static const std::vector<OptionSpec<R>> kOptions = {
-      Str<R>("region", "name", [](R& r) -> std::string& { return r.name; }, "region name ([A-Za-z0-9_-])"),
-      Str<R>("region", "uri", [](R& r) -> std::string& { return r.uri; }, "region broker (tcp:// or ssl://)"),
-      Int<R>("region", "preference", [](R& r) -> int64_t& { return r.preference; }, 0, 1000,
-             "failover order, lowest first"),
-      Str<R>("region", "credentials_file", [](R& r) -> std::string& { return r.credentials_file; },
-             "file holding user:password; \"\" = anonymous"),
-      Str<R>("region", "ca_file", [](R& r) -> std::string& { return r.tls.ca_file; },
-             "CA to verify the region broker; set, it means TLS even with a tcp:// URI"),
-      Str<R>("region", "cert_file", [](R& r) -> std::string& { return r.tls.cert_file; },
-             "client certificate for mutual TLS (also means TLS)"),
-      Str<R>("region", "key_file", [](R& r) -> std::string& { return r.tls.key_file; }, "private key of cert_file"),
+      Operator(Str<R>("region", "name", [](R& r) -> std::string& { return r.name; }, "region name ([A-Za-z0-9_-])")),
+      Operator(Str<R>("region", "uri", [](R& r) -> std::string& { return r.uri; }, "region broker (tcp:// or ssl://)")),
+      Operator(Int<R>("region", "preference", [](R& r) -> int64_t& { return r.preference; }, 0, 1000,
+                      "failover order, lowest first")),
+      Operator(Str<R>("region", "credentials_file", [](R& r) -> std::string& { return r.credentials_file; },
+                      "file holding user:password; \"\" = anonymous")),
+      Operator(Str<R>("region", "ca_file", [](R& r) -> std::string& { return r.tls.ca_file; },
+                      "CA to verify the region broker; set, it means TLS even with a tcp:// URI")),
+      Operator(Str<R>("region", "cert_file", [](R& r) -> std::string& { return r.tls.cert_file; },
+                      "client certificate for mutual TLS (also means TLS)")),
+      Operator(Str<R>("region", "key_file", [](R& r) -> std::string& { return r.tls.key_file; },
+                      "private key of cert_file")),
       Bool<R>("region", "allow_insecure", [](R& r) -> bool& { return r.allow_insecure; },
               "accept a plaintext uri that is not loopback (otherwise refused: use ssl:// or ca_file)"),
   };
@@ -276,8 +277,12 @@ const std::vector<OptionSpec<RegionConfig>>& RegionOptions() {
 // read and ignored, each with the reason (so an upgrade never stops a
 // gateway on its old file), where an unknown key is an error.
 const char* RetiredOption(const std::string& key) {
-  static const char* kReason = "no longer used: commit groups follow the arrival rate by themselves";
-  if (key == "ingest.busy_rate" || key == "ingest.batch_delay_busy_ms") return kReason;
+  static const char* kCommitGroups = "no longer used: commit groups follow the arrival rate by themselves";
+  static const char* kCompaction =
+      "no longer used: the store sizes compacted spans itself and compacts a span only where that makes it "
+      "smaller (store/chunk_compactor.h)";
+  if (key == "ingest.busy_rate" || key == "ingest.batch_delay_busy_ms") return kCommitGroups;
+  if (key == "store.compact_span_readings" || key == "store.compact_always") return kCompaction;
   return nullptr;
 }
 
@@ -563,16 +568,23 @@ std::string DumpConfig(const Config& c) {
 std::vector<OptionDoc> ListOptions() {
   std::vector<OptionDoc> out;
   Config defaults;
-  for (const auto& o : ConfigOptions()) out.push_back({o.section + "." + o.key, o.show(defaults), o.doc});
+  for (const auto& o : ConfigOptions()) {
+    out.push_back({o.section + "." + o.key, o.show(defaults), o.doc, o.operator_decides});
+  }
   RegionConfig r;
-  for (const auto& o : RegionOptions()) out.push_back({"region." + o.key, o.show(r), o.doc});
+  for (const auto& o : RegionOptions()) out.push_back({"region." + o.key, o.show(r), o.doc, o.operator_decides});
   return out;
 }
 
 std::string ExampleConfig() {
   std::ostringstream out;
-  out << "# edgesync configuration (TOML). Every option is shown commented out at its\n"
-         "# default; uncomment and edit what you need. Check a file with\n"
+  out << "# edgesync configuration (TOML): the options an operator decides for a\n"
+         "# deployment (identity, links, trust, retention, the power-cut loss window,\n"
+         "# limits), each commented out at its default; uncomment and edit what you\n"
+         "# need. Every other option tunes the gateway or hub and its default fits:\n"
+         "# all of them, with what each accepts, are in docs/CONFIG.md, which\n"
+         "#   edgesync config reference\n"
+         "# prints. Check a file with\n"
          "#   edgesync config check FILE [--role gateway|region]\n"
          "# which reports each error with file, line and key, and prints the\n"
          "# effective configuration.\n"
@@ -584,6 +596,7 @@ std::string ExampleConfig() {
   Config defaults;
   std::string section;
   for (const auto& o : ConfigOptions()) {
+    if (!o.operator_decides) continue;
     if (o.section != section) {
       section = o.section;
       out << "\n[" << section << "]\n";
@@ -600,6 +613,7 @@ std::string ExampleConfig() {
          "#[[region]]\n";
   RegionConfig r;
   for (const auto& o : RegionOptions()) {
+    if (!o.operator_decides) continue;
     out << "# " << o.doc << "\n";
     out << "# " << o.key << " = " << o.show(r) << "\n";
   }
@@ -636,9 +650,11 @@ std::string ConfigReference() {
          "`firmware-config/config.cc`, the one place each default and bound is written;\n"
          "`tests/unit/config/config_reference_test.cc` fails when this page differs from it.\n"
          "Regenerate with `build/edgesync config reference > docs/CONFIG.md`.\n\n"
-         "A config is a TOML file; `edgesync config example` prints every option commented\n"
-         "out at its default, and `edgesync config check FILE [--role gateway|region]`\n"
-         "reports each error with file, line and key.\n";
+         "A config is a TOML file; `edgesync config example` prints the options an\n"
+         "operator decides (identity, links, trust, retention, the power-cut loss window,\n"
+         "limits) commented out at their defaults, as `firmware-config/edgesync.example.toml`\n"
+         "ships them; this page lists every option. `edgesync config check FILE\n"
+         "[--role gateway|region]` reports each error with file, line and key.\n";
   Config defaults;
   std::vector<OptionSpec<Config>> section_options;
   std::string section;

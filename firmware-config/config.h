@@ -3,8 +3,9 @@
 // Parsed with toml11 (Debian libtoml11-dev): it keeps each value's file and
 // line, so every error names file, line and key. Every option is declared
 // once in config.cc (key, type, default, range, one-line doc); the example
-// file firmware-config/edgesync.example.toml lists the same options at their
-// defaults, and a test keeps the two in step. An option that a runtime
+// file firmware-config/edgesync.example.toml lists those an operator decides
+// at their defaults and docs/CONFIG.md lists them all, and tests keep both in
+// step with the table. An option that a runtime
 // option struct also holds takes its default (and any bound the runtime
 // checks too) from that module's named constant (store/store_defaults.h,
 // sync/sync_defaults.h, firmware-config/ingest_defaults.h), never from a
@@ -84,8 +85,6 @@ struct Config {
   int64_t store_dead_letter_cap = store_options::kDeadLetterCap;
   int64_t store_lease_expiry_ms = store_options::kLeaseExpiryMs;
   int64_t store_compact_after_s = store_options::kCompactAfterS;
-  int64_t store_compact_span_readings = store_options::kCompactSpanReadings;
-  bool store_compact_always = !store_options::kCompactOnlySmaller;
 
   // [ingest]
   std::string ingest_broker_uri = "tcp://127.0.0.1:1883";
@@ -179,10 +178,13 @@ struct OptionDoc {
   std::string key;
   std::string default_toml;
   std::string doc;
+  bool in_example = false;  // an option an operator decides: ExampleConfig lists it
 };
 std::vector<OptionDoc> ListOptions();
 
-// A commented config listing every option at its default with its doc line
+// A commented config listing the options an operator decides (identity,
+// links, trust, retention, the power-cut loss window, limits) at their
+// defaults with their doc lines; the rest are tuning, in docs/CONFIG.md
 // (what firmware-config/edgesync.example.toml holds; a test keeps them equal).
 std::string ExampleConfig();
 // docs/CONFIG.md: every option of the table with its default, what it

@@ -28,6 +28,10 @@ struct OptionSpec {
   std::string key;
   std::string doc;
   std::string accepts;  // what values are valid, as docs/CONFIG.md shows it ("" = any of its type)
+  // An option an operator decides for a deployment (identity, links, trust,
+  // retention, the power-cut loss window, limits): the shipped example lists
+  // these; the rest are tuning whose defaults fit, listed in docs/CONFIG.md.
+  bool operator_decides = false;
   std::function<std::string(const Target&)> show;  // value as TOML text
   // Reads v into target; returns an error message or "".
   std::function<std::string(Target&, const toml::value&)> read;
@@ -51,6 +55,13 @@ inline std::string Quote(const std::string& s) {
     }
   }
   return out + "\"";
+}
+
+// Marks a table row as one the example config lists (operator_decides).
+template <typename Target>
+OptionSpec<Target> Operator(OptionSpec<Target> o) {
+  o.operator_decides = true;
+  return o;
 }
 
 inline std::string ShowDouble(double d) {

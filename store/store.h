@@ -64,13 +64,13 @@ struct StoreOptions {
   int64_t lease_expiry_ms = store_options::kLeaseExpiryMs;
   // Compaction (CompactStep): acknowledged chunks written longer ago than
   // compact_after_ms become per-series blocks, in spans of up to
-  // compact_span_readings readings. See store_defaults.h for the defaults
-  // and why.
+  // compact_span_readings readings (the store's own size, store_defaults.h;
+  // no config option sets it: tests set it to compact small spans).
   int64_t compact_after_ms = store_options::kCompactAfterS * 1000;
   int64_t compact_span_readings = store_options::kCompactSpanReadings;
   // A span whose series blocks would take more room than its commit chunks
-  // stays as they are (store/chunk_compactor.h); tests turn this off
-  // to compact small spans.
+  // stays as they are (store/chunk_compactor.h); only tests turn this off,
+  // to compact small spans whatever their size (no config option).
   bool compact_only_smaller = store_options::kCompactOnlySmaller;
   bool create_if_missing = true;
   // Read only (`edgesync query`, `feed`): nothing is written, migrated or

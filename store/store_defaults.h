@@ -48,16 +48,16 @@ inline constexpr int64_t kLeaseExpiryMs = 15000;
 // older than this become per-series blocks. Ten minutes keeps the recent
 // part (what a feed consumer following the head reads) in commit chunks.
 inline constexpr int64_t kCompactAfterS = 600;
-// Readings per compacted span: a reader by LSN of a span decodes it whole
-// (32 bytes a reading: 4 MiB at this size), and a one-series query reads
-// one block per span (tests/bench/storage_bench.cc measures both). At most
-// what one chunk may hold: a span is decoded as one.
+// Readings per compacted span, the store's own choice (no config option):
+// a reader by LSN of a span decodes it whole (32 bytes a reading: 4 MiB),
+// a one-series query reads one block per span (tests/bench/storage_bench.cc
+// measures both). At most what one chunk may hold: decoded as one.
 inline constexpr int64_t kCompactSpanReadings = 131072;
 inline constexpr int64_t kCompactSpanReadingsMax = static_cast<int64_t>(kMaxChunkReadings);
 // A span whose blocks would take more room than its chunks (thousands of
 // series in a span, each block holding few readings; measured by
-// tests/bench/retention_bench.cc) is left as it is unless
-// store.compact_always is set.
+// tests/bench/retention_bench.cc) is left as it is: the store compacts only
+// what gets smaller (no config option).
 inline constexpr bool kCompactOnlySmaller = true;
 
 }  // namespace store_options

@@ -62,6 +62,21 @@ TEST(CliTest, ConfigCheckPrintsEffectiveConfiguration) {
   EXPECT_NE(r.out.find("[[region]]"), std::string::npos);
 }
 
+// A file from before the store sized its compaction spans itself still
+// checks clean; each retired option is named in a warning and no longer
+// shown in the effective configuration.
+TEST(CliTest, ConfigCheckWarnsOfRetiredCompactionOptions) {
+  TempDir dir;
+  std::string path = dir.File("old.toml");
+  WriteAll(path, "[gateway]\nid = \"gw-1\"\n[store]\ncompact_span_readings = 1000\ncompact_always = true\n");
+  CliRun r = Edgesync("config check " + path + " --role gateway");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("warning: store.compact_span_readings: no longer used"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("warning: store.compact_always: no longer used"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("compact_span_readings ="), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("compact_always ="), std::string::npos) << r.out;
+}
+
 TEST(CliTest, ConfigCheckAppliesTheTopicPatternRules) {
   TempDir dir;
   std::string bad = dir.File("bad.toml");

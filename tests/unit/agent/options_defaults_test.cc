@@ -55,8 +55,6 @@ TEST(OptionsDefaultsTest, StoreOptionsMatchTheTable) {
   EXPECT_EQ(plain.dead_letter_cap, table.dead_letter_cap);
   EXPECT_EQ(plain.lease_expiry_ms, table.lease_expiry_ms);
   EXPECT_EQ(plain.compact_after_ms, table.compact_after_ms);
-  EXPECT_EQ(plain.compact_span_readings, table.compact_span_readings);
-  EXPECT_EQ(plain.compact_only_smaller, table.compact_only_smaller);
 }
 
 TEST(OptionsDefaultsTest, RetentionOptionsMatchTheTable) {
@@ -157,8 +155,6 @@ TEST(OptionsDefaultsTest, EachRowsDefaultIsTheNamedConstant) {
       {"store.retention_interval_s", n(retention_options::kIntervalS)},
       {"store.prune_step_rows", n(retention_options::kStepRows)},
       {"store.compact_after_s", n(store_options::kCompactAfterS)},
-      {"store.compact_span_readings", n(store_options::kCompactSpanReadings)},
-      {"store.compact_always", b(!store_options::kCompactOnlySmaller)},
       {"store.dead_letter_cap", n(store_options::kDeadLetterCap)},
       {"store.lease_expiry_ms", n(store_options::kLeaseExpiryMs)},
       {"ingest.session_expiry_s", n(mqtt_link_options::kSessionExpiryS)},
@@ -247,12 +243,13 @@ TEST(OptionsBoundsTest, StoreRefusesInitialRangesExactlyOutsideTheTablesRange) {
   }
 }
 
-// A compacted span is decoded as one chunk: the table stops where the
-// decoder does.
+// A compacted span is decoded as one chunk: the store's span size stays
+// within what one chunk may hold.
 TEST(OptionsBoundsTest, CompactSpanStopsAtWhatOneChunkMayHold) {
   EXPECT_EQ(store_options::kCompactSpanReadingsMax, static_cast<int64_t>(kMaxChunkReadings));
-  EXPECT_TRUE(TableAccepts("store", "compact_span_readings", store_options::kCompactSpanReadingsMax));
-  EXPECT_FALSE(TableAccepts("store", "compact_span_readings", store_options::kCompactSpanReadingsMax + 1));
+  EXPECT_LE(store_options::kCompactSpanReadings, store_options::kCompactSpanReadingsMax);
+  EXPECT_EQ(StoreOptions().compact_span_readings, store_options::kCompactSpanReadings);
+  EXPECT_TRUE(StoreOptions().compact_only_smaller);
 }
 
 // A hub decodes batches of at most DecodeLimits::max_entries entries: the
