@@ -2,10 +2,10 @@
 // `edgesync status` prints it for people. One line per figure in two
 // columns under a group name:
 //
-//   store          size                         4.0 MiB
-//                  entries                      6000
-//   uplink         write region                 eu
-//                  batches sent                 120
+//   store          size                                       1.2 MiB
+//                  entries                                    6000
+//   uplink         write region                               eu
+//                  batches sent                               267
 //
 // The figure lines are the metrics table's rows (agent/metrics_table.h)
 // that carry a `status_text` label ("store: size" is the line `size` of
