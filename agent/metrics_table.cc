@@ -31,6 +31,8 @@ std::string Unit(const Metric& m) {
       return "ms (s in /metrics)";
     case MetricValue::kArraySize:
       return "list (its length)";
+    case MetricValue::kMillisSinceEpoch:
+      return "ms since the Unix epoch (s in /metrics)";
     case MetricValue::kNumber:
       break;
   }

@@ -2,7 +2,8 @@
 // hub, written once: where the snapshot (status.json, `status --json`)
 // holds it, its Prometheus name, type and help, how `edgesync status` labels
 // it and whether the status page shows it. /metrics (agent/prometheus.cc)
-// walks these tables over the snapshot; `edgesync metrics reference` prints
+// and the figure lines of `edgesync status` (agent/status_text.cc) walk
+// these tables over the snapshot; `edgesync metrics reference` prints
 // them as the Markdown table of docs/STATUS.md; tests read the snapshot
 // through the constants below (metrics::kUplinkAcksLate), so a figure that
 // does not exist fails to compile instead of reading as 0.
@@ -41,6 +42,7 @@ enum class MetricValue {
   kBool,             // true = 1, false = 0
   kMillisAsSeconds,  // milliseconds in the snapshot, seconds in /metrics
   kArraySize,        // the array's length (0 when absent)
+  kMillisSinceEpoch, // a wall time: ms since the Unix epoch, s in /metrics, UTC in `edgesync status`
 };
 
 // When /metrics has a sample of it (within a section the snapshot has).
@@ -62,14 +64,17 @@ struct Metric {
   const char* gate;         // the key kGatePositive looks at, else ""
   MetricRole role;
   bool on_page;             // the status page shows it (agent/status_page.html)
-  const char* status_text;  // its label in `edgesync status`, "" where not shown
+  // Its label in `edgesync status`, "" where not shown: "group: name"
+  // prints `name` among the group's lines ("store: size"), a label without
+  // ": " is a group of one figure ("origins").
+  const char* status_text;
   const char* help;
 };
 
 // X(Name, role, section, key, prometheus, type, value, when, gate, on_page, status_text, help)
 // clang-format off
 #define EDGESYNC_METRICS(X) \
-  X(kStartedMs, kBoth, "", "started_ms", "edgesync_start_time_seconds", kGauge, kMillisAsSeconds, kAlways, "", false, "", \
+  X(kStartedMs, kBoth, "", "started_ms", "edgesync_start_time_seconds", kGauge, kMillisSinceEpoch, kAlways, "", false, "", \
     "Start time of the process since the Unix epoch.") \
   X(kStoreFileBytes, kBoth, "store", "file_bytes", "edgesync_store_file_bytes", kGauge, kNumber, kAlways, "", true, "store: size", \
     "Size of the store file and its WAL.") \
@@ -107,7 +112,7 @@ struct Metric {
   X(kRecentErrors, kBoth, "", "recent_errors", "edgesync_log_recent_errors", kGauge, kArraySize, kKeyPresent, "", false, \
     "recent errors", "Warning and error lines held in the recent-errors ring.") \
   X(kClockTrusted, kGateway, "clock", "trusted", "edgesync_clock_trusted", kGauge, kBool, kAlways, "", false, \
-    "clock: trusted / NOT TRUSTED", "1 once the gateway trusts its wall clock in this boot (ingest.clock_trust), else 0.") \
+    "clock: trusted", "1 once the gateway trusts its wall clock in this boot (ingest.clock_trust), else 0.") \
   X(kIngestMessages, kGateway, "ingest", "messages", "edgesync_ingest_messages_total", kCounter, kNumber, kAlways, "", true, \
     "ingest: messages", "MQTT messages received from the local broker.") \
   X(kIngestReadingsAccepted, kGateway, "ingest", "readings_accepted", "edgesync_ingest_readings_accepted_total", kCounter, \
@@ -131,12 +136,12 @@ struct Metric {
     "Readings stamped by the gateway while its clock was not trusted (quality untrusted_clock).") \
   X(kIngestJournalBytes, kGateway, "ingest", "journal_bytes", "edgesync_ingest_journal_bytes", kGauge, kNumber, kAlways, "", \
     false, "", "Bytes of the intake journal on disk.") \
-  X(kIngestPaused, kGateway, "ingest", "paused", "edgesync_ingest_paused", kGauge, kBool, kAlways, "", false, "ingest: PAUSED", \
+  X(kIngestPaused, kGateway, "ingest", "paused", "edgesync_ingest_paused", kGauge, kBool, kAlways, "", false, "ingest: paused", \
     "1 while ingest takes no messages from the local broker (the store refuses commits).") \
   X(kIngestPauses, kGateway, "ingest", "pauses", "edgesync_ingest_pauses_total", kCounter, kNumber, kAlways, "", false, \
     "ingest: pauses", "Times ingest stopped taking messages from the local broker.") \
   X(kIngestPausedMs, kGateway, "ingest", "paused_ms", "edgesync_ingest_paused_seconds_total", kCounter, kMillisAsSeconds, \
-    kAlways, "", false, "ingest: pauses, s in all", "Time ingest spent not taking messages from the local broker.") \
+    kAlways, "", false, "ingest: paused in all (s)", "Time ingest spent not taking messages from the local broker.") \
   X(kIngestMqttConnected, kGateway, "ingest_mqtt", "connected", "edgesync_ingest_broker_connected", kGauge, kBool, kAlways, "", \
     false, "local broker: connected", "1 when connected to the local broker.") \
   X(kIngestMqttConnectionLosses, kGateway, "ingest_mqtt", "connection_losses", \
@@ -161,13 +166,13 @@ struct Metric {
     kNumber, kAlways, "", true, "uplink: link bytes/s", \
     "Bytes per second of MQTT PUBLISH packets sent to regions, over the last seconds.") \
   X(kUplinkMaxBytesPerS, kGateway, "uplink", "max_bytes_per_s", "edgesync_uplink_cap_bytes_per_second", kGauge, kNumber, \
-    kAlways, "", true, "uplink: cap", "The uplink's cap (uplink.max_bytes_per_s); 0 = none.") \
+    kAlways, "", true, "uplink: cap (bytes/s, 0 = none)", "The uplink's cap (uplink.max_bytes_per_s); 0 = none.") \
   X(kUplinkCapWaitMs, kGateway, "uplink", "cap_wait_ms", "edgesync_uplink_cap_wait_seconds_total", kCounter, kMillisAsSeconds, \
     kAlways, "", true, "uplink: waited on it (s)", "Time a batch was ready and waited for the uplink's cap.") \
   X(kUplinkAcks, kGateway, "uplink", "acks", "edgesync_uplink_acks_total", kCounter, kNumber, kAlways, "", true, \
     "uplink: acknowledgements", "Acknowledgements received from regions.") \
   X(kUplinkCompleteThroughMs, kGateway, "uplink", "complete_through_ms", "edgesync_uplink_complete_through_seconds", kGauge, \
-    kMillisAsSeconds, kGatePositive, "complete_through_ms", true, "uplink: complete through", \
+    kMillisSinceEpoch, kGatePositive, "complete_through_ms", true, "uplink: complete through", \
     "This gateway's acknowledged completeness watermark (Unix time): every reading committed before it is held by a region.") \
   X(kUplinkCompleteAgeMs, kGateway, "uplink", "complete_age_ms", "edgesync_uplink_complete_age_seconds", kGauge, \
     kMillisAsSeconds, kGatePositive, "complete_through_ms", false, "uplink: complete through (s ago)", \

@@ -134,6 +134,7 @@ void TableSection(Writer* w, MetricRole role, const char* section, const json& s
         v = present && sec[key].is_boolean() && sec[key].get<bool>() ? 1 : 0;
         break;
       case MetricValue::kMillisAsSeconds:
+      case MetricValue::kMillisSinceEpoch:
         v = Num(sec, key) / 1000.0;
         break;
       case MetricValue::kArraySize:

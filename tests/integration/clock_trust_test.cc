@@ -21,6 +21,7 @@
 #include "tests/support/status_assert.h"
 #include "tests/support/status_file.h"
 #include "tests/support/status_metrics.h"
+#include "tests/support/status_text_lines.h"
 
 namespace edgesync {
 namespace {
@@ -85,7 +86,9 @@ TEST_F(ClockTrustGateway, BareNumbersAreFlaggedUntilTheClockIsSynchronisedAndNot
   EXPECT_EQ(test::StatusField(Status(), metrics::kIngestUntrustedClock), 5);
   std::string status;
   EXPECT_EQ(test::RunEdgesync({"status", "--config", config_}, dir_.File("status.log"), &status), 0) << status;
-  EXPECT_NE(status.find("clock     NOT TRUSTED (file: unsynchronized)"), std::string::npos) << status;
+  EXPECT_EQ(test::StatusTextValue(status, "clock", "trusted"), "no") << status;
+  EXPECT_EQ(test::StatusTextValue(status, "clock", "source"), "file: unsynchronized") << status;
+  EXPECT_EQ(test::StatusTextValue(status, "clock", "readings so far (while not trusted)"), "5") << status;
 
   test::WriteAll(synced_, "");  // the time daemon synchronised the clock
   ASSERT_TRUE(WaitFor([&] { return Trusted(); }, 10000)) << Status().dump(2);

@@ -23,6 +23,7 @@
 #include "tests/support/process.h"
 #include "tests/support/workload.h"
 #include "tests/support/status_assert.h"
+#include "tests/support/status_text_lines.h"
 
 namespace edgesync::test {
 namespace {
@@ -228,7 +229,8 @@ TEST_F(HubCliTest, QueryDevicesFeedAndStatusAnswerTheSameOnSqliteAndPostgresql) 
   EXPECT_EQ(p["region_feed"]["entries"], s["region_feed"]["entries"]);
   EXPECT_EQ(p["region_feed"]["entries"].get<uint64_t>(), total());
   auto [sqlite_text, pg_text] = Both({"status"});
-  EXPECT_NE(pg_text.find("region feed: " + std::to_string(total()) + " entries"), std::string::npos) << pg_text;
+  EXPECT_EQ(test::StatusTextValue(pg_text, "region feed", "entries numbered"), std::to_string(total())) << pg_text;
+  EXPECT_EQ(test::StatusTextValue(pg_text, "region feed", "store"), "postgresql") << pg_text;
 }
 
 TEST_F(HubCliTest, FeedFollowShowsWhatArrivesWhileItWaits) {
