@@ -105,7 +105,7 @@ struct OriginBatch {
   // Protocol 8 (Batch.priority): 0 = a lane batch; k in 1..kMaxPriorityLevel
   // = a priority batch of level k, which declares it carries every level-k
   // entry of the origin in first_lsn..last_lsn (and nothing else). It may
-  // carry no entry; it is never live; first_lsn is then required.
+  // carry no entry and is never live; its first_lsn is required.
   uint8_t priority = 0;
   // A priority batch's span ends here (Batch.last_lsn), which may lie past
   // its last entry; 0 = its last entry's LSN. A lane batch leaves it 0 (or
