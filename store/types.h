@@ -27,11 +27,37 @@ enum QualityFlag : uint32_t {
   kQualityCorrectedTime = 1u << 3,
 };
 
+// The low byte: bits 0-3 are the QualityFlag bits above, bits 4-5 the
+// reading's priority level (below), bits 6-7 unused. The level shares the
+// byte rather than taking a field of its own because every storage form
+// (log, chunks, feeds, the wire's quality column, the PostgreSQL hub's
+// integer) keeps the quality varint as it is: the level travels and stays
+// with the entry everywhere, and no format changed to carry it.
+//
+// Priority level (sync/PROTOCOL.md, "Priority by topic"): 1..3 when the
+// gateway's ingest took the reading from an MQTT topic matching its
+// uplink.priority_topics filter 1..3, stamped once at commit and never
+// changed; 0 = none (no filter matched, or not from MQTT). A hub decides
+// "already held by the priority path" from the entry alone.
+constexpr uint32_t kQualityPriorityShift = 4;
+constexpr uint32_t kQualityPriorityMask = 0x30u;
+constexpr uint32_t kMaxPriorityLevel = 3;
+inline uint32_t QualityPriority(uint32_t quality) {
+  return (quality & kQualityPriorityMask) >> kQualityPriorityShift;
+}
+// quality with its level set to `level` (0..kMaxPriorityLevel; higher bits
+// of level are dropped, never spilled into the flags or the period).
+inline uint32_t WithPriority(uint32_t quality, uint32_t level) {
+  return (quality & ~kQualityPriorityMask) | ((level << kQualityPriorityShift) & kQualityPriorityMask);
+}
+
 // The bits from kQualityPeriodShift up carry the untrusted clock period a
 // reading was stamped in (store/time_correction.h; 0 = none): every storage
 // form keeps the quality varint as it is, so each keeps the period too.
 constexpr uint32_t kQualityPeriodShift = 8;
-constexpr uint32_t kQualityFlagMask = (1u << kQualityPeriodShift) - 1;
+// The flags alone (bits 0-3): what a reader is shown as the reading's
+// quality; the level and the period are the entry's own business.
+constexpr uint32_t kQualityFlagMask = (1u << kQualityPriorityShift) - 1;
 // Bit 31 stays clear: the PostgreSQL hub keeps quality in a signed integer.
 constexpr uint32_t kMaxClockPeriod = (1u << (31 - kQualityPeriodShift)) - 1;
 inline uint32_t QualityPeriod(uint32_t quality) { return quality >> kQualityPeriodShift; }
@@ -44,7 +70,7 @@ struct Reading {
   int64_t ts_ms = 0;       // Unix milliseconds
   double value = 0;
   std::string unit;        // empty = none
-  uint32_t quality = 0;    // QualityFlag bits
+  uint32_t quality = 0;    // QualityFlag bits, priority level, clock period (above)
 };
 
 // Per-device metadata; soft-deleted records appear in the feed as tombstones.

@@ -169,9 +169,20 @@ Status DecodeBatchEntries(const wire::Batch* b, const DecodeLimits& limits, Wire
     prev = e.lsn;
   }
   // first_lsn starts the span the batch covers; the first entry may come
-  // later when the log compacted the LSNs before it (device records).
-  if (out->entries.front().lsn < out->first_lsn || out->entries.back().lsn != out->last_lsn) {
+  // later when the log compacted the LSNs before it (device records). A
+  // priority batch's span runs as far as its sender scanned: its last entry
+  // may lie below last_lsn.
+  if (out->entries.front().lsn < out->first_lsn ||
+      (out->priority == 0 ? out->entries.back().lsn != out->last_lsn : out->entries.back().lsn > out->last_lsn)) {
     return bad("entries outside first_lsn..last_lsn");
+  }
+  if (out->priority != 0) {
+    for (const ChangeEntry& e : out->entries) {
+      if (e.kind != ChangeEntry::Kind::kReading || QualityPriority(e.reading.quality) != out->priority) {
+        return bad("entry " + std::to_string(e.lsn) + " of a priority " + std::to_string(out->priority) +
+                   " batch is not a reading of that level");
+      }
+    }
   }
   if (contexts == nullptr) return Status::Ok();
   // A live lane's batches keep their own context beside the backlog's.
@@ -206,11 +217,22 @@ Status DecodeBatch(const wire::Batch* b, const DecodeLimits& limits, WireBatch* 
   // sets a watermark.
   out->complete_through_ms = std::max<int64_t>(0, b->complete_through_ms());
   out->live = b->live();
+  out->priority = b->priority();
   out->entries.clear();
   auto bad = [counters](const std::string& why) {
     if (counters) ++counters->bad_entries;
     return Status::Corruption("batch: " + why);
   };
+  if (out->priority != 0) {
+    // Self-contained, beside both lanes: it neither reads nor moves (nor,
+    // refused, drops) a series context.
+    contexts = nullptr;
+    if (out->priority > kMaxPriorityLevel) {
+      return bad("priority level " + std::to_string(out->priority) + " above " + std::to_string(kMaxPriorityLevel));
+    }
+    if (b->live()) return bad("a priority batch marked live");
+    if (b->encoding() == wire::Encoding::ColumnsContext) return bad("a priority batch refers to a series context");
+  }
   // Only the origin's own sender reads or moves its context: a batch
   // naming another origin (refused later as such) must not disturb it.
   const bool with_context = b->encoding() == wire::Encoding::ColumnsContext;
@@ -234,12 +256,14 @@ Status DecodeBatch(const wire::Batch* b, const DecodeLimits& limits, WireBatch* 
     return bad("missing or invalid origin");
   }
   Status st;
-  if (b->count() == 0 || out->first_lsn == 0 || out->first_lsn > out->last_lsn) {
+  // A priority batch may carry nothing: it then only declares its span
+  // free of entries of its level.
+  if ((b->count() == 0 && out->priority == 0) || out->first_lsn == 0 || out->first_lsn > out->last_lsn) {
     st = bad("empty or inverted LSN range");
   } else if (b->count() > limits.max_entries) {
     if (counters) ++counters->too_large;
     st = Status::Corruption("batch: " + std::to_string(b->count()) + " entries over the limit");
-  } else {
+  } else if (b->count() > 0) {
     st = DecodeBatchEntries(b, limits, out, counters, ctx, contexts);
   }
   if (!st.ok() && contexts) contexts->Erase(ContextKey(out->origin.gateway_id, b->live()));
@@ -311,10 +335,43 @@ Status DecodeFeedPage(const wire::FeedPage* p, const DecodeLimits& limits, WireF
   return Status::Ok();
 }
 
+// A priority batch (protocol 8): self-contained, possibly without entries
+// (then without a body), its span declared by first_lsn..last_lsn. It
+// leaves the sender's series contexts as they are, like the hub does.
+Status EncodePriorityBatch(const std::string& reply_to, uint64_t correlation_id, const WireBatch& batch,
+                           const EncodeOptions& options, std::string* out) {
+  auto refuse = [](const std::string& why) { return Status::InvalidArgument("encode priority batch: " + why); };
+  if (batch.priority > kMaxPriorityLevel) return refuse("level " + std::to_string(batch.priority) + " too high");
+  if (batch.live) return refuse("it is never live");
+  if (batch.first_lsn == 0 || batch.first_lsn > batch.last_lsn) return refuse("empty or inverted LSN range");
+  for (const ChangeEntry& e : batch.entries) {
+    if (e.lsn < batch.first_lsn || e.lsn > batch.last_lsn) return refuse("entry outside first_lsn..last_lsn");
+    if (e.kind != ChangeEntry::Kind::kReading || QualityPriority(e.reading.quality) != batch.priority) {
+      return refuse("entry " + std::to_string(e.lsn) + " is not a reading of its level");
+    }
+  }
+  std::string raw, compressed;
+  if (!batch.entries.empty()) {
+    raw = EncodeEntries(batch.entries, batch.first_lsn - 1, nullptr);
+    ES_RETURN_IF_ERROR(Compress(raw, options.zstd_level, &compressed));
+  }
+  FlatBufferBuilder fbb(compressed.size() + 256);
+  auto origin = MakeOrigin(fbb, batch.origin);
+  auto body = fbb.CreateVector(reinterpret_cast<const uint8_t*>(compressed.data()), compressed.size());
+  auto b = wire::CreateBatch(fbb, origin, batch.first_lsn, batch.last_lsn, batch.base_lsn,
+                             static_cast<uint32_t>(batch.entries.size()),
+                             batch.entries.empty() ? wire::Codec::None : wire::Codec::Zstd, wire::Encoding::ColumnsV1,
+                             static_cast<uint32_t>(raw.size()), body, 0, 0, false, batch.region_epoch,
+                             batch.region_held, false, batch.more, 0, false, batch.priority);
+  *out = Finish(fbb, reply_to, correlation_id, wire::Body::Batch, b.Union());
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status EncodeBatch(const std::string& reply_to, uint64_t correlation_id, const WireBatch& batch,
                    const EncodeOptions& options, std::string* out, SeriesContext* context) {
+  if (batch.priority != 0) return EncodePriorityBatch(reply_to, correlation_id, batch, options, out);
   if (batch.entries.empty()) return Status::InvalidArgument("encode batch: no entries");
   if (context && !context->HasRoom(batch.entries.size())) context->Reset();
   const bool with_context = context && !context->empty();
@@ -364,8 +421,13 @@ std::string EncodeAck(uint64_t correlation_id, const WireAck& ack) {
     for (const LsnSpan& h : ack.held) spans.emplace_back(h.first, h.last);
     held = fbb.CreateVectorOfStructs(spans);
   }
+  // All zero says nothing a hub before protocol 8 would not: left out.
+  Offset<flatbuffers::Vector<uint64_t>> priority_held;
+  if (std::any_of(ack.priority_held.begin(), ack.priority_held.end(), [](uint64_t p) { return p != 0; })) {
+    priority_held = fbb.CreateVector(ack.priority_held);
+  }
   auto a = wire::CreateBatchAck(fbb, region, origin, ack.high_water, static_cast<wire::AckStatus>(ack.code), message,
-                                epoch, held);
+                                epoch, held, priority_held);
   return Finish(fbb, "", correlation_id, wire::Body::BatchAck, a.Union());
 }
 
@@ -550,6 +612,16 @@ Status DecodeMessage(std::string_view payload, const DecodeLimits& limits, WireM
           message->ack.held.push_back(LsnSpan{h->first(), h->last()});
           prev = h->last() + 1;
         }
+      }
+      message->ack.priority_held.clear();
+      if (a->priority_held() != nullptr) {
+        if (a->priority_held()->size() > kMaxPriorityLevel) {
+          if (counters) ++counters->bad_entries;
+          return Status::Corruption("ack: " + std::to_string(a->priority_held()->size()) +
+                                    " priority marks, more than the " + std::to_string(kMaxPriorityLevel) +
+                                    " levels");
+        }
+        message->ack.priority_held.assign(a->priority_held()->begin(), a->priority_held()->end());
       }
       if (static_cast<uint8_t>(a->status()) > static_cast<uint8_t>(AckCode::kRegressed)) {
         if (counters) ++counters->unsupported;

@@ -43,11 +43,16 @@ namespace edgesync {
 // carry 6 or more.
 // 7: two uplink lanes (Batch.live, BatchAck.held; sync/PROTOCOL.md, "Two
 // lanes"): a gateway opens a live lane only towards a peer of 7 or more.
-constexpr uint16_t kWireVersion = 7;
+// 8: priority batches (Batch.priority, BatchAck.priority_held;
+// sync/PROTOCOL.md, "Priority by topic"): sent only to a peer whose answers
+// carry 8 or more; a hub of 8 answers older gateways as before.
+constexpr uint16_t kWireVersion = 8;
 // The first protocol whose decoders take time correction entries.
 constexpr uint16_t kTimeCorrectionVersion = 6;
 // The first protocol whose hubs hold a live lane's spans above the mark.
 constexpr uint16_t kLiveLaneVersion = 7;
+// The first protocol whose hubs take priority batches and keep priority marks.
+constexpr uint16_t kPriorityVersion = 8;
 
 struct DecodeLimits {
   size_t max_payload_bytes = size_t{16} << 20;  // compressed MQTT payload
@@ -109,6 +114,15 @@ struct WireBatch {
   // Protocol 7: a live lane's batch (may lie above the region's mark; sent
   // self-contained, leaves the series context alone).
   bool live = false;
+  // Protocol 8: 0 = a lane batch; k in 1..kMaxPriorityLevel = a priority
+  // batch of level k. It declares it carries every level-k entry of the
+  // origin in first_lsn..last_lsn and only those (so entries may be empty,
+  // and last_lsn need not be its last entry's); never live. It is encoded
+  // self-contained and leaves EncodeBatch's context as it is. The decoder
+  // refuses (counted in bad_entries) a level above kMaxPriorityLevel, one
+  // that is live or refers to a context, and any entry not a reading of
+  // level k.
+  uint8_t priority = 0;
   std::vector<ChangeEntry> entries;
 };
 
@@ -121,6 +135,9 @@ struct WireAck {
   std::string epoch;  // the hub store's epoch ("" from a hub of protocol 3)
   // Protocol 7: the spans the region holds above high_water + 1 (ascending).
   std::vector<LsnSpan> held;
+  // Protocol 8: the region's priority marks of origin (index 0 = level 1);
+  // empty from an older hub. The decoder refuses more than kMaxPriorityLevel.
+  std::vector<uint64_t> priority_held = {};
 };
 
 struct WireFeedPage {
