@@ -286,6 +286,12 @@ struct Metric {
     "", "LSNs refilling gateways no longer held (pruned after this region acknowledged them and lost them).") \
   X(kHubLateReadings, kHub, "hub", "late_readings", "edgesync_hub_late_readings_total", kCounter, kNumber, kAlways, "", false, \
     "", "Readings that arrived stamped over a minute before their origin's watermark, all origins.") \
+  X(kHubPriorityBatchesApplied, kHub, "hub", "priority_batches_applied", "edgesync_hub_priority_batches_applied_total", \
+    kCounter, kNumber, kAlways, "", false, "hub: priority batches", \
+    "Priority batches (protocol 8) answered OK, applied or already held; also in batches_applied.") \
+  X(kHubPriorityEntriesApplied, kHub, "hub", "priority_entries_applied", "edgesync_hub_priority_entries_applied_total", \
+    kCounter, kNumber, kAlways, "", false, "hub: priority readings", \
+    "Entries new to the region that came in priority batches, ahead of their backlog; also in entries_applied.") \
   X(kHubShards, kHub, "hub", "shards", "edgesync_hub_shards_held", kGauge, kArraySize, kAlways, "", false, "shards: holds", \
     "Region shards this hub holds (listens to and applies).") \
   X(kHubLiveHubs, kHub, "hub", "live_hubs", "edgesync_hub_live_hubs", kGauge, kNumber, kAlways, "", false, "shards: live hubs", \

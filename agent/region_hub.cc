@@ -94,6 +94,8 @@ class HubSnapshot {
                 {"regressed", s.regressed},
                 {"lost_at_origin", s.lost_at_origin},
                 {"late_readings", s.late_readings},
+                {"priority_batches_applied", s.priority_batches_applied},
+                {"priority_entries_applied", s.priority_entries_applied},
                 {"pings", s.pings},
                 {"already_held", s.batches_already_held},
                 {"shed", s.batches_shed},

@@ -285,6 +285,10 @@ void PrintText(const json& j) {
     std::printf("hub       %.0f batches and %.0f readings applied (%.1f/s), feed head %.0f\n",
                 Num(j, metrics::kHubBatchesApplied), Num(j, metrics::kHubEntriesApplied),
                 Num(j, "rates", "readings_per_s"), Num(j, metrics::kHubFeedHead));
+    if (Num(j, metrics::kHubPriorityBatchesApplied) > 0) {
+      std::printf("          of those, %.0f priority batches, %.0f readings ahead of their backlog\n",
+                  Num(j, metrics::kHubPriorityBatchesApplied), Num(j, metrics::kHubPriorityEntriesApplied));
+    }
     if (h.contains("feed_requests")) {
       std::printf("          feed pages %.0f served, %.0f resets; %.0f requests superseded by a newer one of their "
                   "sender\n",

@@ -14,10 +14,13 @@ Status HubFeedWriter::Open(Db* write_db, SeriesWriter* series, OriginCatalog* or
   origins_ = origins;
   origin_stmts_ = origin_stmts;
   ES_RETURN_IF_ERROR(head_.Prepare(db_, kRegionHeadSql));
-  ES_RETURN_IF_ERROR(get_mark_.Prepare(db_, "SELECT lsn, complete_ms, complete_seq FROM high_water WHERE origin=?"));
-  // The batch's decision moves the mark (only raised) in its transaction.
-  ES_RETURN_IF_ERROR(put_mark_.Prepare(
-      db_, "INSERT OR REPLACE INTO high_water(origin, lsn, complete_ms, complete_seq) VALUES(?1, ?2, ?3, ?4)"));
+  ES_RETURN_IF_ERROR(get_mark_.Prepare(
+      db_, "SELECT lsn, complete_ms, complete_seq, priority_1, priority_2, priority_3 FROM high_water WHERE origin=?"));
+  // The batch's decision moves the mark and the priority marks (only
+  // raised) in its transaction.
+  ES_RETURN_IF_ERROR(put_mark_.Prepare(db_,
+                                       "INSERT OR REPLACE INTO high_water(origin, lsn, complete_ms, complete_seq, "
+                                       "priority_1, priority_2, priority_3) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
   ES_RETURN_IF_ERROR(get_spans_.Prepare(db_, "SELECT first, last FROM held_spans WHERE origin=? ORDER BY first"));
   ES_RETURN_IF_ERROR(delete_spans_.Prepare(db_, "DELETE FROM held_spans WHERE origin=?"));
   ES_RETURN_IF_ERROR(put_span_.Prepare(db_, "INSERT INTO held_spans(origin, first, last) VALUES(?1, ?2, ?3)"));
@@ -48,6 +51,9 @@ Status HubFeedWriter::PutMark(int64_t origin_id, const Mark& mark) {
   put_mark_.Bind(2, static_cast<int64_t>(mark.high_water));
   put_mark_.Bind(3, mark.complete_ms);
   put_mark_.Bind(4, mark.complete_seq);
+  for (size_t k = 0; k < mark.priority.size(); ++k) {
+    put_mark_.Bind(static_cast<int>(5 + k), static_cast<int64_t>(mark.priority[k]));
+  }
   return put_mark_.Run();
 }
 
@@ -83,6 +89,9 @@ Status HubFeedWriter::ApplyBatch(const OriginBatch& batch, int64_t now, int64_t*
         mark.high_water = static_cast<uint64_t>(get_mark_.Int(0));
         mark.complete_ms = get_mark_.Int(1);
         mark.complete_seq = get_mark_.Int(2);
+        for (size_t k = 0; k < mark.priority.size(); ++k) {
+          mark.priority[k] = static_cast<uint64_t>(get_mark_.Int(static_cast<int>(3 + k)));
+        }
       }
       ES_RETURN_IF_ERROR(st);
       StmtScope spans_scope(&get_spans_);
@@ -97,13 +106,14 @@ Status HubFeedWriter::ApplyBatch(const OriginBatch& batch, int64_t now, int64_t*
   const uint64_t held = mark.high_water;
   // The mark and the held spans decide what is new: everything at or below
   // the mark or inside a span is held (whatever a resend overlaps).
-  ApplyPlan plan = PlanApply(batch, held, mark.spans);
+  ApplyPlan plan = PlanApply(batch, held, mark.spans, mark.priority);
   r->before = held;
   r->high_water = plan.new_high_water;
   r->base_lsn = plan.base;
   r->outcome = plan.outcome;
   r->detail = plan.detail;
   r->held = plan.new_spans;
+  r->priority_held = plan.new_priority;
   const bool completes = (plan.outcome == ApplyOutcome::kApplied || plan.outcome == ApplyOutcome::kAlreadyHeld) &&
                          BatchCompletes(batch, plan.new_high_water) && batch.complete_through_ms > mark.complete_ms;
   if (completes) {
@@ -114,7 +124,10 @@ Status HubFeedWriter::ApplyBatch(const OriginBatch& batch, int64_t now, int64_t*
   }
   mark.high_water = plan.new_high_water;
   const bool spans_changed = plan.outcome == ApplyOutcome::kApplied && plan.new_spans != mark.spans;
-  if (plan.outcome == ApplyOutcome::kApplied) mark.spans = std::move(plan.new_spans);
+  if (plan.outcome == ApplyOutcome::kApplied) {
+    mark.spans = std::move(plan.new_spans);
+    mark.priority = plan.new_priority;
+  }
   (*marks)[key] = mark;
   if (plan.outcome == ApplyOutcome::kApplied || plan.outcome == ApplyOutcome::kAlreadyHeld) {
     r->complete_through_ms = mark.complete_ms;

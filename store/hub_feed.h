@@ -1,6 +1,6 @@
 // store/hub_feed.h: a SQLite region hub's tables (HubStore on SQLite):
-// per-origin high-water marks (`high_water`), the spans held above them
-// (`held_spans`) and the region feed (`region_chunks`), remote chunks
+// per-origin high-water marks (`high_water`, with the priority marks beside
+// each), the spans held above them (`held_spans`) and the region feed (`region_chunks`), remote chunks
 // numbered by the region's one sequence.
 //
 // The writer decides each batch once, against the origin's mark and spans
@@ -53,6 +53,7 @@ class HubFeedWriter {
     int64_t complete_ms = 0;
     int64_t complete_seq = 0;  // the feed sequence the watermark is valid from
     std::vector<LsnSpan> spans;  // held above high_water, ascending
+    PriorityMarks priority = {};  // P[k] per level (store/hub_store.h)
   };
   // One batch against its origin's mark (marks: origin -> mark after the
   // batches decided so far in this transaction); *head is the feed's head,

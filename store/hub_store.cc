@@ -51,6 +51,27 @@ Status ValidateBatchShape(const OriginBatch& batch) {
   if (!entries.empty() && batch.first_lsn > entries.front().lsn) {
     return Status::InvalidArgument("the batch's span starts after its first entry");
   }
+  if (batch.priority == 0) {
+    if (batch.last_lsn != 0 && (entries.empty() || batch.last_lsn != entries.back().lsn)) {
+      return Status::InvalidArgument("a lane batch's span ends at its last entry");
+    }
+    return Status::Ok();
+  }
+  // A priority batch: its span is declared, its entries are its level's.
+  const std::string level = "priority " + std::to_string(batch.priority) + " batch";
+  if (batch.priority > kMaxPriorityLevel) return Status::InvalidArgument("a " + level + ": no such level");
+  if (batch.live) return Status::InvalidArgument("a " + level + " marked live");
+  const uint64_t last = batch.last_lsn != 0 ? batch.last_lsn : (entries.empty() ? 0 : entries.back().lsn);
+  if (batch.first_lsn == 0 || last < batch.first_lsn || last > static_cast<uint64_t>(INT64_MAX)) {
+    return Status::InvalidArgument("a " + level + " without a valid span");
+  }
+  for (const ChangeEntry& e : entries) {
+    if (e.lsn > last) return Status::InvalidArgument("a " + level + "'s entry past its span");
+    if (e.kind != ChangeEntry::Kind::kReading || QualityPriority(e.reading.quality) != batch.priority) {
+      return Status::InvalidArgument("entry " + std::to_string(e.lsn) + " of a " + level +
+                                     " is not a reading of that level");
+    }
+  }
   return Status::Ok();
 }
 
@@ -78,6 +99,7 @@ std::vector<OriginWatermark> PageWatermarks(const std::vector<OriginWatermark>& 
 }
 
 bool BatchCompletes(const OriginBatch& batch, uint64_t high_water) {
+  if (batch.priority != 0) return false;
   if (batch.complete_through_ms <= 0 || batch.entries == nullptr || batch.entries->empty()) return false;
   return batch.entries->back().lsn <= high_water;
 }
@@ -117,6 +139,13 @@ void FoldIntoMark(uint64_t* mark, std::vector<LsnSpan>* spans) {
   spans->erase(spans->begin(), spans->begin() + static_cast<std::ptrdiff_t>(joined));
 }
 
+// A lane batch's entry that a priority batch brought already.
+bool HeldByPriority(const ChangeEntry& e, const PriorityMarks& priority) {
+  if (e.kind != ChangeEntry::Kind::kReading) return false;
+  const uint32_t level = QualityPriority(e.reading.quality);
+  return level >= 1 && e.lsn <= priority[level - 1];
+}
+
 std::string SpansText(const std::vector<LsnSpan>& spans) {
   std::string out;
   for (const LsnSpan& s : spans) {
@@ -126,14 +155,45 @@ std::string SpansText(const std::vector<LsnSpan>& spans) {
   return out;
 }
 
+// A priority batch against mark (after the regressed check), the spans
+// before it and the origin's priority marks already in plan.
+void PlanPriority(const OriginBatch& batch, uint64_t mark, const std::vector<LsnSpan>& before, ApplyPlan* plan) {
+  const std::vector<ChangeEntry>& entries = *batch.entries;
+  const size_t k = batch.priority - 1;
+  const uint64_t p = plan->new_priority[k];
+  const uint64_t f = batch.first_lsn;
+  const uint64_t last = batch.last_lsn != 0 ? batch.last_lsn : (entries.empty() ? f : entries.back().lsn);
+  // base_lsn opens no way here: P says its level's entries are held by this
+  // store, which a lane batch then skips; what another region holds below
+  // the base is not. A sender after a failover resumes once its backlog's
+  // first batch has taken the mark to the base.
+  plan->base = 0;
+  if (f > std::max(p, mark) + 1) {
+    plan->outcome = ApplyOutcome::kGap;
+    plan->detail = "gap in origin " + batch.origin.ToString() + " priority " + std::to_string(batch.priority) +
+                   ": held through " + std::to_string(p) + " (high-water " + std::to_string(mark) +
+                   "), batch starts at " + std::to_string(f);
+    return;
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const uint64_t lsn = entries[i].lsn;
+    if (lsn > p && lsn > mark && !InSpans(lsn, before)) plan->fresh.push_back(i);
+  }
+  plan->new_priority[k] = std::max(p, last);
+  const bool changed = !plan->fresh.empty() || plan->new_priority[k] != p;
+  plan->outcome = changed ? ApplyOutcome::kApplied : ApplyOutcome::kAlreadyHeld;
+}
+
 }  // namespace
 
-ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held, const std::vector<LsnSpan>& spans) {
+ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held, const std::vector<LsnSpan>& spans,
+                    const PriorityMarks& priority) {
   const std::vector<ChangeEntry>& entries = *batch.entries;
   ApplyPlan plan;
   plan.base = batch.base_lsn;
   plan.new_high_water = held;
   plan.new_spans = spans;
+  plan.new_priority = priority;
   // What a store kept is taken as it is, merely put in order: a span at or
   // below the mark (none should be) is held by the mark already.
   Coalesce(&plan.new_spans);
@@ -146,6 +206,10 @@ ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held, const std::vector<L
     plan.outcome = ApplyOutcome::kRegressed;
     plan.detail = "origin " + batch.origin.ToString() + ": high-water " + std::to_string(mark) +
                   ", below the " + std::to_string(batch.held_claim) + " this store acknowledged to it";
+    return plan;
+  }
+  if (batch.priority != 0) {
+    PlanPriority(batch, mark, before, &plan);
     return plan;
   }
   // The span may open with LSNs the gateway's log compacted away: when it
@@ -197,7 +261,7 @@ ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held, const std::vector<L
   // New: above the mark as it stood and in no span held before the batch.
   plan.fresh.reserve(entries.size() - first_above);
   for (size_t i = first_above; i < entries.size(); ++i) {
-    if (!InSpans(entries[i].lsn, before)) plan.fresh.push_back(i);
+    if (!InSpans(entries[i].lsn, before) && !HeldByPriority(entries[i], priority)) plan.fresh.push_back(i);
   }
   plan.new_high_water = new_mark;
   plan.new_spans = std::move(after);

@@ -35,6 +35,15 @@
 // acknowledgement, the watermark (BatchCompletes) and everything a sender
 // prunes by, stays contiguous: a span joins M only once the backlog
 // reaches it.
+// Priority marks (sync/PROTOCOL.md, "Priority by topic"): beside M and the
+// spans a store keeps, per origin, P[k] for each level k = 1..3: every
+// entry of level k (quality bits 4-5) with an LSN at or below P[k] is held.
+// A priority batch of level k applies its entries above P[k] that M and
+// the spans do not hold and raises P[k] to its span's end; a lane batch
+// skips (as held) each entry of level k at or below P[k]. Both decisions
+// are PlanApply's, inside the same transaction and compare-and-set as the
+// mark, so an entry is appended once whichever path brings it first.
+// Priority batches move neither M, nor the spans, nor the watermark.
 // A store failure (I/O, lost connection) is a non-ok Status, never an
 // outcome: the caller answers "store error" and the sender retries.
 //
@@ -48,6 +57,7 @@
 #ifndef EDGESYNC_STORE_HUB_STORE_H_
 #define EDGESYNC_STORE_HUB_STORE_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -61,6 +71,9 @@
 #include "store/types.h"
 
 namespace edgesync {
+
+// An origin's priority marks, index k-1 for level k (0 = nothing known).
+using PriorityMarks = std::array<uint64_t, kMaxPriorityLevel>;
 
 // One origin's batch as the hub received it.
 struct OriginBatch {
@@ -89,6 +102,15 @@ struct OriginBatch {
   // the mark and next to no held span, it opens a span of its own instead of
   // being a gap (PlanApply).
   bool live = false;
+  // Protocol 8 (Batch.priority): 0 = a lane batch; k in 1..kMaxPriorityLevel
+  // = a priority batch of level k, which declares it carries every level-k
+  // entry of the origin in first_lsn..last_lsn (and nothing else). It may
+  // carry no entry; it is never live; first_lsn is then required.
+  uint8_t priority = 0;
+  // A priority batch's span ends here (Batch.last_lsn), which may lie past
+  // its last entry; 0 = its last entry's LSN. A lane batch leaves it 0 (or
+  // at its last entry's LSN).
+  uint64_t last_lsn = 0;
 };
 
 enum class ApplyOutcome { kApplied, kAlreadyHeld, kGap, kInvalid, kRegressed };
@@ -108,6 +130,9 @@ struct ApplyResult {
   // disjoint (what BatchAck.held carries): for every outcome where the
   // store read them (all but invalid).
   std::vector<LsnSpan> held;
+  // The origin's priority marks after the call (BatchAck.priority_held),
+  // for every outcome where the store read them (all but invalid).
+  PriorityMarks priority_held = {};
 };
 
 struct HubStoreStats {
@@ -219,7 +244,15 @@ Status ValidateBatchShape(const OriginBatch& batch);
 //     so). Spans that touch merge; M still takes the base.
 //   - anything else is a gap, as for a sender that knows no spans.
 // An entry at or below held or inside a held span is not new (a resend),
-// whatever case applies.
+// whatever case applies; nor is, in a lane batch, an entry of level k >= 1
+// at or below priority[k-1] (a priority batch brought it).
+// A priority batch of level k (after the regressed check, which applies to
+// it as to any batch), with P = priority[k-1] and its span [f, l]:
+//   - f > max(P, M) + 1 is a gap (the sender resumes at P + 1; below M + 1
+//     the backlog covers). base_lsn opens no way: P speaks of this store.
+//   - else its entries above P and above held and in no span are new, and
+//     P becomes max(P, l). The mark, the spans and the base stay (base 0 in
+//     the plan: nothing was jumped).
 struct ApplyPlan {
   ApplyOutcome outcome = ApplyOutcome::kApplied;
   uint64_t base = 0;
@@ -227,13 +260,16 @@ struct ApplyPlan {
   std::vector<size_t> fresh;
   uint64_t new_high_water = 0;
   std::vector<LsnSpan> new_spans;  // the held spans after the batch
+  PriorityMarks new_priority = {};  // the priority marks after the batch
   std::string detail;
 };
-ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held, const std::vector<LsnSpan>& spans);
+ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held, const std::vector<LsnSpan>& spans,
+                    const PriorityMarks& priority = {});
 
 // Whether the batch's watermark may be kept once the origin's mark is
 // `high_water`: it names one (complete_through_ms > 0) and every entry of
-// the batch is at or below the mark (only gap-free LSNs count).
+// the batch is at or below the mark (only gap-free LSNs count). Never for a
+// priority batch: it says nothing of the entries between its own.
 bool BatchCompletes(const OriginBatch& batch, uint64_t high_water);
 
 // The hub tables of a SQLite store opened by Store::Open: the same object,

@@ -75,10 +75,11 @@ namespace edgesync {
 // table change shape, together with the entry point's name (kPgModuleSymbol
 // and the declaration below): a module of another layout is refused instead
 // of misread. 3: HubStore's OriginBatch and ApplyResult carry a live lane's
-// flag and the held spans.
-constexpr uint32_t kPgModuleAbi = 3;
+// flag and the held spans. 4: OriginBatch carries a priority level and its
+// span's end, ApplyResult the priority marks.
+constexpr uint32_t kPgModuleAbi = 4;
 constexpr const char kPgModuleFile[] = "edgesync-postgresql.so";
-constexpr const char kPgModuleSymbol[] = "edgesync_pg_module_v3";
+constexpr const char kPgModuleSymbol[] = "edgesync_pg_module_v4";
 // The entry point of ABI 1 modules, which took every store/ and platform/
 // symbol from the program: recognised only to refuse it by name.
 constexpr const char kPgModuleSymbolV1[] = "edgesync_pg_module";
@@ -117,6 +118,6 @@ Status LoadPgModule(const PgModuleApi** api);
 
 // The module's entry point (store/pg/pg_module_entry.cc): records the host
 // table (when of its ABI) and returns the module's table, never nullptr.
-extern "C" const edgesync::PgModuleApi* edgesync_pg_module_v3(const edgesync::PgModuleHost* host);
+extern "C" const edgesync::PgModuleApi* edgesync_pg_module_v4(const edgesync::PgModuleHost* host);
 
 #endif  // EDGESYNC_STORE_PG_MODULE_H_

@@ -166,6 +166,19 @@ CREATE TABLE held_spans(origin INTEGER NOT NULL, first INTEGER NOT NULL, last IN
                         PRIMARY KEY(origin, first)) WITHOUT ROWID;
 )sql";
 
+// Version 13: each origin's priority marks beside its high-water mark
+// (sync/PROTOCOL.md, "Priority by topic"; store/hub_store.h PlanApply):
+// priority_k, every entry of level k at or below it is held. Written with
+// the mark, in the transaction that applies the batch. An older edgesync
+// would ignore them and append a priority batch's entries a second time
+// when the backlog brings them, so the version keeps it from opening the
+// store.
+const char* const kV12ToV13 = R"sql(
+ALTER TABLE high_water ADD COLUMN priority_1 INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE high_water ADD COLUMN priority_2 INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE high_water ADD COLUMN priority_3 INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 // A migrated chunk holds at most this many readings (what a commit group
 // holds at ingest.batch_max's default).
 constexpr size_t kMigrationChunk = 1000;
@@ -434,6 +447,9 @@ Status MigrateBetween(Db* db, int from, int to) {
         break;
       case 11:
         ES_RETURN_IF_ERROR(db->Exec(kV11ToV12).Annotate("migrating schema 11 to 12"));
+        break;
+      case 12:
+        ES_RETURN_IF_ERROR(db->Exec(kV12ToV13).Annotate("migrating schema 12 to 13"));
         break;
       default:
         return Status::Unsupported("no migration from schema " + std::to_string(v));

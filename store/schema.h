@@ -38,6 +38,8 @@
 // - `held_spans` (version 12): per origin, the LSN spans a hub holds above
 //   its `high_water` mark (a live lane's; store/hub_store.h PlanApply), at
 //   most kMaxHeldRanges each; a span that joins the mark is deleted.
+// - `high_water.priority_1..3` (version 13): per origin, the priority
+//   marks (store/hub_store.h PlanApply), written with the mark.
 // - `origin_time_corrections` (version 10): other origins' corrections of
 //   their untrusted clock periods, as a hub or a read view applied them
 //   from the change log (their entries stay in the chunks too, so the feed
@@ -64,8 +66,9 @@ namespace edgesync {
 // periods (store/time_correction.h); 9: each origin's completeness
 // watermark beside its high-water mark, and the read view's; 10: other
 // origins' time corrections; 11: merged region feed rows; 12: the LSN
-// spans a hub holds above an origin's high-water mark.
-constexpr int kSchemaVersion = 12;
+// spans a hub holds above an origin's high-water mark; 13: an origin's
+// priority marks beside its high-water mark.
+constexpr int kSchemaVersion = 13;
 // "ESYG": marks a SQLite file as an edgesync store.
 constexpr int kApplicationId = 0x45535947;
 // The highest LSN given out so far: the log's, or meta's high_lsn once

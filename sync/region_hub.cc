@@ -576,7 +576,8 @@ void RegionHub::ApplyBatches(std::vector<PendingBatch>* pending) {
     }
     admitted.push_back(&p);
     batches.push_back(
-        OriginBatch{b.origin, b.base_lsn, b.first_lsn, &b.entries, b.region_held, b.complete_through_ms, b.live});
+        OriginBatch{b.origin, b.base_lsn, b.first_lsn, &b.entries, b.region_held, b.complete_through_ms, b.live,
+                    b.priority, b.priority != 0 ? b.last_lsn : 0});
   }
   std::vector<ApplyResult> results;
   Status st = batches.empty() ? Status::Ok() : store_->ApplyBatches(batches, &results);
@@ -594,11 +595,16 @@ void RegionHub::Answer(const PendingBatch& p, const Status& status, const ApplyR
   // The spans held above the mark, whatever the answer: a gateway's live
   // lane learns from them what the region already holds.
   if (status.ok()) ack.held = r.held;
+  // Likewise the priority marks (protocol 8): a gateway's priority cursors
+  // resume from them. All 0 (an invalid batch, an origin without any)
+  // leaves the field out, as a hub before it.
+  if (status.ok()) ack.priority_held.assign(r.priority_held.begin(), r.priority_held.end());
   // A jump over a hole: everything up to base is declared held elsewhere
   // (after a failover). Only the origin's own, authenticated sender gets
   // here; still, it moves the mark without the entries, so it is on record.
   const bool applied = status.ok() && r.outcome == ApplyOutcome::kApplied;
-  const bool jumped = applied && b.base_lsn > r.before;
+  // A priority batch never jumps (its base is only the sender's record).
+  const bool jumped = applied && b.priority == 0 && b.base_lsn > r.before;
   // A refill's jump over what its sender no longer holds: lost to the
   // region for good, so counted and named, never silent.
   const uint64_t lost = jumped && b.base_lost ? b.base_lsn - r.before : 0;
@@ -631,6 +637,10 @@ void RegionHub::Answer(const PendingBatch& p, const Status& status, const ApplyR
       ++stats_.batches_applied;
       if (!applied) ++stats_.batches_already_held;
       stats_.entries_applied += r.applied;
+      if (b.priority != 0) {
+        ++stats_.priority_batches_applied;
+        stats_.priority_entries_applied += r.applied;
+      }
       // The name in a kept buffer: no string is built per answer once the
       // origin is known.
       origin_key_.assign(b.origin.gateway_id).append(1, '/').append(b.origin.epoch);
@@ -653,10 +663,11 @@ void RegionHub::Answer(const PendingBatch& p, const Status& status, const ApplyR
       // last batch does not read as a lag that grows or stays).
       // A live lane's batch says nothing of the backlog behind the mark
       // (its readings are recent whatever waits): the lag stays the
-      // backlog's.
-      if (!b.live && !b.more) {
+      // backlog's. So does a priority batch's (its readings jump the queue).
+      const bool backlog = !b.live && b.priority == 0;
+      if (backlog && !b.more) {
         o.lag_ms = 0;
-      } else if (!b.live && newest_ts != INT64_MIN) {
+      } else if (backlog && newest_ts != INT64_MIN) {
         o.lag_ms = std::max<int64_t>(0, o.last_batch_wall_ms - newest_ts);
       }
       if (jumped) ++stats_.hole_jumps;

@@ -143,6 +143,11 @@ struct RegionHubStats {
   uint64_t gaps_refused = 0;
   uint64_t sender_refused = 0;      // batches whose origin is not the topic's sender
   uint64_t hole_jumps = 0;          // batches applied from base_lsn above the high-water mark
+  // Protocol 8: priority batches answered OK (applied or already held; in
+  // batches_applied too), and their entries new to the region (in
+  // entries_applied too): readings that ran ahead of their backlog.
+  uint64_t priority_batches_applied = 0;
+  uint64_t priority_entries_applied = 0;
   // Batches answered Regressed: the sender's record of this region names a
   // store of another epoch or a mark above the one held (the store was
   // re-created or restored); the sender refills from the mark.

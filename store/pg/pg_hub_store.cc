@@ -4,7 +4,7 @@
 // do not race; a newer schema is refused):
 //   es_meta(key, value): schema_version, epoch
 //   es_origins(id, gateway_id, epoch, high_water, shard, complete_ms,
-//     complete_seq, held_spans): one row per origin
+//     complete_seq, held_spans, priority_held): one row per origin
 //   es_feed_shards(shard, seq, pruned): per shard, the last number given
 //     and the pruned mark
 //   es_feed_chunks, es_series: the region feed, one compressed row per
@@ -40,6 +40,13 @@
 // cannot both append its entries. A hub of schema 5 refuses the database
 // by its version (it would take the spans' batches for gaps and never
 // merge them).
+// Schema 7 keeps beside each mark the origin's priority marks P1..P3
+// (store/hub_store.h PlanApply) in es_origins.priority_held, always three
+// bigints {P1,P2,P3}, part of the same compare-and-set: a priority batch
+// and a backlog batch of one origin applied by two writers at once cannot
+// both append an entry. A hub of schema 6 refuses the database by its
+// version (it would append a priority batch's entries again when the
+// backlog brings them).
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -53,7 +60,7 @@
 namespace edgesync {
 namespace {
 
-constexpr int kSchemaVersion = 6;
+constexpr int kSchemaVersion = 7;
 // Retries of a group whose compare-and-set lost to another writer: each
 // retry decides the group on the marks that writer committed, so the second
 // attempt normally finds the span already held.
@@ -138,6 +145,8 @@ const char* const kMigrations[] = {
     "ALTER TABLE es_origins ADD COLUMN IF NOT EXISTS complete_seq bigint NOT NULL DEFAULT 0;",
     // 6: the spans held above each mark, {first, last, ...} ascending (see the top of this file).
     "ALTER TABLE es_origins ADD COLUMN IF NOT EXISTS held_spans bigint[] NOT NULL DEFAULT '{}';",
+    // 7: the priority marks, {P1,P2,P3} (see the top of this file).
+    "ALTER TABLE es_origins ADD COLUMN IF NOT EXISTS priority_held bigint[] NOT NULL DEFAULT '{0,0,0}';",
 };
 
 // An origin's held spans as es_origins.held_spans holds them: a flat array
@@ -178,6 +187,31 @@ Status ParseSpans(const std::string& text, std::vector<LsnSpan>* spans) {
       return Status::Corruption("es_origins.held_spans holds " + text);
     }
   }
+  return Status::Ok();
+}
+
+// An origin's priority marks as es_origins.priority_held holds them,
+// exactly three values (the compare-and-set compares the literal), and back.
+std::string PriorityLiteral(const PriorityMarks& marks) {
+  return "{" + std::to_string(marks[0]) + "," + std::to_string(marks[1]) + "," + std::to_string(marks[2]) + "}";
+}
+
+Status ParsePriority(const std::string& text, PriorityMarks* marks) {
+  static_assert(kMaxPriorityLevel == 3, "PriorityLiteral writes three marks");
+  std::vector<LsnSpan> pairs;
+  size_t at = 1, k = 0;
+  if (text.size() < 2 || text.front() != '{' || text.back() != '}') {
+    return Status::Corruption("es_origins.priority_held is not an array: " + text);
+  }
+  while (at < text.size() - 1 && k < marks->size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size() - 1;
+    const std::string item = text.substr(at, end - at);
+    if (item.empty() || item.size() > 19 || item.find_first_not_of("0123456789") != std::string::npos) break;
+    (*marks)[k++] = std::stoull(item);
+    at = end + 1;
+  }
+  if (k != marks->size() || at != text.size()) return Status::Corruption("es_origins.priority_held holds " + text);
   return Status::Ok();
 }
 
@@ -439,6 +473,8 @@ class PgHubStore : public HubStore {
     uint64_t current = 0;  // after the group's batches so far
     std::vector<LsnSpan> spans_read;  // the held spans, likewise
     std::vector<LsnSpan> spans;
+    PriorityMarks priority_read = {};  // the priority marks, likewise
+    PriorityMarks priority = {};
     int64_t complete_read = 0;  // the watermark as read, and after the group's batches so far
     int64_t complete = 0;
   };
@@ -492,10 +528,10 @@ class PgHubStore : public HubStore {
     ES_RETURN_IF_ERROR(conn_->Query(
         "WITH want(g, e, s) AS (SELECT * FROM unnest($1::text[], $2::text[], $3::smallint[])), "
         "ins AS (INSERT INTO es_origins(gateway_id, epoch, shard) SELECT g, e, s FROM want ON CONFLICT DO NOTHING "
-        "RETURNING id, gateway_id, epoch, high_water, complete_ms, held_spans) "
-        "SELECT id, gateway_id, epoch, high_water, complete_ms, held_spans FROM ins UNION ALL "
-        "SELECT o.id, o.gateway_id, o.epoch, o.high_water, o.complete_ms, o.held_spans FROM es_origins o JOIN want ON "
-        "o.gateway_id = want.g AND o.epoch = want.e",
+        "RETURNING id, gateway_id, epoch, high_water, complete_ms, held_spans, priority_held) "
+        "SELECT id, gateway_id, epoch, high_water, complete_ms, held_spans, priority_held FROM ins UNION ALL "
+        "SELECT o.id, o.gateway_id, o.epoch, o.high_water, o.complete_ms, o.held_spans, o.priority_held FROM "
+        "es_origins o JOIN want ON o.gateway_id = want.g AND o.epoch = want.e",
         {PgTextArray(gateways), PgTextArray(epochs), shards + "}"}, &r));
     for (int i = 0; i < r.rows(); ++i) {
       OriginRow& o = origins[Origin{r.Text(i, 1), r.Text(i, 2)}.ToString()];
@@ -504,6 +540,8 @@ class PgHubStore : public HubStore {
       o.complete_read = o.complete = r.Int(i, 4);
       ES_RETURN_IF_ERROR(ParseSpans(r.Text(i, 5), &o.spans_read).Annotate("origin " + r.Text(i, 1)));
       o.spans = o.spans_read;
+      ES_RETURN_IF_ERROR(ParsePriority(r.Text(i, 6), &o.priority_read).Annotate("origin " + r.Text(i, 1)));
+      o.priority = o.priority_read;
     }
     for (const auto& [name, o] : origins) {
       if (o.id == 0) return Status::Conflict("origin " + name + " was created by another writer meanwhile");
@@ -526,11 +564,12 @@ class PgHubStore : public HubStore {
       OriginRow& o = found->second;
       res.before = res.high_water = o.current;
       if (!valid[i]) continue;
-      ApplyPlan plan = PlanApply(b, o.current, o.spans);
+      ApplyPlan plan = PlanApply(b, o.current, o.spans, o.priority);
       res.outcome = plan.outcome;
       res.detail = plan.detail;
       res.base_lsn = plan.base;
       res.held = plan.new_spans;
+      res.priority_held = plan.new_priority;
       if (plan.outcome == ApplyOutcome::kApplied || plan.outcome == ApplyOutcome::kAlreadyHeld) {
         if (BatchCompletes(b, plan.new_high_water)) o.complete = std::max(o.complete, b.complete_through_ms);
         res.complete_through_ms = o.complete;
@@ -543,32 +582,39 @@ class PgHubStore : public HubStore {
       }
       res.high_water = o.current = plan.new_high_water;
       o.spans = std::move(plan.new_spans);
+      o.priority = plan.new_priority;
     }
     if (!appends.empty()) ES_RETURN_IF_ERROR(AppendToFeed(appends));
     std::string ids = "{", olds = "{", news = "{";
-    std::vector<std::string> old_spans, new_spans;
+    std::vector<std::string> old_spans, new_spans, old_priority, new_priority;
     int changed = 0;
     for (const auto& [name, o] : origins) {
-      if (o.current == o.read && o.spans == o.spans_read) continue;
+      if (o.current == o.read && o.spans == o.spans_read && o.priority == o.priority_read) continue;
       const char* sep = changed++ ? "," : "";
       ids += sep + std::to_string(o.id);
       olds += sep + std::to_string(o.read);
       news += sep + std::to_string(o.current);
       old_spans.push_back(SpansLiteral(o.spans_read));
       new_spans.push_back(SpansLiteral(o.spans));
+      old_priority.push_back(PriorityLiteral(o.priority_read));
+      new_priority.push_back(PriorityLiteral(o.priority));
     }
     if (changed > 0) {
-      // The compare-and-set: a mark or spans another writer moved since they
-      // were read match no row (READ COMMITTED re-checks the WHERE on the
-      // row's newest version).
+      // The compare-and-set: a mark, spans or priority marks another
+      // writer moved since they were read match no row (READ COMMITTED
+      // re-checks the WHERE on the row's newest version).
       PgResult u;
       ES_RETURN_IF_ERROR(conn_->Query(
-          "UPDATE es_origins AS o SET high_water = v.new, held_spans = v.new_spans::bigint[] FROM "
-          "unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[]) AS v(id, old, new, old_spans, "
-          "new_spans) WHERE o.id = v.id AND o.high_water = v.old AND o.held_spans = v.old_spans::bigint[]",
-          {ids + "}", olds + "}", news + "}", PgTextArray(old_spans), PgTextArray(new_spans)}, &u));
+          "UPDATE es_origins AS o SET high_water = v.new, held_spans = v.new_spans::bigint[], priority_held = "
+          "v.new_priority::bigint[] FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], "
+          "$6::text[], $7::text[]) AS v(id, old, new, old_spans, new_spans, old_priority, new_priority) WHERE "
+          "o.id = v.id AND o.high_water = v.old AND o.held_spans = v.old_spans::bigint[] AND o.priority_held = "
+          "v.old_priority::bigint[]",
+          {ids + "}", olds + "}", news + "}", PgTextArray(old_spans), PgTextArray(new_spans),
+           PgTextArray(old_priority), PgTextArray(new_priority)},
+          &u));
       if (u.affected() != changed) {
-        return Status::Conflict("another writer moved a high-water mark or held spans meanwhile");
+        return Status::Conflict("another writer moved a high-water mark, held spans or priority marks meanwhile");
       }
     }
     std::string wm_ids = "{", wm_times = "{";

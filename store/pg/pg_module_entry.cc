@@ -31,7 +31,7 @@ void LogLine(LogLevel level, std::string_view line) {
 
 }  // namespace edgesync
 
-extern "C" __attribute__((visibility("default"))) const edgesync::PgModuleApi* edgesync_pg_module_v3(
+extern "C" __attribute__((visibility("default"))) const edgesync::PgModuleApi* edgesync_pg_module_v4(
     const edgesync::PgModuleHost* host) {
   static const edgesync::PgModuleApi usable = [] {
     edgesync::PgModuleApi a;

@@ -3,7 +3,7 @@
 //   1 an ABI 1 module: only the old entry point, edgesync_pg_module();
 //   2 an ABI 1 module as it was built: also takes a store/ symbol from the
 //     program that loads it, which no program exports any more;
-//   3 a module of a later ABI: only edgesync_pg_module_v4;
+//   3 a module of a later ABI: only edgesync_pg_module_v5;
 //   4 this ABI's entry point, but its table says another ABI;
 //   5 this ABI, another project version.
 #include <cstdint>
@@ -37,13 +37,13 @@ extern "C" const PgModuleApiV1* edgesync_pg_module() {
   return &api;
 }
 #elif FAKE_PG_MODULE == 3
-extern "C" const edgesync::PgModuleApi* edgesync_pg_module_v4(const void*) {
+extern "C" const edgesync::PgModuleApi* edgesync_pg_module_v5(const void*) {
   static edgesync::PgModuleApi api;
-  api.abi = 4;
+  api.abi = 5;
   return &api;
 }
 #elif FAKE_PG_MODULE == 4 || FAKE_PG_MODULE == 5
-extern "C" const edgesync::PgModuleApi* edgesync_pg_module_v3(const edgesync::PgModuleHost*) {
+extern "C" const edgesync::PgModuleApi* edgesync_pg_module_v4(const edgesync::PgModuleHost*) {
   static const edgesync::PgModuleApi api = [] {
     edgesync::PgModuleApi a;
 #if FAKE_PG_MODULE == 4

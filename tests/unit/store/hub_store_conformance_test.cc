@@ -3,6 +3,7 @@
 // fixture in tests/support/postgres.h, a fresh database per test).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -1064,6 +1065,215 @@ TEST_P(HubStoreTest, AReaderFollowingTwoWritersOfOneShardMissesNoLateCommit) {
   FollowTwoWriters(kGw1, same);
 }
 
+// Priority by topic (sync/PROTOCOL.md, "Priority by topic"). An origin's
+// log where LSNs divisible by 7 are level 1 (alarms) and those divisible
+// by 11 (and not 7) level 2; `level` picks one level's entries (-1: all).
+std::vector<ChangeEntry> Levelled(uint64_t from, uint64_t to, int level = -1) {
+  std::vector<ChangeEntry> v;
+  for (ChangeEntry& e : Entries(from, to)) {
+    const uint32_t l = e.lsn % 7 == 0 ? 1 : e.lsn % 11 == 0 ? 2 : 0;
+    if (level >= 0 && l != static_cast<uint32_t>(level)) continue;
+    e.reading.quality = WithPriority(kQualityReceiveTime, l);
+    v.push_back(e);
+  }
+  return v;
+}
+
+OriginBatch PriorityBatch(const Origin& origin, const std::vector<ChangeEntry>& entries, uint8_t level,
+                          uint64_t first, uint64_t last) {
+  OriginBatch b = Batch(origin, entries);
+  b.priority = level;
+  b.first_lsn = first;
+  b.last_lsn = last;
+  return b;
+}
+
+// Priority batches run ahead of the backlog: their entries are fed at once,
+// the mark stays and the answers carry the level's mark; the backlog over
+// them then feeds everything else, each entry once, with the level bits as
+// they came.
+TEST_P(HubStoreTest, APriorityBatchThenTheBacklogOverItHoldEachEntryOnce) {
+  HubStore* s = Open();
+  ASSERT_NE(s, nullptr);
+  auto start = Levelled(1, 10);
+  Apply(s, Batch(kGw1, start));
+  auto alarms = Levelled(11, 120, 1), warnings = Levelled(11, 60, 2);
+  ApplyResult r = Apply(s, PriorityBatch(kGw1, alarms, 1, 11, 120));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied) << r.detail;
+  EXPECT_EQ(r.applied, alarms.size());
+  EXPECT_EQ(r.high_water, 10u);
+  EXPECT_TRUE(r.held.empty());
+  EXPECT_EQ(r.priority_held, (PriorityMarks{120, 0, 0}));
+  r = Apply(s, PriorityBatch(kGw1, warnings, 2, 11, 60));
+  EXPECT_EQ(r.applied, warnings.size());
+  EXPECT_EQ(r.priority_held, (PriorityMarks{120, 60, 0}));
+  // A resend: already held, nothing fed again.
+  r = Apply(s, PriorityBatch(kGw1, alarms, 1, 11, 120));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kAlreadyHeld);
+  EXPECT_EQ(r.applied, 0u);
+  EXPECT_EQ(r.priority_held, (PriorityMarks{120, 60, 0}));
+  // The alarms are in the feed while the backlog has not reached them.
+  std::map<uint64_t, int> counts = LsnCounts(Feed(s), kGw1);
+  for (const ChangeEntry& e : alarms) EXPECT_EQ(counts[e.lsn], 1) << "alarm " << e.lsn;
+  // The backlog, every entry, in batches of 25.
+  std::vector<std::vector<ChangeEntry>> backlog;
+  for (uint64_t f = 11; f <= 150; f += 25) backlog.push_back(Levelled(f, std::min<uint64_t>(150, f + 24)));
+  uint64_t applied = 0;
+  for (const auto& b : backlog) {
+    r = Apply(s, Batch(kGw1, b));
+    EXPECT_EQ(r.outcome, ApplyOutcome::kApplied) << r.detail;
+    applied += r.applied;
+    EXPECT_EQ(r.high_water, b.back().lsn);
+    EXPECT_EQ(r.priority_held, (PriorityMarks{120, 60, 0}));
+  }
+  EXPECT_EQ(applied, 140u - alarms.size() - warnings.size());
+  // A priority batch below the mark adds nothing and still answers.
+  r = Apply(s, PriorityBatch(kGw1, alarms, 1, 11, 120));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kAlreadyHeld);
+  EXPECT_EQ(r.high_water, 150u);
+  const auto feed = Feed(s);
+  ExpectEachOnce(LsnCounts(feed, kGw1), 1, 150);
+  for (const auto& e : feed) {
+    const uint32_t want = e.remote.origin_lsn % 7 == 0 ? 1 : e.remote.origin_lsn % 11 == 0 ? 2 : 0;
+    EXPECT_EQ(QualityPriority(e.remote.entry.reading.quality), want) << e.remote.origin_lsn;
+    EXPECT_EQ(QualityFlags(e.remote.entry.reading.quality), uint32_t{kQualityReceiveTime});
+  }
+}
+
+// A priority batch that starts past its level's mark + 1 (and the mark + 1)
+// is a gap: nothing fed, the answer names the marks to resume from. An
+// empty one moves its level's mark over a span without its level.
+TEST_P(HubStoreTest, APriorityGapWritesNothingAndAnEmptyBatchMovesTheMark) {
+  HubStore* s = Open();
+  ASSERT_NE(s, nullptr);
+  auto start = Levelled(1, 10);
+  Apply(s, Batch(kGw1, start));
+  auto later = Levelled(40, 80, 1);
+  ApplyResult r = Apply(s, PriorityBatch(kGw1, later, 1, 40, 80));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kGap);
+  EXPECT_EQ(r.applied, 0u);
+  EXPECT_EQ(r.high_water, 10u);
+  EXPECT_EQ(r.priority_held, (PriorityMarks{0, 0, 0}));
+  EXPECT_EQ(LsnCounts(Feed(s), kGw1).size(), 10u) << "the gap wrote nothing";
+  // 11..13 holds no alarm: an empty batch says so, and 14.. follows.
+  const std::vector<ChangeEntry> none;
+  r = Apply(s, PriorityBatch(kGw1, none, 1, 11, 13));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied) << r.detail;
+  EXPECT_EQ(r.applied, 0u);
+  EXPECT_EQ(r.priority_held, (PriorityMarks{13, 0, 0}));
+  auto next = Levelled(14, 80, 1);
+  r = Apply(s, PriorityBatch(kGw1, next, 1, 14, 80));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied) << r.detail;
+  EXPECT_EQ(r.applied, next.size());
+  EXPECT_EQ(r.priority_held, (PriorityMarks{80, 0, 0}));
+  // Now the batch that was a gap is already held.
+  EXPECT_EQ(Apply(s, PriorityBatch(kGw1, later, 1, 40, 80)).outcome, ApplyOutcome::kAlreadyHeld);
+  // Level 3 has its own mark: still 0, so 40 is a gap for it.
+  const std::vector<ChangeEntry> empty3;
+  EXPECT_EQ(Apply(s, PriorityBatch(kGw1, empty3, 3, 40, 80)).outcome, ApplyOutcome::kGap);
+  // Malformed: entries of another level, live, past the span.
+  auto warnings = Levelled(11, 40, 2);
+  EXPECT_EQ(Apply(s, PriorityBatch(kGw1, warnings, 1, 11, 40)).outcome, ApplyOutcome::kInvalid);
+  OriginBatch live = PriorityBatch(kGw1, later, 1, 81, 90);
+  EXPECT_EQ(Apply(s, live).outcome, ApplyOutcome::kInvalid);
+  live = PriorityBatch(kGw1, none, 1, 81, 90);
+  live.live = true;
+  EXPECT_EQ(Apply(s, live).outcome, ApplyOutcome::kInvalid);
+  EXPECT_EQ(LsnCounts(Feed(s), kGw1).size(), 10u + next.size());
+}
+
+// The marks outlive a reopen (a hub restarted mid-drain): a resend is
+// already held, the backlog still skips what the priority batches brought.
+TEST_P(HubStoreTest, PriorityMarksOutliveAReopen) {
+  HubStore* s = Open();
+  ASSERT_NE(s, nullptr);
+  auto alarms = Levelled(1, 70, 1), warnings = Levelled(1, 50, 2);
+  EXPECT_EQ(Apply(s, PriorityBatch(kGw1, alarms, 1, 1, 70)).priority_held, (PriorityMarks{70, 0, 0}));
+  EXPECT_EQ(Apply(s, PriorityBatch(kGw1, warnings, 2, 1, 50)).applied, 4u);  // 11, 22, 33, 44
+  hubs_.clear();
+  stores_.clear();
+  HubStore* again = Open();
+  ASSERT_NE(again, nullptr);
+  ApplyResult r = Apply(again, PriorityBatch(kGw1, alarms, 1, 1, 70));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kAlreadyHeld);
+  EXPECT_EQ(r.priority_held, (PriorityMarks{70, 50, 0}));
+  auto backlog = Levelled(1, 80);
+  r = Apply(again, Batch(kGw1, backlog));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied);
+  EXPECT_EQ(r.high_water, 80u);
+  EXPECT_EQ(r.applied, 80u - 10u - 4u);  // 7..70 level 1; 11..44 level 2
+  ExpectEachOnce(LsnCounts(Feed(again), kGw1), 1, 80);
+  // A sender told 80 by a store that lost it: regressed, marks named.
+  hubs_.clear();
+  stores_.clear();
+  again = Open();
+  ASSERT_NE(again, nullptr);
+  OriginBatch claim = PriorityBatch(kGw1, alarms, 1, 1, 70);
+  claim.held_claim = 90;
+  r = Apply(again, claim);
+  EXPECT_EQ(r.outcome, ApplyOutcome::kRegressed);
+  EXPECT_EQ(r.priority_held, (PriorityMarks{70, 50, 0}));
+}
+
+// Priority batches, live spans and the backlog of one origin, applied by two
+// writers at once (two hubs around a lease handover): the priority marks
+// are part of the compare-and-set, so every entry lands once.
+TEST_P(HubStoreTest, TwoWritersNeverBothApplyAPriorityEntry) {
+  HubStore* a = Open();
+  ASSERT_NE(a, nullptr);
+  HubStore* b = GetParam() == "postgresql" ? Open() : a;
+  ASSERT_NE(b, nullptr);
+  constexpr uint64_t kLast = 600, kStep = 50;
+  std::vector<std::vector<ChangeEntry>> alarms, backlog;
+  for (uint64_t f = 1; f <= kLast; f += kStep) {
+    alarms.push_back(Levelled(f, f + kStep - 1, 1));
+    backlog.push_back(Levelled(f, f + kStep - 1));
+  }
+  std::atomic<uint64_t> applied{0};
+  std::atomic<int> errors{0};
+  // One writer sends priority batches then the backlog, the other the
+  // backlog interleaved with priority batches: each in order on its own.
+  auto run = [&](HubStore* s, bool priority_first) {
+    auto priority = [&](size_t i) {
+      ApplyResult r;
+      if (!s->Apply(PriorityBatch(kGw1, alarms[i], 1, 1 + i * kStep, (i + 1) * kStep), &r).ok() ||
+          (r.outcome != ApplyOutcome::kApplied && r.outcome != ApplyOutcome::kAlreadyHeld &&
+           r.outcome != ApplyOutcome::kGap)) {
+        ++errors;
+      }
+      applied += r.applied;
+    };
+    auto lane = [&](size_t i) {
+      ApplyResult r;
+      if (!s->Apply(Batch(kGw1, backlog[i]), &r).ok() ||
+          (r.outcome != ApplyOutcome::kApplied && r.outcome != ApplyOutcome::kAlreadyHeld)) {
+        ++errors;
+      }
+      applied += r.applied;
+    };
+    for (size_t i = 0; i < alarms.size(); ++i) {
+      if (priority_first) {
+        priority(i);
+      } else {
+        lane(i);
+        priority(i);
+      }
+    }
+    if (priority_first) {
+      for (size_t i = 0; i < backlog.size(); ++i) lane(i);
+    }
+  };
+  std::thread t1(run, a, true), t2(run, b, false);
+  t1.join();
+  t2.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(applied.load(), kLast);
+  uint64_t hw = 0;
+  ASSERT_OK(a->HighWater(kGw1, &hw));
+  EXPECT_EQ(hw, kLast);
+  ExpectEachOnce(LsnCounts(Feed(a), kGw1), 1, kLast);
+}
+
 #ifdef EDGESYNC_HAVE_POSTGRESQL
 // What only the PostgreSQL backend meets: its login, its schema version, and
 // a database server that goes away under it.
@@ -1135,6 +1345,63 @@ TEST_F(PostgresHubStoreTest, ASchema5DatabaseKeepsItsMarksAndHoldsSpansAfterTheU
   std::string spans;
   ASSERT_TRUE(pg_.Query("hub", "SELECT held_spans FROM es_origins WHERE gateway_id = 'gw-1'", &spans));
   EXPECT_EQ(spans.substr(0, spans.find('\n')), "{20,22}");
+}
+
+// A database of schema 6 (marks and held spans, no priority marks) is
+// migrated at open: its mark and spans stay, every priority mark starts at
+// 0, and it keeps them from then on.
+TEST_F(PostgresHubStoreTest, ASchema6DatabaseKeepsItsMarksAndSpansAndKeepsPriorityMarksAfterTheUpgrade) {
+  std::unique_ptr<HubStore> hub;
+  ASSERT_OK(OpenPostgresHubStore(Options(), &hub));
+  auto first = Entries(1, 10), live = Entries(20, 22);
+  ApplyResult r;
+  ASSERT_OK(hub->Apply(Batch(kGw1, first), &r));
+  OriginBatch b = Batch(kGw1, live);
+  b.live = true;
+  ASSERT_OK(hub->Apply(b, &r));
+  hub.reset();
+  // Schema 6 as its migrations left it.
+  ASSERT_TRUE(pg_.Sql("hub", "ALTER TABLE es_origins DROP COLUMN priority_held; "
+                             "UPDATE es_meta SET value = '6' WHERE key = 'schema_version'"));
+  ASSERT_OK(OpenPostgresHubStore(Options(), &hub));
+  std::string version;
+  ASSERT_TRUE(pg_.Query("hub", "SELECT value FROM es_meta WHERE key = 'schema_version'", &version));
+  EXPECT_EQ(version.substr(0, version.find('\n')), "7");
+  auto alarms = Levelled(11, 40, 1);  // 14, 21, 28, 35; 21 is in the span
+  ASSERT_OK(hub->Apply(PriorityBatch(kGw1, alarms, 1, 11, 40), &r));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied) << r.detail;
+  EXPECT_EQ(r.applied, 3u);
+  EXPECT_EQ(r.high_water, 10u);
+  EXPECT_EQ(r.held, (std::vector<LsnSpan>{{20, 22}}));
+  EXPECT_EQ(r.priority_held, (PriorityMarks{40, 0, 0}));
+  std::string marks;
+  ASSERT_TRUE(pg_.Query("hub", "SELECT priority_held FROM es_origins WHERE gateway_id = 'gw-1'", &marks));
+  EXPECT_EQ(marks.substr(0, marks.find('\n')), "{40,0,0}");
+  auto backlog = Levelled(11, 40);
+  ASSERT_OK(hub->Apply(Batch(kGw1, backlog), &r));
+  EXPECT_EQ(r.high_water, 40u);
+  EXPECT_EQ(r.applied, 30u - 3u - 3u);
+  std::map<uint64_t, int> counts;
+  FeedRead page;
+  ASSERT_OK(hub->ReadFeed(ShardPositions{}, 1000, &page));
+  for (const auto& e : page.entries) ++counts[e.remote.origin_lsn];
+  ExpectEachOnce(counts, 1, 40);
+}
+
+// A priority_held value that is not three marks is refused as damage.
+TEST_F(PostgresHubStoreTest, DamagedPriorityMarksAreACorruption) {
+  std::unique_ptr<HubStore> hub;
+  ASSERT_OK(OpenPostgresHubStore(Options(), &hub));
+  auto first = Entries(1, 10), next = Entries(11, 12);
+  ApplyResult r;
+  ASSERT_OK(hub->Apply(Batch(kGw1, first), &r));
+  for (const char* bad : {"{}", "{1,2}", "{1,2,3,4}"}) {
+    ASSERT_TRUE(pg_.Sql("hub", std::string("UPDATE es_origins SET priority_held = '") + bad +
+                                   "' WHERE gateway_id = 'gw-1'"));
+    Status st = hub->Apply(Batch(kGw1, next), &r);
+    EXPECT_EQ(st.code(), Status::Code::kCorruption) << bad << ": " << st.ToString();
+    EXPECT_NE(st.message().find("priority_held"), std::string::npos) << st.ToString();
+  }
 }
 
 // A held_spans value that is not an ascending list of spans is refused as

@@ -79,7 +79,7 @@ TEST(PgModuleTest, AModuleOfAbi1IsRefusedByName) {
   EXPECT_EQ(st.code(), Status::Code::kIoError) << st.ToString();
   EXPECT_EQ(api, nullptr);
   EXPECT_NE(st.message().find(path), std::string::npos) << st.ToString();
-  EXPECT_NE(st.message().find("no entry point edgesync_pg_module_v3 (this program's module ABI 3): "
+  EXPECT_NE(st.message().find("no entry point edgesync_pg_module_v4 (this program's module ABI 4): "
                               "it is a module of ABI 1 (entry point edgesync_pg_module)"),
             std::string::npos)
       << st.ToString();
@@ -101,7 +101,7 @@ TEST(PgModuleTest, AnAbi1ModuleThatTakesProgramSymbolsIsRefusedByName) {
       << st.ToString();
   EXPECT_NE(st.message().find("a module of ABI 1, entry point edgesync_pg_module"), std::string::npos)
       << st.ToString();
-  EXPECT_NE(st.message().find("this program's module ABI is 3"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find("this program's module ABI is 4"), std::string::npos) << st.ToString();
 }
 
 TEST(PgModuleTest, AModuleOfALaterAbiIsRefusedNamingBoth) {
@@ -111,7 +111,7 @@ TEST(PgModuleTest, AModuleOfALaterAbiIsRefusedNamingBoth) {
   EXPECT_EQ(st.code(), Status::Code::kIoError) << st.ToString();
   EXPECT_EQ(api, nullptr);
   EXPECT_NE(st.message().find("the PostgreSQL hub store module " + path + " is unusable: no entry point "
-                              "edgesync_pg_module_v3 (this program's module ABI 3): it is a module of ABI 4"),
+                              "edgesync_pg_module_v4 (this program's module ABI 4): it is a module of ABI 5"),
             std::string::npos)
       << st.ToString();
 }
@@ -122,7 +122,7 @@ TEST(PgModuleTest, ATableOfAnotherAbiIsRefusedNamingBoth) {
   Status st = LoadFake(4, &path, &api);
   EXPECT_EQ(st.code(), Status::Code::kIoError) << st.ToString();
   EXPECT_EQ(api, nullptr);
-  EXPECT_NE(st.message().find(path + " is unusable: built for another edgesync (module ABI 7, this program's 3)"),
+  EXPECT_NE(st.message().find(path + " is unusable: built for another edgesync (module ABI 7, this program's 4)"),
             std::string::npos)
       << st.ToString();
 }

@@ -2,6 +2,8 @@
 // (without modifying them), forward migration.
 #include <sqlite3.h>
 
+#include <algorithm>
+
 #include "platform/files.h"
 #include "store/schema.h"
 #include "store/sqlite_util.h"
@@ -219,6 +221,87 @@ TEST_F(StoreOpenTest, MigratesAVersion11HubToHeldSpans) {
   EXPECT_EQ(r.high_water, 22u);
   EXPECT_TRUE(r.held.empty());
   EXPECT_EQ(r.complete_through_ms, 5000) << "the watermark kept beside the mark";
+}
+
+// A version 12 hub store (marks and held spans, no priority marks) opens:
+// its mark, spans and watermark stay, every priority mark starts at 0, and
+// from then on it keeps them (a priority batch, then the backlog over it:
+// each entry once) and they survive a reopen.
+TEST_F(StoreOpenTest, MigratesAVersion12HubToPriorityMarks) {
+  const Origin o{"gwx", "ffeeddccbbaa99887766554433221100"};
+  {
+    Db db;
+    ASSERT_OK(db.Open(Options().path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+    ASSERT_OK(db.Exec("PRAGMA journal_mode=WAL"));
+    ASSERT_OK(CreateSchema(&db, 12));
+    ASSERT_OK(db.Exec("INSERT INTO meta VALUES('epoch','00112233445566778899aabbccddeeff'),('gateway_id','gw1');"
+                      "INSERT INTO ranges VALUES(1, -9223372036854775808, 9223372036854775807, 0, 1, 0, 0);"
+                      "INSERT INTO origins VALUES(1, 'gwx', 'ffeeddccbbaa99887766554433221100');"
+                      "INSERT INTO high_water VALUES(1, 10, 5000, 0);"
+                      "INSERT INTO held_spans VALUES(1, 30, 32);"));
+  }
+  auto entries = [](uint64_t from, uint64_t to, uint32_t only_level, bool every) {
+    std::vector<ChangeEntry> v;
+    for (uint64_t lsn = from; lsn <= to; ++lsn) {
+      const uint32_t level = lsn % 5 == 0 ? 1 : 0;  // 15, 20, 25, ... are alarms
+      if (!every && level != only_level) continue;
+      ChangeEntry e;
+      e.lsn = lsn;
+      e.reading = MakeReading("d", "m", static_cast<int64_t>(lsn), 1);
+      e.reading.quality = WithPriority(0, level);
+      v.push_back(e);
+    }
+    return v;
+  };
+  {
+    auto s = OpenStore();
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->schema_version(), kSchemaVersion);
+    HubStore* hub = SqliteHubStore(Raw(s));
+    ASSERT_NE(hub, nullptr);
+    const auto alarms = entries(11, 45, 1, false);  // 15, 20, 25, 35, 40, 45 new; 30 is in the span
+    OriginBatch b;
+    b.origin = o;
+    b.first_lsn = 11;
+    b.last_lsn = 45;
+    b.entries = &alarms;
+    b.priority = 1;
+    ApplyResult r;
+    ASSERT_OK(hub->Apply(b, &r));
+    EXPECT_EQ(r.outcome, ApplyOutcome::kApplied) << r.detail;
+    EXPECT_EQ(r.applied, 6u);
+    EXPECT_EQ(r.high_water, 10u) << "the mark stays";
+    EXPECT_EQ(r.held, (std::vector<LsnSpan>{{30, 32}}));
+    EXPECT_EQ(r.priority_held, (PriorityMarks{45, 0, 0}));
+    EXPECT_EQ(r.complete_through_ms, 5000);
+  }
+  auto s = OpenStore();
+  ASSERT_TRUE(s);
+  HubStore* hub = SqliteHubStore(Raw(s));
+  const auto backlog = entries(11, 50, 0, true);
+  OriginBatch b;
+  b.origin = o;
+  b.entries = &backlog;
+  ApplyResult r;
+  ASSERT_OK(hub->Apply(b, &r));
+  EXPECT_EQ(r.outcome, ApplyOutcome::kApplied) << r.detail;
+  EXPECT_EQ(r.high_water, 50u);
+  EXPECT_TRUE(r.held.empty());
+  EXPECT_EQ(r.priority_held, (PriorityMarks{45, 0, 0})) << "kept over the reopen";
+  // 40 entries: 3 in the span, 6 alarms at or below 45 held already (50 is new).
+  EXPECT_EQ(r.applied, 40u - 3u - 6u);
+  FeedRead page;
+  ASSERT_OK(hub->ReadFeed(ShardPositions{}, 1000, &page));
+  std::vector<uint64_t> lsns;
+  for (const RegionFeedEntry& e : page.entries) {
+    if (e.remote.origin == o) lsns.push_back(e.remote.origin_lsn);
+  }
+  std::sort(lsns.begin(), lsns.end());
+  std::vector<uint64_t> want;
+  for (uint64_t lsn = 11; lsn <= 50; ++lsn) {
+    if (lsn < 30 || lsn > 32) want.push_back(lsn);  // the span's entries were never in this feed
+  }
+  EXPECT_EQ(lsns, want) << "each entry once";
 }
 
 // A version 3 store (a row per reading in `log`) moves its readings into

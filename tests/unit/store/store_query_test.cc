@@ -254,8 +254,9 @@ TEST_F(StoreQueryTest, MigratesVersion6ReadViewsToSeriesByOrigin) {
     AppendResult r;
     ASSERT_OK(s->AppendReadings({MakeReading("a1", "temp", 500, 1, "C")}, &r));
   }
-  // Back to the version 6 layout: without what versions 7 to 12 added.
-  Sql("DROP TABLE held_spans; DROP TABLE origin_time_corrections; DROP TABLE clock_periods; DROP TABLE view_series; DROP INDEX view_chunks_origin_time; "
+  // Back to the version 6 layout: without what versions 7 to 13 added.
+  Sql("ALTER TABLE high_water DROP COLUMN priority_1; ALTER TABLE high_water DROP COLUMN priority_2; "
+      "ALTER TABLE high_water DROP COLUMN priority_3; DROP TABLE held_spans; DROP TABLE origin_time_corrections; DROP TABLE clock_periods; DROP TABLE view_series; DROP INDEX view_chunks_origin_time; "
       "CREATE INDEX view_chunks_time ON view_chunks(max_ts, min_ts); ALTER TABLE high_water DROP COLUMN complete_ms; "
       "ALTER TABLE high_water DROP COLUMN complete_seq; DROP TABLE view_watermarks; PRAGMA user_version=6;");
   auto s = OpenStore();
