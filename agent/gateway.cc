@@ -253,7 +253,9 @@ nlohmann::json Gateway::StatusJson() {
                    {"inflight", u.inflight},         {"regions", regions},
                    {"ack_latency", HistogramJson(u.ack_latency)},
                    {"live_lane_open", u.live_lane_open}, {"live_from", u.live_from},
-                   {"live_lanes_opened", u.live_lanes_opened}};
+                   {"live_lanes_opened", u.live_lanes_opened},
+                   {"priority_batches_sent", u.priority_batches_sent},
+                   {"priority_readings_sent", u.priority_readings_sent}};
     auto lane_json = [](const UplinkLaneStats& l) {
       json o = {{"waiting", l.waiting}, {"waiting_bytes", l.waiting_bytes}, {"oldest_age_ms", l.oldest_age_ms},
                 {"readings_per_s", l.readings_per_s}, {"bytes_per_s", l.bytes_per_s},

@@ -207,6 +207,12 @@ struct Metric {
     false, "uplink: live lane open", "1 while a live lane runs ahead of a backlog (two lanes, sync/uplink.h).") \
   X(kUplinkLiveLanesOpened, kGateway, "uplink", "live_lanes_opened", "edgesync_uplink_live_lanes_opened_total", kCounter, \
     kNumber, kAlways, "", false, "", "Live lanes opened ahead of a backlog.") \
+  X(kUplinkPriorityBatchesSent, kGateway, "uplink", "priority_batches_sent", "edgesync_uplink_priority_batches_sent_total", \
+    kCounter, kNumber, kAlways, "", true, "uplink: priority batches sent", \
+    "Priority batches sent ahead of a backlog (uplink.priority_topics), resends included.") \
+  X(kUplinkPriorityReadingsSent, kGateway, "uplink", "priority_readings_sent", "edgesync_uplink_priority_readings_sent_total", \
+    kCounter, kNumber, kAlways, "", true, "uplink: priority readings sent", \
+    "Readings of a priority topic sent in priority batches ahead of a backlog, resends included.") \
   X(kUplinkLiveLaneWaiting, kGateway, "uplink_live_lane", "waiting", "edgesync_uplink_live_lane_waiting_readings", kGauge, kNumber, kAlways, "", \
     true, "live lane: waiting", "Readings of the live lane (readings committed since a backlog began) committed and not yet acknowledged by the region.") \
   X(kUplinkLiveLaneWaitingBytes, kGateway, "uplink_live_lane", "waiting_bytes", "edgesync_uplink_live_lane_waiting_bytes", kGauge, kNumber, kAlways, "", \

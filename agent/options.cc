@@ -38,6 +38,7 @@ IngestOptions IngestOptionsFromConfig(const Config& c) {
   o.patterns.clear();
   for (const auto& s : c.subscriptions) o.patterns.push_back(s.pattern);
   o.device_topic = c.ingest_device_topic;
+  o.priority_topics = c.uplink_priority_topics;
   o.max_payload_bytes = c.ingest_max_payload_bytes;
   o.device_rate = c.ingest_device_rate;
   o.device_burst = static_cast<double>(c.ingest_device_burst);
@@ -118,6 +119,7 @@ UplinkOptions UplinkOptionsFromConfig(const Config& c) {
   o.failback_after_ms = c.uplink_failback_after_s * 1000;
   o.max_bytes_per_s = c.uplink_max_bytes_per_s;
   o.live_lane = c.uplink_live_lane;
+  o.priority_levels = c.uplink_priority_topics.size();
   return o;
 }
 

@@ -15,6 +15,7 @@
 #include "firmware-config/transport.h"
 #include "platform/clock_trust.h"
 #include "platform/files.h"
+#include "sync/mqtt_link_pool.h"
 
 namespace edgesync {
 namespace {
@@ -51,6 +52,49 @@ OptionSpec<C> DeviceTopic() {
     if (!p.empty() && (p.find("{deviceId}") == std::string::npos || p.find("{metric}") != std::string::npos)) {
       return "pattern \"" + p + "\": needs {deviceId} and no {metric}";
     }
+    return "";
+  };
+  return o;
+}
+
+// uplink.priority_topics: an ordered list of MQTT topic filters, each
+// checked here (a filter the broker would refuse never reaches ingest), at
+// most kMaxPriorityTopics of them.
+template <typename C>
+OptionSpec<C> PriorityTopics() {
+  OptionSpec<C> o;
+  o.section = "uplink";
+  o.key = "priority_topics";
+  o.doc = "MQTT topic filters (+ and # wildcards), most urgent first, at most " +
+          std::to_string(uplink_options::kMaxPriorityTopics) +
+          ": while a backlog drains, readings from a message whose topic matches filter i (the first that "
+          "matches) go to the region ahead of the backlog and of the live lane, level by level, towards regions "
+          "of protocol 8 or later. The level is stamped on each reading as it is committed, so readings "
+          "committed before a filter was set keep none (docs/DEPLOY.md); [] = none";
+  o.accepts = "up to " + std::to_string(uplink_options::kMaxPriorityTopics) + " topic filters";
+  o.show = [](const C& t) {
+    std::string s = "[";
+    for (const std::string& f : t.uplink_priority_topics) s += (s.size() > 1 ? ", " : "") + config_internal::Quote(f);
+    return s + "]";
+  };
+  o.read = [](C& t, const toml::value& v) -> std::string {
+    if (!v.is_array()) return "expected an array of strings, found " + toml::stringize(v.type());
+    std::vector<std::string> filters;
+    for (const auto& item : v.as_array()) {
+      if (!item.is_string()) return "expected an array of strings";
+      std::string f = item.as_string().str;
+      std::string error = TopicFilterError(f);
+      if (!error.empty()) return "topic filter \"" + f + "\" " + error;
+      if (std::find(filters.begin(), filters.end(), f) != filters.end()) {
+        return "topic filter \"" + f + "\" is listed twice";
+      }
+      filters.push_back(std::move(f));
+    }
+    if (static_cast<int64_t>(filters.size()) > uplink_options::kMaxPriorityTopics) {
+      return std::to_string(filters.size()) + " topic filters; at most " +
+             std::to_string(uplink_options::kMaxPriorityTopics) + " (one per priority level)";
+    }
+    t.uplink_priority_topics = std::move(filters);
     return "";
   };
   return o;
@@ -206,6 +250,7 @@ const std::vector<OptionSpec<Config>>& ConfigOptions() {
                       "bytes per second the uplink sends to the regions at most, counted as whole MQTT packets "
                       "(batches, resends and probes; framing included); batches are sized to about a quarter "
                       "second of it (at least 4 KB); 0 = no cap (docs/DEPLOY.md)")),
+      Operator(PriorityTopics<C>()),
 
       Operator(Str<C>("metrics", "listen", [](C& c) -> std::string& { return c.metrics_listen; },
                       "host:port of the status page (/) and Prometheus metrics (/metrics); loopback by default "

@@ -123,6 +123,9 @@ struct Config {
   int64_t uplink_failback_after_s = uplink_options::kFailbackAfterS;
   int64_t uplink_max_bytes_per_s = uplink_options::kMaxBytesPerS;
   bool uplink_live_lane = uplink_options::kLiveLane;
+  // MQTT topic filters in priority order (at most
+  // uplink_options::kMaxPriorityTopics); empty = none.
+  std::vector<std::string> uplink_priority_topics;
 
   // [[region]]
   std::vector<RegionConfig> regions;

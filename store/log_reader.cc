@@ -91,8 +91,8 @@ Status LogReader::NextChunk(uint64_t after, bool* found, int64_t* first_lsn, int
 
 // Merges the two tables of the log in LSN order: readings from chunks,
 // device records from `log`.
-Status LogReader::ReadRows(uint64_t after_lsn, size_t max_entries, const RangeInfo* range, size_t scan_budget,
-                             std::vector<ChangeEntry>* entries, uint64_t* last_scanned) {
+Status LogReader::ReadRows(uint64_t after_lsn, size_t max_entries, const RangeInfo* range, uint32_t level,
+                           size_t scan_budget, std::vector<ChangeEntry>* entries, uint64_t* last_scanned) {
   uint64_t cur = after_lsn;
   size_t scanned = 0;
   while (entries->size() < max_entries && scanned < scan_budget) {
@@ -120,6 +120,7 @@ Status LogReader::ReadRows(uint64_t after_lsn, size_t max_entries, const RangeIn
     if (have_device && (!have_chunk || device_lsn < static_cast<uint64_t>(first))) {
       ++scanned;
       cur = device_lsn;
+      if (level != 0) continue;  // device records and corrections have no priority
       if (device_kind == static_cast<int64_t>(ChangeEntry::Kind::kTimeCorrection)) {
         // The whole origin's, no device: the uplink's, not a range's.
         if (range) continue;
@@ -148,6 +149,7 @@ Status LogReader::ReadRows(uint64_t after_lsn, size_t max_entries, const RangeIn
       const ChunkReading& c = (*chunk)[lsn - static_cast<uint64_t>(first)];
       ++scanned;
       cur = lsn;
+      if (level != 0 && QualityPriority(c.quality) != level) continue;
       SeriesInfo info;
       ES_RETURN_IF_ERROR(series_->Find(c.series, &info));
       if (range && !range->Contains(info.hash)) continue;
@@ -171,7 +173,16 @@ Status LogReader::ReadLog(uint64_t after_lsn, size_t max_entries, std::vector<Ch
   entries->clear();
   if (max_entries == 0) return Status::Ok();
   uint64_t last = 0;
-  return ReadRows(after_lsn, max_entries, nullptr, SIZE_MAX, entries, &last);
+  return ReadRows(after_lsn, max_entries, nullptr, 0, SIZE_MAX, entries, &last);
+}
+
+Status LogReader::ReadLogLevel(uint64_t after_lsn, uint32_t level, size_t max_entries, size_t max_scan,
+                               std::vector<ChangeEntry>* entries, uint64_t* scanned_to) {
+  entries->clear();
+  *scanned_to = after_lsn;
+  if (level == 0 || level > kMaxPriorityLevel) return Status::InvalidArgument("priority level out of range");
+  if (max_entries == 0 || max_scan == 0) return Status::Ok();
+  return ReadRows(after_lsn, max_entries, nullptr, level, max_scan, entries, scanned_to);
 }
 
 Status LogReader::CompleteThrough(uint64_t lsn, int64_t now, bool writing, int64_t* through_ms) {
@@ -291,7 +302,7 @@ Status LogReader::ReadFeed(uint32_t range_id, const FeedStart& from, size_t max_
     // A sparse range must not turn one page into a scan of the whole log:
     // stop after a bounded scan and continue from where it stopped.
     size_t budget = std::max<size_t>(max_entries * 64, 65536);
-    ES_RETURN_IF_ERROR(ReadRows(after, max_entries, range, budget, &page->entries, &last));
+    ES_RETURN_IF_ERROR(ReadRows(after, max_entries, range, 0, budget, &page->entries, &last));
   }
   page->continuation = EncodeFeedToken(FeedToken{range_id, epoch_, last});
   return Status::Ok();

@@ -43,6 +43,10 @@ class LogReader {
   Status ListRanges(std::vector<RangeInfo>* ranges);
   // Up to max_entries entries after after_lsn, in LSN order.
   Status ReadLog(uint64_t after_lsn, size_t max_entries, std::vector<ChangeEntry>* entries);
+  // UplinkSource::ReadLogLevel: chunks are decoded as for ReadLog, but only
+  // the readings of the level are looked up and built.
+  Status ReadLogLevel(uint64_t after_lsn, uint32_t level, size_t max_entries, size_t max_scan,
+                      std::vector<ChangeEntry>* entries, uint64_t* scanned_to);
   // One page of a range's feed (Store::ReadFeed's contract).
   Status ReadFeed(uint32_t range_id, const FeedStart& from, size_t max_entries, FeedPage* page);
   // Store::CompleteThrough: now is the wall time read before `writing`
@@ -55,9 +59,10 @@ class LogReader {
   // *found false if none; *readings points at its decoded readings.
   Status NextChunk(uint64_t after, bool* found, int64_t* first_lsn, int64_t* last_lsn,
                    const std::vector<ChunkReading>** readings);
-  // Entries after after_lsn (of `range` only, when given), scanning at most
-  // scan_budget; *last_scanned is where the next page continues.
-  Status ReadRows(uint64_t after_lsn, size_t max_entries, const RangeInfo* range, size_t scan_budget,
+  // Entries after after_lsn (of `range` only, when given; readings of
+  // priority `level` only, when not 0), scanning at most scan_budget;
+  // *last_scanned is where the next page continues.
+  Status ReadRows(uint64_t after_lsn, size_t max_entries, const RangeInfo* range, uint32_t level, size_t scan_budget,
                   std::vector<ChangeEntry>* entries, uint64_t* last_scanned);
   Status ResolveStart(uint32_t range_id, const std::vector<RangeRow>& ranges, const FeedStart& from,
                       uint64_t* after_lsn);

@@ -811,6 +811,14 @@ Status SqliteStore::ReadLog(uint64_t after_lsn, size_t max_entries, std::vector<
   return log_reader_.ReadLog(after_lsn, max_entries, entries);
 }
 
+Status SqliteStore::ReadLogLevel(uint64_t after_lsn, uint32_t level, size_t max_entries, size_t max_scan,
+                                 std::vector<ChangeEntry>* entries, uint64_t* scanned_to) {
+  MutexLock lock(&read_mu_);
+  Txn snapshot(&read_db_);
+  ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
+  return log_reader_.ReadLogLevel(after_lsn, level, max_entries, max_scan, entries, scanned_to);
+}
+
 Status SqliteStore::CompleteThrough(uint64_t lsn, int64_t* through_ms) {
   *through_ms = 0;
   if (lsn > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("LSN out of range");

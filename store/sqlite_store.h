@@ -70,6 +70,8 @@ class SqliteStore : public Store, public HubStore {
   Status ListRanges(std::vector<RangeInfo>* ranges) override;
   Status ReadFeed(uint32_t range_id, const FeedStart& from, size_t max_entries, FeedPage* page) override;
   Status ReadLog(uint64_t after_lsn, size_t max_entries, std::vector<ChangeEntry>* entries) override;
+  Status ReadLogLevel(uint64_t after_lsn, uint32_t level, size_t max_entries, size_t max_scan,
+                      std::vector<ChangeEntry>* entries, uint64_t* scanned_to) override;
   Status CompleteThrough(uint64_t lsn, int64_t* through_ms) override;
 
   Status AcquireLease(uint32_t range_id, const std::string& owner, Lease* lease) override;

@@ -16,6 +16,7 @@
 #ifndef EDGESYNC_STORE_STORE_H_
 #define EDGESYNC_STORE_STORE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -347,6 +348,34 @@ class UplinkSource {
   // The whole log in LSN order: entries with lsn > after_lsn. LSNs may skip
   // (compacted device records, pruned or dropped readings).
   virtual Status ReadLog(uint64_t after_lsn, size_t max_entries, std::vector<ChangeEntry>* entries) = 0;
+  // The readings of priority level `level` (QualityPriority of their
+  // quality, 1..kMaxPriorityLevel) after after_lsn, in LSN order: at most
+  // max_entries, looking at no more than max_scan entries of the log.
+  // *scanned_to: the last LSN looked at (after_lsn when none), so every
+  // reading of that level in (after_lsn, *scanned_to] is in *entries. For
+  // the uplink's priority batches (sync/uplink.h). This one reads the whole
+  // log through ReadLog; a store reads it without building the entries it
+  // leaves out.
+  virtual Status ReadLogLevel(uint64_t after_lsn, uint32_t level, size_t max_entries, size_t max_scan,
+                              std::vector<ChangeEntry>* entries, uint64_t* scanned_to) {
+    entries->clear();
+    *scanned_to = after_lsn;
+    std::vector<ChangeEntry> page;
+    size_t scanned = 0;
+    while (entries->size() < max_entries && scanned < max_scan) {
+      ES_RETURN_IF_ERROR(ReadLog(*scanned_to, std::min<size_t>(max_scan - scanned, 4096), &page));
+      if (page.empty()) break;
+      for (ChangeEntry& e : page) {
+        if (entries->size() >= max_entries) break;
+        ++scanned;
+        *scanned_to = e.lsn;
+        if (e.kind == ChangeEntry::Kind::kReading && QualityPriority(e.reading.quality) == level) {
+          entries->push_back(std::move(e));
+        }
+      }
+    }
+    return Status::Ok();
+  }
   // The completeness watermark of a batch ending at lsn: a wall time T such
   // that every reading committed before T (its commit group's written_at)
   // has an LSN at or below lsn. The written_at of the first commit group

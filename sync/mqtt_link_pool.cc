@@ -4,6 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "store/types.h"
+
 namespace edgesync {
 
 bool TopicMatchesFilter(const std::string& filter, const std::string& topic) {
@@ -23,6 +25,25 @@ bool TopicMatchesFilter(const std::string& filter, const std::string& topic) {
     }
     f = fe + 1;
     t = te + 1;
+  }
+}
+
+std::string TopicFilterError(const std::string& filter) {
+  if (filter.empty()) return "is empty";
+  if (filter.size() > 65535) return "is longer than 65535 bytes";
+  if (filter.find('\0') != std::string::npos) return "contains a NUL byte";
+  if (!IsValidUtf8(filter)) return "is not valid UTF-8";
+  size_t start = 0;
+  while (true) {
+    const size_t slash = filter.find('/', start);
+    const bool last = slash == std::string::npos;
+    std::string_view level(filter.data() + start, (last ? filter.size() : slash) - start);
+    if (level.find_first_of("+#") != std::string_view::npos && level.size() != 1) {
+      return "a wildcard must fill its whole level";
+    }
+    if (level == "#" && !last) return "'#' must be the last level";
+    if (last) return "";
+    start = slash + 1;
   }
 }
 

@@ -36,6 +36,10 @@ namespace edgesync {
 
 // Whether an MQTT topic filter (with + and #) matches a topic name.
 bool TopicMatchesFilter(const std::string& filter, const std::string& topic);
+// "" if filter is a valid MQTT topic filter (1..65535 bytes of UTF-8
+// without NUL; '+' fills a whole level; '#' fills the last level), else
+// what is wrong with it.
+std::string TopicFilterError(const std::string& filter);
 
 // The client id a region broker gives a connection with these options
 // (firmware-config/region/mosquitto-region.conf: use_username_as_clientid):

@@ -60,6 +60,10 @@ inline constexpr int64_t kMaxBytesPerSMax = int64_t{1} << 40;
 // a link flapping every second is explained (docs/LIMITS.md); false:
 // strict LSN order.
 inline constexpr bool kLiveLane = false;
+// uplink.priority_topics: at most this many topic filters, one priority
+// level each (the quality bits of store/types.h hold levels 1..3); the
+// default is none (an empty list: strict lane order).
+inline constexpr int64_t kMaxPriorityTopics = 3;
 inline constexpr int64_t kBackoffBaseMs = 200;
 inline constexpr int64_t kBackoffMaxMs = 30000;
 inline constexpr int64_t kProbeIntervalMs = 5000;

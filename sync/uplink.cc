@@ -43,6 +43,11 @@ constexpr uint64_t kLiveLaneOpenBatches = 4;
 // batches of one or two readings each would take much of a slow link's
 // cap from the backlog; five a second keep that to a few percent.
 constexpr int64_t kLiveGatherMs = 200;
+// A priority batch looks at most this many entries of the log (the feed's
+// page budget too): decoding them takes milliseconds on a Pi, so one send
+// cycle stays short however sparse the level; the next batch goes on from
+// there, and a batch declares the whole span it looked at.
+constexpr size_t kPriorityScanEntries = 65536;
 
 }  // namespace
 
@@ -68,6 +73,9 @@ Status Uplink::Start() {
     return Status::InvalidArgument("uplink: window and batch_max_readings must be at least 1");
   }
   if (options_.max_bytes_per_s < 0) return Status::InvalidArgument("uplink: max_bytes_per_s must be 0 or more");
+  if (options_.priority_levels > kMaxPriorityLevel) {
+    return Status::InvalidArgument("uplink: at most " + std::to_string(kMaxPriorityLevel) + " priority levels");
+  }
   bucket_.reset();
   if (options_.max_bytes_per_s > 0) {
     bucket_ = std::make_unique<ByteBucket>(options_.max_bytes_per_s, options_.max_bytes_per_s * kCapDepthMs / 1000,
@@ -129,6 +137,7 @@ Status Uplink::Start() {
   live_refused_.assign(links_.size(), false);
   live_from_ = 0;
   backlog_sent_through_ = checkpoint_;
+  ForgetPriority();
   for (auto& link : links_) ES_RETURN_IF_ERROR(link->Start());
   stop_ = false;
   worker_ = std::thread([this] { Run(); });
@@ -350,6 +359,9 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
   if (batch->region != region) return IgnoreAck(region, correlation_id, "the batch was sent to another region");
   selector_->OnBatchAnswered(region, NowMs());
   region_high_water_[region] = std::max(region_high_water_[region], ack.high_water);
+  if (batch->priority > 0 && (ack.code == AckCode::kOk || ack.code == AckCode::kGap)) {
+    return HandlePriorityAck(batch, ack);
+  }
   if (ack.code == AckCode::kNoContext) {
     // Not a fault of the batch nor a sign of load: the region lost (or
     // never had) the context, so the resend goes at once, self-contained.
@@ -410,6 +422,7 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
   const int64_t sent_ms = batch->sent_ms;
   if (!RecordAck(region, ack, hw, batch->lost)) return;
   if (static_cast<int>(region) == live_target_) TakeHeldSpans(ack);
+  TakePriorityMarks(region, ack);
   int64_t now = NowMs();
   // Answered in time: the wait comes back to what the answers need with
   // room (four times this one's round trip), never below ack_timeout_ms.
@@ -419,8 +432,109 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
 }
 
 size_t Uplink::LaneInFlight(bool live) const {
-  return static_cast<size_t>(
-      std::count_if(inflight_.begin(), inflight_.end(), [live](const InFlight& f) { return f.live == live; }));
+  return static_cast<size_t>(std::count_if(inflight_.begin(), inflight_.end(), [live](const InFlight& f) {
+    return f.priority == 0 && f.live == live;
+  }));
+}
+
+void Uplink::ForgetPriority() {
+  for (PriorityCursor& c : priority_) c = PriorityCursor{};
+  priority_known_ = false;
+}
+
+void Uplink::TakePriorityMarks(size_t region, const WireAck& ack) {
+  if (static_cast<int>(region) != target_ || region_version_[region] < kPriorityVersion) return;
+  // P[k] only grows while the region holds what it answered (a region that
+  // lost it answers Regressed, which rewinds and forgets them).
+  for (size_t k = 0; k < ack.priority_held.size() && k < kMaxPriorityLevel; ++k) {
+    priority_[k].held = std::max(priority_[k].held, ack.priority_held[k]);
+  }
+  priority_known_ = true;
+}
+
+void Uplink::HandlePriorityAck(std::deque<InFlight>::iterator batch, const WireAck& ack) {
+  const size_t region = batch->region;
+  const size_t level = batch->priority;
+  PriorityCursor& c = priority_[level - 1];
+  const int64_t now = NowMs();
+  if (ack.code == AckCode::kOk) {
+    ack_latency_.Observe(static_cast<double>(now - batch->sent_ms) / 1000.0);
+    inflight_.erase(batch);
+    c.in_flight = false;
+    TakePriorityMarks(region, ack);
+    MutexLock lock(&stats_mu_);
+    ++stats_.acks;
+    return;
+  }
+  // A gap: the region's mark of the level lies below where the batch began
+  // and its contiguous mark too (a store of another history behind the
+  // same name, a region that took over). The level starts again from what
+  // it says it holds, once an answer of the stream says where its mark
+  // stands.
+  inflight_.erase(batch);
+  c = PriorityCursor{};
+  if (level - 1 < ack.priority_held.size()) c.held = ack.priority_held[level - 1];
+  priority_known_ = false;
+  ES_LOG(kInfo, "uplink: region {} holds level {} of ours only up to {} ({}); that level starts again from there",
+         options_.regions[region].name, level, c.held, ack.message);
+  MutexLock lock(&stats_mu_);
+  ++stats_.refusals;
+}
+
+bool Uplink::PriorityRuns() const {
+  if (options_.priority_levels == 0 || !priority_known_ || target_ < 0 || target_ != write_region_) return false;
+  const RegionRecord& rec = records_[target_];
+  if (rec.refilling || rec.suspect || region_version_[target_] < kPriorityVersion) return false;
+  // As for opening a live lane: while the uplink keeps up, a lane batch
+  // carries a reading of any level within a few round trips, and a
+  // priority batch would only send it twice.
+  const uint64_t last = live_from_ != 0 ? live_from_ - 1 : store_->LastLsn();
+  const uint64_t ahead = std::max(next_after_, stream_mark_);
+  return last > ahead && last - ahead > kLiveLaneOpenBatches * BatchEntries();
+}
+
+bool Uplink::PreparePriorityBatch(size_t level) {
+  PriorityCursor& c = priority_[level - 1];
+  const RegionRecord& rec = records_[target_];
+  // Where the region's mark of the level, the checkpoint (at or below its
+  // contiguous mark, so never a gap) or our last batch of the level stands.
+  const uint64_t base = std::max({c.declared, c.held, checkpoint_});
+  if (c.scanned < base) c.scanned = base;
+  const uint64_t last = store_->LastLsn();
+  if (c.scanned >= last) return false;
+  WireBatch batch;
+  uint64_t scanned_to = c.scanned;
+  Status st = store_->ReadLogLevel(c.scanned, static_cast<uint32_t>(level), BatchEntries(), kPriorityScanEntries,
+                                   &batch.entries, &scanned_to);
+  if (!st.ok()) {
+    ES_LOG(kError, "uplink: reading level {} of the change log after {}: {}", level, c.scanned, st.ToString());
+    resume_at_ms_ = NowMs() + backoff_.Next();
+    return false;
+  }
+  if (batch.entries.empty()) {
+    // None of the level there: the next batch's span declares this too.
+    c.scanned = std::max(c.scanned, scanned_to);
+    return false;
+  }
+  batch.origin = origin_;
+  batch.first_lsn = base + 1;
+  batch.last_lsn = scanned_to;
+  batch.base_lsn = checkpoint_;
+  batch.region_epoch = rec.epoch_tag;
+  batch.region_held = rec.acked;
+  batch.more = last > scanned_to;
+  batch.priority = static_cast<uint8_t>(level);
+  Ready ready;
+  // Self-contained: the series context follows the backlog's batches.
+  st = EncodeReady(batch, nullptr, &ready);
+  if (!st.ok()) {
+    ES_LOG(kWarn, "uplink: encoding a priority batch for {}: {}", options_.regions[target_].name, st.ToString());
+    Rewind("priority batch not encoded", true);
+    return false;
+  }
+  c.declared = c.scanned = scanned_to;
+  c.ready = std::move(ready);
+  return true;
 }
 
 void Uplink::TakeHeldSpans(const WireAck& ack) {
@@ -438,7 +552,9 @@ void Uplink::RemoveAnswered(int64_t now_ms) {
   // Answers come per lane: a live batch may be answered before the
   // backlog's batches sent ahead of it.
   for (auto it = inflight_.begin(); it != inflight_.end();) {
-    const bool answered = it->last <= stream_mark_ || (it->live && live_from_ != 0 && it->last <= live_held_);
+    // A priority batch is answered by its own answer only (HandlePriorityAck).
+    const bool answered = it->priority == 0 && (it->last <= stream_mark_ ||
+                                                (it->live && live_from_ != 0 && it->last <= live_held_));
     if (!answered) {
       ++it;
       continue;
@@ -602,6 +718,7 @@ void Uplink::Rewind(const char* why, bool with_backoff) {
   ready_.reset();
   ready_live_.reset();
   live_context_.Reset();
+  ForgetPriority();
   if (live_from_ != 0) {
     if (target_ != live_target_ || target_ < 0 || records_[target_].refilling || records_[target_].suspect) {
       CloseLane(why);
@@ -667,9 +784,22 @@ void Uplink::SendBatches(int64_t now_ms) {
     // go again on every reconnect. Left to grow with each resend (a link
     // that swallows bytes, then comes back), their replay on a slow link
     // outlasted the keepalive after every reconnect, and no new batch got
-    // through again. The batches the lanes may have in flight bound them.
-    if (link->inflight() >= static_cast<int>(2 * options_.window)) return;
-    // The live lane first: its batch takes the cap's bytes before any of
+    // through again. The batches the lanes and the priority levels may have
+    // in flight bound them.
+    if (link->inflight() >= static_cast<int>(2 * options_.window + options_.priority_levels)) return;
+    // Priority batches first, level 1 first, one of each level in flight:
+    // they take the cap's bytes before the lanes. A batch encoded goes even
+    // if the cursors stopped meanwhile (the backlog shrank): it is due.
+    const bool priority_runs = PriorityRuns();
+    bool priority_sent = false;
+    for (size_t level = 1; level <= options_.priority_levels && !priority_sent; ++level) {
+      PriorityCursor& c = priority_[level - 1];
+      if (c.in_flight || (!c.ready && (!priority_runs || !PreparePriorityBatch(level)))) continue;
+      if (!SendReady(&c.ready, link, now_ms)) return;
+      priority_sent = true;
+    }
+    if (priority_sent) continue;
+    // The live lane next: its batch takes the cap's bytes before any of
     // the backlog's, which never goes ahead of it.
     if (live_from_ != 0 && !ready_live_) PrepareLiveBatch(now_ms);
     if (ready_live_ && LaneInFlight(true) < options_.window) {
@@ -705,6 +835,19 @@ bool Uplink::SendReady(std::optional<Ready>* slot, MqttLink* link, int64_t now_m
     Rewind("send failed", true);
     return false;
   }
+  if (batch.priority > 0) {
+    // Beside the lanes: it covers nothing the checkpoint may move over.
+    priority_[batch.priority - 1].in_flight = true;
+    inflight_.push_back({false, batch.priority, batch.correlation_id, static_cast<size_t>(target_), batch.last, 0,
+                         batch.entries, now_ms, false, 0, 0});
+    MutexLock lock(&stats_mu_);
+    ++stats_.batches_sent;
+    stats_.entries_sent += batch.entries;
+    stats_.bytes_sent += batch.payload.size();
+    ++stats_.priority_batches_sent;
+    stats_.priority_readings_sent += batch.entries;
+    return true;
+  }
   // What its answer may cover: everything sent of both lanes when it went.
   // A live batch: up to it once the backlog reached the lane, else what the
   // backlog sent. The backlog's last batch before the lane: the live
@@ -717,7 +860,7 @@ bool Uplink::SendReady(std::optional<Ready>* slot, MqttLink* link, int64_t now_m
     backlog_sent_through_ = batch.last;
     if (live_from_ != 0 && batch.last + 1 >= live_from_) covers = std::max(batch.last, live_sent_through_);
   }
-  inflight_.push_back({batch.live, batch.correlation_id, static_cast<size_t>(target_), batch.last, covers,
+  inflight_.push_back({batch.live, 0, batch.correlation_id, static_cast<size_t>(target_), batch.last, covers,
                        batch.entries, now_ms, batch.with_context, batch.lost, batch.complete_ms});
   const int lane = batch.live ? 0 : 1;
   const double per_entry = static_cast<double>(batch.packet_bytes) / static_cast<double>(batch.entries);
@@ -851,6 +994,7 @@ bool Uplink::PrepareLiveBatch(int64_t now_ms) {
 Status Uplink::EncodeReady(const WireBatch& batch, SeriesContext* context, Ready* ready) {
   if (++correlation_ == 0) ++correlation_;
   ready->live = batch.live;
+  ready->priority = batch.priority;
   ready->correlation_id = correlation_;
   ready->with_context = context != nullptr && !context->empty();
   encode_.context_names_origin = !context_proven_[target_];

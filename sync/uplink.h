@@ -63,6 +63,23 @@
 // both lanes again from what the region holds of each (a live span it still
 // holds is answered "already held").
 //
+// Priority by topic (priority_levels, protocol 8; sync/PROTOCOL.md
+// "Priority by topic"): ingest stamps each reading of a message whose topic
+// matches uplink.priority_topics[k - 1] with level k (store/types.h). While
+// more than a few batches of backlog lie ahead, towards a write region whose
+// answers on the current connection carry protocol 8 or later, the uplink
+// runs one cursor per configured level: it reads the log forward from
+// max(checkpoint, the region's priority mark P[k] from its answers, what
+// the level already declared) with ReadLogLevel (a bounded scan per batch)
+// and sends priority batches: batch k carries every level-k reading of its
+// span [first, last] and nothing else. They go ahead of the live lane and
+// the backlog, level 1 first, also under the cap, each level with a window
+// of one batch. They never move the checkpoint: lane batches still carry
+// every entry (the region skips those it holds by P), so failover, refill
+// and pruning keep their meaning. Every rewind (a target change, a
+// timeout, a reconnect, Regressed, a refill) forgets P and the cursors;
+// they resume from the next answer of the new stream.
+//
 // Thread safety: Start/Stop from one thread; NotifyAppended and stats() from
 // any thread.
 #ifndef EDGESYNC_SYNC_UPLINK_H_
@@ -128,6 +145,10 @@ struct UplinkOptions {
   // Sends what is committed during a backlog's drain ahead of it (two
   // lanes); false: strict LSN order.
   bool live_lane = uplink_options::kLiveLane;
+  // Priority levels 1..priority_levels have a topic filter
+  // (uplink.priority_topics): their readings go ahead while a backlog
+  // drains. 0 = none; at most kMaxPriorityLevel.
+  size_t priority_levels = 0;
 };
 
 // Creates a link; tests may substitute a fake. Default: NewPahoMqttLink.
@@ -211,6 +232,9 @@ struct UplinkStats {
   uint64_t live_lanes_opened = 0;
   UplinkLaneStats live_lane;
   UplinkLaneStats backlog_lane;
+  // Priority batches sent (resends included) and the readings they carried.
+  uint64_t priority_batches_sent = 0;
+  uint64_t priority_readings_sent = 0;
   std::vector<UplinkRegionStats> regions;
   // Send to acknowledgement of each batch (the end-to-end round trip,
   // including the hub's commit).
@@ -243,6 +267,7 @@ class Uplink {
   // A batch encoded and not yet sent: it waits for the cap's bucket.
   struct Ready {
     bool live = false;  // a live lane's batch
+    uint8_t priority = 0;  // a priority batch of this level (0 = a lane's)
     uint64_t correlation_id = 0;
     uint64_t last = 0;
     size_t entries = 0;
@@ -255,6 +280,7 @@ class Uplink {
   };
   struct InFlight {
     bool live = false;
+    uint8_t priority = 0;  // a priority batch of this level: never moves the checkpoint
     uint64_t correlation_id = 0;
     size_t region = 0;  // where it was sent
     uint64_t last = 0;
@@ -324,7 +350,16 @@ class Uplink {
   // live_from_) and drops the batches it covers from inflight_.
   void TakeHeldSpans(const WireAck& ack);
   void RemoveAnswered(int64_t now_ms);
+  // Lane batches (not priority ones) of the live lane or of the backlog in flight.
   size_t LaneInFlight(bool live) const;
+  // Priority batches: whether the cursors run now (see the header), the
+  // next batch of a level into its slot (false when none is due), the
+  // answer to one, and the region's marks from any answer of the stream.
+  bool PriorityRuns() const;
+  bool PreparePriorityBatch(size_t level);
+  void HandlePriorityAck(std::deque<InFlight>::iterator batch, const WireAck& ack);
+  void TakePriorityMarks(size_t region, const WireAck& ack);
+  void ForgetPriority();
   void UpdateLaneStats(int64_t now_ms) REQUIRES(stats_mu_);
   // For a target of protocol 5 or older: leaves the time corrections out
   // of entries (read after next_after_, up to *read_last), reading on while
@@ -409,6 +444,21 @@ class Uplink {
   std::vector<bool> live_refused_;
   int64_t live_pending_since_ms_ = -1;
   std::optional<Ready> ready_live_;
+  // Priority cursors, index level - 1. declared: the span the region was
+  // told of (batches answered or in flight) ends here; scanned: the log was
+  // read this far without finding a reading of the level (the next batch
+  // declares it too); held: P[level] from the stream's answers.
+  struct PriorityCursor {
+    uint64_t declared = 0;
+    uint64_t scanned = 0;
+    uint64_t held = 0;
+    bool in_flight = false;
+    std::optional<Ready> ready;
+  };
+  PriorityCursor priority_[kMaxPriorityLevel];
+  // An answer of this stream came from target_ at protocol 8 or later: its
+  // marks are known, and priority batches may go.
+  bool priority_known_ = false;
   // Per lane (0 live, 1 backlog): link bytes per entry of the last batches,
   // link bytes sent, and (time, acknowledged readings, link bytes) about once
   // a second for the rates; oldest waiting reading's time, read once a second.

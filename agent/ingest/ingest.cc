@@ -6,6 +6,8 @@
 
 #include "agent/ingest/commit_pacer.h"
 #include "platform/log.h"
+#include "store/types.h"
+#include "sync/mqtt_link_pool.h"
 
 namespace edgesync {
 namespace {
@@ -59,6 +61,14 @@ Status Ingest::Init() {
     patterns_.push_back(std::move(tp));
   }
   if (patterns_.empty()) return Status::InvalidArgument("no topic patterns to subscribe to");
+  if (options_.priority_topics.size() > kMaxPriorityLevel) {
+    return Status::InvalidArgument("uplink.priority_topics: " + std::to_string(options_.priority_topics.size()) +
+                                   " topic filters, at most " + std::to_string(kMaxPriorityLevel));
+  }
+  for (const std::string& f : options_.priority_topics) {
+    std::string error = TopicFilterError(f);
+    if (!error.empty()) return Status::InvalidArgument("uplink.priority_topics: \"" + f + "\" " + error);
+  }
   has_device_topic_ = !options_.device_topic.empty();
   if (has_device_topic_) {
     ES_RETURN_IF_ERROR(TopicPattern::Parse(options_.device_topic, &device_topic_).Annotate("ingest.device_topic"));
@@ -75,6 +85,13 @@ std::vector<std::string> Ingest::Filters() const {
   for (const auto& p : patterns_) f.push_back(p.Filter());
   if (has_device_topic_) f.push_back(device_topic_.Filter());
   return f;
+}
+
+uint32_t Ingest::PriorityLevel(const std::string& topic) const {
+  for (size_t i = 0; i < options_.priority_topics.size(); ++i) {
+    if (TopicMatchesFilter(options_.priority_topics[i], topic)) return static_cast<uint32_t>(i + 1);
+  }
+  return 0;
 }
 
 Status Ingest::Start() {
@@ -474,6 +491,12 @@ void Ingest::OnMessage(const std::string& topic, const std::string& payload, boo
   if (!Convert(decoded, &readings, &reason, &why)) {
     Reject(topic, payload, reason, why);
     return;
+  }
+  // Stamped before the journal and the store see the readings: the level
+  // is part of each entry from its commit on (the uplink and the hub read
+  // it from there), whatever the option says later.
+  if (const uint32_t level = PriorityLevel(topic); level > 0) {
+    for (Reading& r : readings) r.quality = WithPriority(r.quality, level);
   }
   if (duplicate && redeliveries_.AlreadyTaken(packet_id, fingerprint)) {
     MutexLock lock(&counters_mu_);

@@ -192,6 +192,11 @@ struct IngestOptions {
   // Where devices publish their descriptions: a pattern naming {deviceId}
   // and not {metric}; matched before `patterns`. "" = none.
   std::string device_topic = ingest_options::kDeviceTopic;
+  // uplink.priority_topics: MQTT topic filters, most urgent first (at most
+  // kMaxPriorityLevel). Each reading of a message whose topic matches
+  // filter i (the first that matches) is committed with priority level
+  // i + 1 in its quality (store/types.h, WithPriority), for good.
+  std::vector<std::string> priority_topics;
   int64_t max_payload_bytes = ingest_options::kMaxPayloadBytes;
   double device_rate = ingest_options::kDeviceRate;
   double device_burst = ingest_options::kDeviceBurst;
@@ -292,6 +297,9 @@ class Ingest {
   Status Init();  // parses the patterns and the device topic
   // The MQTT filters to subscribe to (one per pattern, and the device topic's).
   std::vector<std::string> Filters() const;
+  // The priority level of a message on `topic`: 1 + the index of the first
+  // priority topic filter it matches, 0 when none does.
+  uint32_t PriorityLevel(const std::string& topic) const;
 
   // Opens the journal (in every mode), queues what it holds beyond the
   // store's intake checkpoint, starts the committer, and waits (at most

@@ -34,6 +34,11 @@ GatewayProgram::GatewayProgram(const std::string& root, std::string id, const st
   if (t.failback_after_s > 0) c << "failback_after_s = " << t.failback_after_s << "\n";
   if (t.max_bytes_per_s > 0) c << "max_bytes_per_s = " << t.max_bytes_per_s << "\n";
   if (t.live_lane) c << "live_lane = " << (*t.live_lane ? "true" : "false") << "\n";
+  if (!t.priority_topics.empty()) {
+    c << "priority_topics = [";
+    for (size_t i = 0; i < t.priority_topics.size(); ++i) c << (i ? ", " : "") << Q(t.priority_topics[i]);
+    c << "]\n";
+  }
   for (size_t i = 0; i < regions.size(); ++i) {
     const bool via = i < options.region_uris.size() && !options.region_uris[i].empty();
     c << "\n[[region]]\nname = " << Q(regions[i]->name())

@@ -40,6 +40,8 @@ struct GatewayUplinkTimings {
   // its config ("unknown key"), so a test that leaves it unset runs the
   // program's default on every build.
   std::optional<bool> live_lane;
+  // uplink.priority_topics, written only when not empty (as live_lane).
+  std::vector<std::string> priority_topics;
 };
 
 struct GatewayProgramOptions {

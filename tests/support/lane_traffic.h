@@ -117,6 +117,8 @@ inline double BacklogWireBytesPerReading(int64_t cap, const std::string& gateway
 struct SeenAck {
   uint64_t high_water = 0;
   std::vector<LsnSpan> held;
+  // Protocol 8: the region's priority marks P1..P3 (empty = all 0).
+  std::vector<uint64_t> priority_held;
   int64_t ms = 0;       // steady clock (NowMs)
   int64_t link_up = 0;  // the proxy's bytes towards the region by then (0 without one)
 
@@ -154,6 +156,7 @@ class AckWatch {
       SeenAck a;
       a.high_water = msg.ack.high_water;
       a.held = msg.ack.held;
+      a.priority_held = msg.ack.priority_held;
       a.ms = NowMs();
       a.link_up = link_ ? link_->bytes_upstream() : 0;
       std::lock_guard<std::mutex> lock(mu_);

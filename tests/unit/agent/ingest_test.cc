@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "platform/files.h"
+#include "store/store.h"
 #include "tests/support/process.h"
 #include "tests/unit/sync/fake_link.h"
 #include "tests/support/status_assert.h"
@@ -957,6 +958,114 @@ TEST(Ingest, AStopWhileTheStoreRefusesKeepsEverythingForTheNextStart) {
   for (size_t i = 0; i < sink.count(); ++i) EXPECT_EQ(sink.all[i].value, static_cast<double>(i));
   g.gate.Stop();
   ingest.Stop();
+}
+
+// uplink.priority_topics: the level of a message is 1 + the index of the
+// first filter its topic matches (MQTT wildcards), 0 when none does.
+TEST(Ingest, APriorityLevelIsTheFirstMatchingFiltersPlace) {
+  FakeSink sink;
+  IngestOptions o = Options(AckMode::kAfterCommit);
+  o.priority_topics = {"+/alarm/#", "sensors/+/temp", "sensors/#"};
+  Ingest ingest(o, &sink);
+  ASSERT_OK(ingest.Init());
+  EXPECT_EQ(ingest.PriorityLevel("site/alarm/d1/smoke"), 1u);
+  EXPECT_EQ(ingest.PriorityLevel("site/alarm"), 1u);  // '#' takes its parent level too
+  EXPECT_EQ(ingest.PriorityLevel("sensors/d1/temp"), 2u);  // also fits "sensors/#": the first wins
+  EXPECT_EQ(ingest.PriorityLevel("sensors/d1/hum"), 3u);
+  EXPECT_EQ(ingest.PriorityLevel("sensors/d1"), 3u);
+  EXPECT_EQ(ingest.PriorityLevel("site/alarms/d1"), 0u);
+  EXPECT_EQ(ingest.PriorityLevel("a/b/alarm"), 0u);  // '+' fills one level only
+  // The order of the list decides, not how narrow a filter is.
+  o.priority_topics = {"sensors/#", "sensors/+/temp"};
+  Ingest reordered(o, &sink);
+  ASSERT_OK(reordered.Init());
+  EXPECT_EQ(reordered.PriorityLevel("sensors/d1/temp"), 1u);
+  o.priority_topics.clear();
+  Ingest none(o, &sink);
+  ASSERT_OK(none.Init());
+  EXPECT_EQ(none.PriorityLevel("sensors/d1/temp"), 0u);
+}
+
+TEST(Ingest, MoreThanThreePriorityTopicsOrABadFilterAreRefusedAtInit) {
+  FakeSink sink;
+  IngestOptions o = Options(AckMode::kAfterCommit);
+  o.priority_topics = {"a", "b", "c", "d"};
+  EXPECT_FALSE(Ingest(o, &sink).Init().ok());
+  o.priority_topics = {"a/#/b"};
+  EXPECT_FALSE(Ingest(o, &sink).Init().ok());
+  o.priority_topics = {"a/b+"};
+  EXPECT_FALSE(Ingest(o, &sink).Init().ok());
+}
+
+// Every reading of a matching message carries the level beside its other
+// quality flags; readings of other topics carry none.
+TEST(Ingest, StampsTheLevelOnEveryReadingOfAMatchingMessage) {
+  FakeSink sink;
+  IngestOptions o = Options(AckMode::kAfterCommit);
+  o.patterns = {"sensors/{deviceId}/{metric}", "sensors/{deviceId}"};
+  o.priority_topics = {"sensors/+/alarm", "sensors/d2"};
+  ManualClock clock(kFloor + 5000, 1);
+  Ingest ingest(o, &sink, &clock);
+  ASSERT_OK(ingest.Init());
+  ASSERT_OK(ingest.Start());
+  ingest.OnMessage("sensors/d1/alarm", "1");                                      // bare: receive time
+  ingest.OnMessage("sensors/d1/temp", "20");
+  ingest.OnMessage("sensors/d2", R"([{"n":"a","v":1,"t":1800000000},{"n":"b","v":2,"t":1800000000}])");
+  ingest.Stop();
+  ASSERT_EQ(sink.count(), 4u);
+  EXPECT_EQ(sink.all[0].quality, WithPriority(kQualityReceiveTime, 1));
+  EXPECT_EQ(QualityPriority(sink.all[0].quality), 1u);
+  EXPECT_EQ(QualityFlags(sink.all[0].quality) & kQualityReceiveTime, kQualityReceiveTime);
+  EXPECT_EQ(QualityPriority(sink.all[1].quality), 0u);
+  EXPECT_EQ(sink.all[1].quality, kQualityReceiveTime);
+  EXPECT_EQ(QualityPriority(sink.all[2].quality), 2u);
+  EXPECT_EQ(QualityPriority(sink.all[3].quality), 2u);
+}
+
+// The level is part of the entry the store commits (the uplink and the hub
+// read it from there): through the intake journal of a run that committed
+// nothing, then a real store, it comes back from the change log.
+TEST(Ingest, TheLevelSurvivesTheJournalIntoTheStoredLogEntry) {
+  test::TempDir dir;
+  IngestOptions o = JournalOptions(dir.path());
+  o.priority_topics = {"sensors/+/alarm"};
+  ManualClock clock(kFloor + 1000, 1);
+  {
+    FakeSink refusing;
+    refusing.fail_always = true;  // nothing reaches a store, as with a kill before the commit
+    Ingest ingest(o, &refusing, &clock);
+    ASSERT_OK(ingest.Init());
+    ASSERT_OK(ingest.Start());
+    ingest.OnMessage("sensors/d1/temp", "20");
+    ingest.OnMessage("sensors/d1/alarm", "1");
+    ingest.Stop();
+  }
+  // The next run no longer lists the filter: what the journal holds keeps
+  // the level it was given when it was taken.
+  o.priority_topics.clear();
+  StoreOptions so;
+  so.path = dir.File("gw.db");
+  so.gateway_id = "gw-1";
+  std::unique_ptr<Store> store;
+  ASSERT_OK(Store::Open(so, &store));
+  StoreSink sink(store.get());
+  {
+    Ingest ingest(o, &sink, &clock);
+    ASSERT_OK(ingest.Init());
+    ASSERT_OK(ingest.Start());
+    EXPECT_EQ(ingest.counters().replayed, 2);
+    ingest.OnMessage("sensors/d1/alarm", "2");  // taken now: no level
+    ingest.Stop();
+  }
+  std::vector<ChangeEntry> log;
+  ASSERT_OK(store->ReadLog(0, 10, &log));
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log[0].reading.metric, "temp");
+  EXPECT_EQ(QualityPriority(log[0].reading.quality), 0u);
+  EXPECT_EQ(log[1].reading.metric, "alarm");
+  EXPECT_EQ(QualityPriority(log[1].reading.quality), 1u);
+  EXPECT_EQ(log[1].reading.quality, WithPriority(kQualityReceiveTime, 1));
+  EXPECT_EQ(QualityPriority(log[2].reading.quality), 0u);
 }
 
 }  // namespace

@@ -76,6 +76,7 @@ TEST(OptionsDefaultsTest, IngestOptionsMatchTheTable) {
   EXPECT_EQ(plain.max_payload_bytes, table.max_payload_bytes);
   EXPECT_EQ(plain.patterns, table.patterns);
   EXPECT_EQ(plain.device_topic, table.device_topic);
+  EXPECT_EQ(plain.priority_topics, table.priority_topics);
   EXPECT_EQ(plain.device_rate, table.device_rate);
   EXPECT_EQ(plain.device_burst, table.device_burst);
   EXPECT_EQ(plain.device_backlog_ms, table.device_backlog_ms);
@@ -115,6 +116,8 @@ TEST(OptionsDefaultsTest, UplinkOptionsMatchTheTable) {
   EXPECT_EQ(plain.probe_interval_ms, table.probe_interval_ms);
   EXPECT_EQ(plain.failback_after_ms, table.failback_after_ms);
   EXPECT_EQ(plain.max_bytes_per_s, table.max_bytes_per_s);
+  EXPECT_EQ(plain.live_lane, table.live_lane);
+  EXPECT_EQ(plain.priority_levels, table.priority_levels);
 }
 
 TEST(OptionsDefaultsTest, FeedPullerOptionsMatchTheTable) {
@@ -182,6 +185,7 @@ TEST(OptionsDefaultsTest, EachRowsDefaultIsTheNamedConstant) {
       {"uplink.backoff_max_ms", n(uplink_options::kBackoffMaxMs)},
       {"uplink.probe_interval_ms", n(uplink_options::kProbeIntervalMs)},
       {"uplink.failback_after_s", n(uplink_options::kFailbackAfterS)},
+      {"uplink.priority_topics", "[]"},  // none by default; at most kMaxPriorityTopics
       {"hub.max_queued_messages", n(region_hub_options::kMaxQueuedMessages)},
       {"hub.context_max_bytes", n(region_hub_options::kContextMaxBytes)},
       {"hub.feed_retention_s", n(hub_store_options::kFeedRetentionS)},

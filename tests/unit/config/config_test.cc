@@ -154,6 +154,27 @@ TEST(ConfigTest, DeviceTopicNamesTheDeviceAndNoMetric) {
   EXPECT_TRUE(ParseErrors("[gateway]\nid = \"gw\"\n[ingest]\ndevice_topic = \"site/{deviceId}/about\"\n").empty());
 }
 
+// uplink.priority_topics: an ordered list of MQTT topic filters, each one
+// a filter the broker accepts, at most three (one per priority level).
+TEST(ConfigTest, PriorityTopicsAreCheckedFiltersInOrderAtMostThree) {
+  EXPECT_TRUE(Config().uplink_priority_topics.empty());
+  Config c;
+  std::vector<ConfigError> errors;
+  ASSERT_OK(ParseConfig("[gateway]\nid = \"gw\"\n[uplink]\npriority_topics = [\"+/alarm/#\", \"sensors/+/temp\", \"#\"]\n",
+                        "t.toml", ConfigRole::kGateway, &c, &errors));
+  EXPECT_EQ(c.uplink_priority_topics, (std::vector<std::string>{"+/alarm/#", "sensors/+/temp", "#"}));
+  Config again;
+  ASSERT_OK(ParseConfig(DumpConfig(c), "dump.toml", ConfigRole::kGateway, &again, &errors));
+  EXPECT_EQ(again.uplink_priority_topics, c.uplink_priority_topics);
+  for (const char* bad : {R"(["a", "b", "c", "d"])", R"([""])", R"(["a/#/b"])", R"(["a/b+"])", R"(["x#"])",
+                          R"(["a/+", "a/+"])", R"([1])", R"("a/#")"}) {
+    auto errors = ParseErrors(std::string("[gateway]\nid = \"gw\"\n[uplink]\npriority_topics = ") + bad + "\n");
+    ASSERT_EQ(errors.size(), 1u) << bad;
+    EXPECT_EQ(errors[0].key, "uplink.priority_topics") << bad;
+  }
+  EXPECT_TRUE(ParseErrors("[gateway]\nid = \"gw\"\n[uplink]\npriority_topics = []\n").empty());
+}
+
 TEST(ConfigTest, DeepNestingIsAnErrorNotACrash) {
   auto errors = ParseErrors("[gateway]\nid = \"gw\"\nx = " + std::string(20000, '[') + "\n");
   ASSERT_EQ(errors.size(), 1u);

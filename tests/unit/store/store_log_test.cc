@@ -50,6 +50,68 @@ TEST_F(StoreLogTest, KeepsValuesExactly) {
   EXPECT_EQ(log[2].reading.value, 1e300);
 }
 
+// The uplink's priority read (UplinkSource::ReadLogLevel): only readings
+// of the level, in LSN order, never past max_entries nor the scan budget,
+// and scanned_to says how far the answer is complete; the store's own
+// reading agrees with the plain one through ReadLog.
+TEST_F(StoreLogTest, ReadsOneLevelsReadingsWithinTheScanBudget) {
+  auto s = OpenStore();
+  std::map<uint64_t, uint32_t> level_of;  // LSN -> level, readings only
+  AppendResult r;
+  for (int group = 0; group < 6; ++group) {
+    std::vector<Reading> v = Batch(50, 10, 1000 + group * 100);
+    for (size_t i = 0; i < v.size(); ++i) v[i].quality = WithPriority(kQualitySensorFlagged, (i * 7 + group) % 4);
+    ASSERT_OK(s->AppendReadings(v, &r));
+    for (size_t i = 0; i < v.size(); ++i) level_of[r.first_lsn + i] = QualityPriority(v[i].quality);
+    DeviceRecord d{"dev" + std::to_string(group), "n", "l", "C", false};
+    uint64_t device_lsn = 0;
+    ASSERT_OK(s->UpsertDevice(d, &device_lsn));  // a device record between the groups: no level
+  }
+  const uint64_t last = s->LastLsn();
+  ASSERT_EQ(last, 306u);
+  for (uint32_t level = 1; level <= kMaxPriorityLevel; ++level) {
+    // Whole, in pages of 7 entries and a scan budget of 40.
+    std::vector<uint64_t> want, got, got_plain;
+    for (const auto& [lsn, l] : level_of) {
+      if (l == level) want.push_back(lsn);
+    }
+    uint64_t after = 0, after_plain = 0;
+    while (after < last) {
+      std::vector<ChangeEntry> page, plain;
+      uint64_t to = 0, to_plain = 0;
+      ASSERT_OK(s->ReadLogLevel(after, level, 7, 40, &page, &to));
+      ASSERT_OK(s->UplinkSource::ReadLogLevel(after_plain, level, 7, 40, &plain, &to_plain));
+      ASSERT_GT(to, after) << "no progress";
+      EXPECT_LE(to - after, 40u) << "more than the scan budget looked at";
+      EXPECT_LE(page.size(), 7u);
+      for (const ChangeEntry& e : page) {
+        EXPECT_GT(e.lsn, after);
+        EXPECT_LE(e.lsn, to);
+        EXPECT_EQ(e.kind, ChangeEntry::Kind::kReading);
+        EXPECT_EQ(QualityPriority(e.reading.quality), level);
+        EXPECT_EQ(QualityFlags(e.reading.quality) & kQualitySensorFlagged, kQualitySensorFlagged);
+        EXPECT_FALSE(e.reading.device_id.empty());
+        got.push_back(e.lsn);
+      }
+      if (page.size() == 7u) {
+        EXPECT_EQ(page.back().lsn, to) << "a full page ends at its last entry";
+      }
+      for (const ChangeEntry& e : plain) got_plain.push_back(e.lsn);
+      after = to;
+      after_plain = to_plain;
+    }
+    EXPECT_EQ(got, want) << "level " << level;
+    EXPECT_EQ(got_plain, want) << "level " << level;
+  }
+  // Past the end: nothing, and scanned_to stays.
+  std::vector<ChangeEntry> none;
+  uint64_t to = 0;
+  ASSERT_OK(s->ReadLogLevel(last, 1, 10, 100, &none, &to));
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(to, last);
+  EXPECT_FALSE(s->ReadLogLevel(0, 0, 10, 100, &none, &to).ok()) << "level 0 is not a priority";
+}
+
 TEST_F(StoreLogTest, OneInvalidReadingFailsTheWholeBatch) {
   auto s = OpenStore();
   auto v = Batch(10);

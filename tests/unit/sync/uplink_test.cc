@@ -56,6 +56,15 @@ struct ScriptedHub {
   int live_batches = 0;
   // Each LSN applied: counted once per time it was new to the hub.
   std::map<uint64_t, int> applied;
+  // Protocol 8: the priority marks P1..P3, applied as the hub's PlanApply
+  // does; the contiguous mark when each LSN was applied, and the priority
+  // batches' levels in arrival order. An entry of another level in a
+  // priority batch counts in wrong_level.
+  uint64_t priority_held[kMaxPriorityLevel] = {0, 0, 0};
+  std::map<uint64_t, uint64_t> mark_when_applied;
+  std::vector<int> priority_levels;
+  int wrong_level = 0;
+  int priority_gaps = 0;
 
   void Merge() {
     std::sort(spans.begin(), spans.end(), [](const LsnSpan& a, const LsnSpan& b) { return a.first < b.first; });
@@ -114,7 +123,7 @@ struct ScriptedHub {
     ASSERT_EQ(m.kind, WireKind::kBatch);
     std::unique_lock<std::mutex> lock(mu);
     WireBatch b = m.batch;
-    if (holes) {
+    if (holes || b.priority > 0) {  // a priority batch carries its level's entries of its span only
       ASSERT_LE(b.entries.size(), b.last_lsn - b.first_lsn + 1);
     } else {
       ASSERT_EQ(b.entries.size(), b.last_lsn - b.first_lsn + 1);
@@ -126,14 +135,37 @@ struct ScriptedHub {
       if (!unknown_kind) correction_lsns.push_back(e.lsn);
     }
     std::vector<uint64_t> lsns;
-    for (const ChangeEntry& e : b.entries) lsns.push_back(e.lsn);
+    // Entries a lane batch carries that the hub holds by a priority mark
+    // are skipped, as PlanApply does.
+    std::set<uint64_t> by_priority;
+    for (const ChangeEntry& e : b.entries) {
+      lsns.push_back(e.lsn);
+      const uint32_t level = e.kind == ChangeEntry::Kind::kReading ? QualityPriority(e.reading.quality) : 0;
+      if (b.priority > 0 && level != b.priority) ++wrong_level;
+      if (level > 0 && e.lsn <= priority_held[level - 1]) by_priority.insert(e.lsn);
+    }
     b.entries.clear();
     received.push_back(b);
     if (mode == Mode::kSilent) return;
     WireAck ack{"eu", m.batch.origin, high_water, AckCode::kOk, "", "", {}};
     ack.epoch = epoch;
     uint64_t start = std::max(high_water, m.batch.base_lsn);
-    if (unknown_kind) {
+    if (b.priority > 0) {
+      priority_levels.push_back(b.priority);
+      uint64_t& p = priority_held[b.priority - 1];
+      if (m.batch.first_lsn > p + 1 && m.batch.first_lsn > high_water + 1) {
+        ++priority_gaps;
+        ack.code = AckCode::kGap;
+      } else {
+        for (uint64_t l : lsns) {
+          if (l > p && !Held(l)) {
+            ++applied[l];
+            mark_when_applied[l] = high_water;
+          }
+        }
+        p = std::max(p, m.batch.last_lsn);
+      }
+    } else if (unknown_kind) {
       ++refused_unknown_kind;
       ack.code = AckCode::kBadBatch;
     } else if (!epoch.empty() && ((m.batch.region_epoch != 0 && m.batch.region_epoch != EpochTag(epoch)) ||
@@ -145,7 +177,10 @@ struct ScriptedHub {
       ack.code = AckCode::kGap;
     } else if (m.batch.first_lsn <= start + 1 && m.batch.last_lsn > high_water) {
       for (uint64_t l : lsns) {
-        if (!Held(l)) ++applied[l];
+        if (!Held(l) && by_priority.count(l) == 0) {
+          ++applied[l];
+          mark_when_applied[l] = high_water;
+        }
       }
       high_water = m.batch.last_lsn;
       Merge();
@@ -161,6 +196,9 @@ struct ScriptedHub {
       ack.code = AckCode::kGap;
     }
     ack.held = spans;
+    if (version == 0 || version >= kPriorityVersion) {
+      ack.priority_held.assign(std::begin(priority_held), std::end(priority_held));
+    }
     std::string answer = EncodeAck(m.correlation_id, ack);
     if (version != 0) answer = AsProtocol(std::move(answer), version);
     if (mode == Mode::kHold && !(hold_backlog_only && m.batch.live)) {
@@ -1119,6 +1157,121 @@ TEST_F(UplinkTest, StrictOrderWithoutTheLiveLane) {
     EXPECT_EQ(hub_.received[i].first_lsn, hub_.received[i - 1].last_lsn + 1) << "LSN order, no gap";
     EXPECT_FALSE(hub_.received[i].live);
   }
+}
+
+// Priority by topic: a store whose backlog holds readings of levels 1 and 2
+// scattered through it (as ingest stamps them from uplink.priority_topics).
+class UplinkPriorityTest : public UplinkTest {
+ protected:
+  static constexpr uint64_t kEntries = 20000;
+  // Level 1 every 997th LSN, level 2 every 1499th (not both), the rest 0.
+  static uint32_t LevelOf(uint64_t lsn) { return lsn % 997 == 0 ? 1 : lsn % 1499 == 0 ? 2 : 0; }
+  void SetUp() override {
+    UplinkTest::SetUp();
+    OpenEmptyStore("prio.db");
+    test::SensorWorkload workload(100, 1780000000000);
+    for (uint64_t at = 0; at < kEntries; at += 2000) {
+      std::vector<Reading> v = workload.Take(2000);
+      for (size_t i = 0; i < v.size(); ++i) v[i].quality = WithPriority(v[i].quality, LevelOf(at + i + 1));
+      AppendResult r;
+      ASSERT_OK(store_->AppendReadings(v, &r));
+    }
+    options_.batch_max_readings = 500;
+    options_.max_bytes_per_s = 16000;  // the backlog takes seconds to drain
+    options_.priority_levels = 2;
+    hub_.mode = ScriptedHub::Mode::kAnswer;
+  }
+  void ExpectEachOnce() {
+    std::lock_guard<std::mutex> lock(hub_.mu);
+    EXPECT_EQ(hub_.applied.size(), kEntries);
+    for (const auto& [lsn, n] : hub_.applied) ASSERT_EQ(n, 1) << "LSN " << lsn << " applied " << n << " times";
+    EXPECT_EQ(hub_.wrong_level, 0) << "entries of another level in a priority batch";
+  }
+};
+
+// Every reading of a priority level is held by the region while the
+// capped backlog's mark is still far below it; level 1 goes before level
+// 2; the checkpoint moves with the lanes only, and each LSN is applied once
+// (the backlog's batches still carry the priority readings; the region
+// skips them).
+TEST_F(UplinkPriorityTest, PriorityReadingsGoAheadOfACappedBacklogAndAreAppliedOnce) {
+  auto uplink = Make();
+  ASSERT_OK(uplink->Start());
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == kEntries; }, 120000)) << "checkpoint " << Checkpoint();
+  const UplinkStats s = uplink->stats();
+  uplink->Stop();
+  ExpectEachOnce();
+  std::lock_guard<std::mutex> lock(hub_.mu);
+  size_t prioritised = 0;
+  for (uint64_t lsn = 1; lsn <= kEntries; ++lsn) {
+    if (LevelOf(lsn) == 0) continue;
+    ++prioritised;
+    // Past the first batches (the lanes' first answer, which says the
+    // region's protocol, comes before any priority batch): held while the
+    // backlog's mark was below it by more than 4 batches, and in fact below
+    // a quarter of the backlog.
+    if (lsn <= 5000) continue;
+    EXPECT_LT(hub_.mark_when_applied[lsn] + 4 * options_.batch_max_readings, lsn)
+        << "the level " << LevelOf(lsn) << " reading at LSN " << lsn << " came with the backlog";
+    EXPECT_LT(hub_.mark_when_applied[lsn], 5000u) << "LSN " << lsn;
+  }
+  ASSERT_FALSE(hub_.priority_levels.empty());
+  EXPECT_EQ(hub_.priority_levels.front(), 1) << "level 1 goes first";
+  EXPECT_EQ(hub_.priority_gaps, 0);
+  EXPECT_GE(s.priority_readings_sent, prioritised);
+  EXPECT_EQ(s.priority_batches_sent, hub_.priority_levels.size());
+  // The priority batches never moved the checkpoint past the contiguous mark.
+  EXPECT_EQ(hub_.high_water, kEntries);
+}
+
+// A region of protocol 7 would take a priority batch for a lane batch and
+// its span for contiguous: none goes to it.
+TEST_F(UplinkPriorityTest, NoPriorityBatchGoesToARegionOfProtocol7) {
+  hub_.version = kLiveLaneVersion;
+  auto uplink = Make();
+  ASSERT_OK(uplink->Start());
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == kEntries; }, 120000)) << "checkpoint " << Checkpoint();
+  const UplinkStats s = uplink->stats();
+  uplink->Stop();
+  ExpectEachOnce();
+  EXPECT_EQ(s.priority_batches_sent, 0u);
+  std::lock_guard<std::mutex> lock(hub_.mu);
+  EXPECT_TRUE(hub_.priority_levels.empty());
+}
+
+// A rewind (here: answers that stop, then come again) forgets the marks and
+// the cursors: the priority batches start again from what the region's
+// answers say it holds, and still nothing is applied twice.
+TEST_F(UplinkPriorityTest, ARewindResumesFromTheRegionsMarks) {
+  options_.ack_timeout_ms = 500;
+  hub_.mode = ScriptedHub::Mode::kSilent;
+  auto uplink = Make();
+  ASSERT_OK(uplink->Start());
+  ASSERT_TRUE(test::WaitFor([&] { return Received() >= 2; }, 30000));
+  {
+    std::lock_guard<std::mutex> lock(hub_.mu);
+    for (const WireBatch& b : hub_.received) {
+      EXPECT_EQ(b.priority, 0) << "a priority batch went before any answer said the region's protocol";
+    }
+    hub_.mode = ScriptedHub::Mode::kAnswer;
+  }
+  // Once priority batches flow, the region falls silent again past the
+  // answer timeout: the uplink rewinds and forgets its cursors.
+  ASSERT_TRUE(test::WaitFor([&] { return uplink->stats().priority_batches_sent >= 1; }, 30000));
+  {
+    std::lock_guard<std::mutex> lock(hub_.mu);
+    hub_.mode = ScriptedHub::Mode::kSilent;
+  }
+  ASSERT_TRUE(test::WaitFor([&] { return uplink->stats().ack_timeouts >= 1; }, 30000));
+  {
+    std::lock_guard<std::mutex> lock(hub_.mu);
+    hub_.mode = ScriptedHub::Mode::kAnswer;
+  }
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == kEntries; }, 120000)) << "checkpoint " << Checkpoint();
+  uplink->Stop();
+  ExpectEachOnce();
+  std::lock_guard<std::mutex> lock(hub_.mu);
+  EXPECT_EQ(hub_.priority_gaps, 0) << "a priority batch began above both of the region's marks";
 }
 
 }  // namespace
