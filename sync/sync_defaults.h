@@ -56,10 +56,8 @@ inline constexpr int64_t kMaxBytesPerS = 0;
 inline constexpr int64_t kMaxBytesPerSMax = int64_t{1} << 40;
 // Readings committed during a backlog's drain go ahead of it (two lanes,
 // sync/uplink.h): after a day's outage a reading taken now otherwise waits
-// for the whole day to drain. Off by default until a stall seen once under
-// a link flapping every second is explained (docs/LIMITS.md); false:
-// strict LSN order.
-inline constexpr bool kLiveLane = false;
+// for the whole day to drain. false: strict LSN order.
+inline constexpr bool kLiveLane = true;
 // uplink.priority_topics: at most this many topic filters, one priority
 // level each (the quality bits of store/types.h hold levels 1..3); the
 // default is none (an empty list: strict lane order).
