@@ -218,8 +218,8 @@ TEST_F(RegionHubPriorityTest, ABadPriorityBatchIsAnsweredBadBatchAndWritesNothin
   auto origin = wire::CreateWireOrigin(fbb, fbb.CreateString(kOrigin.gateway_id), fbb.CreateString(kOrigin.epoch));
   auto body = fbb.CreateVector(reinterpret_cast<const uint8_t*>(raw.data()), raw.size());
   auto batch = wire::CreateBatch(fbb, origin, 11, 30, 0, static_cast<uint32_t>(entries.size()), wire::Codec::None,
-                                 wire::Encoding::ColumnsPriority, static_cast<uint32_t>(raw.size()), body, 0, 0, false, 0, 0,
-                                 false, false, 0, false, 1);
+                                 wire::Encoding::ColumnsPriority, static_cast<uint32_t>(raw.size()), body, 0, 0,
+                                 false, 0, 0, false, false, 0, false, 1);
   auto rt = fbb.CreateString(ReplyTopic("edgesync", kOrigin.gateway_id, "up"));
   const uint64_t id = ++correlation_;
   wire::FinishMessageBuffer(fbb, wire::CreateMessage(fbb, kWireVersion, rt, id, wire::Body::Batch, batch.Union()));

@@ -57,8 +57,9 @@ std::string RawBatch(const std::vector<ChangeEntry>& entries, uint64_t first, ui
   auto origin = wire::CreateWireOrigin(fbb, fbb.CreateString(kOrigin.gateway_id), fbb.CreateString(kOrigin.epoch));
   auto body = fbb.CreateVector(reinterpret_cast<const uint8_t*>(raw.data()), raw.size());
   auto b = wire::CreateBatch(fbb, origin, first, last, 0, static_cast<uint32_t>(entries.size()), wire::Codec::None,
-                             encoding, static_cast<uint32_t>(raw.size()), body, encoding == wire::Encoding::ColumnsContext ? 3 : 0,
-                             0, false, 0, 0, false, false, 0, live, priority);
+                             encoding, static_cast<uint32_t>(raw.size()), body,
+                             encoding == wire::Encoding::ColumnsContext ? 3 : 0, 0, false, 0, 0, false, false, 0, live,
+                             priority);
   auto rt = fbb.CreateString("edgesync/reply/gw-1/up");
   wire::FinishMessageBuffer(fbb, wire::CreateMessage(fbb, kWireVersion, rt, 1, wire::Body::Batch, b.Union()));
   return std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
