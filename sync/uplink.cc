@@ -135,6 +135,7 @@ Status Uplink::Start() {
   region_version_.assign(links_.size(), 0);
   withheld_said_.assign(links_.size(), false);
   live_refused_.assign(links_.size(), false);
+  priority_refused_.assign(links_.size(), false);
   live_from_ = 0;
   backlog_sent_through_ = checkpoint_;
   ForgetPriority();
@@ -284,6 +285,7 @@ void Uplink::HandleEvent(Event& event) {
     region_version_[event.region] = 0;
     withheld_said_[event.region] = false;
     live_refused_[event.region] = false;
+    priority_refused_[event.region] = false;
     if (static_cast<int>(event.region) == target_) {
       // Publishes in flight on a lost connection may be gone: go back to the
       // checkpoint; the link reconnects with its own backoff.
@@ -359,7 +361,8 @@ void Uplink::HandleAck(size_t region, uint64_t correlation_id, const WireAck& ac
   if (batch->region != region) return IgnoreAck(region, correlation_id, "the batch was sent to another region");
   selector_->OnBatchAnswered(region, NowMs());
   region_high_water_[region] = std::max(region_high_water_[region], ack.high_water);
-  if (batch->priority > 0 && (ack.code == AckCode::kOk || ack.code == AckCode::kGap)) {
+  if (batch->priority > 0 &&
+      (ack.code == AckCode::kOk || ack.code == AckCode::kGap || ack.code == AckCode::kBadBatch)) {
     return HandlePriorityAck(batch, ack);
   }
   if (ack.code == AckCode::kNoContext) {
@@ -466,6 +469,23 @@ void Uplink::HandlePriorityAck(std::deque<InFlight>::iterator batch, const WireA
     ++stats_.acks;
     return;
   }
+  if (ack.code == AckCode::kBadBatch) {
+    // A hub that does not decode priority batches (one of protocol 7 behind
+    // the region's broker, mid-upgrade or rolled back, refuses their
+    // encoding) applied nothing of it. The lanes carry every entry anyway:
+    // no priority batch to that region until it reconnects, and no rewind.
+    inflight_.erase(batch);
+    c.in_flight = false;
+    for (PriorityCursor& other : priority_) other.ready.reset();
+    if (!priority_refused_[region]) {
+      priority_refused_[region] = true;
+      ES_LOG(kWarn, "uplink: region {} refused a priority batch of level {} ({}); no priority batches to it until "
+             "it reconnects, its lanes carry every entry", options_.regions[region].name, level, ack.message);
+    }
+    MutexLock lock(&stats_mu_);
+    ++stats_.refusals;
+    return;
+  }
   // A gap: the region's mark of the level lies below where the batch began
   // and its contiguous mark too (a store of another history behind the
   // same name, a region that took over). The level starts again from what
@@ -484,7 +504,9 @@ void Uplink::HandlePriorityAck(std::deque<InFlight>::iterator batch, const WireA
 bool Uplink::PriorityRuns() const {
   if (options_.priority_levels == 0 || !priority_known_ || target_ < 0 || target_ != write_region_) return false;
   const RegionRecord& rec = records_[target_];
-  if (rec.refilling || rec.suspect || region_version_[target_] < kPriorityVersion) return false;
+  if (rec.refilling || rec.suspect || priority_refused_[target_] || region_version_[target_] < kPriorityVersion) {
+    return false;
+  }
   // As for opening a live lane: while the uplink keeps up, a lane batch
   // carries a reading of any level within a few round trips, and a
   // priority batch would only send it twice.

@@ -78,7 +78,9 @@
 // every entry (the region skips those it holds by P), so failover, refill
 // and pruning keep their meaning. Every rewind (a target change, a
 // timeout, a reconnect, Regressed, a refill) forgets P and the cursors;
-// they resume from the next answer of the new stream.
+// they resume from the next answer of the new stream. A region that
+// answers a priority batch BadBatch (a hub of protocol 7 behind its broker
+// refuses their encoding) gets none until it reconnects; its lanes go on.
 //
 // Thread safety: Start/Stop from one thread; NotifyAppended and stats() from
 // any thread.
@@ -442,6 +444,9 @@ class Uplink {
   // Regions that refused a live span (all their spans in use): one lane to
   // them until they reconnect.
   std::vector<bool> live_refused_;
+  // Regions that refused a priority batch (BadBatch: a hub that does not
+  // decode them): no priority batches to them until they reconnect.
+  std::vector<bool> priority_refused_;
   int64_t live_pending_since_ms_ = -1;
   std::optional<Ready> ready_live_;
   // Priority cursors, index level - 1. declared: the span the region was

@@ -146,7 +146,11 @@ Status CheckEncoding(wire::Encoding encoding, WireCounters* counters) {
 // context or starts (or drops) one.
 Status DecodeBatchEntries(const wire::Batch* b, const DecodeLimits& limits, WireBatch* out, WireCounters* counters,
                           SeriesContext* ctx, SeriesContextCache* contexts) {
-  if (ctx == nullptr) ES_RETURN_IF_ERROR(CheckEncoding(b->encoding(), counters));
+  // ColumnsPriority is ColumnsV1 under another name (DecodeBatch checked it
+  // goes with a priority level).
+  if (ctx == nullptr && b->encoding() != wire::Encoding::ColumnsPriority) {
+    ES_RETURN_IF_ERROR(CheckEncoding(b->encoding(), counters));
+  }
   // Kept per thread: a hub decodes batch after batch, and the body is only
   // read here (the context's Seal hashes it).
   thread_local std::string raw;
@@ -232,6 +236,14 @@ Status DecodeBatch(const wire::Batch* b, const DecodeLimits& limits, WireBatch* 
     }
     if (b->live()) return bad("a priority batch marked live");
     if (b->encoding() == wire::Encoding::ColumnsContext) return bad("a priority batch refers to a series context");
+    // Its own encoding is what makes a decoder before protocol 8 refuse it:
+    // one that does not carry it was not written by a sender of 8.
+    if (b->encoding() != wire::Encoding::ColumnsPriority) {
+      return bad("a priority batch of encoding " + std::to_string(static_cast<int>(b->encoding())) +
+                 ", not ColumnsPriority");
+    }
+  } else if (b->encoding() == wire::Encoding::ColumnsPriority) {
+    return bad("a ColumnsPriority batch without a priority level");
   }
   // Only the origin's own sender reads or moves its context: a batch
   // naming another origin (refused later as such) must not disturb it.
@@ -337,7 +349,10 @@ Status DecodeFeedPage(const wire::FeedPage* p, const DecodeLimits& limits, WireF
 
 // A priority batch (protocol 8): self-contained, possibly without entries
 // (then without a body), its span declared by first_lsn..last_lsn. It
-// leaves the sender's series contexts as they are, like the hub does.
+// leaves the sender's series contexts as they are, like the hub does. Its
+// encoding is ColumnsPriority, even without entries: a hub before protocol
+// 8 ignores Batch.priority and would otherwise take the batch for a lane
+// batch covering its whole span, and lose the other entries of that span.
 Status EncodePriorityBatch(const std::string& reply_to, uint64_t correlation_id, const WireBatch& batch,
                            const EncodeOptions& options, std::string* out) {
   auto refuse = [](const std::string& why) { return Status::InvalidArgument("encode priority batch: " + why); };
@@ -360,7 +375,8 @@ Status EncodePriorityBatch(const std::string& reply_to, uint64_t correlation_id,
   auto body = fbb.CreateVector(reinterpret_cast<const uint8_t*>(compressed.data()), compressed.size());
   auto b = wire::CreateBatch(fbb, origin, batch.first_lsn, batch.last_lsn, batch.base_lsn,
                              static_cast<uint32_t>(batch.entries.size()),
-                             batch.entries.empty() ? wire::Codec::None : wire::Codec::Zstd, wire::Encoding::ColumnsV1,
+                             batch.entries.empty() ? wire::Codec::None : wire::Codec::Zstd,
+                             wire::Encoding::ColumnsPriority,
                              static_cast<uint32_t>(raw.size()), body, 0, 0, false, batch.region_epoch,
                              batch.region_held, false, batch.more, 0, false, batch.priority);
   *out = Finish(fbb, reply_to, correlation_id, wire::Body::Batch, b.Union());

@@ -24,6 +24,19 @@ inline std::string AsProtocol(std::string payload, uint16_t version) {
   return payload;
 }
 
+// A batch `payload` as a peer before protocol 8 reads it: that decoder does
+// not know Batch.priority, so to it the field is 0. Empty when the payload
+// is no batch or carries no priority.
+inline std::string WithoutPriority(std::string payload) {
+  auto* message = flatbuffers::GetMutableRoot<flatbuffers::Table>(payload.data());
+  if (message->GetField<uint8_t>(wire::Message::VT_BODY_TYPE, 0) != static_cast<uint8_t>(wire::Body::Batch)) {
+    return std::string();
+  }
+  auto* batch = message->GetPointer<flatbuffers::Table*>(wire::Message::VT_BODY);
+  if (batch == nullptr || !batch->SetField<uint8_t>(wire::Batch::VT_PRIORITY, 0, 0)) return std::string();
+  return payload;
+}
+
 }  // namespace edgesync
 
 #endif  // EDGESYNC_TESTS_SUPPORT_WIRE_PEER_H_

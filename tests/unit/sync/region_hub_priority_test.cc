@@ -21,6 +21,7 @@
 #include "tests/support/process.h"
 #include "tests/support/sqlite_hub.h"
 #include "tests/support/status_assert.h"
+#include "tests/support/wire_peer.h"
 #include "tests/unit/sync/fake_link.h"
 
 namespace edgesync {
@@ -217,8 +218,8 @@ TEST_F(RegionHubPriorityTest, ABadPriorityBatchIsAnsweredBadBatchAndWritesNothin
   auto origin = wire::CreateWireOrigin(fbb, fbb.CreateString(kOrigin.gateway_id), fbb.CreateString(kOrigin.epoch));
   auto body = fbb.CreateVector(reinterpret_cast<const uint8_t*>(raw.data()), raw.size());
   auto batch = wire::CreateBatch(fbb, origin, 11, 30, 0, static_cast<uint32_t>(entries.size()), wire::Codec::None,
-                                 wire::Encoding::ColumnsV1, static_cast<uint32_t>(raw.size()), body, 0, 0, false, 0, 0,
-                                 false, false, 0, false, 1);
+                                 wire::Encoding::ColumnsPriority, static_cast<uint32_t>(raw.size()), body, 0, 0,
+                                 false, 0, 0, false, false, 0, false, 1);
   auto rt = fbb.CreateString(ReplyTopic("edgesync", kOrigin.gateway_id, "up"));
   const uint64_t id = ++correlation_;
   wire::FinishMessageBuffer(fbb, wire::CreateMessage(fbb, kWireVersion, rt, id, wire::Body::Batch, batch.Union()));
@@ -230,6 +231,50 @@ TEST_F(RegionHubPriorityTest, ABadPriorityBatchIsAnsweredBadBatchAndWritesNothin
   RegionHubStats s = hub_->stats();
   EXPECT_EQ(s.bad_messages, 1u);
   EXPECT_EQ(s.priority_batches_applied, 0u);
+}
+
+// A priority batch that reaches a hub before protocol 8 (a region's hubs
+// share one broker: mid-upgrade, after a rollback) must not be read as a
+// lane batch covering its whole span, which would lose every other entry
+// of that span at the region. That hub does not read Batch.priority (here:
+// zeroed) and finds an entry encoding it does not know: the batch is
+// answered BadBatch, nothing of it is applied, and the lane batches still
+// bring every entry of the span, each once. Decoders of protocol 7 refused
+// any encoding but ColumnsV1 and ColumnsContext (CheckEncoding,
+// Unsupported) and a batch without entries as empty; the hub answers
+// either refusal BadBatch before its store sees the batch.
+TEST_F(RegionHubPriorityTest, APriorityBatchReadWithoutItsLevelIsRefusedAndWritesNothing) {
+  ASSERT_EQ(Lane(1, 10).code, AckCode::kOk);
+  const std::string reply = ReplyTopic("edgesync", kOrigin.gateway_id, "up");
+  size_t refused = 0;
+  for (uint64_t last : {uint64_t{40}, uint64_t{14}}) {  // with level 1 entries (15, 20, ...), and with none
+    SCOPED_TRACE(last);
+    WireBatch b;
+    b.origin = kOrigin;
+    b.first_lsn = 11;
+    b.last_lsn = last;
+    b.priority = 1;
+    b.entries = Log(11, last, 1);
+    ASSERT_EQ(b.entries.empty(), last == 14);
+    std::string payload;
+    const uint64_t id = ++correlation_;
+    ASSERT_OK(EncodeBatch(reply, id, b, EncodeOptions{}, &payload));
+    const std::string old_read = WithoutPriority(payload);
+    ASSERT_FALSE(old_read.empty());
+    WireMessage m = Exchange(id, old_read);
+    ++refused;
+    EXPECT_EQ(m.ack.code, AckCode::kBadBatch) << m.ack.message;
+    EXPECT_EQ(m.ack.high_water, 10u);
+    EXPECT_TRUE(m.ack.priority_held.empty());
+    EXPECT_EQ(FeedCounts().size(), 10u) << "a refused batch wrote entries";
+    EXPECT_EQ(hub_->stats().bad_messages, refused);
+  }
+  EXPECT_EQ(hub_->stats().priority_batches_applied, 0u);
+  // The backlog over the span: every entry, each once.
+  ASSERT_EQ(Lane(11, 40).code, AckCode::kOk);
+  const std::map<uint64_t, int> counts = FeedCounts();
+  ASSERT_EQ(counts.size(), 40u);
+  for (const auto& [lsn, n] : counts) EXPECT_EQ(n, 1) << "LSN " << lsn;
 }
 
 }  // namespace

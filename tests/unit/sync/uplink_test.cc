@@ -65,6 +65,11 @@ struct ScriptedHub {
   std::vector<int> priority_levels;
   int wrong_level = 0;
   int priority_gaps = 0;
+  // A hub of protocol 7 behind the same broker gets the priority batches:
+  // it refuses their encoding (BadBatch, in an answer saying 7) and applies
+  // nothing; the lane batches reach a hub of this protocol.
+  bool refuse_priority = false;
+  int priority_refused = 0;
 
   void Merge() {
     std::sort(spans.begin(), spans.end(), [](const LsnSpan& a, const LsnSpan& b) { return a.first < b.first; });
@@ -150,7 +155,15 @@ struct ScriptedHub {
     WireAck ack{"eu", m.batch.origin, high_water, AckCode::kOk, "", "", {}};
     ack.epoch = epoch;
     uint64_t start = std::max(high_water, m.batch.base_lsn);
-    if (b.priority > 0) {
+    if (b.priority > 0 && refuse_priority) {
+      priority_levels.push_back(b.priority);
+      ++priority_refused;
+      ack.code = AckCode::kBadBatch;
+      ack.message = "message: unknown entry encoding 3";
+      lock.unlock();
+      link->Deliver(AsProtocol(EncodeAck(m.correlation_id, ack), kLiveLaneVersion));
+      return;
+    } else if (b.priority > 0) {
       priority_levels.push_back(b.priority);
       uint64_t& p = priority_held[b.priority - 1];
       if (m.batch.first_lsn > p + 1 && m.batch.first_lsn > high_water + 1) {
@@ -1237,6 +1250,28 @@ TEST_F(UplinkPriorityTest, NoPriorityBatchGoesToARegionOfProtocol7) {
   EXPECT_EQ(s.priority_batches_sent, 0u);
   std::lock_guard<std::mutex> lock(hub_.mu);
   EXPECT_TRUE(hub_.priority_levels.empty());
+}
+
+// A region whose priority batches reach a hub that does not decode them
+// (one of protocol 7 behind the same broker) refuses them and applies
+// nothing: the uplink stops sending it priority batches, though the lanes'
+// answers still say 8, and the lanes bring every entry, each once.
+TEST_F(UplinkPriorityTest, ARegionThatRefusesPriorityBatchesGetsNoMoreAndLosesNothing) {
+  hub_.refuse_priority = true;
+  auto uplink = Make();
+  ASSERT_OK(uplink->Start());
+  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == kEntries; }, 120000)) << "checkpoint " << Checkpoint();
+  const UplinkStats s = uplink->stats();
+  uplink->Stop();
+  ExpectEachOnce();
+  std::lock_guard<std::mutex> lock(hub_.mu);
+  EXPECT_EQ(hub_.high_water, kEntries);
+  ASSERT_GE(hub_.priority_refused, 1) << "no priority batch went: the test proves nothing";
+  // At most the one of each level already in flight when the first
+  // refusal came (the lanes' answers after it still say protocol 8).
+  EXPECT_LE(hub_.priority_refused, static_cast<int>(options_.priority_levels));
+  EXPECT_EQ(s.priority_batches_sent, static_cast<uint64_t>(hub_.priority_refused));
+  EXPECT_GE(s.refusals, static_cast<uint64_t>(hub_.priority_refused));
 }
 
 // A rewind (here: answers that stop, then come again) forgets the marks and

@@ -12,6 +12,7 @@
 #include "sync/columns.h"
 #include "sync/wire.h"
 #include "tests/support/status_assert.h"
+#include "tests/support/wire_peer.h"
 
 namespace edgesync {
 namespace {
@@ -44,16 +45,21 @@ Status Decode(const std::string& payload, WireMessage* m, WireCounters* counters
 }
 
 // A batch the encoder would not write, built field by field: uncompressed
-// entries (codec None), any level, live flag and encoding.
+// entries (codec None), any level, live flag and encoding (Unknown: the one
+// a sender writes, ColumnsPriority for a priority batch, else ColumnsV1).
 std::string RawBatch(const std::vector<ChangeEntry>& entries, uint64_t first, uint64_t last, uint8_t priority,
-                     bool live = false, wire::Encoding encoding = wire::Encoding::ColumnsV1) {
+                     bool live = false, wire::Encoding encoding = wire::Encoding::Unknown) {
+  if (encoding == wire::Encoding::Unknown) {
+    encoding = priority != 0 ? wire::Encoding::ColumnsPriority : wire::Encoding::ColumnsV1;
+  }
   std::string raw = entries.empty() ? std::string() : EncodeEntries(entries, first - 1, nullptr);
   flatbuffers::FlatBufferBuilder fbb;
   auto origin = wire::CreateWireOrigin(fbb, fbb.CreateString(kOrigin.gateway_id), fbb.CreateString(kOrigin.epoch));
   auto body = fbb.CreateVector(reinterpret_cast<const uint8_t*>(raw.data()), raw.size());
   auto b = wire::CreateBatch(fbb, origin, first, last, 0, static_cast<uint32_t>(entries.size()), wire::Codec::None,
-                             encoding, static_cast<uint32_t>(raw.size()), body, encoding == wire::Encoding::ColumnsV1 ? 0 : 3,
-                             0, false, 0, 0, false, false, 0, live, priority);
+                             encoding, static_cast<uint32_t>(raw.size()), body,
+                             encoding == wire::Encoding::ColumnsContext ? 3 : 0, 0, false, 0, 0, false, false, 0, live,
+                             priority);
   auto rt = fbb.CreateString("edgesync/reply/gw-1/up");
   wire::FinishMessageBuffer(fbb, wire::CreateMessage(fbb, kWireVersion, rt, 1, wire::Body::Batch, b.Union()));
   return std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
@@ -73,6 +79,7 @@ TEST(WirePriorityTest, APriorityBatchRoundTripsItsLevelItsSpanAndItsEntries) {
     EXPECT_EQ(m.version, kPriorityVersion);
     ASSERT_EQ(m.kind, WireKind::kBatch);
     EXPECT_EQ(m.batch.priority, level);
+    EXPECT_EQ(wire::GetMessage(payload.data())->body_as_Batch()->encoding(), wire::Encoding::ColumnsPriority);
     EXPECT_FALSE(m.batch.live);
     EXPECT_EQ(m.batch.first_lsn, 10u);
     EXPECT_EQ(m.batch.last_lsn, 500u);
@@ -106,6 +113,7 @@ TEST(WirePriorityTest, APriorityBatchWithoutEntriesDeclaresItsSpanOnly) {
   EXPECT_EQ(m.batch.first_lsn, 1u);
   EXPECT_EQ(m.batch.last_lsn, 4000u);
   EXPECT_TRUE(m.batch.entries.empty());
+  EXPECT_EQ(wire::GetMessage(payload.data())->body_as_Batch()->encoding(), wire::Encoding::ColumnsPriority);
   EXPECT_EQ(counters.decoded, 1u);
   // A lane batch still needs an entry.
   WireBatch lane = b;
@@ -187,6 +195,11 @@ TEST(WirePriorityTest, TheDecoderRefusesBadPriorityBatchesWithACounter) {
   expect_refused(RawBatch({}, 1, 10, 255), "priority level 255 above 3");
   expect_refused(RawBatch({ReadingAt(3, 1)}, 1, 10, 1, /*live=*/true), "marked live");
   expect_refused(RawBatch({ReadingAt(3, 1)}, 1, 10, 1, false, wire::Encoding::ColumnsContext), "series context");
+  // The encoding and the level go together, both ways.
+  expect_refused(RawBatch({ReadingAt(3, 1)}, 1, 10, 1, false, wire::Encoding::ColumnsV1), "not ColumnsPriority");
+  expect_refused(RawBatch({}, 1, 10, 2, false, wire::Encoding::ColumnsV1), "not ColumnsPriority");
+  expect_refused(RawBatch({ReadingAt(3, 0)}, 1, 3, 0, false, wire::Encoding::ColumnsPriority),
+                 "without a priority level");
   // An entry of another level, of no level, or no reading at all.
   expect_refused(RawBatch({ReadingAt(3, 1), ReadingAt(4, 2)}, 1, 10, 1), "entry 4 of a priority 1 batch");
   expect_refused(RawBatch({ReadingAt(3, 0)}, 1, 10, 3), "entry 3 of a priority 3 batch");
@@ -205,6 +218,28 @@ TEST(WirePriorityTest, TheDecoderRefusesBadPriorityBatchesWithACounter) {
   ASSERT_OK(Decode(RawBatch({ReadingAt(3, 1), ReadingAt(9, 1)}, 1, 10, 1), &m, &counters));
   EXPECT_EQ(m.batch.entries.size(), 2u);
   EXPECT_EQ(m.batch.last_lsn, 10u);
+}
+
+// A decoder that does not read Batch.priority (protocol 7; here the field
+// zeroed) must not take a priority batch for a lane batch covering its
+// span: its encoding is ColumnsPriority, which that decoder refuses
+// (CheckEncoding: only ColumnsV1 or a context), and this one refuses
+// without a level. With or without entries.
+TEST(WirePriorityTest, APriorityBatchReadWithoutItsLevelIsRefused) {
+  for (const WireBatch& b : {PriorityBatch(1, 10, 500, {12, 40}), PriorityBatch(2, 10, 500, {})}) {
+    std::string payload;
+    ASSERT_OK(EncodeBatch("edgesync/reply/gw-1/up", 9, b, {}, &payload));
+    const std::string old_read = WithoutPriority(payload);
+    ASSERT_FALSE(old_read.empty());
+    EXPECT_EQ(wire::GetMessage(old_read.data())->body_as_Batch()->priority(), 0);
+    EXPECT_EQ(wire::GetMessage(old_read.data())->body_as_Batch()->encoding(), wire::Encoding::ColumnsPriority);
+    WireMessage m;
+    WireCounters counters;
+    Status st = Decode(old_read, &m, &counters);
+    EXPECT_EQ(st.code(), Status::Code::kCorruption) << st.ToString();
+    EXPECT_EQ(counters.decoded, 0u);
+    EXPECT_EQ(counters.rejected(), 1u);
+  }
 }
 
 // A hub's context for the origin is not touched by a priority batch, even
@@ -301,6 +336,11 @@ TEST(WirePriorityTest, FuzzSeedsDecode) {
   ASSERT_OK(Decode(bytes, &m, nullptr));
   EXPECT_EQ(m.batch.priority, 3);
   EXPECT_TRUE(m.batch.entries.empty());
+  // The first as a decoder before protocol 8 reads it (no priority): refused.
+  ASSERT_OK(ReadFile(dir + "batch_priority_unleveled", &bytes));
+  WireCounters counters;
+  EXPECT_EQ(Decode(bytes, &m, &counters).code(), Status::Code::kCorruption);
+  EXPECT_EQ(counters.bad_entries, 1u);
   ASSERT_OK(ReadFile(dir + "ack_priority_held", &bytes));
   ASSERT_OK(Decode(bytes, &m, nullptr));
   EXPECT_EQ(m.ack.priority_held, (std::vector<uint64_t>{4000, 0, 300}));
