@@ -159,6 +159,16 @@ class PriorityRig {
     return ::testing::AssertionSuccess();
   }
 
+  // Once the gateway's checkpoint has followed the region's mark to the end:
+  // stops the gateway and checks the region holds every entry exactly once.
+  void StopWhenAcknowledged() {
+    ASSERT_TRUE(WaitFor([&] { return gateway_->Field(metrics::kUplinkCheckpoint) >= static_cast<int64_t>(last_lsn_); },
+                        60000))
+        << gateway_->StatusDump();
+    EXPECT_EQ(gateway_->Stop(10000), 0) << gateway_->log();
+    ExpectExactlyOnce({eu_.get()}, origin_, last_lsn_);
+  }
+
   // For each alarm, the first answer of the region that holds it, and the
   // region's contiguous mark by then.
   void MatchAnswers() {
@@ -206,11 +216,7 @@ TEST(SyncPriorityTest, AlarmsAreHeldByTheRegionLongBeforeTheBacklogReachesThem) 
   ASSERT_TRUE(rig.WaitForDrain(180000));
   const int64_t sent = rig.gateway_->Field(metrics::kUplinkPriorityReadingsSent);
   const int64_t batches = rig.gateway_->Field(metrics::kUplinkPriorityBatchesSent);
-  ASSERT_TRUE(WaitFor([&] { return rig.gateway_->Field(metrics::kUplinkCheckpoint) >= static_cast<int64_t>(rig.last_lsn_); },
-                      60000))
-      << rig.gateway_->StatusDump();
-  EXPECT_EQ(rig.gateway_->Stop(10000), 0) << rig.gateway_->log();
-  ExpectExactlyOnce({rig.eu_.get()}, rig.origin_, rig.last_lsn_);
+  ASSERT_NO_FATAL_FAILURE(rig.StopWhenAcknowledged());
 
   rig.MatchAnswers();
   uint64_t least_lead = UINT64_MAX;
@@ -258,11 +264,7 @@ TEST(SyncPriorityTest, KillingTheGatewayAndTheHubMidDrainHoldsEveryEntryExactlyO
   ASSERT_TRUE(rig.WaitForDrain(180000));
   EXPECT_LT(at_gateway_kill, rig.last_lsn_);
   EXPECT_LT(at_hub_kill, rig.last_lsn_);
-  ASSERT_TRUE(WaitFor([&] { return rig.gateway_->Field(metrics::kUplinkCheckpoint) >= static_cast<int64_t>(rig.last_lsn_); },
-                      60000))
-      << rig.gateway_->StatusDump();
-  EXPECT_EQ(rig.gateway_->Stop(10000), 0) << rig.gateway_->log();
-  ExpectExactlyOnce({rig.eu_.get()}, rig.origin_, rig.last_lsn_);
+  ASSERT_NO_FATAL_FAILURE(rig.StopWhenAcknowledged());
   rig.MatchAnswers();
   size_t ahead = 0;
   for (const Alarm& a : rig.alarms_) {
