@@ -55,7 +55,7 @@ double Quantile(std::vector<double> v, double p) {
 // before the gateway first starts.
 class LaneRig : public ShapedLinkRig {
  public:
-  explicit LaneRig(size_t backlog) : backlog_(backlog) {}
+  using ShapedLinkRig::ShapedLinkRig;
 
   void SetUp() {
     GatewayProgramOptions o;
@@ -126,7 +126,6 @@ class LaneRig : public ShapedLinkRig {
     return lsn;
   }
 
-  size_t backlog_;
   std::unique_ptr<LiveSensors> live_;
   Origin origin_;
 };
@@ -198,18 +197,10 @@ TEST(SyncLanesTest, KillingTheGatewayAndTheHubMidDrainLosesAndDuplicatesNothing)
   ASSERT_NO_FATAL_FAILURE(rig.RestoreAndGoLive());
   const int64_t started = NowMs();
 
-  // The gateway, a quarter into the backlog.
-  ASSERT_TRUE(WaitFor([&] { return rig.HighWater() >= backlog / 4; }, 120000)) << rig.gateway_->StatusDump();
-  rig.gateway_->Kill9();
-  const uint64_t at_gateway_kill = rig.HighWater();
-  ASSERT_TRUE(rig.gateway_->StartWithIngest());
-
-  // The hub, at 60% of the backlog; back two seconds later.
-  ASSERT_TRUE(WaitFor([&] { return rig.HighWater() >= backlog * 6 / 10; }, 180000)) << rig.gateway_->StatusDump();
-  rig.eu_->KillHub();
-  const uint64_t at_hub_kill = rig.HighWater();
-  SleepMs(2000);
-  ASSERT_TRUE(rig.eu_->StartHubProcess()) << rig.eu_->error();
+  // The gateway a quarter into the backlog, the hub at 60% of it.
+  uint64_t at_gateway_kill = 0, at_hub_kill = 0;
+  ASSERT_NO_FATAL_FAILURE(
+      rig.KillGatewayThenHub(backlog / 4, backlog * 6 / 10, 180000, &at_gateway_kill, &at_hub_kill));
 
   ASSERT_TRUE(rig.WaitForDrain(240000));
   // Both kills fell inside the drain.

@@ -56,9 +56,10 @@ struct Alarm {
   bool by_priority = false;    // that answer covered it by the level's mark, not the contiguous one
 };
 
+// The backlog (backlog_) is of vibration samples; the alarms come on top.
 class PriorityRig : public ShapedLinkRig {
  public:
-  explicit PriorityRig(size_t backlog) : backlog_(backlog) {}
+  using ShapedLinkRig::ShapedLinkRig;
 
   void SetUp() {
     GatewayProgramOptions o;
@@ -155,7 +156,6 @@ class PriorityRig : public ShapedLinkRig {
     }
   }
 
-  size_t backlog_;  // vibration samples; the alarms come on top
   Origin origin_;
   uint64_t last_lsn_ = 0;
   std::vector<Alarm> alarms_;
@@ -210,18 +210,10 @@ TEST(SyncPriorityTest, KillingTheGatewayAndTheHubMidDrainHoldsEveryEntryExactlyO
   ASSERT_NO_FATAL_FAILURE(rig.SetUp());
   ASSERT_NO_FATAL_FAILURE(rig.RestoreLink());
 
-  // The gateway, a quarter into the backlog.
-  ASSERT_TRUE(WaitFor([&] { return rig.HighWater() >= backlog / 4; }, 120000)) << rig.gateway_->StatusDump();
-  rig.gateway_->Kill9();
-  const uint64_t at_gateway_kill = rig.HighWater();
-  ASSERT_TRUE(rig.gateway_->StartWithIngest());
-
-  // The hub, at 60% of the backlog; back two seconds later.
-  ASSERT_TRUE(WaitFor([&] { return rig.HighWater() >= backlog * 6 / 10; }, 120000)) << rig.gateway_->StatusDump();
-  rig.eu_->KillHub();
-  const uint64_t at_hub_kill = rig.HighWater();
-  SleepMs(2000);
-  ASSERT_TRUE(rig.eu_->StartHubProcess()) << rig.eu_->error();
+  // The gateway a quarter into the backlog, the hub at 60% of it.
+  uint64_t at_gateway_kill = 0, at_hub_kill = 0;
+  ASSERT_NO_FATAL_FAILURE(
+      rig.KillGatewayThenHub(backlog / 4, backlog * 6 / 10, 120000, &at_gateway_kill, &at_hub_kill));
 
   ASSERT_TRUE(rig.WaitForDrain(180000));
   EXPECT_LT(at_gateway_kill, rig.last_lsn_);

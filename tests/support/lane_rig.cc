@@ -45,4 +45,18 @@ void ShapedLinkRig::RestoreLink() {
   return ::testing::AssertionSuccess();
 }
 
+void ShapedLinkRig::KillGatewayThenHub(uint64_t gateway_at, uint64_t hub_at, int64_t hub_wait_ms,
+                                       uint64_t* at_gateway_kill, uint64_t* at_hub_kill) {
+  ASSERT_TRUE(WaitFor([&] { return HighWater() >= gateway_at; }, 120000)) << gateway_->StatusDump();
+  gateway_->Kill9();
+  *at_gateway_kill = HighWater();
+  ASSERT_TRUE(gateway_->StartWithIngest());
+
+  ASSERT_TRUE(WaitFor([&] { return HighWater() >= hub_at; }, hub_wait_ms)) << gateway_->StatusDump();
+  eu_->KillHub();
+  *at_hub_kill = HighWater();
+  SleepMs(2000);
+  ASSERT_TRUE(eu_->StartHubProcess()) << eu_->error();
+}
+
 }  // namespace edgesync::test

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,6 +26,8 @@ namespace edgesync::test {
 
 class ShapedLinkRig {
  public:
+  explicit ShapedLinkRig(size_t backlog) : backlog_(backlog) {}
+
   // Starts the local broker, region eu, the proxy (cut) and the watch, and
   // makes the gateway program `gateway_id` with `options`, its region link
   // the proxy. Fatal failures on the way (call under ASSERT_NO_FATAL_FAILURE).
@@ -40,6 +43,15 @@ class ShapedLinkRig {
   // upstream bytes of the first answer that said so.
   ::testing::AssertionResult WaitForMark(uint64_t lsn, int64_t timeout_ms);
 
+  // Mid-drain kills: the gateway with SIGKILL once the region's mark reaches
+  // `gateway_at` (started again at once), then the hub once it reaches
+  // `hub_at` (waiting at most `hub_wait_ms`; back two seconds later). The
+  // region's marks at each kill in `at_gateway_kill` and `at_hub_kill`.
+  // Fatal failures on the way.
+  void KillGatewayThenHub(uint64_t gateway_at, uint64_t hub_at, int64_t hub_wait_ms, uint64_t* at_gateway_kill,
+                          uint64_t* at_hub_kill);
+
+  size_t backlog_;  // readings the test writes to the gateway's store before the link comes back
   TempDir tmp_;
   std::unique_ptr<Broker> local_;
   std::unique_ptr<RegionSite> eu_;
