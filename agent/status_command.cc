@@ -91,30 +91,20 @@ Status StoppedSnapshot(const Config& config, json* out) {
   return Status::Ok();
 }
 
-double Num(const json& j, const char* a, const char* b) {
-  if (!j.contains(a) || !j[a].is_object() || !j[a].contains(b) || !j[a][b].is_number()) return 0;
-  return j[a][b].get<double>();
-}
-
-// A figure of the metrics table (agent/metrics_table.h) by its one name.
-double Num(const json& j, const StatusKey& k) {
-  if (*k.section) return Num(j, k.section, k.key);
-  return j.contains(k.key) && j[k.key].is_number() ? j[k.key].get<double>() : 0;
-}
-
 std::string Line(const json& j) {
-  double committed = Num(j, metrics::kStoreLastLsn);
-  double backlog = Num(j, metrics::kBacklogReadings);
-  double sent = Num(j, metrics::kUplinkEntriesSent);
-  double acked = Num(j, metrics::kUpstreamCheckpoint);
-  double in_rate = Num(j, "rates", "ingest_per_s");
-  double ack_rate = Num(j, "rates", "acked_per_s");
+  double committed = StatusNumber(j, metrics::kStoreLastLsn);
+  double backlog = StatusNumber(j, metrics::kBacklogReadings);
+  double sent = StatusNumber(j, metrics::kUplinkEntriesSent);
+  double acked = StatusNumber(j, metrics::kUpstreamCheckpoint);
+  double in_rate = StatusNumber(j, "rates", "ingest_per_s");
+  double ack_rate = StatusNumber(j, "rates", "acked_per_s");
   std::string region = j.contains("uplink") ? j["uplink"].value("write_region", "") : "";
   char buf[512];
   if (j.value("role", "") == "region") {
     std::snprintf(buf, sizeof buf, "region %s | applied %.0f batches, %.0f readings | %.0f/s | head %.0f | %s",
-                  j.value("hub", json::object()).value("region", "").c_str(), Num(j, metrics::kHubBatchesApplied),
-                  Num(j, metrics::kHubEntriesApplied), Num(j, "rates", "readings_per_s"), Num(j, metrics::kHubFeedHead),
+                  j.value("hub", json::object()).value("region", "").c_str(),
+                  StatusNumber(j, metrics::kHubBatchesApplied), StatusNumber(j, metrics::kHubEntriesApplied),
+                  StatusNumber(j, "rates", "readings_per_s"), StatusNumber(j, metrics::kHubFeedHead),
                   j.value("running", false) ? "running" : "not running");
     return buf;
   }

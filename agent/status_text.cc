@@ -12,9 +12,24 @@
 #include "store/feed_cursor.h"
 
 namespace edgesync {
-namespace {
 
 using json = nlohmann::json;
+
+// A figure of the snapshot, 0 where it is missing or not a number.
+double StatusNumber(const json& j, const char* section, const char* key) {
+  if (!j.contains(section) || !j[section].is_object() || !j[section].contains(key) || !j[section][key].is_number()) {
+    return 0;
+  }
+  return j[section][key].get<double>();
+}
+
+// A figure of the metrics table (agent/metrics_table.h) by its one name.
+double StatusNumber(const json& j, const StatusKey& k) {
+  if (*k.section) return StatusNumber(j, k.section, k.key);
+  return j.contains(k.key) && j[k.key].is_number() ? j[k.key].get<double>() : 0;
+}
+
+namespace {
 
 std::string Bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -55,16 +70,6 @@ std::string Seconds(double ms) {
 std::string Watermark(int64_t through_ms, double age_ms) {
   if (through_ms <= 0) return "unknown";
   return Utc(through_ms) + " (" + Seconds(age_ms) + " s ago)";
-}
-
-double Num(const json& j, const char* a, const char* b) {
-  if (!j.contains(a) || !j[a].is_object() || !j[a].contains(b) || !j[a][b].is_number()) return 0;
-  return j[a][b].get<double>();
-}
-
-double Num(const json& j, const StatusKey& k) {
-  if (*k.section) return Num(j, k.section, k.key);
-  return j.contains(k.key) && j[k.key].is_number() ? j[k.key].get<double>() : 0;
 }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
@@ -215,8 +220,8 @@ std::string Rate(double per_s) {
 void StoreLines(const json& j, Text* t) {
   if (j.contains("store") && j["store"].value("backend", "") == "postgresql") {
     t->Add("store", "backend", "PostgreSQL");
-    t->Add("store", "region feed head", Number(Num(j, "store", "feed_head")));
-    t->Add("store", "region feed oldest", Number(Num(j, "store", "feed_oldest")));
+    t->Add("store", "region feed head", Number(StatusNumber(j, "store", "feed_head")));
+    t->Add("store", "region feed oldest", Number(StatusNumber(j, "store", "feed_oldest")));
   }
   t->Figures("store");
   t->Figures("backlog");
@@ -225,7 +230,7 @@ void StoreLines(const json& j, Text* t) {
 void IngestLines(const json& j, Text* t) {
   if (!j.contains("ingest")) return;
   const json& in = j["ingest"];
-  t->Add("ingest", "readings/s (momentary)", Rate(Num(j, "rates", "ingest_per_s")));
+  t->Add("ingest", "readings/s (momentary)", Rate(StatusNumber(j, "rates", "ingest_per_s")));
   t->Figures("ingest");
   if (in.value("paused", false)) {
     t->Add("ingest", "PAUSED (" + in.value("pause_reason", std::string()) + "): the local broker keeps new readings",
@@ -256,9 +261,9 @@ void ClockLines(const json& j, Text* t) {
     std::snprintf(buf, sizeof buf,
                   "%.0f open (%.0f readings, corrected once trusted), %.0f corrected (%.0f readings), %.0f "
                   "uncorrectable (%.0f readings keep untrusted_clock: their boot ended untrusted)",
-                  Num(c, "periods", "open"), Num(c, "periods", "readings_open"), Num(c, "periods", "corrected"),
-                  Num(c, "periods", "readings_corrected"), Num(c, "periods", "uncorrectable"),
-                  Num(c, "periods", "readings_uncorrectable"));
+                  StatusNumber(c, "periods", "open"), StatusNumber(c, "periods", "readings_open"),
+                  StatusNumber(c, "periods", "corrected"), StatusNumber(c, "periods", "readings_corrected"),
+                  StatusNumber(c, "periods", "uncorrectable"), StatusNumber(c, "periods", "readings_uncorrectable"));
     t->Add("clock", "untrusted periods", buf);
   }
 }
@@ -268,7 +273,7 @@ void UplinkLines(const json& j, Text* t) {
   const json& u = j["uplink"];
   const std::string region = u.value("write_region", "");
   t->Add("uplink", "write region", region.empty() ? "none (no healthy region: the backlog waits in the store)" : region);
-  t->Add("uplink", "readings/s acknowledged (momentary)", Rate(Num(j, "rates", "acked_per_s")));
+  t->Add("uplink", "readings/s acknowledged (momentary)", Rate(StatusNumber(j, "rates", "acked_per_s")));
   t->Figures("uplink");
   for (const json& r : u.value("regions", json::array())) {
     const double rtt = r.value("rtt_ms", -1.0);
@@ -309,7 +314,9 @@ void ReadViewLines(const json& j, Text* t) {
 void HubLines(const json& j, Text* t) {
   if (!j.contains("hub") || !j["hub"].is_object()) return;
   const json& h = j["hub"];
-  if (j.contains("rates")) t->Add("hub", "readings/s applied (momentary)", Rate(Num(j, "rates", "readings_per_s")));
+  if (j.contains("rates")) {
+    t->Add("hub", "readings/s applied (momentary)", Rate(StatusNumber(j, "rates", "readings_per_s")));
+  }
   t->Figures("hub");
   const json refusals = h.value("refusals", json::object());
   for (const auto& [reason, n] : refusals.items()) {
@@ -322,7 +329,7 @@ void HubLines(const json& j, Text* t) {
   t->Figures("shards");
   t->Figures("origins");
   const json origins = h.value("origins", json::array());
-  if (Num(j, metrics::kHubOriginCount) > static_cast<double>(origins.size())) {
+  if (StatusNumber(j, metrics::kHubOriginCount) > static_cast<double>(origins.size())) {
     t->Add("origins", "the " + std::to_string(origins.size()) + " most lagging:", "");
   }
   for (const json& o : origins) {
@@ -355,7 +362,7 @@ std::string StatusText(const json& j) {
   ReadViewLines(j, &t);
   HubLines(j, &t);
   if (j.contains("region_feed")) {
-    t.Add("region feed", "entries numbered", Number(Num(j, "region_feed", "entries")));
+    t.Add("region feed", "entries numbered", Number(StatusNumber(j, "region_feed", "entries")));
     t.Add("region feed", "store", j["region_feed"].value("backend", ""));
   }
   t.OtherFigures({"recent errors"});

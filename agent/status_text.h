@@ -34,7 +34,15 @@
 
 namespace edgesync {
 
+struct StatusKey;
+
 std::string StatusText(const nlohmann::json& snapshot);
+
+// The number at `section`.`key` of the snapshot (at `key` for an empty
+// section), 0 where it is missing or not a number (a stopped process, a
+// figure not published yet): shared by the text and the one-line views.
+double StatusNumber(const nlohmann::json& snapshot, const char* section, const char* key);
+double StatusNumber(const nlohmann::json& snapshot, const StatusKey& key);
 
 }  // namespace edgesync
 

@@ -41,16 +41,9 @@ std::vector<uint64_t> Lsns(const WireFeedPage& page) {
 }
 
 TEST(SyncCorrectionsTest, AHubKeepsCorrectionsAndServesThemOnlyToReadersOfProtocol6) {
-  TempDir tmp;
-  RegionSite eu(tmp.path(), "eu");
-  ASSERT_TRUE(eu.Start());
-  TestMqttClient gw(eu.broker().uri(), "gw-1-test", true);
-  ASSERT_TRUE(gw.Connect());
-  const std::string up = ReplyTopic("edgesync", "gw-1", "up");
-  ASSERT_TRUE(gw.Subscribe(up, 1));
-  const std::string inbox = HubInboxTopic("edgesync", "eu", "gw-1");
-  ASSERT_TRUE(PingUntilAnswered(&gw, inbox, up)) << eu.hub_log();
-  EXPECT_EQ(WireAnswers(&gw, up)[1].version, kWireVersion) << "the hub's answers say its protocol";
+  HandGatewayRig rig;
+  ASSERT_NO_FATAL_FAILURE(rig.Start());
+  EXPECT_EQ(rig.Answers()[1].version, kWireVersion) << "the hub's answers say its protocol";
 
   auto send = [&](uint64_t correlation, uint64_t first_lsn, std::vector<ChangeEntry> entries) {
     WireBatch b;
@@ -59,19 +52,19 @@ TEST(SyncCorrectionsTest, AHubKeepsCorrectionsAndServesThemOnlyToReadersOfProtoc
     b.entries = std::move(entries);
     b.last_lsn = b.entries.back().lsn;
     std::string payload;
-    ASSERT_OK(EncodeBatch(up, correlation, b, {}, &payload));
-    ASSERT_TRUE(gw.Publish(inbox, payload, 1));
-    ASSERT_TRUE(WaitFor([&] { return WireAnswers(&gw, up).count(correlation) > 0; }, 60000)) << eu.hub_log();
+    ASSERT_OK(EncodeBatch(rig.up, correlation, b, {}, &payload));
+    ASSERT_TRUE(rig.gw->Publish(rig.inbox, payload, 1));
+    ASSERT_TRUE(WaitFor([&] { return rig.Answers().count(correlation) > 0; }, 60000)) << rig.eu->hub_log();
   };
   send(11, 1, {ReadingEntry(1), ReadingEntry(2), CorrectionEntry(3, 1), ReadingEntry(4)});
   send(12, 5, {CorrectionEntry(5, 2)});  // a correction alone
-  auto acks = WireAnswers(&gw, up);
+  auto acks = rig.Answers();
   EXPECT_EQ(acks[11].ack.code, AckCode::kOk) << acks[11].ack.message;
   EXPECT_EQ(acks[11].ack.high_water, 4u);
   EXPECT_EQ(acks[12].ack.code, AckCode::kOk) << acks[12].ack.message;
   EXPECT_EQ(acks[12].ack.high_water, 5u);
 
-  TestMqttClient reader(eu.broker().uri(), "gw-9-test", true);
+  TestMqttClient reader(rig.eu->broker().uri(), "gw-9-test", true);
   ASSERT_TRUE(reader.Connect());
   const std::string feed = ReplyTopic("edgesync", "gw-9", "feed");
   ASSERT_TRUE(reader.Subscribe(feed, 1));
@@ -79,7 +72,7 @@ TEST(SyncCorrectionsTest, AHubKeepsCorrectionsAndServesThemOnlyToReadersOfProtoc
     std::string request = EncodeFeedRequest(feed, correlation, ShardPositions{}, 100, "");
     if (version != kWireVersion) request = AsProtocol(std::move(request), version);
     EXPECT_TRUE(reader.Publish(HubInboxTopic("edgesync", "eu", "gw-9"), request, 1));
-    EXPECT_TRUE(WaitFor([&] { return WireAnswers(&reader, feed).count(correlation) > 0; }, 60000)) << eu.hub_log();
+    EXPECT_TRUE(WaitFor([&] { return WireAnswers(&reader, feed).count(correlation) > 0; }, 60000)) << rig.eu->hub_log();
     return WireAnswers(&reader, feed)[correlation].feed_page;
   };
   WireFeedPage v6 = pull(21, kWireVersion);
@@ -93,7 +86,7 @@ TEST(SyncCorrectionsTest, AHubKeepsCorrectionsAndServesThemOnlyToReadersOfProtoc
   EXPECT_EQ(Lsns(v5), (std::vector<uint64_t>{1, 2, 4}));
   EXPECT_EQ(v5.next, v6.next);
   EXPECT_EQ(v5.head, v6.head);
-  EXPECT_EQ(eu.StopHub(), 0);
+  EXPECT_EQ(rig.eu->StopHub(), 0);
 }
 
 }  // namespace

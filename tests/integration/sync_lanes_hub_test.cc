@@ -39,20 +39,13 @@ std::vector<ChangeEntry> Readings(uint64_t first, uint64_t last) {
 using Spans = std::vector<LsnSpan>;
 
 TEST(SyncLanesTest, AHubHoldsALiveLaneAboveItsMarkUntilTheBacklogJoinsIt) {
-  TempDir tmp;
-  RegionSite eu(tmp.path(), "eu");
-  ASSERT_TRUE(eu.Start());
-  TestMqttClient gw(eu.broker().uri(), "gw-1-test", true);
-  ASSERT_TRUE(gw.Connect());
-  const std::string up = ReplyTopic("edgesync", "gw-1", "up");
-  ASSERT_TRUE(gw.Subscribe(up, 1));
-  const std::string inbox = HubInboxTopic("edgesync", "eu", "gw-1");
-  ASSERT_TRUE(PingUntilAnswered(&gw, inbox, up)) << eu.hub_log();
-  ASSERT_GE(WireAnswers(&gw, up)[1].version, kLiveLaneVersion);
+  HandGatewayRig rig;
+  ASSERT_NO_FATAL_FAILURE(rig.Start());
+  ASSERT_GE(rig.Answers()[1].version, kLiveLaneVersion);
 
   // Another gateway's read view follows the region's feed all along, so its
   // pages interleave with the lanes.
-  std::unique_ptr<Store> reader = OpenGatewayStore(tmp.File("b.db"), "gw-b");
+  std::unique_ptr<Store> reader = OpenGatewayStore(rig.tmp.File("b.db"), "gw-b");
   ASSERT_NE(reader, nullptr);
   FeedPullerOptions po;
   po.gateway_id = "gw-b";
@@ -61,7 +54,7 @@ TEST(SyncLanesTest, AHubHoldsALiveLaneAboveItsMarkUntilTheBacklogJoinsIt) {
   po.answer_timeout_ms = 2000;
   po.backoff_base_ms = 50;
   po.backoff_max_ms = 500;
-  po.regions.push_back(RegionAt("eu", eu.broker().uri()));
+  po.regions.push_back(RegionAt("eu", rig.eu->broker().uri()));
   FeedPuller puller(reader.get(), po);
   ASSERT_OK(puller.Start());
 
@@ -76,10 +69,10 @@ TEST(SyncLanesTest, AHubHoldsALiveLaneAboveItsMarkUntilTheBacklogJoinsIt) {
     b.live = live;
     const uint64_t id = ++correlation;
     std::string payload;
-    EXPECT_OK(EncodeBatch(up, id, b, {}, &payload));
-    EXPECT_TRUE(gw.Publish(inbox, payload, 1));
-    EXPECT_TRUE(WaitFor([&] { return WireAnswers(&gw, up).count(id) > 0; }, 60000)) << eu.hub_log();
-    WireAck ack = WireAnswers(&gw, up)[id].ack;
+    EXPECT_OK(EncodeBatch(rig.up, id, b, {}, &payload));
+    EXPECT_TRUE(rig.gw->Publish(rig.inbox, payload, 1));
+    EXPECT_TRUE(WaitFor([&] { return rig.Answers().count(id) > 0; }, 60000)) << rig.eu->hub_log();
+    WireAck ack = rig.Answers()[id].ack;
     return ack;
   };
 
@@ -128,7 +121,7 @@ TEST(SyncLanesTest, AHubHoldsALiveLaneAboveItsMarkUntilTheBacklogJoinsIt) {
   EXPECT_TRUE(a.held.empty());
 
   // The region's feed: each (origin, LSN) once, 1..66, nothing else.
-  auto contents = eu.Contents();
+  auto contents = rig.eu->Contents();
   EXPECT_EQ(contents.size(), 66u);
   for (uint64_t lsn = 1; lsn <= 66; ++lsn) {
     auto it = contents.find({kOrigin.ToString(), lsn});
@@ -153,7 +146,7 @@ TEST(SyncLanesTest, AHubHoldsALiveLaneAboveItsMarkUntilTheBacklogJoinsIt) {
   EXPECT_EQ(seen.size(), 66u);
   for (uint64_t lsn = 1; lsn <= 66; ++lsn) EXPECT_EQ(seen[lsn], 1) << "LSN " << lsn;
   EXPECT_EQ(rows.size(), 66u);
-  EXPECT_EQ(eu.StopHub(), 0);
+  EXPECT_EQ(rig.eu->StopHub(), 0);
 }
 
 }  // namespace

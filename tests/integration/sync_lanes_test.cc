@@ -17,7 +17,6 @@
 // restarts each: every reading, of the backlog and live, is held by the
 // region exactly once and the drain completes.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -29,6 +28,7 @@
 
 #include "tests/support/broker.h"
 #include "tests/support/gateway_program.h"
+#include "tests/support/lane_rig.h"
 #include "tests/support/lane_traffic.h"
 #include "tests/support/process.h"
 #include "tests/support/status_assert.h"
@@ -53,35 +53,21 @@ double Quantile(std::vector<double> v, double p) {
 // The whole set-up: a local broker, region eu behind the shaped proxy (cut
 // until Restore), a backlog of `backlog` readings in the gateway's store
 // before the gateway first starts.
-class LaneRig {
+class LaneRig : public ShapedLinkRig {
  public:
-  explicit LaneRig(size_t backlog) : backlog_(backlog) {}
+  using ShapedLinkRig::ShapedLinkRig;
 
   void SetUp() {
-    RegionSite::MakeDir(tmp_.File("local"));
-    local_ = std::make_unique<Broker>(tmp_.File("local"));
-    ASSERT_TRUE(local_->Start()) << local_->log();
-    eu_ = std::make_unique<RegionSite>(tmp_.path(), "eu");
-    ASSERT_TRUE(eu_->Start()) << eu_->error() << eu_->hub_log();
-    link_ = std::make_unique<TcpProxy>(eu_->broker().port());
-    link_->SetRateBytesPerSec(kLinkBytesPerSec);
-    link_->Cut();
-    watch_ = std::make_unique<AckWatch>(eu_->broker().uri(), kGatewayId, link_.get());
-    std::string error;
-    ASSERT_TRUE(watch_->Start(&error)) << error;
-
     GatewayProgramOptions o;
-    o.region_uris = {link_->uri()};
     o.uplink.max_bytes_per_s = kCap;
     o.uplink.live_lane = true;
     // A window of batches is ~3 s of the link: answers come well within this.
     o.uplink.ack_timeout_ms = 10000;
-    gateway_ = std::make_unique<GatewayProgram>(tmp_.path(), kGatewayId, local_->uri(),
-                                                std::vector<RegionSite*>{eu_.get()}, o);
-    ::chmod(gateway_->data_dir().c_str(), 0700);
+    ASSERT_NO_FATAL_FAILURE(StartShapedLink(kGatewayId, kLinkBytesPerSec, o));
     {
       std::unique_ptr<Store> store = OpenGatewayStore(gateway_->store_path(), kGatewayId);
       ASSERT_TRUE(store);
+      std::string error;
       ASSERT_TRUE(FillVibrationSamples(store.get(), backlog_, &error)) << error;
       origin_ = store->origin();
       ASSERT_EQ(store->LastLsn(), backlog_);
@@ -93,28 +79,13 @@ class LaneRig {
   // The link comes back; returns once the region answered (the uplink is
   // connected again), and the sensors start publishing.
   void RestoreAndGoLive() {
-    restored_ms_ = NowMs();
-    restored_up_ = link_->bytes_upstream();
-    link_->Restore();
-    ASSERT_TRUE(WaitFor([&] { return watch_->count() > 0; }, 60000)) << gateway_->log();
+    ASSERT_NO_FATAL_FAILURE(RestoreLink());
     ASSERT_TRUE(live_->Start());
   }
 
-  uint64_t HighWater() { return watch_->high_water(); }
-
   // Waits until the region's mark reaches the backlog's end (the drain is
   // over): the time and the proxy's upstream bytes then.
-  ::testing::AssertionResult WaitForDrain(int64_t timeout_ms) {
-    if (!WaitFor([&] { return HighWater() >= backlog_; }, timeout_ms)) {
-      return ::testing::AssertionFailure() << "the region's mark is at " << HighWater() << " of " << backlog_
-                                           << " after " << timeout_ms << " ms:\n" << gateway_->StatusDump();
-    }
-    SeenAck drained;
-    watch_->FirstMarkAt(backlog_, &drained);
-    drained_ms_ = drained.ms;
-    drained_up_ = drained.link_up;
-    return ::testing::AssertionSuccess();
-  }
+  ::testing::AssertionResult WaitForDrain(int64_t timeout_ms) { return WaitForMark(backlog_, timeout_ms); }
 
   // Stops the sensors, waits until the gateway stored every live reading and
   // the region acknowledged all of it, stops the gateway; the last LSN.
@@ -155,16 +126,8 @@ class LaneRig {
     return lsn;
   }
 
-  TempDir tmp_;
-  size_t backlog_;
-  std::unique_ptr<Broker> local_;
-  std::unique_ptr<RegionSite> eu_;
-  std::unique_ptr<TcpProxy> link_;
-  std::unique_ptr<AckWatch> watch_;
-  std::unique_ptr<GatewayProgram> gateway_;
   std::unique_ptr<LiveSensors> live_;
   Origin origin_;
-  int64_t restored_ms_ = 0, restored_up_ = 0, drained_ms_ = 0, drained_up_ = 0;
 };
 
 // A backlog the capped link takes about `seconds` to drain.
@@ -234,18 +197,10 @@ TEST(SyncLanesTest, KillingTheGatewayAndTheHubMidDrainLosesAndDuplicatesNothing)
   ASSERT_NO_FATAL_FAILURE(rig.RestoreAndGoLive());
   const int64_t started = NowMs();
 
-  // The gateway, a quarter into the backlog.
-  ASSERT_TRUE(WaitFor([&] { return rig.HighWater() >= backlog / 4; }, 120000)) << rig.gateway_->StatusDump();
-  rig.gateway_->Kill9();
-  const uint64_t at_gateway_kill = rig.HighWater();
-  ASSERT_TRUE(rig.gateway_->StartWithIngest());
-
-  // The hub, at 60% of the backlog; back two seconds later.
-  ASSERT_TRUE(WaitFor([&] { return rig.HighWater() >= backlog * 6 / 10; }, 180000)) << rig.gateway_->StatusDump();
-  rig.eu_->KillHub();
-  const uint64_t at_hub_kill = rig.HighWater();
-  SleepMs(2000);
-  ASSERT_TRUE(rig.eu_->StartHubProcess()) << rig.eu_->error();
+  // The gateway a quarter into the backlog, the hub at 60% of it.
+  uint64_t at_gateway_kill = 0, at_hub_kill = 0;
+  ASSERT_NO_FATAL_FAILURE(
+      rig.KillGatewayThenHub(backlog / 4, backlog * 6 / 10, 180000, &at_gateway_kill, &at_hub_kill));
 
   ASSERT_TRUE(rig.WaitForDrain(240000));
   // Both kills fell inside the drain.

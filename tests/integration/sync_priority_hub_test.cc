@@ -41,16 +41,9 @@ std::vector<ChangeEntry> Log(uint64_t first, uint64_t last, bool alarms_only) {
 }
 
 TEST(SyncPriorityHubTest, AlarmsRunAheadOfTheBacklogAndEveryEntryIsHeldOnceAcrossAHubKill) {
-  TempDir tmp;
-  RegionSite eu(tmp.path(), "eu");
-  ASSERT_TRUE(eu.Start());
-  TestMqttClient gw(eu.broker().uri(), "gw-1-test", true);
-  ASSERT_TRUE(gw.Connect());
-  const std::string up = ReplyTopic("edgesync", "gw-1", "up");
-  ASSERT_TRUE(gw.Subscribe(up, 1));
-  const std::string inbox = HubInboxTopic("edgesync", "eu", "gw-1");
-  ASSERT_TRUE(PingUntilAnswered(&gw, inbox, up)) << eu.hub_log();
-  EXPECT_GE(WireAnswers(&gw, up)[1].version, kPriorityVersion);
+  HandGatewayRig rig;
+  ASSERT_NO_FATAL_FAILURE(rig.Start());
+  EXPECT_GE(rig.Answers()[1].version, kPriorityVersion);
 
   uint64_t correlation = 100;
   // Sends a batch and waits for its answer (resending while the hub is away).
@@ -63,17 +56,17 @@ TEST(SyncPriorityHubTest, AlarmsRunAheadOfTheBacklogAndEveryEntryIsHeldOnceAcros
     b.entries = Log(first, last, priority != 0);
     const uint64_t id = ++correlation;
     std::string payload;
-    EXPECT_OK(EncodeBatch(up, id, b, {}, &payload));
+    EXPECT_OK(EncodeBatch(rig.up, id, b, {}, &payload));
     EXPECT_TRUE(WaitFor(
         [&] {
-          if (WireAnswers(&gw, up).count(id) > 0) return true;
-          gw.Publish(inbox, payload, 1);
+          if (rig.Answers().count(id) > 0) return true;
+          rig.gw->Publish(rig.inbox, payload, 1);
           SleepMs(500);
           return false;
         },
         120000))
-        << eu.hub_log();
-    return WireAnswers(&gw, up)[id];
+        << rig.eu->hub_log();
+    return rig.Answers()[id];
   };
 
   WireMessage m = send(1, 10, 0);
@@ -86,7 +79,7 @@ TEST(SyncPriorityHubTest, AlarmsRunAheadOfTheBacklogAndEveryEntryIsHeldOnceAcros
   EXPECT_EQ(m.version, kPriorityVersion);
   EXPECT_EQ(m.ack.high_water, 10u) << "the mark stays contiguous";
   EXPECT_EQ(m.ack.priority_held, (std::vector<uint64_t>{300, 0, 0}));
-  auto contents = eu.Contents();
+  auto contents = rig.eu->Contents();
   for (uint64_t lsn = 12; lsn <= 300; lsn += 6) {
     EXPECT_EQ((contents[{kOrigin.ToString(), lsn}]), 1) << "alarm " << lsn << " in the feed before the backlog";
   }
@@ -97,8 +90,8 @@ TEST(SyncPriorityHubTest, AlarmsRunAheadOfTheBacklogAndEveryEntryIsHeldOnceAcros
   EXPECT_EQ(m.ack.priority_held, (std::vector<uint64_t>{300, 0, 0}));
 
   // The hub dies and comes back: its store kept the mark of the level.
-  eu.KillHub();
-  ASSERT_TRUE(eu.StartHub()) << eu.hub_log();
+  rig.eu->KillHub();
+  ASSERT_TRUE(rig.eu->StartHub()) << rig.eu->hub_log();
   m = send(11, 300, 1);
   EXPECT_EQ(m.ack.code, AckCode::kOk) << m.ack.message;
   EXPECT_EQ(m.ack.priority_held, (std::vector<uint64_t>{300, 0, 0}));
@@ -114,7 +107,7 @@ TEST(SyncPriorityHubTest, AlarmsRunAheadOfTheBacklogAndEveryEntryIsHeldOnceAcros
     EXPECT_EQ(m.ack.high_water, l);
     EXPECT_EQ(m.ack.priority_held, (std::vector<uint64_t>{360, 0, 0}));
   }
-  contents = eu.Contents();
+  contents = rig.eu->Contents();
   EXPECT_EQ(contents.size(), 400u);
   for (uint64_t lsn = 1; lsn <= 400; ++lsn) {
     auto it = contents.find({kOrigin.ToString(), lsn});
@@ -125,13 +118,13 @@ TEST(SyncPriorityHubTest, AlarmsRunAheadOfTheBacklogAndEveryEntryIsHeldOnceAcros
   // second one brought, once.
   ASSERT_TRUE(WaitFor(
       [&] {
-        nlohmann::json s = eu.StatusJson();
+        nlohmann::json s = rig.eu->StatusJson();
         return s.contains("hub") && s["hub"].value(metrics::kHubPriorityBatchesApplied.key, 0) >= 2;
       },
       30000))
-      << eu.StatusJson().dump(2);
-  EXPECT_EQ(eu.StatusJson()["hub"].value(metrics::kHubPriorityEntriesApplied.key, 0), 10);
-  EXPECT_EQ(eu.StopHub(), 0);
+      << rig.eu->StatusJson().dump(2);
+  EXPECT_EQ(rig.eu->StatusJson()["hub"].value(metrics::kHubPriorityEntriesApplied.key, 0), 10);
+  EXPECT_EQ(rig.eu->StopHub(), 0);
 }
 
 }  // namespace

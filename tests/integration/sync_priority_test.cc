@@ -20,7 +20,6 @@
 // restarts each: every entry, alarms included, is held by the region exactly
 // once at the end.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -30,6 +29,7 @@
 
 #include "tests/support/broker.h"
 #include "tests/support/gateway_program.h"
+#include "tests/support/lane_rig.h"
 #include "tests/support/lane_traffic.h"
 #include "tests/support/mqtt_client.h"
 #include "tests/support/process.h"
@@ -56,31 +56,17 @@ struct Alarm {
   bool by_priority = false;    // that answer covered it by the level's mark, not the contiguous one
 };
 
-class PriorityRig {
+// The backlog (backlog_) is of vibration samples; the alarms come on top.
+class PriorityRig : public ShapedLinkRig {
  public:
-  explicit PriorityRig(size_t backlog) : backlog_(backlog) {}
+  using ShapedLinkRig::ShapedLinkRig;
 
   void SetUp() {
-    RegionSite::MakeDir(tmp_.File("local"));
-    local_ = std::make_unique<Broker>(tmp_.File("local"));
-    ASSERT_TRUE(local_->Start()) << local_->log();
-    eu_ = std::make_unique<RegionSite>(tmp_.path(), "eu");
-    ASSERT_TRUE(eu_->Start()) << eu_->error() << eu_->hub_log();
-    link_ = std::make_unique<TcpProxy>(eu_->broker().port());
-    link_->SetRateBytesPerSec(kLinkBytesPerSec);
-    link_->Cut();
-    watch_ = std::make_unique<AckWatch>(eu_->broker().uri(), kGatewayId, link_.get());
-    std::string error;
-    ASSERT_TRUE(watch_->Start(&error)) << error;
-
     GatewayProgramOptions o;
-    o.region_uris = {link_->uri()};
     o.uplink.max_bytes_per_s = kCap;
     o.uplink.ack_timeout_ms = 10000;  // a window of batches is ~3 s of the link
     o.uplink.priority_topics = {kAlarmFilter};
-    gateway_ = std::make_unique<GatewayProgram>(tmp_.path(), kGatewayId, local_->uri(),
-                                                std::vector<RegionSite*>{eu_.get()}, o);
-    ::chmod(gateway_->data_dir().c_str(), 0700);
+    ASSERT_NO_FATAL_FAILURE(StartShapedLink(kGatewayId, kLinkBytesPerSec, o));
 
     // The backlog: a run of samples written to the store while the gateway
     // is stopped, then a round of alarms through its broker, kRounds times,
@@ -140,23 +126,16 @@ class PriorityRig {
     }
   }
 
-  void Restore() {
-    restored_ms_ = NowMs();
-    link_->Restore();
-    ASSERT_TRUE(WaitFor([&] { return watch_->count() > 0; }, 60000)) << gateway_->log();
-  }
+  ::testing::AssertionResult WaitForDrain(int64_t timeout_ms) { return WaitForMark(last_lsn_, timeout_ms); }
 
-  uint64_t HighWater() { return watch_->high_water(); }
-
-  ::testing::AssertionResult WaitForDrain(int64_t timeout_ms) {
-    if (!WaitFor([&] { return HighWater() >= last_lsn_; }, timeout_ms)) {
-      return ::testing::AssertionFailure() << "the region's mark is at " << HighWater() << " of " << last_lsn_
-                                           << " after " << timeout_ms << " ms:\n" << gateway_->StatusDump();
-    }
-    SeenAck drained;
-    watch_->FirstMarkAt(last_lsn_, &drained);
-    drained_ms_ = drained.ms;
-    return ::testing::AssertionSuccess();
+  // Once the gateway's checkpoint has followed the region's mark to the end:
+  // stops the gateway and checks the region holds every entry exactly once.
+  void StopWhenAcknowledged() {
+    ASSERT_TRUE(WaitFor([&] { return gateway_->Field(metrics::kUplinkCheckpoint) >= static_cast<int64_t>(last_lsn_); },
+                        60000))
+        << gateway_->StatusDump();
+    EXPECT_EQ(gateway_->Stop(10000), 0) << gateway_->log();
+    ExpectExactlyOnce({eu_.get()}, origin_, last_lsn_);
   }
 
   // For each alarm, the first answer of the region that holds it, and the
@@ -177,17 +156,10 @@ class PriorityRig {
     }
   }
 
-  TempDir tmp_;
-  size_t backlog_;  // vibration samples; the alarms come on top
-  std::unique_ptr<Broker> local_;
-  std::unique_ptr<RegionSite> eu_;
-  std::unique_ptr<TcpProxy> link_;
-  std::unique_ptr<AckWatch> watch_;
-  std::unique_ptr<GatewayProgram> gateway_;
   Origin origin_;
   uint64_t last_lsn_ = 0;
   std::vector<Alarm> alarms_;
-  int64_t restored_ms_ = 0, drained_ms_ = 0, held_ms_ = 0;
+  int64_t held_ms_ = 0;
 };
 
 // A backlog the capped link takes about `seconds` to drain.
@@ -202,15 +174,11 @@ TEST(SyncPriorityTest, AlarmsAreHeldByTheRegionLongBeforeTheBacklogReachesThem) 
   PriorityRig rig(backlog);
   ASSERT_NO_FATAL_FAILURE(rig.SetUp());
   for (const Alarm& a : rig.alarms_) EXPECT_EQ(a.level, 1u) << "alarm at LSN " << a.lsn << " was stored without its level";
-  ASSERT_NO_FATAL_FAILURE(rig.Restore());
+  ASSERT_NO_FATAL_FAILURE(rig.RestoreLink());
   ASSERT_TRUE(rig.WaitForDrain(180000));
   const int64_t sent = rig.gateway_->Field(metrics::kUplinkPriorityReadingsSent);
   const int64_t batches = rig.gateway_->Field(metrics::kUplinkPriorityBatchesSent);
-  ASSERT_TRUE(WaitFor([&] { return rig.gateway_->Field(metrics::kUplinkCheckpoint) >= static_cast<int64_t>(rig.last_lsn_); },
-                      60000))
-      << rig.gateway_->StatusDump();
-  EXPECT_EQ(rig.gateway_->Stop(10000), 0) << rig.gateway_->log();
-  ExpectExactlyOnce({rig.eu_.get()}, rig.origin_, rig.last_lsn_);
+  ASSERT_NO_FATAL_FAILURE(rig.StopWhenAcknowledged());
 
   rig.MatchAnswers();
   uint64_t least_lead = UINT64_MAX;
@@ -240,29 +208,17 @@ TEST(SyncPriorityTest, KillingTheGatewayAndTheHubMidDrainHoldsEveryEntryExactlyO
   const size_t backlog = BacklogFor(35);
   PriorityRig rig(backlog);
   ASSERT_NO_FATAL_FAILURE(rig.SetUp());
-  ASSERT_NO_FATAL_FAILURE(rig.Restore());
+  ASSERT_NO_FATAL_FAILURE(rig.RestoreLink());
 
-  // The gateway, a quarter into the backlog.
-  ASSERT_TRUE(WaitFor([&] { return rig.HighWater() >= backlog / 4; }, 120000)) << rig.gateway_->StatusDump();
-  rig.gateway_->Kill9();
-  const uint64_t at_gateway_kill = rig.HighWater();
-  ASSERT_TRUE(rig.gateway_->StartWithIngest());
-
-  // The hub, at 60% of the backlog; back two seconds later.
-  ASSERT_TRUE(WaitFor([&] { return rig.HighWater() >= backlog * 6 / 10; }, 120000)) << rig.gateway_->StatusDump();
-  rig.eu_->KillHub();
-  const uint64_t at_hub_kill = rig.HighWater();
-  SleepMs(2000);
-  ASSERT_TRUE(rig.eu_->StartHubProcess()) << rig.eu_->error();
+  // The gateway a quarter into the backlog, the hub at 60% of it.
+  uint64_t at_gateway_kill = 0, at_hub_kill = 0;
+  ASSERT_NO_FATAL_FAILURE(
+      rig.KillGatewayThenHub(backlog / 4, backlog * 6 / 10, 120000, &at_gateway_kill, &at_hub_kill));
 
   ASSERT_TRUE(rig.WaitForDrain(180000));
   EXPECT_LT(at_gateway_kill, rig.last_lsn_);
   EXPECT_LT(at_hub_kill, rig.last_lsn_);
-  ASSERT_TRUE(WaitFor([&] { return rig.gateway_->Field(metrics::kUplinkCheckpoint) >= static_cast<int64_t>(rig.last_lsn_); },
-                      60000))
-      << rig.gateway_->StatusDump();
-  EXPECT_EQ(rig.gateway_->Stop(10000), 0) << rig.gateway_->log();
-  ExpectExactlyOnce({rig.eu_.get()}, rig.origin_, rig.last_lsn_);
+  ASSERT_NO_FATAL_FAILURE(rig.StopWhenAcknowledged());
   rig.MatchAnswers();
   size_t ahead = 0;
   for (const Alarm& a : rig.alarms_) {

@@ -18,7 +18,7 @@
 #include "tests/support/process.h"
 #include "tests/support/sqlite_hub.h"
 #include "tests/support/status_assert.h"
-#include "tests/unit/sync/fake_link.h"
+#include "tests/unit/sync/region_hub_fixture.h"
 #include "tests/support/wire_peer.h"
 
 namespace edgesync {
@@ -26,31 +26,11 @@ namespace {
 
 const Origin kOrigin{"gw-1", "0123456789abcdef0123456789abcdef"};
 
-class RegionHubCorrectionsTest : public ::testing::Test {
+class RegionHubCorrectionsTest : public RegionHubFixture {
  protected:
-  void SetUp() override {
-    StoreOptions so;
-    so.path = dir_.File("hub.db");
-    so.gateway_id = "hub-eu";
-    ASSERT_OK(Store::Open(so, &store_));
-    hub_store_ = test::NewSqliteHubView(store_.get());
-    RegionHubOptions o;
-    o.region = "eu";
-    hub_ = std::make_unique<RegionHub>(hub_store_.get(), o, nullptr,
-                                       [this](const MqttLinkOptions&, std::unique_ptr<MqttLink>* link) {
-                                         auto l = std::make_unique<FakeLink>(
-                                             [this](const std::string&, const std::string& payload, FakeLink*) {
-                                               WireMessage m;
-                                               if (!DecodeMessage(payload, DecodeLimits{}, &m, nullptr).ok()) return;
-                                               std::lock_guard<std::mutex> lock(mu_);
-                                               if (m.kind == WireKind::kAck) acks_.push_back(m.ack);
-                                               if (m.kind == WireKind::kFeedPage) pages_.push_back(m.feed_page);
-                                             });
-                                         link_ = l.get();
-                                         *link = std::move(l);
-                                         return Status::Ok();
-                                       });
-    ASSERT_OK(hub_->Start());
+  void Published(const WireMessage& m) override {
+    if (m.kind == WireKind::kAck) acks_.push_back(m.ack);
+    if (m.kind == WireKind::kFeedPage) pages_.push_back(m.feed_page);
   }
 
   void SendBatch(uint64_t first_lsn, std::vector<ChangeEntry> entries) {
@@ -109,12 +89,6 @@ class RegionHubCorrectionsTest : public ::testing::Test {
     return out;
   }
 
-  test::TempDir dir_;
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<HubStore> hub_store_;
-  std::unique_ptr<RegionHub> hub_;
-  FakeLink* link_ = nullptr;
-  std::mutex mu_;
   std::vector<WireAck> acks_;
   std::vector<WireFeedPage> pages_;
   uint64_t correlation_ = 0;

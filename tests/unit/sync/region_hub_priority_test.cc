@@ -22,7 +22,7 @@
 #include "tests/support/sqlite_hub.h"
 #include "tests/support/status_assert.h"
 #include "tests/support/wire_peer.h"
-#include "tests/unit/sync/fake_link.h"
+#include "tests/unit/sync/region_hub_fixture.h"
 
 namespace edgesync {
 namespace {
@@ -47,33 +47,11 @@ std::vector<ChangeEntry> Log(uint64_t from, uint64_t to, int level = -1) {
   return out;
 }
 
-class RegionHubPriorityTest : public ::testing::Test {
+class RegionHubPriorityTest : public RegionHubFixture {
  protected:
-  void SetUp() override {
-    StoreOptions so;
-    so.path = dir_.File("hub.db");
-    so.gateway_id = "hub-eu";
-    ASSERT_OK(Store::Open(so, &store_));
-    hub_store_ = test::NewSqliteHubView(store_.get());
-    RegionHubOptions o;
-    o.region = "eu";
-    hub_ = std::make_unique<RegionHub>(hub_store_.get(), o, nullptr,
-                                       [this](const MqttLinkOptions&, std::unique_ptr<MqttLink>* link) {
-                                         auto l = std::make_unique<FakeLink>(
-                                             [this](const std::string&, const std::string& payload, FakeLink*) {
-                                               WireMessage m;
-                                               if (!DecodeMessage(payload, DecodeLimits{}, &m, nullptr).ok()) return;
-                                               if (m.kind != WireKind::kAck) return;
-                                               std::lock_guard<std::mutex> lock(mu_);
-                                               answers_[m.correlation_id] = m;
-                                             });
-                                         link_ = l.get();
-                                         *link = std::move(l);
-                                         return Status::Ok();
-                                       });
-    ASSERT_OK(hub_->Start());
+  void Published(const WireMessage& m) override {
+    if (m.kind == WireKind::kAck) answers_[m.correlation_id] = m;
   }
-  void TearDown() override { hub_->Stop(); }
 
   // Delivers a payload and waits for its answer.
   WireMessage Exchange(uint64_t id, const std::string& payload) {
@@ -128,12 +106,6 @@ class RegionHubPriorityTest : public ::testing::Test {
     return counts;
   }
 
-  test::TempDir dir_;
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<HubStore> hub_store_;
-  std::unique_ptr<RegionHub> hub_;
-  FakeLink* link_ = nullptr;
-  std::mutex mu_;
   std::map<uint64_t, WireMessage> answers_;
   uint64_t correlation_ = 0;
 };

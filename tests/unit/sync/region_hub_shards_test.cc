@@ -17,7 +17,7 @@
 #include "sync/wire.h"
 #include "tests/support/sqlite_hub.h"
 #include "tests/support/process.h"
-#include "tests/unit/sync/fake_link.h"
+#include "tests/unit/sync/region_hub_fixture.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync {
@@ -67,13 +67,7 @@ class FakeLeases : public ShardLeases {
 
 class RegionHubShardsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    StoreOptions so;
-    so.path = dir_.File("hub.db");
-    so.gateway_id = "hub-eu";
-    ASSERT_OK(Store::Open(so, &store_));
-    hub_store_ = test::NewSqliteHubView(store_.get());
-  }
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(OpenSqliteHubStore(dir_, &store_, &hub_store_)); }
   void StartHub(std::vector<int> shards) {
     leases_.shards = std::move(shards);
     RegionHubOptions o;

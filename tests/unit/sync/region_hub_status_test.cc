@@ -17,37 +17,16 @@
 #include "sync/wire.h"
 #include "tests/support/sqlite_hub.h"
 #include "tests/support/process.h"
-#include "tests/unit/sync/fake_link.h"
+#include "tests/unit/sync/region_hub_fixture.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync {
 namespace {
 
-class RegionHubStatusTest : public ::testing::Test {
+class RegionHubStatusTest : public RegionHubFixture {
  protected:
-  void SetUp() override {
-    StoreOptions so;
-    so.path = dir_.File("hub.db");
-    so.gateway_id = "hub-eu";
-    ASSERT_OK(Store::Open(so, &store_));
-    hub_store_ = test::NewSqliteHubView(store_.get());
-    RegionHubOptions o;
-    o.region = "eu";
-    hub_ = std::make_unique<RegionHub>(hub_store_.get(), o, nullptr,
-                                       [this](const MqttLinkOptions&, std::unique_ptr<MqttLink>* link) {
-                                         auto l = std::make_unique<FakeLink>(
-                                             [this](const std::string&, const std::string& payload, FakeLink*) {
-                                               WireMessage m;
-                                               if (!DecodeMessage(payload, DecodeLimits{}, &m, nullptr).ok()) return;
-                                               if (m.kind != WireKind::kAck) return;
-                                               std::lock_guard<std::mutex> lock(mu_);
-                                               acks_.push_back(m.ack.code);
-                                             });
-                                         link_ = l.get();
-                                         *link = std::move(l);
-                                         return Status::Ok();
-                                       });
-    ASSERT_OK(hub_->Start());
+  void Published(const WireMessage& m) override {
+    if (m.kind == WireKind::kAck) acks_.push_back(m.ack.code);
   }
 
   // Batch `lsn` of one reading from `gateway`, `age_ms` old; `more`: its
@@ -73,12 +52,6 @@ class RegionHubStatusTest : public ::testing::Test {
     return acks_.size();
   }
 
-  test::TempDir dir_;
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<HubStore> hub_store_;
-  std::unique_ptr<RegionHub> hub_;
-  FakeLink* link_ = nullptr;
-  std::mutex mu_;
   std::vector<AckCode> acks_;
 };
 

@@ -1200,6 +1200,16 @@ class UplinkPriorityTest : public UplinkTest {
     for (const auto& [lsn, n] : hub_.applied) ASSERT_EQ(n, 1) << "LSN " << lsn << " applied " << n << " times";
     EXPECT_EQ(hub_.wrong_level, 0) << "entries of another level in a priority batch";
   }
+  // Runs an uplink until the region's checkpoint holds every entry, stops
+  // it and checks each entry was applied once; `stats` are its figures then.
+  void SendAll(UplinkStats* stats) {
+    auto uplink = Make();
+    ASSERT_OK(uplink->Start());
+    ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == kEntries; }, 120000)) << "checkpoint " << Checkpoint();
+    *stats = uplink->stats();
+    uplink->Stop();
+    ExpectEachOnce();
+  }
 };
 
 // Every reading of a priority level is held by the region while the
@@ -1208,12 +1218,8 @@ class UplinkPriorityTest : public UplinkTest {
 // (the backlog's batches still carry the priority readings; the region
 // skips them).
 TEST_F(UplinkPriorityTest, PriorityReadingsGoAheadOfACappedBacklogAndAreAppliedOnce) {
-  auto uplink = Make();
-  ASSERT_OK(uplink->Start());
-  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == kEntries; }, 120000)) << "checkpoint " << Checkpoint();
-  const UplinkStats s = uplink->stats();
-  uplink->Stop();
-  ExpectEachOnce();
+  UplinkStats s;
+  ASSERT_NO_FATAL_FAILURE(SendAll(&s));
   std::lock_guard<std::mutex> lock(hub_.mu);
   size_t prioritised = 0;
   for (uint64_t lsn = 1; lsn <= kEntries; ++lsn) {
@@ -1241,12 +1247,8 @@ TEST_F(UplinkPriorityTest, PriorityReadingsGoAheadOfACappedBacklogAndAreAppliedO
 // its span for contiguous: none goes to it.
 TEST_F(UplinkPriorityTest, NoPriorityBatchGoesToARegionOfProtocol7) {
   hub_.version = kLiveLaneVersion;
-  auto uplink = Make();
-  ASSERT_OK(uplink->Start());
-  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == kEntries; }, 120000)) << "checkpoint " << Checkpoint();
-  const UplinkStats s = uplink->stats();
-  uplink->Stop();
-  ExpectEachOnce();
+  UplinkStats s;
+  ASSERT_NO_FATAL_FAILURE(SendAll(&s));
   EXPECT_EQ(s.priority_batches_sent, 0u);
   std::lock_guard<std::mutex> lock(hub_.mu);
   EXPECT_TRUE(hub_.priority_levels.empty());
@@ -1258,12 +1260,8 @@ TEST_F(UplinkPriorityTest, NoPriorityBatchGoesToARegionOfProtocol7) {
 // answers still say 8, and the lanes bring every entry, each once.
 TEST_F(UplinkPriorityTest, ARegionThatRefusesPriorityBatchesGetsNoMoreAndLosesNothing) {
   hub_.refuse_priority = true;
-  auto uplink = Make();
-  ASSERT_OK(uplink->Start());
-  ASSERT_TRUE(test::WaitFor([&] { return Checkpoint() == kEntries; }, 120000)) << "checkpoint " << Checkpoint();
-  const UplinkStats s = uplink->stats();
-  uplink->Stop();
-  ExpectEachOnce();
+  UplinkStats s;
+  ASSERT_NO_FATAL_FAILURE(SendAll(&s));
   std::lock_guard<std::mutex> lock(hub_.mu);
   EXPECT_EQ(hub_.high_water, kEntries);
   ASSERT_GE(hub_.priority_refused, 1) << "no priority batch went: the test proves nothing";
