@@ -8,6 +8,7 @@
 
 #include "agent/roles.h"
 #include "store/pg_module.h"
+#include "store/sqlite_hub_store.h"
 #include "store/time_correction.h"
 
 namespace edgesync {
@@ -30,12 +31,13 @@ bool OldestFirst(const QueryRow& a, const QueryRow& b) {
 
 bool HubStoreIsRemote(const Config& config) { return !config.hub_store.empty(); }
 
-Status OpenHubStoreForReading(const Config& config, std::unique_ptr<Store>* sqlite, HubStoreHandle* hub) {
-  sqlite->reset();
+Status OpenHubStoreForReading(const Config& config, HubStoreHandle* hub) {
   hub->reset();
   if (!HubStoreIsRemote(config)) {
-    ES_RETURN_IF_ERROR(OpenStoreForReading(config, sqlite));
-    hub->Borrow(SqliteHubStore(sqlite->get()));
+    std::unique_ptr<SqliteHubStore> sqlite;
+    ES_RETURN_IF_ERROR(OpenSqliteHubStore(StoreOptionsForReading(config), &sqlite));
+    Store* store = sqlite->store();
+    hub->Own(std::move(sqlite), store);
     return Status::Ok();
   }
   HubStoreOptions o;
@@ -47,7 +49,7 @@ Status OpenHubStoreForReading(const Config& config, std::unique_ptr<Store>* sqli
   ES_RETURN_IF_ERROR(LoadPgModule(&pg));
   std::unique_ptr<HubStore> store;
   Status st = pg->open_hub_store(o, &store);
-  hub->Own(std::move(store));
+  hub->Own(std::move(store), nullptr);
   // The location never holds a password (the store refuses one).
   return st.Annotate("hub store " + config.hub_store);
 }

@@ -26,34 +26,33 @@ namespace edgesync {
 // True when the config names a hub store other than the SQLite file.
 bool HubStoreIsRemote(const Config& config);
 
-// A hub store opened for reading: the SQLite store's own hub tables (the
-// file is held beside it, in OpenHubStoreForReading's *sqlite) or a
-// PostgreSQL store it owns.
+// A hub store opened for reading, owned: the SQLite hub store (with the
+// gateway side of its file, sqlite(), which it owns) or a PostgreSQL store.
 class HubStoreHandle {
  public:
-  void Own(std::unique_ptr<HubStore> store) {
-    owned_ = std::move(store);
-    hub_ = owned_.get();
+  // sqlite: the SQLite store the hub store owns; nullptr for PostgreSQL.
+  void Own(std::unique_ptr<HubStore> store, Store* sqlite) {
+    hub_ = std::move(store);
+    sqlite_ = sqlite;
   }
-  void Borrow(HubStore* store) {
-    owned_.reset();
-    hub_ = store;
-  }
-  void reset() { Borrow(nullptr); }
-  HubStore* get() const { return hub_; }
-  HubStore* operator->() const { return hub_; }
+  void reset() { Own(nullptr, nullptr); }
+  HubStore* get() const { return hub_.get(); }
+  HubStore* operator->() const { return hub_.get(); }
   explicit operator bool() const { return hub_ != nullptr; }
+  // The SQLite store file's gateway side (figures, queries); nullptr for
+  // PostgreSQL.
+  Store* sqlite() const { return sqlite_; }
 
  private:
-  std::unique_ptr<HubStore> owned_;
-  HubStore* hub_ = nullptr;
+  std::unique_ptr<HubStore> hub_;
+  Store* sqlite_ = nullptr;
 };
 
 // The hub's store for reading. SQLite: the store file opened read only
-// (never created) in *sqlite, its hub tables in *hub; PostgreSQL: *hub
-// alone (*sqlite stays empty). The PostgreSQL store is opened as the hub
-// opens it, so its schema must exist or be creatable (docs/REGION.md).
-Status OpenHubStoreForReading(const Config& config, std::unique_ptr<Store>* sqlite, HubStoreHandle* hub);
+// (never created), hub.sqlite() its gateway side; PostgreSQL: the hub
+// store alone. The PostgreSQL store is opened as the hub opens it, so its
+// schema must exist or be creatable (docs/REGION.md).
+Status OpenHubStoreForReading(const Config& config, HubStoreHandle* hub);
 
 // Every entry of the region feed from the beginning (what retention left),
 // in the feed's order, to `visit`; stops at the first non-ok it returns.

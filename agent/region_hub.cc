@@ -28,6 +28,7 @@
 #include "store/hub_store.h"
 #include "store/hub_store_leases.h"
 #include "store/pg_module.h"
+#include "store/sqlite_hub_store.h"
 #include "store/store.h"
 #include "sync/mqtt_link_pool.h"
 #include "sync/region_hub.h"
@@ -186,8 +187,9 @@ int RunRegionHub(const Config& config) {
     return 1;
   }
   Status st = MakePrivateDir(config.data_dir);
-  std::unique_ptr<Store> store;  // SQLite only
+  std::unique_ptr<SqliteHubStore> sqlite_store;  // SQLite only
   std::unique_ptr<HubStore> pg_store;  // PostgreSQL only
+  Store* store = nullptr;  // SQLite only: the file's gateway side (figures)
   HubStore* hub_store = nullptr;
   std::string where;
   HubStoreOptions ho;  // PostgreSQL
@@ -207,8 +209,11 @@ int RunRegionHub(const Config& config) {
                                                   "; SQLite is one hub per store: to share a region among hubs, "
                                                   "give them a PostgreSQL store ([hub] store, docs/REGION.md)");
     }
-    if (st.ok()) st = Store::Open(so, &store);
-    if (st.ok()) hub_store = SqliteHubStore(store.get());
+    if (st.ok()) st = OpenSqliteHubStore(so, &sqlite_store);
+    if (st.ok()) {
+      hub_store = sqlite_store.get();
+      store = sqlite_store->store();
+    }
   } else {
     where = config.hub_store;  // never holds a password (refused at open)
     if (st.ok()) {
@@ -222,7 +227,7 @@ int RunRegionHub(const Config& config) {
     hub_store = pg_store.get();
   }
   if (!st.ok()) {
-    // Store::Open names the SQLite store itself.
+    // OpenSqliteHubStore names the SQLite store itself.
     std::fprintf(stderr, "edgesync region: %s\n", st.ToString().c_str());
     return 1;
   }
@@ -280,7 +285,7 @@ int RunRegionHub(const Config& config) {
     hub.Stop();
     return 1;
   }
-  HubSnapshot snapshot(config, hub_options.hub_id, store.get(), hub_store, &hub);
+  HubSnapshot snapshot(config, hub_options.hub_id, store, hub_store, &hub);
   StatusBoard board(config.StatusPath());
   HttpStatusServer http(&board);
   StartHttp(config, &http);

@@ -59,6 +59,9 @@ constexpr int kExitConfig = 78;
 // never migrates or writes it, skips the open-time check (the running
 // process checks it).
 Status OpenStoreForReading(const Config& config, std::unique_ptr<Store>* store);
+// The options OpenStoreForReading opens the store with (a SQLite hub
+// store's file is opened with them too, agent/hub_reads.cc).
+StoreOptions StoreOptionsForReading(const Config& config);
 // The same store opened read-write for `feed --lease`, whose owners write
 // their leases and checkpoints into it; never creates it.
 Status OpenStoreForLeases(const Config& config, std::unique_ptr<Store>* store);

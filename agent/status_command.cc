@@ -47,9 +47,9 @@ bool LiveSnapshot(const Config& config, json* out) {
 // A stopped hub's region feed, whichever store holds it: the same figures
 // for the same entries (the PostgreSQL store has no file figures).
 Status HubStoreFigures(const Config& config, json* j) {
-  std::unique_ptr<Store> sqlite;
   HubStoreHandle hub;
-  ES_RETURN_IF_ERROR(OpenHubStoreForReading(config, &sqlite, &hub));
+  ES_RETURN_IF_ERROR(OpenHubStoreForReading(config, &hub));
+  Store* sqlite = hub.sqlite();
   FeedBoundsInfo bounds;
   ES_RETURN_IF_ERROR(hub->FeedBounds(&bounds));
   (*j)["region_feed"] = {{"backend", hub->backend()}, {"entries", bounds.numbered}, {"epoch", hub->epoch()}};
@@ -57,7 +57,7 @@ Status HubStoreFigures(const Config& config, json* j) {
   if (sqlite) {
     StoreStats stats;
     ES_RETURN_IF_ERROR(sqlite->Stats(&stats));
-    j->update(StoreFigures(sqlite.get(), stats, config.data_dir, {}, SystemClock()->WallMillis()));
+    j->update(StoreFigures(sqlite, stats, config.data_dir, {}, SystemClock()->WallMillis()));
   } else {
     HubStoreStats hs;
     ES_RETURN_IF_ERROR(hub->Stats(&hs));

@@ -36,7 +36,7 @@ int Fail(const char* what, const Status& status) {
 }
 
 // Every store command opens an existing store under its file identity.
-Status OpenExistingStore(const Config& config, bool read_only, std::unique_ptr<Store>* store) {
+StoreOptions ExistingStoreOptions(const Config& config, bool read_only) {
   StoreOptions o = StoreOptionsFromConfig(config);
   o.create_if_missing = false;
   o.read_only = read_only;
@@ -45,17 +45,19 @@ Status OpenExistingStore(const Config& config, bool read_only, std::unique_ptr<S
   // Reading changes nothing, and a full check of a large store would make
   // every query wait seconds; the gateway checks the file when it opens it.
   o.open_check = StoreOptions::OpenCheck::kNone;
-  return Store::Open(o, store);
+  return o;
 }
 
 }  // namespace
 
+StoreOptions StoreOptionsForReading(const Config& config) { return ExistingStoreOptions(config, /*read_only=*/true); }
+
 Status OpenStoreForReading(const Config& config, std::unique_ptr<Store>* store) {
-  return OpenExistingStore(config, /*read_only=*/true, store);
+  return Store::Open(StoreOptionsForReading(config), store);
 }
 
 Status OpenStoreForLeases(const Config& config, std::unique_ptr<Store>* store) {
-  return OpenExistingStore(config, /*read_only=*/false, store);
+  return Store::Open(ExistingStoreOptions(config, /*read_only=*/false), store);
 }
 
 Status ParseTimeArg(const std::string& text, int64_t now_ms, int64_t* ms) {
@@ -354,7 +356,7 @@ int RunQuery(const Config& config, const QueryOptions& options) {
   {
     std::unique_ptr<Store> store;
     HubStoreHandle hub;
-    st = HubStoreIsRemote(config) ? OpenHubStoreForReading(config, &store, &hub) : OpenStoreForReading(config, &store);
+    st = HubStoreIsRemote(config) ? OpenHubStoreForReading(config, &hub) : OpenStoreForReading(config, &store);
     if (!st.ok()) return Fail("query", st);
     st = hub ? QueryRegionFeed(hub.get(), q, &rows) : store->Query(q, &rows);
     if (!st.ok()) return Fail("query", st);
@@ -426,8 +428,7 @@ int RunDevices(const Config& config, OutputFormat format) {
   {
     std::unique_ptr<Store> store;
     HubStoreHandle hub;
-    Status st =
-        HubStoreIsRemote(config) ? OpenHubStoreForReading(config, &store, &hub) : OpenStoreForReading(config, &store);
+    Status st = HubStoreIsRemote(config) ? OpenHubStoreForReading(config, &hub) : OpenStoreForReading(config, &store);
     if (!st.ok()) return Fail("devices", st);
     st = hub ? ListRegionFeedDevices(hub.get(), &devices) : store->ListDevices(&devices);
     if (!st.ok()) return Fail("devices", st);
@@ -489,9 +490,8 @@ int RunRegionFeed(const Config& config, const FeedOptions& options) {
     return Fail("feed", Status::InvalidArgument("a region feed has no ranges: leave out --range"));
   }
   if (options.max_entries < 1) return Fail("feed", Status::InvalidArgument("--max must be at least 1"));
-  std::unique_ptr<Store> sqlite;
   HubStoreHandle hub;
-  Status st = OpenHubStoreForReading(config, &sqlite, &hub);
+  Status st = OpenHubStoreForReading(config, &hub);
   if (!st.ok()) return Fail("feed", st);
   const std::string epoch = hub->epoch();
   if (options.list_ranges) {
@@ -521,10 +521,7 @@ int RunRegionFeed(const Config& config, const FeedOptions& options) {
     if (!st.ok()) return Fail("feed", st);
     // A SQLite store is closed while printing and waiting, as a gateway's
     // is: a hub that starts meanwhile must not wait for a follower.
-    if (sqlite) {
-      hub.reset();
-      sqlite.reset();
-    }
+    if (hub.sqlite() != nullptr) hub.reset();
     for (const RegionFeedEntry& e : page.entries) {
       nlohmann::json j = FeedEntryJson(e.remote.entry);
       j["origin"] = e.remote.origin.ToString();
@@ -551,7 +548,7 @@ int RunRegionFeed(const Config& config, const FeedOptions& options) {
       return 0;
     }
     if (!hub) {
-      st = OpenHubStoreForReading(config, &sqlite, &hub);
+      st = OpenHubStoreForReading(config, &hub);
       if (!st.ok()) return Fail("feed", st);
     }
   }

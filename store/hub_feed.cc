@@ -268,11 +268,11 @@ Status HubFeedReader::FeedWatermarks(std::vector<OriginWatermark>* watermarks) {
   return st;
 }
 
-Status HubFeedReader::ListWatermarks(const Origin& self, std::vector<OriginWatermark>* watermarks) {
+Status ListStoreWatermarks(Db* db, const Origin& self, std::vector<OriginWatermark>* watermarks) {
   watermarks->clear();
   Stmt s;
   // A hub's marks and a read view's kept watermarks (a store may be both).
-  ES_RETURN_IF_ERROR(s.Prepare(db_,
+  ES_RETURN_IF_ERROR(s.Prepare(db,
                                "SELECT o.gateway_id, o.epoch, max(w.c) FROM (SELECT origin, complete_ms AS c FROM "
                                "view_watermarks UNION ALL SELECT origin, complete_ms FROM high_water WHERE complete_ms "
                                "> 0) w JOIN origins o ON o.id = w.origin GROUP BY w.origin"));

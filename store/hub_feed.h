@@ -19,7 +19,7 @@
 //
 // Thread safety: HubFeedWriter belongs to the store's writer, HubFeedReader
 // to its read connection; each is used under its connection's mutex
-// (SqliteStore declares them GUARDED_BY it). The writer runs inside the
+// (SqliteHubStore declares them GUARDED_BY it). The writer runs inside the
 // caller's transaction; each reader call is a read transaction of its own.
 #ifndef EDGESYNC_STORE_HUB_FEED_H_
 #define EDGESYNC_STORE_HUB_FEED_H_
@@ -92,9 +92,6 @@ class HubFeedReader {
               bool* reset);
   // The origins' completeness watermarks with the sequence each holds from.
   Status FeedWatermarks(std::vector<OriginWatermark>* watermarks);
-  // A hub's marks and a read view's kept watermarks (a store may be both),
-  // the higher of the two per origin; self's is left out.
-  Status ListWatermarks(const Origin& self, std::vector<OriginWatermark>* watermarks);
 
  private:
   Db* db_ = nullptr;
@@ -106,6 +103,12 @@ class HubFeedReader {
   std::vector<RemoteChunkEntry> chunk_;  // Read's, reused
   std::vector<int64_t> chunk_origins_;   // their origin ids
 };
+
+// A hub's marks and a read view's kept watermarks (a store may be both),
+// the higher of the two per origin; self's is left out. One statement on
+// the caller's connection (the store's Store::ListWatermarks, whether or
+// not a hub store was opened on it).
+Status ListStoreWatermarks(Db* db, const Origin& self, std::vector<OriginWatermark>* watermarks);
 
 }  // namespace edgesync
 

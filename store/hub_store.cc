@@ -1,7 +1,6 @@
 // The hub store's shared rules (what is invalid, what is a gap); the SQLite
-// backend is the SQLite store itself (store/hub_feed.h, reached through
-// hub_store_sqlite.cc). Nothing here needs SQLite: the PostgreSQL module
-// links this file.
+// backend is store/sqlite_hub_store.cc. Nothing here needs SQLite: the
+// PostgreSQL module links this file.
 #include "store/hub_store.h"
 
 #include <algorithm>

@@ -3,14 +3,16 @@
 // The hub (sync/region_hub.h) applies gateways' batches and serves the region
 // feed. It depends on this interface, not on the gateway's 29-method Store,
 // so a second backend pays only for what the hub uses:
-//   - SQLite (the embedded default): an adapter over Store's hub methods
-//     (NewSqliteHubStore); the hub's figures are those of the Store.
+//   - SQLite (the embedded default): SqliteHubStore (store/sqlite_hub_store.h,
+//     OpenSqliteHubStore), which owns the SQLite store whose file holds the
+//     hub's tables; the hub's figures are those of that store.
 //   - PostgreSQL through libpq (store/pg/): a region that outgrows one
 //     machine. Built where libpq is found (EDGESYNC_HAVE_POSTGRESQL), as a
 //     module the edgesync program loads only for such a hub
 //     (store/pg_module.h); test programs link it (es_store_pg).
-// OpenHubStore picks one by the configured location. Every backend passes
-// the same conformance suite (tests/unit/store/hub_store_conformance_test.cc).
+// The region role (agent/region_hub.cc) picks one by the configured
+// location. Every backend passes the same conformance suite
+// (tests/unit/store/hub_store_conformance_test.cc).
 //
 // Contract of an apply (one origin's batch):
 //   - invalid: the batch is malformed (origin, an entry, LSN order); nothing
@@ -272,13 +274,9 @@ ApplyPlan PlanApply(const OriginBatch& batch, uint64_t held, const std::vector<L
 // priority batch: it says nothing of the entries between its own.
 bool BatchCompletes(const OriginBatch& batch, uint64_t high_water);
 
-// The hub tables of a SQLite store opened by Store::Open: the same object,
-// which implements HubStore too (not owned). nullptr for another Store.
-HubStore* SqliteHubStore(Store* store);
-
 struct HubStoreOptions {
   // "postgresql://..." or "postgres://..." for PostgreSQL; anything else is
-  // the SQLite store the caller opened (see OpenHubStore).
+  // the SQLite store the caller opens (OpenSqliteHubStore).
   std::string location;
   std::string password_file;        // PostgreSQL: the password, first line; "" = none
   int64_t feed_retention_ms = hub_store_options::kFeedRetentionS * 1000;

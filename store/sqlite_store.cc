@@ -30,11 +30,7 @@
 namespace edgesync {
 namespace {
 
-// A feed page scans at most this many pages' worth of entries (positions
-// that differ per shard, or a hostile reader's, are scanned from the lowest).
-constexpr size_t kFeedScanFactor = 4;
-
-Status OpenStore(const StoreOptions& options, std::unique_ptr<Store>* store) {
+Status OpenStore(const StoreOptions& options, std::unique_ptr<SqliteStore>* store) {
   if (!options.gateway_id.empty()) ES_RETURN_IF_ERROR(ValidateKey("gateway id", options.gateway_id));
   if (options.initial_ranges < store_options::kInitialRangesMin ||
       options.initial_ranges > store_options::kInitialRangesMax) {
@@ -61,9 +57,16 @@ Status OpenStore(const StoreOptions& options, std::unique_ptr<Store>* store) {
 }  // namespace
 
 // The one place that names the context: callers add none of their own.
-Status Store::Open(const StoreOptions& options, std::unique_ptr<Store>* store) {
+Status OpenSqliteStore(const StoreOptions& options, std::unique_ptr<SqliteStore>* store) {
   if (options.path.empty()) return Status::InvalidArgument("store path is empty");
   return OpenStore(options, store).Annotate("opening store " + options.path);
+}
+
+Status Store::Open(const StoreOptions& options, std::unique_ptr<Store>* store) {
+  std::unique_ptr<SqliteStore> s;
+  ES_RETURN_IF_ERROR(OpenSqliteStore(options, &s));
+  *store = std::move(s);
+  return Status::Ok();
 }
 
 SqliteStore::SqliteStore(const StoreOptions& options)
@@ -221,7 +224,6 @@ Status SqliteStore::Init() {
   ES_RETURN_IF_ERROR(log_reader_.Open(&read_db_, &series_reader_, origin_.epoch));
   ES_RETURN_IF_ERROR(r_origin_.Prepare(&read_db_, /*can_insert=*/false));
   query_reader_.Open(&read_db_, &series_reader_, &origin_catalog_, &r_origin_, &remote_rows_, origin_);
-  ES_RETURN_IF_ERROR(hub_reader_.Open(&read_db_, &series_reader_, &origin_catalog_, &r_origin_, &remote_rows_));
 
   ES_RETURN_IF_ERROR(series_writer_.Open(&write_db_, &series_index_));
   ES_RETURN_IF_ERROR(RefreshWriteRanges());
@@ -373,17 +375,18 @@ Status SqliteStore::Backlog(uint64_t after_lsn, BacklogInfo* info) {
   return query_reader_.Backlog(after_lsn, info);
 }
 
-// Other origins' entries: the read view (store/read_view_tables.h) and a
-// hub's region feed (store/hub_feed.h), written through the writer's
-// connection, read through the read connection.
+// Other origins' entries: the read view (store/read_view_tables.h),
+// written through the writer's connection, read through the read
+// connection. A hub's region feed is SqliteHubStore's
+// (store/sqlite_hub_store.cc), on the same connections.
 
-// Their statements are prepared on first use and kept for the connection's
-// life: a store that never applies remote entries pays nothing.
+// Their statements (and the origin statements a hub's writer shares) are
+// prepared on first use and kept for the connection's life: a store that
+// never applies remote entries pays nothing.
 Status SqliteStore::PrepareApply() {
   if (apply_prepared_) return Status::Ok();
   ES_RETURN_IF_ERROR(w_origin_.Prepare(&write_db_, /*can_insert=*/true));
   ES_RETURN_IF_ERROR(read_view_.Open(&write_db_, &series_writer_, &origin_catalog_, &w_origin_, &remote_rows_));
-  ES_RETURN_IF_ERROR(hub_writer_.Open(&write_db_, &series_writer_, &origin_catalog_, &w_origin_));
   apply_prepared_ = true;
   return Status::Ok();
 }
@@ -460,178 +463,9 @@ Status SqliteStore::KeepWatermarks(const std::vector<OriginWatermark>& watermark
   return EndRemoteWrite(&txn, s);
 }
 
-Status SqliteStore::ApplyBatches(const std::vector<OriginBatch>& batches, std::vector<ApplyResult>* results) {
-  results->assign(batches.size(), ApplyResult{});
-  // Refused before the write lock: an invalid batch writes nothing and its
-  // refusal stays its own, whatever the batches beside it.
-  std::vector<bool> valid(batches.size(), false);
-  bool any = false;
-  for (size_t i = 0; i < batches.size(); ++i) {
-    Status v = ValidateOriginBatch(batches[i]);
-    if (v.ok()) {
-      valid[i] = true;
-      any = true;
-      continue;
-    }
-    ApplyResult& r = (*results)[i];
-    r.outcome = ApplyOutcome::kInvalid;
-    r.detail = v.message();
-    if (ValidateOrigin(batches[i].origin).ok()) ES_RETURN_IF_ERROR(HighWater(batches[i].origin, &r.high_water));
-    r.before = r.high_water;
-  }
-  if (!any) return Status::Ok();
-  MutexLock lock(&write_mu_);
-  ES_RETURN_IF_ERROR(PrepareApply());
-  Txn txn(&write_db_);
-  series_writer_.Commit();
-  Status s = [&]() REQUIRES(write_mu_) -> Status {
-    ES_RETURN_IF_ERROR(txn.Begin());
-    ES_RETURN_IF_ERROR(hub_writer_.Apply(batches, valid, clock_->WallMillis(), results));
-    return txn.Commit();
-  }();
-  return EndRemoteWrite(&txn, s);
-}
-
-Status SqliteStore::HighWater(const Origin& origin, uint64_t* high_water) {
-  ES_RETURN_IF_ERROR(ValidateOrigin(origin));
-  MutexLock lock(&read_mu_);
-  return hub_reader_.HighWater(origin, high_water);
-}
-
-Status SqliteStore::RegionFeedBounds(uint64_t* oldest_seq, uint64_t* head_seq) {
-  MutexLock lock(&read_mu_);
-  return hub_reader_.Bounds(oldest_seq, head_seq);
-}
-
-Status SqliteStore::ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::vector<RegionFeedEntry>* entries,
-                                   uint64_t* head_seq, bool* reset) {
-  MutexLock lock(&read_mu_);
-  return hub_reader_.Read(after_seq, max_entries, entries, head_seq, reset);
-}
-
-Status SqliteStore::FeedWatermarks(std::vector<OriginWatermark>* watermarks) {
-  MutexLock lock(&read_mu_);
-  return hub_reader_.FeedWatermarks(watermarks);
-}
-
 Status SqliteStore::ListWatermarks(std::vector<OriginWatermark>* watermarks) {
   MutexLock lock(&read_mu_);
-  return hub_reader_.ListWatermarks(origin_, watermarks);
-}
-
-Status SqliteStore::CompactFeedStep(CompactResult* result) {
-  *result = CompactResult{};
-  if (options_.read_only) return Status::InvalidArgument("region feed compaction: the store is open read-only");
-  const int64_t cutoff = clock_->WallMillis() - options_.compact_after_ms;
-  MutexLock compact(&feed_compact_mu_);
-  RegionFeedMergePlan plan;
-  {
-    MutexLock lock(&read_mu_);
-    Txn snapshot(&read_db_);
-    ES_RETURN_IF_ERROR(snapshot.Begin(Txn::Mode::kDeferred));
-    ES_RETURN_IF_ERROR(feed_compactor_.Read(&read_db_, cutoff, &plan));
-  }
-  // Decoding and encoding a few thousand entries holds neither lock: feed
-  // reads and applies go on meanwhile.
-  Status built = feed_compactor_.Build(&plan);
-  if (!built.ok()) {
-    if (built.code() == Status::Code::kCorruption) remote_rows_.NoteCorrupt();
-    return built;
-  }
-  RegionFeedMergeResult m;
-  if (plan.merge || plan.mark_after != plan.mark_before || !plan.rows.empty()) {
-    MutexLock lock(&write_mu_);
-    Txn txn(&write_db_);
-    Status s = [&]() REQUIRES(write_mu_, feed_compact_mu_) -> Status {
-      ES_RETURN_IF_ERROR(txn.Begin());
-      ES_RETURN_IF_ERROR(feed_compactor_.Write(&write_db_, plan, &m));
-      return txn.Commit();
-    }();
-    if (!s.ok()) return s;
-  }
-  result->spans = m.merged_rows;
-  result->readings = m.entries;
-  result->bytes_before = m.bytes_before;
-  result->bytes_after = m.bytes_after;
-  result->kept = m.left_rows > 0 ? 1 : 0;
-  if (m.left_rows > 0) {
-    for (const RegionFeedMergePlan::SourceRow& row : plan.rows) result->kept_readings += row.n;
-  }
-  result->more = plan.more;
-  return Status::Ok();
-}
-
-Status SqliteStore::ReadFeed(const ShardPositions& after, size_t max_entries, FeedRead* page) {
-  *page = FeedRead{};
-  FeedBoundsInfo bounds;
-  ES_RETURN_IF_ERROR(FeedBounds(&bounds));
-  page->head = bounds.head;
-  page->next = after;
-  bool reset = false;
-  for (int s = 0; s < kRegionShards; ++s) {
-    if (after[s] < bounds.pruned[s]) {
-      reset = true;
-      page->next[s] = bounds.pruned[s];
-    }
-  }
-  if (reset) {
-    page->reset = true;
-    return Status::Ok();
-  }
-  // Each read below is a snapshot of its own, maybe newer than the
-  // bounds': the head moves with them, so no entry lies past it.
-  uint64_t head = bounds.head[0];
-  uint64_t scanned = *std::min_element(after.begin(), after.end());
-  // Positions that differ (a reader's own, or skewed by a hostile one)
-  // are scanned from the lowest; the scan is bounded so a page costs at
-  // most kScanFactor pages' reading.
-  const size_t max = std::max<size_t>(1, std::min<size_t>(max_entries, 100000));
-  size_t budget = max * kFeedScanFactor;
-  // Sized once: grown entry by entry, moving entries and faulting in fresh
-  // memory were the largest part of a 5,000-entry page's cost.
-  page->entries.reserve(static_cast<size_t>(std::min<uint64_t>(max, head - scanned)));
-  std::vector<RegionFeedEntry> chunk;
-  chunk.reserve(page->entries.capacity());
-  while (page->entries.size() < max && scanned < head && budget > 0) {
-    uint64_t chunk_head = 0;
-    bool chunk_reset = false;
-    ES_RETURN_IF_ERROR(ReadRegionFeed(scanned, std::min(budget, max), &chunk, &chunk_head, &chunk_reset));
-    if (chunk_reset) {  // pruned meanwhile: the next read resets the reader
-      page->entries.clear();
-      page->next = after;
-      return Status::Ok();
-    }
-    head = std::max(head, chunk_head);
-    if (chunk.empty()) break;
-    budget -= std::min(budget, chunk.size());
-    for (RegionFeedEntry& e : chunk) {
-      if (page->entries.size() == max) break;
-      scanned = e.seq;
-      e.shard = RegionShardOf(e.remote.origin.gateway_id);
-      if (e.seq > after[e.shard]) page->entries.push_back(std::move(e));
-    }
-  }
-  // Everything up to `scanned` was either on this page or at or below the
-  // reader's position in its shard.
-  page->head.fill(head);
-  for (uint64_t& n : page->next) n = std::min(std::max(n, scanned), head);
-  return Status::Ok();
-}
-
-Status SqliteStore::FeedBounds(FeedBoundsInfo* bounds) {
-  *bounds = FeedBoundsInfo{};
-  uint64_t oldest = 0, head = 0;
-  ES_RETURN_IF_ERROR(RegionFeedBounds(&oldest, &head));
-  bounds->oldest = oldest;
-  bounds->numbered = head;
-  bounds->head.fill(head);
-  bounds->pruned.fill(oldest > 0 ? oldest - 1 : head);
-  return Status::Ok();
-}
-
-Status SqliteStore::Stats(HubStoreStats* stats) {
-  stats->backend = backend();
-  return RegionFeedBounds(&stats->feed_oldest, &stats->feed_head);
+  return ListStoreWatermarks(&read_db_, origin_, watermarks);
 }
 
 // Coordination: leases (store/lease_table.h), named checkpoints, feed

@@ -1,5 +1,5 @@
-// store/sqlite_store.h: the SQLite implementation of Store and of HubStore
-// (internal to store/; callers use store.h and hub_store.h).
+// store/sqlite_store.h: the SQLite implementation of Store (internal to
+// store/; callers use store.h, and a region hub store/sqlite_hub_store.h).
 //
 // A thin owner: two connections, their mutexes, the LSN allocator, and the
 // components that do the work (docs/ARCHITECTURE.md lists them), each
@@ -11,6 +11,10 @@
 // deleted, so a cached id stays valid forever). sqlite_store.cc opens the
 // store and hands each call to its component; sqlite_store_log.cc is the
 // writer's own work (appends and the other change-log entries).
+//
+// A region hub's tables are SqliteHubStore's (store/sqlite_hub_store.h),
+// which owns the store it was opened on and works on its two connections
+// under their mutexes: one writer connection per file, whoever writes.
 //
 // Thread safety: all public methods may be called from any thread. Which
 // mutex guards what is declared with the members (GUARDED_BY, REQUIRES:
@@ -29,8 +33,6 @@
 
 #include "platform/mutex.h"
 #include "store/chunk_codec.h"
-#include "store/hub_feed.h"
-#include "store/hub_store.h"
 #include "store/log_reader.h"
 #include "store/log_retention.h"
 #include "store/lsn_fence.h"
@@ -38,7 +40,6 @@
 #include "store/query_reader.h"
 #include "store/range_table.h"
 #include "store/read_view_tables.h"
-#include "store/region_feed_compactor.h"
 #include "store/remote_chunk_codec.h"
 #include "store/remote_rows.h"
 #include "store/series_catalog.h"
@@ -48,7 +49,7 @@
 
 namespace edgesync {
 
-class SqliteStore : public Store, public HubStore {
+class SqliteStore : public Store {
  public:
   explicit SqliteStore(const StoreOptions& options);
   ~SqliteStore() override;
@@ -93,7 +94,6 @@ class SqliteStore : public Store, public HubStore {
   Status ListDevices(std::vector<DeviceSummary>* devices) override;
   Status ListWatermarks(std::vector<OriginWatermark>* watermarks) override;
   Status KeepWatermarks(const std::vector<OriginWatermark>& watermarks) override;
-  Status FeedWatermarks(std::vector<OriginWatermark>* watermarks) override;
   Status Backlog(uint64_t after_lsn, BacklogInfo* info) override;
 
   Status AddDeadLetters(const std::vector<DeadLetter>& letters) override;
@@ -108,33 +108,13 @@ class SqliteStore : public Store, public HubStore {
   Status ListClockPeriods(std::vector<ClockPeriod>* periods) override;
   Status CorrectClockPeriod(uint32_t id, int64_t delta_ms, int64_t now_ms, bool* done) override;
 
-  // HubStore (store/hub_feed.h does the work): a region hub's tables in
-  // this file. One hub is the file's only writer (agent/region_hub.cc locks it), and every
-  // write goes through write_mu_: a batch is decided against the mark read
-  // inside the transaction that applies it, once. PruneStep is the store's
-  // own (the region feed is its remote entries).
-  std::string epoch() const override { return origin_.epoch; }
-  std::string backend() const override { return "sqlite"; }
-  Status ApplyBatches(const std::vector<OriginBatch>& batches, std::vector<ApplyResult>* results) override;
-  Status HighWater(const Origin& origin, uint64_t* high_water) override;
-  // One writer commits the feed in its sequence order, so every shard uses
-  // the region's one sequence as its own.
-  Status ReadFeed(const ShardPositions& after, size_t max_entries, FeedRead* page) override;
-  Status FeedBounds(FeedBoundsInfo* bounds) override;
-  // Merges a run of small region feed rows applied longer ago than
-  // compact_after_ms (store/region_feed_compactor.h): read under read_mu_,
-  // built under neither, swapped in under write_mu_ in one transaction.
-  Status CompactFeedStep(CompactResult* result) override;
-  Status Stats(HubStoreStats* stats) override;
-  // The region feed in its one sequence, under ReadFeed and FeedBounds (and
-  // the store's tests): entries with seq > after_seq (*reset when after_seq
-  // was pruned: never a silent rewind or skip), and the oldest sequence
-  // still served and the head ((0, head) when empty).
-  Status ReadRegionFeed(uint64_t after_seq, size_t max_entries, std::vector<RegionFeedEntry>* entries,
-                        uint64_t* head_seq, bool* reset);
-  Status RegionFeedBounds(uint64_t* oldest_seq, uint64_t* head_seq);
-
  private:
+  // The hub store works on this store's connections, under their mutexes:
+  // write_mu_ / write_db_ (PrepareApply, EndRemoteWrite, the series and
+  // origin writers), read_mu_ / read_db_ (the series and origin readers,
+  // remote_rows_), and reads origin_, options_ and clock_.
+  friend class SqliteHubStore;
+
   // Write side. mark may be null (no checkpoint to move).
   Status AppendWithMark(const std::vector<Reading>& readings, const CheckpointMark* mark, AppendResult* result)
       EXCLUDES(write_mu_);
@@ -167,9 +147,9 @@ class SqliteStore : public Store, public HubStore {
   // A device record or time correction in a transaction of its own
   // (sqlite_store_log.cc).
   Status CommitLogEntry(const std::function<Status(uint64_t* lsn)>& write, uint64_t* lsn) REQUIRES(write_mu_);
-  // The read view's and hub's writers, opened on first use and kept for
-  // the connection's life (a store that never applies remote entries pays
-  // nothing).
+  // The read view's writer and the origin statements a hub's writer
+  // shares, opened on first use and kept for the connection's life (a
+  // store that never applies remote entries pays nothing).
   Status PrepareApply() REQUIRES(write_mu_);
   // Inside a write transaction: a `log` row (a device record or a time
   // correction) at the next LSN, with its `batches` row; NoteLogRow once
@@ -198,11 +178,6 @@ class SqliteStore : public Store, public HubStore {
   std::vector<Origin> former_origins_;
   int schema_version_ = 0;
 
-  // Region feed compaction (CompactFeedStep): one step at a time; it reads
-  // under read_mu_, builds the merged row under neither, and swaps it in
-  // under write_mu_.
-  Mutex feed_compact_mu_ ACQUIRED_BEFORE(read_mu_, write_mu_);
-  RegionFeedCompactor feed_compactor_ GUARDED_BY(feed_compact_mu_);
   // Each connection's mutex is taken before the catalogs' own (leaf) mutexes.
   Mutex write_mu_;
   Db write_db_ GUARDED_BY(write_mu_);
@@ -219,13 +194,11 @@ class SqliteStore : public Store, public HubStore {
   std::vector<ChunkReading> chunk_buffer_ GUARDED_BY(write_mu_);  // AppendOnce's group, reused
   std::string block_buffer_ GUARDED_BY(write_mu_);                // its encoded chunk, reused
   ReadViewTables read_view_ GUARDED_BY(write_mu_);  // store/read_view_tables.h
-  HubFeedWriter hub_writer_ GUARDED_BY(write_mu_);  // store/hub_feed.h
 
   Mutex read_mu_;
   Db read_db_ GUARDED_BY(read_mu_);
   LogReader log_reader_ GUARDED_BY(read_mu_);      // store/log_reader.h
   QueryReader query_reader_ GUARDED_BY(read_mu_);  // store/query_reader.h
-  HubFeedReader hub_reader_ GUARDED_BY(read_mu_);  // store/hub_feed.h
 
   // The series catalog (store/series_catalog.h): the index is shared, the
   // writer and reader parts belong to their connections.
@@ -256,6 +229,10 @@ class SqliteStore : public Store, public HubStore {
   Stmt w_count_period_ GUARDED_BY(write_mu_);  // clock_period_table::CountReadings', prepared on first use
   bool apply_prepared_ GUARDED_BY(write_mu_) = false;  // see PrepareApply
 };
+
+// Opens (or creates) the store file as Store::Open does, with the same
+// checks and the same error context.
+Status OpenSqliteStore(const StoreOptions& options, std::unique_ptr<SqliteStore>* store);
 
 }  // namespace edgesync
 

@@ -126,9 +126,9 @@ Figures Chunked(const std::string& dir, const std::vector<ChangeEntry>& all) {
   o.gateway_id = "hub";
   o.path = dir + "/hub.db";
   o.open_check = StoreOptions::OpenCheck::kNone;
-  std::unique_ptr<Store> hub;
-  if (!Check(Store::Open(o, &hub), "open hub")) return f;
-  std::unique_ptr<HubStore> hs = test::NewSqliteHubView(hub.get());
+  std::unique_ptr<SqliteHubStore> hub;
+  if (!Check(OpenSqliteHubStore(o, &hub), "open hub")) return f;
+  HubStore* hs = hub.get();
   auto t0 = Steady::now();
   size_t batches = 0;
   for (size_t i = 0; i < all.size(); i += kBatch, ++batches) {
@@ -157,7 +157,6 @@ Figures Chunked(const std::string& dir, const std::vector<ChangeEntry>& all) {
     held += applied;
     if (!page.empty()) after = page.back().seq;
   } while (!page.empty());
-  hs.reset();
   hub.reset();
   view.reset();
   if (held != static_cast<int64_t>(all.size())) return f;
@@ -166,9 +165,9 @@ Figures Chunked(const std::string& dir, const std::vector<ChangeEntry>& all) {
   // The fleet's shape.
   StoreOptions fo = o;
   fo.path = dir + "/fleet.db";
-  std::unique_ptr<Store> fleet;
-  if (!Check(Store::Open(fo, &fleet), "open fleet hub")) return f;
-  std::unique_ptr<HubStore> fs = test::NewSqliteHubView(fleet.get());
+  std::unique_ptr<SqliteHubStore> fleet;
+  if (!Check(OpenSqliteHubStore(fo, &fleet), "open fleet hub")) return f;
+  HubStore* fs = fleet.get();
   t0 = Steady::now();
   for (int round = 0; round < FleetRounds(); ++round) {
     for (int i = 0; i < kFleetOrigins; ++i) {
@@ -182,7 +181,6 @@ Figures Chunked(const std::string& dir, const std::vector<ChangeEntry>& all) {
   }
   const double fleet_batches = static_cast<double>(kFleetOrigins) * FleetRounds();
   f.fleet_batches_s = fleet_batches / std::chrono::duration<double>(Steady::now() - t0).count();
-  fs.reset();
   fleet.reset();
   f.fleet_bytes = static_cast<double>(bench::StoreFileBytes(fo.path)) / (fleet_batches * kFleetBatch);
   return f;
@@ -214,9 +212,9 @@ CompactedFigures Compacted(const std::string& dir, const std::vector<ChangeEntry
   o.compact_after_ms = 0;
   {
     o.path = dir + "/hub-compacted.db";
-    std::unique_ptr<Store> hub;
-    if (!Check(Store::Open(o, &hub), "open hub")) return f;
-    std::unique_ptr<HubStore> hs = test::NewSqliteHubView(hub.get());
+    std::unique_ptr<SqliteHubStore> hub;
+    if (!Check(OpenSqliteHubStore(o, &hub), "open hub")) return f;
+    HubStore* hs = hub.get();
     int batches = 0;
     for (size_t i = 0; i < all.size(); i += kBatch) {
       std::vector<ChangeEntry> b(all.begin() + static_cast<ptrdiff_t>(i),
@@ -225,20 +223,20 @@ CompactedFigures Compacted(const std::string& dir, const std::vector<ChangeEntry
       if (!Check(hs->Apply(OriginBatch{kOrigin, 0, 0, &b, 0}, &r), "apply") || r.outcome != ApplyOutcome::kApplied) {
         return f;
       }
-      if (++batches % kBatchesPerPass == 0 && !CompactPass(hs.get(), &f.merged_rows)) return f;
+      if (++batches % kBatchesPerPass == 0 && !CompactPass(hs, &f.merged_rows)) return f;
     }
-    if (!CompactPass(hs.get(), &f.merged_rows)) return f;
+    if (!CompactPass(hs, &f.merged_rows)) return f;
   }
   f.hub_bytes = static_cast<double>(bench::StoreFileBytes(o.path)) / static_cast<double>(all.size());
   o.path = dir + "/fleet-compacted.db";
   {
-    std::unique_ptr<Store> fleet;
-    if (!Check(Store::Open(o, &fleet), "open fleet hub")) return f;
-    std::unique_ptr<HubStore> fs = test::NewSqliteHubView(fleet.get());
+    std::unique_ptr<SqliteHubStore> fleet;
+    if (!Check(OpenSqliteHubStore(o, &fleet), "open fleet hub")) return f;
+    HubStore* fs = fleet.get();
     int batches = 0;
     auto pass = [&]() {
       auto t0 = Steady::now();
-      const bool ok = CompactPass(fs.get(), &f.merged_rows);
+      const bool ok = CompactPass(fs, &f.merged_rows);
       f.compact_s += std::chrono::duration<double>(Steady::now() - t0).count();
       return ok;
     };

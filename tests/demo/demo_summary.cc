@@ -19,12 +19,12 @@
 
 namespace {
 
-edgesync::Status OpenReadOnly(const std::string& path, std::unique_ptr<edgesync::Store>* store) {
+edgesync::StoreOptions ReadOnly(const std::string& path) {
   edgesync::StoreOptions o;
   o.path = path;
   o.gateway_id = "";  // whatever the store says: these stores are only read
   o.create_if_missing = false;
-  return edgesync::Store::Open(o, store);
+  return o;
 }
 
 }  // namespace
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::unique_ptr<edgesync::Store> gateway;
-  edgesync::Status s = OpenReadOnly(gateway_path, &gateway);
+  edgesync::Status s = edgesync::Store::Open(ReadOnly(gateway_path), &gateway);
   if (!s.ok()) {
     std::fprintf(stderr, "gateway store: %s\n", s.ToString().c_str());
     return 1;
@@ -57,8 +57,8 @@ int main(int argc, char** argv) {
   uint64_t overlap = 0;     // held by two regions: sent again after a failover whose answer was lost
   std::map<std::string, uint64_t> per_region;
   for (const auto& path : regions) {
-    std::unique_ptr<edgesync::Store> region;
-    s = OpenReadOnly(path, &region);
+    std::unique_ptr<edgesync::SqliteHubStore> region;
+    s = edgesync::OpenSqliteHubStore(ReadOnly(path), &region);
     if (!s.ok()) {
       std::fprintf(stderr, "region store %s: %s\n", path.c_str(), s.ToString().c_str());
       return 1;

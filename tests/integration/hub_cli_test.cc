@@ -84,9 +84,9 @@ class HubCliTest : public ::testing::Test {
     StoreOptions so;
     so.path = dir_.File("sqlite/store.db");
     so.gateway_id = "hub-eu";
-    std::unique_ptr<Store> store;
-    ASSERT_OK(Store::Open(so, &store));
-    std::unique_ptr<HubStore> sqlite = test::NewSqliteHubView(store.get());
+    std::unique_ptr<SqliteHubStore> opened;
+    ASSERT_OK(OpenSqliteHubStore(so, &opened));
+    std::unique_ptr<HubStore> sqlite = std::move(opened);
     std::unique_ptr<HubStore> pg;
     Status st = OpenPostgresHubStore(HubStoreOptionsFor(*pg_, "region"), &pg);
     ASSERT_OK(st);

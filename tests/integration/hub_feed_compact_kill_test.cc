@@ -43,14 +43,13 @@ struct Applied {
 };
 
 [[noreturn]] void Writer(const std::string& path, int fd, unsigned seed) {
-  std::unique_ptr<Store> store;
-  if (!Store::Open(Opts(path), &store).ok()) _exit(2);
-  HubStore* hub = SqliteHubStore(store.get());
+  std::unique_ptr<SqliteHubStore> hub;
+  if (!OpenSqliteHubStore(Opts(path), &hub).ok()) _exit(2);
   std::mt19937 rng(seed);
   uint64_t next[kGateways];
   for (int k = 0; k < kGateways; ++k) {
     uint64_t hw = 0;
-    if (!GetHighWater(store.get(), Gateway(k), &hw).ok()) _exit(3);
+    if (!GetHighWater(hub.get(), Gateway(k), &hw).ok()) _exit(3);
     next[k] = hw + 1;
   }
   for (;;) {
@@ -67,7 +66,7 @@ struct Applied {
       batch.push_back(std::move(e));
     }
     uint64_t hw = 0;
-    if (!ApplyOriginBatch(store.get(), Gateway(k), 0, batch, &hw).ok()) _exit(4);
+    if (!ApplyOriginBatch(hub.get(), Gateway(k), 0, batch, &hw).ok()) _exit(4);
     const Applied a{k, hw};
     if (::write(fd, &a, sizeof a) != sizeof a) _exit(5);
     if (rng() % 4 == 0) {
@@ -99,14 +98,14 @@ TEST(HubFeedCompactKillTest, SigkillDuringFeedCompactionLosesAndDuplicatesNothin
       ASSERT_OK(db.QueryInt("SELECT count(*) FROM region_chunks WHERE origin = 0", &merged));
       merged_rows_seen = std::max(merged_rows_seen, merged);
     }
-    std::unique_ptr<Store> store;
-    Status st = Store::Open(Opts(path), &store);
+    std::unique_ptr<SqliteHubStore> hub;
+    Status st = OpenSqliteHubStore(Opts(path), &hub);
     ASSERT_OK(st) << "round " << round << ": " << st.ToString();
     std::map<std::string, int> gateway_of;
     std::map<int, uint64_t> high_water;
     for (int k = 0; k < kGateways; ++k) {
       gateway_of[Gateway(k).ToString()] = k;
-      ASSERT_OK(GetHighWater(store.get(), Gateway(k), &high_water[k]));
+      ASSERT_OK(GetHighWater(hub.get(), Gateway(k), &high_water[k]));
       ASSERT_GE(high_water[k], reported[k]) << "gateway " << k << " lost applied entries, round " << round;
     }
     // The whole feed, in pages of an odd size (they end inside merged rows).
@@ -115,7 +114,7 @@ TEST(HubFeedCompactKillTest, SigkillDuringFeedCompactionLosesAndDuplicatesNothin
     bool reset = false;
     std::vector<RegionFeedEntry> page;
     for (;;) {
-      ASSERT_OK(ReadRegionFeed(store.get(), after, 997, &page, &head, &reset)) << "round " << round;
+      ASSERT_OK(ReadRegionFeed(hub.get(), after, 997, &page, &head, &reset)) << "round " << round;
       ASSERT_FALSE(reset);
       if (page.empty()) break;
       for (const RegionFeedEntry& e : page) {

@@ -142,8 +142,7 @@ Audit AuditRegion(const std::string& ack_log, RegionSite* region) {
   Audit a;
   std::map<std::pair<std::string, int64_t>, int> held;
   std::map<std::pair<std::string, uint64_t>, int> lsns;
-  std::unique_ptr<Store> sqlite;
-  std::unique_ptr<HubStore> hub = region->OpenHubStore(&sqlite);
+  std::unique_ptr<HubStore> hub = region->OpenHubStore();
   if (hub) {
     ForEachFeedEntry(hub.get(), [&](const RegionFeedEntry& e) {
       if (e.remote.origin.gateway_id != kGateway) return;

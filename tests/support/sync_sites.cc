@@ -102,14 +102,14 @@ bool RegionSite::StartHubProcess(const std::string& hub_uri, const std::string& 
 
 nlohmann::json RegionSite::StatusJson() const { return ReadStatusFile(hub_dir() + "/status.json"); }
 
-std::unique_ptr<HubStore> RegionSite::OpenHubStore(std::unique_ptr<Store>* store) {
+std::unique_ptr<HubStore> RegionSite::OpenHubStore() {
   std::unique_ptr<HubStore> hub;
-  Status st = OpenHubStore(HubOpen::kBesideHub, store, &hub);
+  Status st = OpenHubStore(HubOpen::kBesideHub, &hub);
   if (!st.ok()) ADD_FAILURE() << "opening region " << name_ << "'s hub store: " << st.ToString();
   return hub;
 }
 
-Status RegionSite::OpenHubStore(HubOpen how, std::unique_ptr<Store>* store, std::unique_ptr<HubStore>* hub) const {
+Status RegionSite::OpenHubStore(HubOpen how, std::unique_ptr<HubStore>* hub) const {
   if (postgres_) {
     HubStoreOptions o;
     o.location = postgres_->Uri("hub");
@@ -125,14 +125,14 @@ Status RegionSite::OpenHubStore(HubOpen how, std::unique_ptr<Store>* store, std:
   } else {
     o.open_check = StoreOptions::OpenCheck::kNone;
   }
-  Status st = Store::Open(o, store);
-  if (st.ok()) *hub = test::NewSqliteHubView(store->get());
-  return st;
+  std::unique_ptr<SqliteHubStore> sqlite;
+  ES_RETURN_IF_ERROR(OpenSqliteHubStore(o, &sqlite));
+  *hub = std::move(sqlite);
+  return Status::Ok();
 }
 
 std::pair<uint64_t, uint64_t> RegionSite::FeedBounds() {
-  std::unique_ptr<Store> store;
-  std::unique_ptr<HubStore> hub = OpenHubStore(&store);
+  std::unique_ptr<HubStore> hub = OpenHubStore();
   FeedBoundsInfo bounds;
   if (hub) hub->FeedBounds(&bounds);
   return {bounds.oldest, bounds.numbered};
@@ -151,8 +151,7 @@ bool RegionSite::WipeHubStore() {
 
 std::map<std::pair<std::string, uint64_t>, int> RegionSite::Contents() {
   std::map<std::pair<std::string, uint64_t>, int> out;
-  std::unique_ptr<Store> sqlite;
-  std::unique_ptr<HubStore> store = OpenHubStore(&sqlite);
+  std::unique_ptr<HubStore> store = OpenHubStore();
   if (!store) return out;
   ForEachFeedEntry(store.get(),
                    [&](const RegionFeedEntry& e) { ++out[{e.remote.origin.ToString(), e.remote.origin_lsn}]; });

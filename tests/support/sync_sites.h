@@ -129,10 +129,9 @@ class RegionSite {
   Postgres* postgres() const { return postgres_.get(); }
 
   // The hub's store, opened beside the running hub or for an audit (SQLite:
-  // its file; PostgreSQL: its database). *store holds the SQLite Store the
-  // hub store reads through.
-  std::unique_ptr<HubStore> OpenHubStore(std::unique_ptr<Store>* store);
-  Status OpenHubStore(HubOpen how, std::unique_ptr<Store>* store, std::unique_ptr<HubStore>* hub) const;
+  // its file, OpenSqliteHubStore; PostgreSQL: its database).
+  std::unique_ptr<HubStore> OpenHubStore();
+  Status OpenHubStore(HubOpen how, std::unique_ptr<HubStore>* hub) const;
 
   // (oldest, numbered) of the hub's feed (FeedBoundsInfo).
   std::pair<uint64_t, uint64_t> FeedBounds();

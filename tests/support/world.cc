@@ -300,10 +300,9 @@ WipedEntries World::WipeHubStore(int r) {
   KillHub(r);
   WipedEntries held;
   {
-    std::unique_ptr<Store> file;
     std::unique_ptr<HubStore> hub;
     if (on_postgres(r)) StartDatabase(r);
-    if (region(r).OpenHubStore(HubOpen::kReadOnly, &file, &hub).ok()) {
+    if (region(r).OpenHubStore(HubOpen::kReadOnly, &hub).ok()) {
       ForEachFeedEntry(hub.get(), [&](const RegionFeedEntry& e) {
         const bool reading = e.remote.entry.kind == ChangeEntry::Kind::kReading;
         held[{e.remote.origin.ToString(), e.remote.origin_lsn}] = {reading ? e.remote.entry.reading.device_id : "",

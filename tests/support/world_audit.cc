@@ -215,9 +215,8 @@ AuditResult Audit(const World& world, const WipedEntries& wiped) {
   std::map<Key, OriginLsn> held_by_key;  // readings the regions (or the wiped hub) held
   SetSummary regions_summary;
   for (int r = 0; r < R; ++r) {
-    std::unique_ptr<Store> file;
     std::unique_ptr<HubStore> store;
-    Status st = world.region(r).OpenHubStore(HubOpen::kReadOnly, &file, &store);
+    Status st = world.region(r).OpenHubStore(HubOpen::kReadOnly, &store);
     if (!st.ok()) {
       ++out.integrity_failures;
       Note(&out, "opening the hub store of " + world.region_name(r) + ": " + st.ToString());

@@ -138,7 +138,7 @@ TEST_F(HubFeedTest, AReadViewPageAppliedTwiceIsHeldOnceAndWatermarksOnlyRise) {
   ASSERT_OK(view.KeepWatermarks({OriginWatermark{kGw, 5000, 0}, OriginWatermark{kSelf, 9000, 0}}, kSelf));
   ASSERT_OK(view.KeepWatermarks({OriginWatermark{kGw, 4000, 0}}, kSelf));
   std::vector<OriginWatermark> marks;
-  ASSERT_OK(reader_.ListWatermarks(kSelf, &marks));
+  ASSERT_OK(ListStoreWatermarks(&db_, kSelf, &marks));
   ASSERT_EQ(marks.size(), 1u) << "the store's own origin is not another's";
   EXPECT_EQ(marks[0].origin, kGw);
   EXPECT_EQ(marks[0].complete_through_ms, 5000);

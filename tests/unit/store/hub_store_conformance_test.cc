@@ -14,8 +14,8 @@
 
 #include "platform/clock.h"
 #include "store/hub_store.h"
+#include "store/sqlite_hub_store.h"
 #include "store/store.h"
-#include "tests/support/sqlite_hub.h"
 #include "tests/support/postgres.h"
 #include "tests/support/process.h"
 #include "tests/support/status_assert.h"
@@ -69,7 +69,6 @@ class HubStoreTest : public ::testing::TestWithParam<std::string> {
     }
   }
   void TearDown() override {
-    stores_.clear();
     hubs_.clear();
     if (pg_ && !db_.empty()) pg_->DropDatabase(db_);
   }
@@ -84,12 +83,11 @@ class HubStoreTest : public ::testing::TestWithParam<std::string> {
       o.clock = &clock_;
       o.remote_retention_ms = kRetentionMs;
       o.min_free_bytes = 0;
-      std::unique_ptr<Store> store;
-      Status st = Store::Open(o, &store);
+      std::unique_ptr<SqliteHubStore> sqlite;
+      Status st = OpenSqliteHubStore(o, &sqlite);
       EXPECT_OK(st);
       if (!st.ok()) return nullptr;
-      hub = test::NewSqliteHubView(store.get());
-      stores_.push_back(std::move(store));
+      hub = std::move(sqlite);
     } else {
       Status st = OpenPostgresHubStore(PgOptions(), &hub);
       EXPECT_OK(st);
@@ -198,7 +196,6 @@ class HubStoreTest : public ::testing::TestWithParam<std::string> {
   std::string db_;
   TempDir dir_;
   ManualClock clock_{1'800'000'000'000, 0};
-  std::vector<std::unique_ptr<Store>> stores_;
   std::vector<std::unique_ptr<HubStore>> hubs_;
 };
 
@@ -604,7 +601,6 @@ TEST_P(HubStoreTest, EpochAndMarksOutliveAReopen) {
   auto e = Entries(1, 7);
   Apply(s, Batch(kGw1, e));
   hubs_.clear();
-  stores_.clear();
   HubStore* again = Open();
   ASSERT_NE(again, nullptr);
   EXPECT_EQ(again->epoch(), epoch);
@@ -790,7 +786,6 @@ TEST_P(HubStoreTest, HeldSpansOutliveAReopen) {
   Apply(s, Live(kGw1, live));
   EXPECT_EQ(Apply(s, Live(kGw1, other)).held, (Spans{{20, 25}, {40, 41}}));
   hubs_.clear();
-  stores_.clear();
   HubStore* again = Open();
   ASSERT_NE(again, nullptr);
   ApplyResult r = Apply(again, Live(kGw1, live));
@@ -801,7 +796,6 @@ TEST_P(HubStoreTest, HeldSpansOutliveAReopen) {
   EXPECT_EQ(r.high_water, 25u);
   EXPECT_EQ(r.held, (Spans{{40, 41}}));
   hubs_.clear();
-  stores_.clear();
   again = Open();
   ASSERT_NE(again, nullptr);
   r = Apply(again, Batch(kGw1, backlog));
@@ -903,7 +897,6 @@ TEST_P(HubStoreTest, TheWatermarkMovesOnlyOverGapFreeLsnsAndNeverBack) {
   EXPECT_EQ(results[2].complete_through_ms, 6'000);
 
   hubs_.clear();
-  stores_.clear();
   HubStore* again = Open();
   ASSERT_NE(again, nullptr);
   r = Apply(again, Completing(kGw1, fifth, 0));
@@ -1191,7 +1184,6 @@ TEST_P(HubStoreTest, PriorityMarksOutliveAReopen) {
   EXPECT_EQ(Apply(s, PriorityBatch(kGw1, alarms, 1, 1, 70)).priority_held, (PriorityMarks{70, 0, 0}));
   EXPECT_EQ(Apply(s, PriorityBatch(kGw1, warnings, 2, 1, 50)).applied, 4u);  // 11, 22, 33, 44
   hubs_.clear();
-  stores_.clear();
   HubStore* again = Open();
   ASSERT_NE(again, nullptr);
   ApplyResult r = Apply(again, PriorityBatch(kGw1, alarms, 1, 1, 70));
@@ -1205,7 +1197,6 @@ TEST_P(HubStoreTest, PriorityMarksOutliveAReopen) {
   ExpectEachOnce(LsnCounts(Feed(again), kGw1), 1, 80);
   // A sender told 80 by a store that lost it: regressed, marks named.
   hubs_.clear();
-  stores_.clear();
   again = Open();
   ASSERT_NE(again, nullptr);
   OriginBatch claim = PriorityBatch(kGw1, alarms, 1, 1, 70);

@@ -154,7 +154,9 @@ TEST_F(StoreOpenTest, MigratesVersion1Forward) {
     ASSERT_OK(db.QueryInt("PRAGMA user_version", &v));
     ASSERT_EQ(v, 1);
   }
-  auto s = OpenStore();
+  std::unique_ptr<SqliteHubStore> hub;
+  ASSERT_OK(OpenSqliteHubStore(Options(), &hub));
+  Store* s = hub->store();
   ASSERT_TRUE(s);
   EXPECT_EQ(s->schema_version(), kSchemaVersion);
   EXPECT_EQ(s->origin().epoch, "00112233445566778899aabbccddeeff");
@@ -164,7 +166,7 @@ TEST_F(StoreOpenTest, MigratesVersion1Forward) {
   e.lsn = 1;
   e.reading = MakeReading("d", "m", 1, 2);
   uint64_t hw = 0;
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), o, 0, {e}, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), o, 0, {e}, &hw));
   EXPECT_EQ(hw, 1u);
   AppendResult r;
   ASSERT_OK(s->AppendReadings(Batch(10), &r));
@@ -189,10 +191,11 @@ TEST_F(StoreOpenTest, MigratesAVersion11HubToHeldSpans) {
                       "INSERT INTO origins VALUES(1, 'gwx', 'ffeeddccbbaa99887766554433221100');"
                       "INSERT INTO high_water VALUES(1, 10, 5000, 0);"));
   }
-  auto s = OpenStore();
+  std::unique_ptr<SqliteHubStore> hub;
+  ASSERT_OK(OpenSqliteHubStore(Options(), &hub));
+  Store* s = hub->store();
   ASSERT_TRUE(s);
   EXPECT_EQ(s->schema_version(), kSchemaVersion);
-  HubStore* hub = SqliteHubStore(Raw(s));
   ASSERT_NE(hub, nullptr);
   uint64_t hw = 0;
   ASSERT_OK(hub->HighWater(o, &hw));
@@ -254,10 +257,11 @@ TEST_F(StoreOpenTest, MigratesAVersion12HubToPriorityMarks) {
     return v;
   };
   {
-    auto s = OpenStore();
+    std::unique_ptr<SqliteHubStore> hub;
+    ASSERT_OK(OpenSqliteHubStore(Options(), &hub));
+    Store* s = hub->store();
     ASSERT_TRUE(s);
     EXPECT_EQ(s->schema_version(), kSchemaVersion);
-    HubStore* hub = SqliteHubStore(Raw(s));
     ASSERT_NE(hub, nullptr);
     const auto alarms = entries(11, 45, 1, false);  // 15, 20, 25, 35, 40, 45 new; 30 is in the span
     OriginBatch b;
@@ -275,9 +279,10 @@ TEST_F(StoreOpenTest, MigratesAVersion12HubToPriorityMarks) {
     EXPECT_EQ(r.priority_held, (PriorityMarks{45, 0, 0}));
     EXPECT_EQ(r.complete_through_ms, 5000);
   }
-  auto s = OpenStore();
+  std::unique_ptr<SqliteHubStore> hub;
+  ASSERT_OK(OpenSqliteHubStore(Options(), &hub));
+  Store* s = hub->store();
   ASSERT_TRUE(s);
-  HubStore* hub = SqliteHubStore(Raw(s));
   const auto backlog = entries(11, 50, 0, true);
   OriginBatch b;
   b.origin = o;

@@ -84,7 +84,9 @@ const Origin kGwBOld{"gw-b", "0aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};  // the same g
 const Origin kGwA{"gw-a", "cccccccccccccccccccccccccccccccc"};    // sorts before gw1 and gw-b on time ties
 
 TEST_F(StoreQueryTest, AnswersAsTheReferenceUnionForEveryWindowLimitAndDirection) {
-  auto s = OpenStore(QueryOptions());
+  std::unique_ptr<SqliteHubStore> hub;
+  ASSERT_OK(OpenSqliteHubStore(QueryOptions(), &hub));
+  Store* s = hub->store();
   std::mt19937 rng(7);
   const std::vector<std::string> devices = {"d0", "d1", "d2"};
   const std::vector<std::string> metrics = {"temp", "rh"};
@@ -158,7 +160,7 @@ TEST_F(StoreQueryTest, AnswersAsTheReferenceUnionForEveryWindowLimitAndDirection
     Hold(Expected{kGwB, lsn, false, e.reading});
   }
   uint64_t high_water = 0;
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kGwB, 0, batch, &high_water));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kGwB, 0, batch, &high_water));
   ASSERT_EQ(high_water, 340u);
 
   int checked = 0;

@@ -30,10 +30,15 @@ class StoreRegionCompactionTest : public StoreTest {
     o.compact_after_ms = 60000;
     return o;
   }
+  std::unique_ptr<SqliteHubStore> OpenHub(const StoreOptions& o) {
+    std::unique_ptr<SqliteHubStore> hub;
+    EXPECT_OK(OpenSqliteHubStore(o, &hub));
+    return hub;
+  }
 
   // A batch of gateway k (20 entries, what 100 readings/s make): readings
   // whose value names (k, LSN), with a device record now and then.
-  void SendBatch(Store* s, int k, int n = 20) {
+  void SendBatch(SqliteHubStore* s, int k, int n = 20) {
     std::vector<ChangeEntry> batch;
     for (int i = 0; i < n; ++i) {
       ChangeEntry e;
@@ -53,7 +58,7 @@ class StoreRegionCompactionTest : public StoreTest {
   }
 
   // Everything after `after`, in pages of `page` entries.
-  std::vector<Seen> ReadAll(Store* s, uint64_t after, size_t page, bool* reset = nullptr) {
+  std::vector<Seen> ReadAll(SqliteHubStore* s, uint64_t after, size_t page, bool* reset = nullptr) {
     std::vector<Seen> all;
     std::vector<RegionFeedEntry> entries;
     uint64_t head = 0;
@@ -81,12 +86,11 @@ class StoreRegionCompactionTest : public StoreTest {
     return n;
   }
 
-  CompactResult CompactAll(Store* s) {
+  CompactResult CompactAll(SqliteHubStore* s) {
     CompactResult all;
-    HubStore* hub = SqliteHubStore(s);
     for (int i = 0; i < 1000; ++i) {
       CompactResult r;
-      EXPECT_OK(hub->CompactFeedStep(&r));
+      EXPECT_OK(s->CompactFeedStep(&r));
       all.Add(r);
       if (!r.more) break;
     }
@@ -97,7 +101,7 @@ class StoreRegionCompactionTest : public StoreTest {
 };
 
 TEST_F(StoreRegionCompactionTest, EveryPositionBeforeInsideAndAfterMergedRowsReadsEachEntryOnce) {
-  auto s = OpenStore(HubOptions());
+  auto s = OpenHub(HubOptions());
   for (int b = 0; b < 60; ++b) SendBatch(s.get(), b % 4);  // old: merged
   SendBatch(s.get(), 2, 600);  // a large batch (a backlog drained): left, and it closes the run before it
   for (int b = 0; b < 30; ++b) SendBatch(s.get(), b % 4);  // old: merged
@@ -108,9 +112,9 @@ TEST_F(StoreRegionCompactionTest, EveryPositionBeforeInsideAndAfterMergedRowsRea
   QueryRequest q;
   q.device_id = "g1-d1";
   std::vector<QueryRow> rows_before, rows_after;
-  ASSERT_OK(s->Query(q, &rows_before));
+  ASSERT_OK(s->store()->Query(q, &rows_before));
   std::vector<DeviceSummary> devices_before, devices_after;
-  ASSERT_OK(s->ListDevices(&devices_before));
+  ASSERT_OK(s->store()->ListDevices(&devices_before));
 
   const CompactResult c = CompactAll(s.get());
   EXPECT_EQ(c.spans, 1) << "the 30 batches after the large one wait: the young rows may still join them";
@@ -134,7 +138,7 @@ TEST_F(StoreRegionCompactionTest, EveryPositionBeforeInsideAndAfterMergedRowsRea
     }
   }
   // The sharded feed a hub serves: from nothing, and from positions inside.
-  HubStore* hub = SqliteHubStore(s.get());
+  HubStore* hub = s.get();
   for (uint64_t start : {uint64_t{0}, uint64_t{333}, uint64_t{1199}, uint64_t{1200}, uint64_t{1900}, uint64_t{2520}}) {
     ShardPositions at{};
     at.fill(start);
@@ -152,7 +156,7 @@ TEST_F(StoreRegionCompactionTest, EveryPositionBeforeInsideAndAfterMergedRowsRea
     ASSERT_EQ(seen.size(), before.size() - start) << "from " << start;
     for (const auto& [seq, origin] : seen) EXPECT_EQ(origin, std::get<1>(before[seq - 1]));
   }
-  ASSERT_OK(s->Query(q, &rows_after));
+  ASSERT_OK(s->store()->Query(q, &rows_after));
   ASSERT_EQ(rows_after.size(), rows_before.size());
   ASSERT_GT(rows_after.size(), 10u);
   for (size_t i = 0; i < rows_after.size(); ++i) {
@@ -160,7 +164,7 @@ TEST_F(StoreRegionCompactionTest, EveryPositionBeforeInsideAndAfterMergedRowsRea
     EXPECT_EQ(rows_after[i].lsn, rows_before[i].lsn);
     EXPECT_EQ(rows_after[i].reading.value, rows_before[i].reading.value);
   }
-  ASSERT_OK(s->ListDevices(&devices_after));
+  ASSERT_OK(s->store()->ListDevices(&devices_after));
   ASSERT_EQ(devices_after.size(), devices_before.size());
   for (size_t i = 0; i < devices_after.size(); ++i) {
     EXPECT_EQ(devices_after[i].device_id, devices_before[i].device_id);
@@ -171,14 +175,14 @@ TEST_F(StoreRegionCompactionTest, EveryPositionBeforeInsideAndAfterMergedRowsRea
   }
   // And after a reopen.
   s.reset();
-  s = OpenStore(HubOptions());
+  s = OpenHub(HubOptions());
   EXPECT_EQ(ReadAll(s.get(), 0, 500), before);
 }
 
 TEST_F(StoreRegionCompactionTest, RetentionPrunesAMergedRowWholeOnceAllOfItIsDue) {
   StoreOptions o = HubOptions();
   o.remote_retention_ms = 3'600'000;
-  auto s = OpenStore(o);
+  auto s = OpenHub(o);
   for (int b = 0; b < 10; ++b) SendBatch(s.get(), b % 2);
   clock_.Advance(1'800'000);
   for (int b = 0; b < 10; ++b) SendBatch(s.get(), b % 2);
@@ -191,13 +195,13 @@ TEST_F(StoreRegionCompactionTest, RetentionPrunesAMergedRowWholeOnceAllOfItIsDue
   // The first half is past retention, the second not: the merged row stays.
   clock_.Advance(1'800'000);
   PruneResult p;
-  ASSERT_OK(s->Prune(&p));
+  ASSERT_OK(s->store()->Prune(&p));
   EXPECT_EQ(p.remote, 0);
   EXPECT_EQ(ReadAll(s.get(), 0, 1000), before);
   // Now all of it is due (the batch after it not yet): pruned whole, and a
   // reader anywhere inside it is reset.
   clock_.Advance(1'750'000);
-  ASSERT_OK(s->Prune(&p));
+  ASSERT_OK(s->store()->Prune(&p));
   EXPECT_EQ(p.remote, 400);
   uint64_t oldest = 0, head = 0;
   ASSERT_OK(RegionFeedBounds(s.get(), &oldest, &head));
@@ -217,16 +221,16 @@ TEST_F(StoreRegionCompactionTest, RetentionPrunesAMergedRowWholeOnceAllOfItIsDue
 
 TEST_F(StoreRegionCompactionTest, AStoreOfSchema10OpensReadsAndCompacts) {
   {
-    auto s = OpenStore(HubOptions());
+    auto s = OpenHub(HubOptions());
     for (int b = 0; b < 12; ++b) SendBatch(s.get(), b % 3);
   }
   // Schema 11 changes no table: a store of 10 is this layout without what
   // 12 and 13 added, with its version, as the build of 10 left it.
   Sql("ALTER TABLE high_water DROP COLUMN priority_1; ALTER TABLE high_water DROP COLUMN priority_2; "
       "ALTER TABLE high_water DROP COLUMN priority_3; DROP TABLE held_spans; PRAGMA user_version=10");
-  auto s = OpenStore(HubOptions());
+  auto s = OpenHub(HubOptions());
   ASSERT_NE(s, nullptr);
-  EXPECT_EQ(s->schema_version(), kSchemaVersion);
+  EXPECT_EQ(s->store()->schema_version(), kSchemaVersion);
   const std::vector<Seen> before = ReadAll(s.get(), 0, 1000);
   ASSERT_EQ(before.size(), 240u);
   clock_.Advance(120000);
@@ -236,13 +240,13 @@ TEST_F(StoreRegionCompactionTest, AStoreOfSchema10OpensReadsAndCompacts) {
 }
 
 TEST_F(StoreRegionCompactionTest, TheHubsRetentionPassCompactsTheFeed) {
-  auto s = OpenStore(HubOptions());
+  auto s = OpenHub(HubOptions());
   for (int b = 0; b < 30; ++b) SendBatch(s.get(), b % 5);
   clock_.Advance(120000);
   const std::vector<Seen> before = ReadAll(s.get(), 0, 1000);
   RetentionOptions ro;
   ro.pause_ms = 0;
-  Retention retention(SqliteHubStore(s.get()), ro, &clock_);
+  Retention retention(s.get(), ro, &clock_);
   PruneResult pruned;
   CompactResult compacted;
   ASSERT_OK(retention.RunPass(&pruned, &compacted));
@@ -254,13 +258,13 @@ TEST_F(StoreRegionCompactionTest, TheHubsRetentionPassCompactsTheFeed) {
 }
 
 TEST_F(StoreRegionCompactionTest, ADamagedMergedRowIsRefusedByNameAndCounted) {
-  auto s = OpenStore(HubOptions());
+  auto s = OpenHub(HubOptions());
   for (int b = 0; b < 10; ++b) SendBatch(s.get(), b % 2);
   clock_.Advance(120000);
   ASSERT_EQ(CompactAll(s.get()).spans, 1);
   s.reset();
   Sql("UPDATE region_chunks SET data = substr(data, 1, length(data) - 4) || x'00000000' WHERE seq = 1");
-  s = OpenStore(HubOptions());
+  s = OpenHub(HubOptions());
   std::vector<RegionFeedEntry> entries;
   uint64_t head = 0;
   bool reset = false;
@@ -268,12 +272,12 @@ TEST_F(StoreRegionCompactionTest, ADamagedMergedRowIsRefusedByNameAndCounted) {
   EXPECT_EQ(st.code(), Status::Code::kCorruption);
   EXPECT_NE(st.message().find("region chunk at sequence 1"), std::string::npos) << st.message();
   StoreStats stats;
-  ASSERT_OK(s->Stats(&stats));
+  ASSERT_OK(s->store()->Stats(&stats));
   EXPECT_EQ(stats.corrupt_chunks, 1);
   // A merged row's mark and its block must agree.
   s.reset();
   Sql("UPDATE region_chunks SET origin = 1 WHERE seq = 1");
-  s = OpenStore(HubOptions());
+  s = OpenHub(HubOptions());
   st = ReadRegionFeed(s.get(), 0, 100, &entries, &head, &reset);
   EXPECT_EQ(st.code(), Status::Code::kCorruption);
   EXPECT_NE(st.message().find("a merged block under origin 1"), std::string::npos) << st.message();

@@ -26,12 +26,12 @@ ChangeEntry At(uint64_t lsn) {
   return e;
 }
 
-std::vector<RegionFeedEntry> WholeFeed(Store* s) {
+std::vector<RegionFeedEntry> WholeFeed(SqliteHubStore* hub) {
   std::vector<RegionFeedEntry> all, page;
   uint64_t after = 0, head = 0;
   bool reset = false;
   do {
-    EXPECT_OK(test::ReadRegionFeed(Raw(s), after, 97, &page, &head, &reset));
+    EXPECT_OK(test::ReadRegionFeed(hub, after, 97, &page, &head, &reset));
     EXPECT_FALSE(reset);
     for (auto& e : page) all.push_back(e);
     if (!page.empty()) after = page.back().seq;
@@ -40,7 +40,9 @@ std::vector<RegionFeedEntry> WholeFeed(Store* s) {
 }
 
 TEST_F(StoreRemoteChunkTest, LongOriginBatchesJoinTheFeedInOrderOnce) {
-  auto s = OpenStore();
+  std::unique_ptr<SqliteHubStore> hub;
+  ASSERT_OK(OpenSqliteHubStore(Options(), &hub));
+  Store* s = hub->store();
   // Some entries reach the read view first (a feed pull), out of order.
   std::vector<RemoteEntry> early;
   for (uint64_t lsn : {70u, 5u, 130u, 131u, 250u}) early.push_back(RemoteEntry{kGw, lsn, At(lsn)});
@@ -51,14 +53,14 @@ TEST_F(StoreRemoteChunkTest, LongOriginBatchesJoinTheFeedInOrderOnce) {
   std::vector<ChangeEntry> b1, b2;
   for (uint64_t lsn = 1; lsn <= 200; ++lsn) b1.push_back(At(lsn));
   for (uint64_t lsn = 150; lsn <= 300; ++lsn) b2.push_back(At(lsn));  // overlaps the mark
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kGw, 0, b1, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kGw, 0, b1, &hw));
   EXPECT_EQ(hw, 200u);
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kGw, 0, b2, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kGw, 0, b2, &hw));
   EXPECT_EQ(hw, 300u);
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kGw, 0, b1, &hw));  // a resend changes nothing
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kGw, 0, b1, &hw));  // a resend changes nothing
   EXPECT_EQ(hw, 300u);
 
-  std::vector<RegionFeedEntry> feed = WholeFeed(s.get());
+  std::vector<RegionFeedEntry> feed = WholeFeed(hub.get());
   ASSERT_EQ(feed.size(), 300u);
   for (size_t i = 0; i < feed.size(); ++i) {
     const RemoteEntry& r = feed[i].remote;

@@ -16,12 +16,12 @@ namespace {
 class StoreRemoteLayoutTest : public StoreTest {
  protected:
   // Every entry of the feed from after, in pages of `page`.
-  std::vector<RegionFeedEntry> FeedFrom(Store* s, uint64_t after, size_t page) {
+  std::vector<RegionFeedEntry> FeedFrom(SqliteHubStore* hub, uint64_t after, size_t page) {
     std::vector<RegionFeedEntry> all, got;
     uint64_t head = 0;
     bool reset = false;
     for (;;) {
-      Status st = test::ReadRegionFeed(Raw(s), after, page, &got, &head, &reset);
+      Status st = test::ReadRegionFeed(hub, after, page, &got, &head, &reset);
       EXPECT_OK(st);
       EXPECT_FALSE(reset);
       if (!st.ok() || got.empty()) return all;
@@ -123,24 +123,26 @@ TEST_F(StoreRemoteLayoutTest, ReadViewTakesAnOriginsOlderLsnsAfterItsNewerOnes) 
 }
 
 TEST_F(StoreRemoteLayoutTest, HubTakesOnlyWhatIsAboveItsMarkAndPagesAcrossBatches) {
-  auto s = OpenStore();
+  std::unique_ptr<SqliteHubStore> hub;
+  ASSERT_OK(OpenSqliteHubStore(Options(), &hub));
+  Store* s = hub->store();
   uint64_t hw = 0;
   auto batch = [](uint64_t from, uint64_t to) {
     std::vector<ChangeEntry> v;
     for (uint64_t lsn = from; lsn <= to; ++lsn) v.push_back(At(lsn));
     return v;
   };
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kA, 0, batch(1, 10), &hw));
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kB, 0, batch(1, 7), &hw));
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kA, 0, batch(5, 15), &hw));  // partial overlap: 11-15 are new
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kA, 0, batch(1, 10), &hw));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kB, 0, batch(1, 7), &hw));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kA, 0, batch(5, 15), &hw));  // partial overlap: 11-15 are new
   EXPECT_EQ(hw, 15u);
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kA, 0, batch(1, 15), &hw));  // all held
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kA, 0, batch(1, 15), &hw));  // all held
   EXPECT_EQ(hw, 15u);
-  EXPECT_EQ(test::ApplyOriginBatch(Raw(s), kA, 0, batch(17, 20), &hw).code(), Status::Code::kInvalidArgument);  // a gap
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kB, 0, batch(8, 8), &hw));
+  EXPECT_EQ(test::ApplyOriginBatch(hub.get(), kA, 0, batch(17, 20), &hw).code(), Status::Code::kInvalidArgument);  // a gap
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kB, 0, batch(8, 8), &hw));
   // Feed: A 1-10 (seq 1-10), B 1-7 (11-17), A 11-15 (18-22), B 8 (23).
   for (size_t page : {1u, 3u, 7u, 100u}) {
-    std::vector<RegionFeedEntry> feed = FeedFrom(s.get(), 0, page);
+    std::vector<RegionFeedEntry> feed = FeedFrom(hub.get(), 0, page);
     ASSERT_EQ(feed.size(), 23u) << page;
     for (size_t i = 0; i < feed.size(); ++i) EXPECT_EQ(feed[i].seq, i + 1);
     EXPECT_EQ(feed[9].remote.origin_lsn, 10u);
@@ -152,37 +154,39 @@ TEST_F(StoreRemoteLayoutTest, HubTakesOnlyWhatIsAboveItsMarkAndPagesAcrossBatche
     EXPECT_EQ(feed[22].remote.origin_lsn, 8u);
   }
   // From the middle of a chunk.
-  std::vector<RegionFeedEntry> tail = FeedFrom(s.get(), 13, 4);
+  std::vector<RegionFeedEntry> tail = FeedFrom(hub.get(), 13, 4);
   ASSERT_EQ(tail.size(), 10u);
   EXPECT_EQ(tail[0].seq, 14u);
   EXPECT_EQ(tail[0].remote.origin_lsn, 4u);
   uint64_t oldest = 0, head = 0;
-  ASSERT_OK(test::RegionFeedBounds(Raw(s), &oldest, &head));
+  ASSERT_OK(test::RegionFeedBounds(hub.get(), &oldest, &head));
   EXPECT_EQ(oldest, 1u);
   EXPECT_EQ(head, 23u);
-  EXPECT_EQ(RemoteEntries(s.get()), 23);
+  EXPECT_EQ(RemoteEntries(s), 23);
 }
 
 TEST_F(StoreRemoteLayoutTest, RetentionPrunesWholeChunksAndTheFeedKeepsItsHeadAndResets) {
-  auto s = OpenStore();
+  std::unique_ptr<SqliteHubStore> hub;
+  ASSERT_OK(OpenSqliteHubStore(Options(), &hub));
+  Store* s = hub->store();
   uint64_t hw = 0;
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kA, 0, {At(1), At(2), At(3)}, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kA, 0, {At(1), At(2), At(3)}, &hw));
   int64_t applied = 0;
   ASSERT_OK(s->ApplyRemote(Page(kB, {{1, 4}}), &applied));
   clock_.Advance(8LL * 86400 * 1000);
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kA, 0, {At(4), At(5)}, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kA, 0, {At(4), At(5)}, &hw));
   ASSERT_OK(s->ApplyRemote(Page(kB, {{5, 6}}), &applied));
   PruneResult p;
   ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.remote, 3 + 4);
-  EXPECT_EQ(RemoteEntries(s.get()), 4);
+  EXPECT_EQ(RemoteEntries(s), 4);
   std::vector<RegionFeedEntry> feed;
   uint64_t head = 0;
   bool reset = false;
-  ASSERT_OK(test::ReadRegionFeed(Raw(s), 2, 10, &feed, &head, &reset));
+  ASSERT_OK(test::ReadRegionFeed(hub.get(), 2, 10, &feed, &head, &reset));
   EXPECT_TRUE(reset);
   EXPECT_EQ(head, 5u);
-  feed = FeedFrom(s.get(), 3, 10);
+  feed = FeedFrom(hub.get(), 3, 10);
   ASSERT_EQ(feed.size(), 2u);
   EXPECT_EQ(feed[0].seq, 4u);
   // Everything pruned: the head stays, and the next batch continues after it.
@@ -190,11 +194,11 @@ TEST_F(StoreRemoteLayoutTest, RetentionPrunesWholeChunksAndTheFeedKeepsItsHeadAn
   ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.remote, 4);
   uint64_t oldest = 0;
-  ASSERT_OK(test::RegionFeedBounds(Raw(s), &oldest, &head));
+  ASSERT_OK(test::RegionFeedBounds(hub.get(), &oldest, &head));
   EXPECT_EQ(oldest, 0u);
   EXPECT_EQ(head, 5u);
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kA, 0, {At(6)}, &hw));
-  ASSERT_OK(test::ReadRegionFeed(Raw(s), 5, 10, &feed, &head, &reset));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kA, 0, {At(6)}, &hw));
+  ASSERT_OK(test::ReadRegionFeed(hub.get(), 5, 10, &feed, &head, &reset));
   EXPECT_FALSE(reset);
   ASSERT_EQ(feed.size(), 1u);
   EXPECT_EQ(feed[0].seq, 6u);
@@ -223,10 +227,12 @@ TEST_F(StoreRemoteLayoutTest, PruneStepsStayNearTheirBoundInWholeChunks) {
 
 TEST_F(StoreRemoteLayoutTest, ADamagedChunkIsRefusedNamedAndCountedNeverACrash) {
   {
-    auto s = OpenStore();
+    std::unique_ptr<SqliteHubStore> hub;
+    ASSERT_OK(OpenSqliteHubStore(Options(), &hub));
+    Store* s = hub->store();
     uint64_t hw = 0;
-    ASSERT_OK(test::ApplyOriginBatch(Raw(s), kA, 0, {At(1), At(2), At(3)}, &hw));
-    ASSERT_OK(test::ApplyOriginBatch(Raw(s), kA, 0, {At(4)}, &hw));
+    ASSERT_OK(test::ApplyOriginBatch(hub.get(), kA, 0, {At(1), At(2), At(3)}, &hw));
+    ASSERT_OK(test::ApplyOriginBatch(hub.get(), kA, 0, {At(4)}, &hw));
     int64_t applied = 0;
     ASSERT_OK(s->ApplyRemote(Page(kB, {{1, 5}}), &applied));
   }
@@ -234,16 +240,18 @@ TEST_F(StoreRemoteLayoutTest, ADamagedChunkIsRefusedNamedAndCountedNeverACrash) 
   // the read view's block cut short.
   Sql("UPDATE region_chunks SET data = substr(data, 1, length(data) - 4) || x'00000000' WHERE seq = 1;"
       "UPDATE view_chunks SET data = x'01ff' WHERE id = 1;");
-  auto s = OpenStore();
+  std::unique_ptr<SqliteHubStore> hub;
+  ASSERT_OK(OpenSqliteHubStore(Options(), &hub));
+  Store* s = hub->store();
   std::vector<RegionFeedEntry> feed;
   uint64_t head = 0;
   bool reset = false;
-  Status st = test::ReadRegionFeed(Raw(s), 0, 10, &feed, &head, &reset);
+  Status st = test::ReadRegionFeed(hub.get(), 0, 10, &feed, &head, &reset);
   EXPECT_EQ(st.code(), Status::Code::kCorruption);
   EXPECT_NE(st.message().find("region chunk at sequence 1: remote chunk:"), std::string::npos) << st.ToString();
-  EXPECT_EQ(CorruptChunks(s.get()), 1);
+  EXPECT_EQ(CorruptChunks(s), 1);
   // Past the damaged chunk the feed still serves.
-  ASSERT_OK(test::ReadRegionFeed(Raw(s), 3, 10, &feed, &head, &reset));
+  ASSERT_OK(test::ReadRegionFeed(hub.get(), 3, 10, &feed, &head, &reset));
   ASSERT_EQ(feed.size(), 1u);
   EXPECT_EQ(feed[0].remote.origin_lsn, 4u);
   // A page overlapping the damaged read view chunk cannot be deduplicated
@@ -252,7 +260,7 @@ TEST_F(StoreRemoteLayoutTest, ADamagedChunkIsRefusedNamedAndCountedNeverACrash) 
   st = s->ApplyRemote(Page(kB, {{5, 6}}), &applied);
   EXPECT_EQ(st.code(), Status::Code::kCorruption);
   EXPECT_NE(st.message().find("read view chunk 1"), std::string::npos) << st.ToString();
-  EXPECT_EQ(CorruptChunks(s.get()), 2);
+  EXPECT_EQ(CorruptChunks(s), 2);
   ASSERT_OK(s->ApplyRemote(Page(kB, {{6, 7}}), &applied));  // past it: fine
   EXPECT_EQ(applied, 2);
   QueryRequest q;
@@ -262,7 +270,7 @@ TEST_F(StoreRemoteLayoutTest, ADamagedChunkIsRefusedNamedAndCountedNeverACrash) 
   EXPECT_EQ(s->Query(q, &rows).code(), Status::Code::kCorruption);
   std::vector<DeviceSummary> devices;
   EXPECT_EQ(s->ListDevices(&devices).code(), Status::Code::kCorruption);
-  EXPECT_GE(CorruptChunks(s.get()), 4);
+  EXPECT_GE(CorruptChunks(s), 4);
 }
 
 // A version 4 store (a row per entry in `remote`, the feed in region_feed,
@@ -299,15 +307,17 @@ TEST_F(StoreRemoteLayoutTest, MigratesVersion4RowsIntoChunks) {
     }
     ASSERT_OK(db.Exec(sql));
   }
-  auto s = OpenStore();
+  std::unique_ptr<SqliteHubStore> hub;
+  ASSERT_OK(OpenSqliteHubStore(Options(), &hub));
+  Store* s = hub->store();
   ASSERT_TRUE(s);
   EXPECT_EQ(s->schema_version(), kSchemaVersion);
-  EXPECT_EQ(RemoteEntries(s.get()), 4 + 4);
+  EXPECT_EQ(RemoteEntries(s), 4 + 4);
   uint64_t oldest = 0, head = 0;
-  ASSERT_OK(test::RegionFeedBounds(Raw(s), &oldest, &head));
+  ASSERT_OK(test::RegionFeedBounds(hub.get(), &oldest, &head));
   EXPECT_EQ(oldest, 3u);
   EXPECT_EQ(head, 6u);
-  std::vector<RegionFeedEntry> feed = FeedFrom(s.get(), 2, 100);
+  std::vector<RegionFeedEntry> feed = FeedFrom(hub.get(), 2, 100);
   ASSERT_EQ(feed.size(), 4u);
   for (size_t i = 0; i < feed.size(); ++i) {
     EXPECT_EQ(feed[i].seq, i + 3);
@@ -317,14 +327,14 @@ TEST_F(StoreRemoteLayoutTest, MigratesVersion4RowsIntoChunks) {
   EXPECT_EQ(feed[1].remote.entry.device.name, "Pump");
   EXPECT_EQ(feed[2].remote.entry.reading.value, 5.5);
   bool reset = false;
-  ASSERT_OK(test::ReadRegionFeed(Raw(s), 1, 10, &feed, &head, &reset));
+  ASSERT_OK(test::ReadRegionFeed(hub.get(), 1, 10, &feed, &head, &reset));
   EXPECT_TRUE(reset);
   uint64_t hw = 0;
-  ASSERT_OK(test::GetHighWater(Raw(s), kA, &hw));
+  ASSERT_OK(test::GetHighWater(hub.get(), kA, &hw));
   EXPECT_EQ(hw, 6u);
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kA, 0, {At(5), At(6), At(7)}, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kA, 0, {At(5), At(6), At(7)}, &hw));
   EXPECT_EQ(hw, 7u);
-  EXPECT_EQ(FeedFrom(s.get(), 6, 10).size(), 1u);
+  EXPECT_EQ(FeedFrom(hub.get(), 6, 10).size(), 1u);
   int64_t applied = 0;
   ASSERT_OK(s->ApplyRemote(Page(kB, {{1, 8}}), &applied));
   EXPECT_EQ(applied, 4);  // 4, 5, 6, 8

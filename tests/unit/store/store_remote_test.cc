@@ -95,38 +95,39 @@ TEST_F(StoreRemoteTest, QueryUnionsLocalAndRemoteDeduplicated) {
 }
 
 TEST_F(StoreRemoteTest, OriginBatchesKeepADurableHighWater) {
-  auto s = OpenStore();
+  std::unique_ptr<SqliteHubStore> hub;
+  ASSERT_OK(OpenSqliteHubStore(Options(), &hub));
   uint64_t hw = 0;
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kOther, 0, {Entry(1, "a", 1, 1), Entry(2, "a", 2, 2)}, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kOther, 0, {Entry(1, "a", 1, 1), Entry(2, "a", 2, 2)}, &hw));
   EXPECT_EQ(hw, 2u);
   // A resent suffix is ignored; the new tail is applied.
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kOther, 0, {Entry(2, "a", 2, 2), Entry(3, "a", 3, 3)}, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kOther, 0, {Entry(2, "a", 2, 2), Entry(3, "a", 3, 3)}, &hw));
   EXPECT_EQ(hw, 3u);
   // A gap is refused.
-  Status st = test::ApplyOriginBatch(Raw(s), kOther, 0, {Entry(5, "a", 5, 5)}, &hw);
+  Status st = test::ApplyOriginBatch(hub.get(), kOther, 0, {Entry(5, "a", 5, 5)}, &hw);
   EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
   // ...unless the sender declares everything up to 4 held elsewhere.
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kOther, 4, {Entry(5, "a", 5, 5)}, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kOther, 4, {Entry(5, "a", 5, 5)}, &hw));
   EXPECT_EQ(hw, 5u);
-  EXPECT_EQ(test::ApplyOriginBatch(Raw(s), kOther, 0, {Entry(7, "a", 7, 7), Entry(6, "a", 6, 6)}, &hw).code(),
+  EXPECT_EQ(test::ApplyOriginBatch(hub.get(), kOther, 0, {Entry(7, "a", 7, 7), Entry(6, "a", 6, 6)}, &hw).code(),
             Status::Code::kInvalidArgument);
   uint64_t got = 0;
-  ASSERT_OK(test::GetHighWater(Raw(s), kOther, &got));
+  ASSERT_OK(test::GetHighWater(hub.get(), kOther, &got));
   EXPECT_EQ(got, 5u);
   // Holes inside a batch are the origin's compacted entries: accepted.
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kOther, 0, {Entry(6, "a", 6, 6), Entry(9, "a", 9, 9)}, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kOther, 0, {Entry(6, "a", 6, 6), Entry(9, "a", 9, 9)}, &hw));
   EXPECT_EQ(hw, 9u);
   // A declaration alone moves the mark.
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kOther, 12, {}, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kOther, 12, {}, &hw));
   EXPECT_EQ(hw, 12u);
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kOther, 3, {}, &hw));  // an old declaration changes nothing
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kOther, 3, {}, &hw));  // an old declaration changes nothing
   EXPECT_EQ(hw, 12u);
-  ASSERT_OK(test::GetHighWater(Raw(s), Origin{"gw9", kOther.epoch}, &got));
+  ASSERT_OK(test::GetHighWater(hub.get(), Origin{"gw9", kOther.epoch}, &got));
   EXPECT_EQ(got, 0u);
   std::vector<RegionFeedEntry> feed;
   uint64_t head = 0;
   bool reset = true;
-  ASSERT_OK(test::ReadRegionFeed(Raw(s), 0, 100, &feed, &head, &reset));
+  ASSERT_OK(test::ReadRegionFeed(hub.get(), 0, 100, &feed, &head, &reset));
   EXPECT_FALSE(reset);
   EXPECT_EQ(head, 6u);
   ASSERT_EQ(feed.size(), 6u);
@@ -134,57 +135,60 @@ TEST_F(StoreRemoteTest, OriginBatchesKeepADurableHighWater) {
   EXPECT_EQ(feed[3].remote.origin_lsn, 5u);
   EXPECT_EQ(feed[3].remote.origin, kOther);
   EXPECT_EQ(feed[3].remote.entry.reading.device_id, "a");
-  ASSERT_OK(test::ReadRegionFeed(Raw(s), 2, 1, &feed, &head, &reset));
+  ASSERT_OK(test::ReadRegionFeed(hub.get(), 2, 1, &feed, &head, &reset));
   ASSERT_EQ(feed.size(), 1u);
   EXPECT_EQ(feed[0].seq, 3u);
 }
 
 TEST_F(StoreRemoteTest, HighWaterSurvivesPruneAndRegionFeedResetsExplicitly) {
-  auto s = OpenStore();
+  std::unique_ptr<SqliteHubStore> hub;
+  ASSERT_OK(OpenSqliteHubStore(Options(), &hub));
+  Store* s = hub->store();
   uint64_t hw = 0;
   ChangeEntry dev;
   dev.lsn = 3;
   dev.kind = ChangeEntry::Kind::kDeviceUpsert;
   dev.device = DeviceRecord{"a", "Pump", "roof", "", false};
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kOther, 0, {Entry(1, "a", 1, 1), Entry(2, "a", 2, 2), dev}, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kOther, 0, {Entry(1, "a", 1, 1), Entry(2, "a", 2, 2), dev}, &hw));
   clock_.Advance(8LL * 86400 * 1000);
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kOther, 0, {Entry(4, "a", 4, 4)}, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kOther, 0, {Entry(4, "a", 4, 4)}, &hw));
   PruneResult p;
   ASSERT_OK(s->Prune(&p));
   EXPECT_EQ(p.remote, 3);
-  ASSERT_OK(test::GetHighWater(Raw(s), kOther, &hw));
+  ASSERT_OK(test::GetHighWater(hub.get(), kOther, &hw));
   EXPECT_EQ(hw, 4u);
   // Resending pruned entries is still recognised as duplicate.
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kOther, 0, {Entry(1, "a", 1, 1)}, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kOther, 0, {Entry(1, "a", 1, 1)}, &hw));
   EXPECT_EQ(hw, 4u);
   std::vector<RegionFeedEntry> feed;
   uint64_t head = 0;
   bool reset = false;
-  ASSERT_OK(test::ReadRegionFeed(Raw(s), 1, 100, &feed, &head, &reset));
+  ASSERT_OK(test::ReadRegionFeed(hub.get(), 1, 100, &feed, &head, &reset));
   EXPECT_TRUE(reset);
   EXPECT_TRUE(feed.empty());
   uint64_t oldest = 0;
-  ASSERT_OK(test::RegionFeedBounds(Raw(s), &oldest, &head));
+  ASSERT_OK(test::RegionFeedBounds(hub.get(), &oldest, &head));
   EXPECT_EQ(oldest, 4u);
   EXPECT_EQ(head, 4u);
-  ASSERT_OK(test::ReadRegionFeed(Raw(s), oldest - 1, 100, &feed, &head, &reset));
+  ASSERT_OK(test::ReadRegionFeed(hub.get(), oldest - 1, 100, &feed, &head, &reset));
   EXPECT_FALSE(reset);
   ASSERT_EQ(feed.size(), 1u);
   EXPECT_EQ(feed[0].remote.origin_lsn, 4u);
 }
 
 TEST_F(StoreRemoteTest, RegionFeedCarriesDeviceRecords) {
-  auto s = OpenStore();
+  std::unique_ptr<SqliteHubStore> hub;
+  ASSERT_OK(OpenSqliteHubStore(Options(), &hub));
   ChangeEntry dev;
   dev.lsn = 1;
   dev.kind = ChangeEntry::Kind::kDeviceDelete;
   dev.device = DeviceRecord{"a", "Pump", "roof", "bar", true};
   uint64_t hw = 0;
-  ASSERT_OK(test::ApplyOriginBatch(Raw(s), kOther, 0, {dev}, &hw));
+  ASSERT_OK(test::ApplyOriginBatch(hub.get(), kOther, 0, {dev}, &hw));
   std::vector<RegionFeedEntry> feed;
   uint64_t head = 0;
   bool reset = false;
-  ASSERT_OK(test::ReadRegionFeed(Raw(s), 0, 10, &feed, &head, &reset));
+  ASSERT_OK(test::ReadRegionFeed(hub.get(), 0, 10, &feed, &head, &reset));
   ASSERT_EQ(feed.size(), 1u);
   EXPECT_EQ(feed[0].remote.entry.kind, ChangeEntry::Kind::kDeviceDelete);
   EXPECT_EQ(feed[0].remote.entry.device.name, "Pump");

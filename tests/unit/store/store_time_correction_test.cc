@@ -250,12 +250,13 @@ TEST_F(StoreTimeCorrectionTest, TheCorrectionIsAnEntryOfTheChangeLogThatReplicas
     StoreOptions o = Options();
     o.path = dir_.File("hub.db");
     o.gateway_id = "hub";
-    auto hub = OpenStore(o);
+    std::unique_ptr<SqliteHubStore> hub;
+    ASSERT_OK(OpenSqliteHubStore(o, &hub));
     uint64_t high_water = 0;
     ASSERT_OK(ApplyOriginBatch(hub.get(), origin, 0, all, &high_water));
     EXPECT_EQ(high_water, 62u);
     ASSERT_OK(ApplyOriginBatch(hub.get(), origin, 0, all, &high_water));
-    ExpectCorrected(hub.get(), 60);
+    ExpectCorrected(hub->store(), 60);
     // Its feed serves the correction on, to read views.
     std::vector<RegionFeedEntry> fed;
     uint64_t head = 0;

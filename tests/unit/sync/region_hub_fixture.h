@@ -12,30 +12,30 @@
 #include <string>
 
 #include "store/hub_store.h"
+#include "store/sqlite_hub_store.h"
 #include "store/store.h"
 #include "sync/region_hub.h"
 #include "sync/wire.h"
 #include "tests/support/process.h"
-#include "tests/support/sqlite_hub.h"
 #include "tests/support/status_assert.h"
 #include "tests/unit/sync/fake_link.h"
 
 namespace edgesync {
 
-// The hub's store: a SQLite store in `dir` with the hub store's view of it.
-inline void OpenSqliteHubStore(const test::TempDir& dir, std::unique_ptr<Store>* store,
-                               std::unique_ptr<HubStore>* hub_store) {
+// The hub's store: a SQLite hub store in `dir`.
+inline void OpenHubStoreIn(const test::TempDir& dir, std::unique_ptr<HubStore>* hub_store) {
   StoreOptions so;
   so.path = dir.File("hub.db");
   so.gateway_id = "hub-eu";
-  ASSERT_OK(Store::Open(so, store));
-  *hub_store = test::NewSqliteHubView(store->get());
+  std::unique_ptr<SqliteHubStore> sqlite;
+  ASSERT_OK(OpenSqliteHubStore(so, &sqlite));
+  *hub_store = std::move(sqlite);
 }
 
 class RegionHubFixture : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_NO_FATAL_FAILURE(OpenSqliteHubStore(dir_, &store_, &hub_store_));
+    ASSERT_NO_FATAL_FAILURE(OpenHubStoreIn(dir_, &hub_store_));
     RegionHubOptions o;
     o.region = "eu";
     hub_ = std::make_unique<RegionHub>(hub_store_.get(), o, nullptr,
@@ -63,7 +63,6 @@ class RegionHubFixture : public ::testing::Test {
   virtual void Published(const WireMessage& m) = 0;
 
   test::TempDir dir_;
-  std::unique_ptr<Store> store_;
   std::unique_ptr<HubStore> hub_store_;
   std::unique_ptr<RegionHub> hub_;
   FakeLink* link_ = nullptr;

@@ -67,7 +67,7 @@ class FakeLeases : public ShardLeases {
 
 class RegionHubShardsTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_NO_FATAL_FAILURE(OpenSqliteHubStore(dir_, &store_, &hub_store_)); }
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(OpenHubStoreIn(dir_, &hub_store_)); }
   void StartHub(std::vector<int> shards) {
     leases_.shards = std::move(shards);
     RegionHubOptions o;
@@ -106,7 +106,6 @@ class RegionHubShardsTest : public ::testing::Test {
   }
 
   test::TempDir dir_;
-  std::unique_ptr<Store> store_;
   std::unique_ptr<HubStore> hub_store_;
   FakeLeases leases_;
   std::unique_ptr<RegionHub> hub_;
