@@ -15,7 +15,7 @@
 
 #include "tests/support/process.h"
 #include "tests/support/workload.h"
-#include "tests/unit/sync/fake_link.h"
+#include "tests/support/fake_link.h"
 #include "tests/support/wire_peer.h"
 #include "tests/support/status_assert.h"
 
