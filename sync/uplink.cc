@@ -960,7 +960,7 @@ void Uplink::UpdateLanes(int64_t now_ms) {
     ++stats_.live_lanes_opened;
   }
   ES_LOG(kInfo, "uplink: {} entries of backlog to region {}; what is committed from LSN {} on goes ahead of it "
-         "(live lane)", last - ahead, options_.regions[target_].name, live_from_);
+         "(live lane)", last - std::max(next_after_, stream_mark_), options_.regions[target_].name, live_from_);
 }
 
 void Uplink::CloseLane(const char* why) {
