@@ -38,11 +38,23 @@ constexpr size_t kRateSeconds = 5;
 // A live lane opens when more than this many batches lie between where the
 // uplink stands and the log's tail: less drains within a few round trips.
 constexpr uint64_t kLiveLaneOpenBatches = 4;
-// Under a cap a live batch gathers this long (at most batch_max_delay_ms):
-// a self-contained batch carries a few hundred bytes of its own, so live
-// batches of one or two readings each would take much of a slow link's
-// cap from the backlog; five a second keep that to a few percent.
-constexpr int64_t kLiveGatherMs = 200;
+// Under a cap a live batch gathers until the cap has carried 100 times a
+// batch's own bytes, so the live lane's framing takes ~1% of the cap and a
+// drain's bytes per reading stay as in strict order. A live batch referring
+// to its context carries ~320 bytes of its own whatever its size (MQTT
+// header and topic, the Message and Batch tables, the columns' skeleton,
+// the zstd frame): gathered every 200 ms they took 4% of a 28,000 bytes/s
+// cap. Between 200 ms (fast links) and 1 s (a live reading's wait for its
+// batch stays well inside the 2 s it may take to reach the region).
+constexpr int64_t kLiveBatchOwnBytes = 320;
+constexpr int64_t kLiveFramingShareInverse = 100;
+constexpr int64_t kLiveGatherMinMs = 200;
+constexpr int64_t kLiveGatherMaxMs = 1000;
+
+int64_t LiveGatherMs(int64_t max_bytes_per_s) {
+  return std::clamp(kLiveBatchOwnBytes * kLiveFramingShareInverse * 1000 / std::max<int64_t>(1, max_bytes_per_s),
+                    kLiveGatherMinMs, kLiveGatherMaxMs);
+}
 // A priority batch looks at most this many entries of the log (the feed's
 // page budget too): decoding them takes milliseconds on a Pi, so one send
 // cycle stays short however sparse the level; the next batch goes on from
@@ -510,7 +522,10 @@ bool Uplink::PriorityRuns() const {
   // As for opening a live lane: while the uplink keeps up, a lane batch
   // carries a reading of any level within a few round trips, and a
   // priority batch would only send it twice.
-  const uint64_t last = live_from_ != 0 ? live_from_ - 1 : store_->LastLsn();
+  return BacklogAhead(live_from_ != 0 ? live_from_ - 1 : store_->LastLsn());
+}
+
+bool Uplink::BacklogAhead(uint64_t last) const {
   const uint64_t ahead = std::max(next_after_, stream_mark_);
   return last > ahead && last - ahead > kLiveLaneOpenBatches * BatchEntries();
 }
@@ -927,8 +942,7 @@ void Uplink::UpdateLanes(int64_t now_ms) {
   if (rec.refilling || rec.suspect || live_refused_[target_] || region_version_[target_] < kLiveLaneVersion) return;
   if (!links_[target_]->connected()) return;
   const uint64_t last = store_->LastLsn();
-  const uint64_t ahead = std::max(next_after_, stream_mark_);
-  if (last <= ahead || last - ahead <= kLiveLaneOpenBatches * BatchEntries()) return;
+  if (!BacklogAhead(last)) return;
   // The lane starts right after an entry of the log, so the backlog's last
   // batch ends at live_from_ - 1 and the region's mark reaches the lane's
   // span exactly (an LSN hole there would keep them apart).
@@ -946,7 +960,7 @@ void Uplink::UpdateLanes(int64_t now_ms) {
     ++stats_.live_lanes_opened;
   }
   ES_LOG(kInfo, "uplink: {} entries of backlog to region {}; what is committed from LSN {} on goes ahead of it "
-         "(live lane)", last - ahead, options_.regions[target_].name, live_from_);
+         "(live lane)", last - std::max(next_after_, stream_mark_), options_.regions[target_].name, live_from_);
 }
 
 void Uplink::CloseLane(const char* why) {
@@ -969,12 +983,12 @@ bool Uplink::PrepareLiveBatch(int64_t now_ms) {
   }
   if (last - live_next_after_ < max_entries) {
     // A partial live batch: at once when none of the lane is in flight and
-    // no cap is set; under a cap it gathers kLiveGatherMs (see there);
-    // while one is in flight, up to batch_max_delay_ms as the one stream does.
+    // no cap is set; while one is in flight, up to batch_max_delay_ms as
+    // the one stream does; under a cap it gathers LiveGatherMs (see there).
     if (live_pending_since_ms_ < 0) live_pending_since_ms_ = now_ms;
     const bool live_in_flight = LaneInFlight(true) > 0;
     int64_t hold = live_in_flight ? options_.batch_max_delay_ms : 0;
-    if (bucket_) hold = std::max(hold, std::min(kLiveGatherMs, options_.batch_max_delay_ms));
+    if (bucket_) hold = LiveGatherMs(options_.max_bytes_per_s);
     const int64_t waited = now_ms - live_pending_since_ms_;
     if (waited < hold) {
       wake_at_ms_ = wake_at_ms_ < 0 ? live_pending_since_ms_ + hold

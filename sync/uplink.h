@@ -354,6 +354,10 @@ class Uplink {
   void RemoveAnswered(int64_t now_ms);
   // Lane batches (not priority ones) of the live lane or of the backlog in flight.
   size_t LaneInFlight(bool live) const;
+  // Whether more than a few batches lie between where the uplink stands
+  // and `last`: a live lane then opens, and priority batches run; less
+  // drains within a few round trips.
+  bool BacklogAhead(uint64_t last) const;
   // Priority batches: whether the cursors run now (see the header), the
   // next batch of a level into its slot (false when none is due), the
   // answer to one, and the region's marks from any answer of the stream.

@@ -19,7 +19,7 @@
 #include "platform/files.h"
 #include "store/store.h"
 #include "tests/support/process.h"
-#include "tests/unit/sync/fake_link.h"
+#include "tests/support/fake_link.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync {

@@ -23,7 +23,7 @@
 
 #include "store/chunk_codec.h"
 #include "store/remote_chunk_codec.h"
-#include "tests/unit/store/codec_test_util.h"
+#include "tests/support/codec_test_util.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync::test {

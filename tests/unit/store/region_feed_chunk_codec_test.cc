@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "tests/support/status_assert.h"
-#include "tests/unit/store/codec_test_util.h"
+#include "tests/support/codec_test_util.h"
 
 namespace edgesync::test {
 namespace {

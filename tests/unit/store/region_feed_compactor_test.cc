@@ -14,7 +14,7 @@
 #include "store/schema.h"
 #include "tests/support/process.h"
 #include "tests/support/status_assert.h"
-#include "tests/unit/store/codec_test_util.h"
+#include "tests/support/codec_test_util.h"
 
 namespace edgesync::test {
 namespace {

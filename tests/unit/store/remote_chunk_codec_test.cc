@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tests/support/workload.h"
-#include "tests/unit/store/codec_test_util.h"
+#include "tests/support/codec_test_util.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync::test {

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "tests/unit/store/store_test_util.h"
+#include "tests/support/store_test_util.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync::test {

@@ -11,7 +11,7 @@
 #include "store/chunk_codec.h"
 #include "store/schema.h"
 #include "store/sqlite_util.h"
-#include "tests/unit/store/store_test_util.h"
+#include "tests/support/store_test_util.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync::test {

@@ -2,7 +2,7 @@
 // holds no reading of its own, given as a new origin by a re-identification
 // (readings kept, the old origin's entries still this store's own), refused
 // otherwise; every error names the store once.
-#include "tests/unit/store/store_test_util.h"
+#include "tests/support/store_test_util.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync::test {

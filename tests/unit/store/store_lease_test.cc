@@ -1,5 +1,5 @@
 // Leases (compare-and-set, expiry, takeover), named checkpoints, upstream acks.
-#include "tests/unit/store/store_test_util.h"
+#include "tests/support/store_test_util.h"
 #include "tests/support/status_assert.h"
 
 #include <cmath>

@@ -2,7 +2,7 @@
 #include <map>
 
 #include "store/token.h"
-#include "tests/unit/store/store_test_util.h"
+#include "tests/support/store_test_util.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync::test {

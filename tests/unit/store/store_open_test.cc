@@ -7,7 +7,7 @@
 #include "platform/files.h"
 #include "store/schema.h"
 #include "store/sqlite_util.h"
-#include "tests/unit/store/store_test_util.h"
+#include "tests/support/store_test_util.h"
 #include "tests/support/sqlite_hub.h"
 #include "tests/support/status_assert.h"
 

@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include "store/schema.h"
-#include "tests/unit/store/store_test_util.h"
+#include "tests/support/store_test_util.h"
 #include "tests/support/sqlite_hub.h"
 #include "tests/support/status_assert.h"
 

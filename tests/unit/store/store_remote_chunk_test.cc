@@ -1,6 +1,6 @@
 // The read view's batched apply path: batches longer than one insert chunk,
 // with entries the read view already holds and device records among them.
-#include "tests/unit/store/store_test_util.h"
+#include "tests/support/store_test_util.h"
 #include "tests/support/sqlite_hub.h"
 #include "tests/support/status_assert.h"
 

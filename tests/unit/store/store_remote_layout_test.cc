@@ -6,7 +6,7 @@
 
 #include "store/schema.h"
 #include "store/sqlite_util.h"
-#include "tests/unit/store/store_test_util.h"
+#include "tests/support/store_test_util.h"
 #include "tests/support/sqlite_hub.h"
 #include "tests/support/status_assert.h"
 

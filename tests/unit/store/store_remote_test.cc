@@ -1,7 +1,7 @@
 // Read view, region hub high-water marks and feed, union query.
 #include <map>
 
-#include "tests/unit/store/store_test_util.h"
+#include "tests/support/store_test_util.h"
 #include "tests/support/sqlite_hub.h"
 #include "tests/support/status_assert.h"
 

@@ -1,5 +1,5 @@
 // Retention, size limits and disk policies, dead letters, statistics.
-#include "tests/unit/store/store_test_util.h"
+#include "tests/support/store_test_util.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync::test {

@@ -1,6 +1,6 @@
 // What people and consumers are shown: newest-first queries under a limit,
 // the device list, the backlog's age, and taking a lease over (rebalancing).
-#include "tests/unit/store/store_test_util.h"
+#include "tests/support/store_test_util.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync::test {

@@ -3,7 +3,7 @@
 #include <atomic>
 #include <thread>
 
-#include "tests/unit/store/store_test_util.h"
+#include "tests/support/store_test_util.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync::test {

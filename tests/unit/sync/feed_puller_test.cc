@@ -13,7 +13,7 @@
 #include <mutex>
 
 #include "tests/support/process.h"
-#include "tests/unit/sync/fake_link.h"
+#include "tests/support/fake_link.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync {

@@ -11,7 +11,7 @@
 
 #include "platform/files.h"
 #include "tests/support/process.h"
-#include "tests/unit/sync/fake_link.h"
+#include "tests/support/fake_link.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync {

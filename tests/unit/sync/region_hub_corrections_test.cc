@@ -18,7 +18,7 @@
 #include "tests/support/process.h"
 #include "tests/support/sqlite_hub.h"
 #include "tests/support/status_assert.h"
-#include "tests/unit/sync/region_hub_fixture.h"
+#include "tests/support/region_hub_fixture.h"
 #include "tests/support/wire_peer.h"
 
 namespace edgesync {

@@ -22,7 +22,7 @@
 #include "tests/support/sqlite_hub.h"
 #include "tests/support/status_assert.h"
 #include "tests/support/wire_peer.h"
-#include "tests/unit/sync/region_hub_fixture.h"
+#include "tests/support/region_hub_fixture.h"
 
 namespace edgesync {
 namespace {

@@ -17,7 +17,7 @@
 #include "sync/wire.h"
 #include "tests/support/sqlite_hub.h"
 #include "tests/support/process.h"
-#include "tests/unit/sync/region_hub_fixture.h"
+#include "tests/support/region_hub_fixture.h"
 #include "tests/support/status_assert.h"
 
 namespace edgesync {

@@ -15,7 +15,7 @@
 
 #include "tests/support/process.h"
 #include "tests/support/workload.h"
-#include "tests/unit/sync/fake_link.h"
+#include "tests/support/fake_link.h"
 #include "tests/support/wire_peer.h"
 #include "tests/support/status_assert.h"
 
@@ -784,6 +784,92 @@ TEST_F(UplinkTest, TheCapBoundsTheLinkBytesOverAnySpan) {
 
 namespace edgesync {
 namespace {
+
+// Under a cap, live batches gather up to a second (at 28,000 bytes/s and
+// below: a batch's ~320 bytes of its own then take ~1% of a 28,000 cap, not
+// the 4% batches every 200 ms took), and never longer: each live reading leaves within a
+// second of its commit (plus the bucket's wait for the backlog batch ahead
+// of it), on the virtual clock the bucket runs on.
+TEST_F(UplinkTest, UnderACapLiveBatchesGatherASecondAndNoLonger) {
+  constexpr int64_t kStepMs = 10;
+  {
+    // ~160 KB of backlog: over 10 virtual seconds at this cap.
+    test::SensorWorkload more(100, 1790000000000);
+    AppendResult r;
+    for (int i = 0; i < 4; ++i) ASSERT_OK(store_->AppendReadings(more.Take(50000), &r));
+  }
+  options_.live_lane = true;
+  options_.max_bytes_per_s = 16000;
+  options_.batch_max_delay_ms = 200;
+  options_.ack_timeout_ms = 60000;  // virtual time runs ahead of the worker
+  options_.probe_interval_ms = 1000;
+  hub_.mode = ScriptedHub::Mode::kAnswer;
+  ManualClock clock(1780000000000, int64_t{1} << 40);
+  struct LiveSent {
+    int64_t ms;
+    uint64_t first, last;
+  };
+  std::mutex mu;
+  std::vector<LiveSent> live;
+  Uplink uplink(store_.get(), options_, &clock, [&](const MqttLinkOptions&, std::unique_ptr<MqttLink>* link) {
+    *link = std::make_unique<FakeLink>([&](const std::string& t, const std::string& p, FakeLink* l) {
+      size_t before = 0;
+      {
+        std::lock_guard<std::mutex> hub_lock(hub_.mu);
+        before = hub_.received.size();
+      }
+      hub_.OnPublish(t, p, l);
+      std::lock_guard<std::mutex> hub_lock(hub_.mu);
+      if (hub_.received.size() > before && hub_.received.back().live) {
+        std::lock_guard<std::mutex> lock(mu);
+        live.push_back({clock.MonotonicMillis(), hub_.received.back().first_lsn, hub_.received.back().last_lsn});
+      }
+    });
+    return Status::Ok();
+  });
+  ASSERT_OK(uplink.Start());
+  for (int i = 0; i < 5000 && !uplink.stats().live_lane_open; ++i) {
+    clock.Advance(kStepMs);
+    test::SleepMs(2);
+  }
+  ASSERT_TRUE(uplink.stats().live_lane_open) << "no live lane opened";
+  // A live reading every 50 virtual ms for 2 virtual seconds.
+  test::SensorWorkload workload(100, 1780000100000);
+  std::map<uint64_t, int64_t> committed_ms;  // LSN -> virtual time of its commit
+  for (int i = 0; i < 200; ++i) {
+    if (i % 5 == 0) {
+      AppendResult r;
+      ASSERT_OK(store_->AppendReadings(workload.Take(1), &r));
+      committed_ms[store_->LastLsn()] = clock.MonotonicMillis();
+      uplink.NotifyAppended();
+    }
+    clock.Advance(kStepMs);
+    test::SleepMs(2);
+  }
+  const uint64_t last = store_->LastLsn();
+  for (int i = 0; i < 30000 && Checkpoint() < last; ++i) {
+    clock.Advance(kStepMs);
+    test::SleepMs(2);
+  }
+  ASSERT_EQ(Checkpoint(), last);
+  uplink.Stop();
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_FALSE(live.empty()) << "no live batch went";
+  int64_t live_readings = 0;
+  for (const LiveSent& b : live) {
+    for (auto it = committed_ms.lower_bound(b.first); it != committed_ms.end() && it->first <= b.last; ++it) {
+      ++live_readings;
+      // A second's gathering, then the bucket's debt of the backlog batch
+      // before it (batches of at least 4 KB: 256 ms of this cap); the
+      // worker may trail the virtual clock by a few of the test's steps.
+      EXPECT_LE(b.ms - it->second, 1000 + 256 + 10 * kStepMs) << "live reading " << it->first << " waited";
+    }
+  }
+  EXPECT_GE(live_readings, 20) << "most of the 40 live readings went in the live lane";
+  // Gathered a second at a time: 2 s of live readings in 2-4 batches, where
+  // 200 ms gathering sent ~10.
+  EXPECT_LE(live.size(), 4u) << live.size() << " live batches for " << live_readings << " readings";
+}
 
 // A cap far below one batch's own bytes (a cellular plan's ~300 B/s):
 // batches are still sized to carry many readings (at least 4 KB), each goes

@@ -1,8 +1,8 @@
-// tests/unit/store/codec_test_util.h: what the store's block codec tests
+// tests/support/codec_test_util.h: what the store's block codec tests
 // share: comparing decoded entries with the inputs (values bit for bit) and
 // making remote chunk entries.
-#ifndef EDGESYNC_TESTS_UNIT_STORE_CODEC_TEST_UTIL_H_
-#define EDGESYNC_TESTS_UNIT_STORE_CODEC_TEST_UTIL_H_
+#ifndef EDGESYNC_TESTS_SUPPORT_CODEC_TEST_UTIL_H_
+#define EDGESYNC_TESTS_SUPPORT_CODEC_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
 
@@ -79,4 +79,4 @@ inline RemoteChunkEntry RemoteDevice(uint64_t olsn, int64_t series, uint8_t kind
 
 }  // namespace edgesync::test
 
-#endif  // EDGESYNC_TESTS_UNIT_STORE_CODEC_TEST_UTIL_H_
+#endif  // EDGESYNC_TESTS_SUPPORT_CODEC_TEST_UTIL_H_

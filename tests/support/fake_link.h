@@ -1,9 +1,9 @@
-// tests/unit/sync/fake_link.h: an MqttLink without a broker for unit tests
+// tests/support/fake_link.h: an MqttLink without a broker for unit tests
 // of the sync classes: every publish goes to a responder function, which can
 // answer at once through the message handler (as a hub would) or not at all
 // (a hub that never answers, while the broker still acknowledged).
-#ifndef EDGESYNC_TESTS_UNIT_SYNC_FAKE_LINK_H_
-#define EDGESYNC_TESTS_UNIT_SYNC_FAKE_LINK_H_
+#ifndef EDGESYNC_TESTS_SUPPORT_FAKE_LINK_H_
+#define EDGESYNC_TESTS_SUPPORT_FAKE_LINK_H_
 
 #include <atomic>
 #include <functional>
@@ -80,4 +80,4 @@ class FakeLink : public MqttLink {
 
 }  // namespace edgesync
 
-#endif  // EDGESYNC_TESTS_UNIT_SYNC_FAKE_LINK_H_
+#endif  // EDGESYNC_TESTS_SUPPORT_FAKE_LINK_H_

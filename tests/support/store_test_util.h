@@ -1,7 +1,7 @@
-// tests/unit/store/store_test_util.h: small helpers shared by the store's
+// tests/support/store_test_util.h: small helpers shared by the store's
 // unit tests (a store in a temp dir on a manual clock, reading factories).
-#ifndef EDGESYNC_TESTS_UNIT_STORE_STORE_TEST_UTIL_H_
-#define EDGESYNC_TESTS_UNIT_STORE_STORE_TEST_UTIL_H_
+#ifndef EDGESYNC_TESTS_SUPPORT_STORE_TEST_UTIL_H_
+#define EDGESYNC_TESTS_SUPPORT_STORE_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
 
@@ -78,4 +78,4 @@ class StoreTest : public ::testing::Test {
 
 }  // namespace edgesync::test
 
-#endif  // EDGESYNC_TESTS_UNIT_STORE_STORE_TEST_UTIL_H_
+#endif  // EDGESYNC_TESTS_SUPPORT_STORE_TEST_UTIL_H_

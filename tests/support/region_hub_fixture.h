@@ -1,9 +1,9 @@
-// tests/unit/sync/region_hub_fixture.h: the region hub the hub's unit tests
+// tests/support/region_hub_fixture.h: the region hub the hub's unit tests
 // talk to: hub "eu" over a SQLite hub store in a temporary directory, its
-// link a FakeLink (tests/unit/sync/fake_link.h) that hands every message the
+// link a FakeLink (tests/support/fake_link.h) that hands every message the
 // hub publishes, decoded, to the test.
-#ifndef EDGESYNC_TESTS_UNIT_SYNC_REGION_HUB_FIXTURE_H_
-#define EDGESYNC_TESTS_UNIT_SYNC_REGION_HUB_FIXTURE_H_
+#ifndef EDGESYNC_TESTS_SUPPORT_REGION_HUB_FIXTURE_H_
+#define EDGESYNC_TESTS_SUPPORT_REGION_HUB_FIXTURE_H_
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@
 #include "sync/wire.h"
 #include "tests/support/process.h"
 #include "tests/support/status_assert.h"
-#include "tests/unit/sync/fake_link.h"
+#include "tests/support/fake_link.h"
 
 namespace edgesync {
 
@@ -71,4 +71,4 @@ class RegionHubFixture : public ::testing::Test {
 
 }  // namespace edgesync
 
-#endif  // EDGESYNC_TESTS_UNIT_SYNC_REGION_HUB_FIXTURE_H_
+#endif  // EDGESYNC_TESTS_SUPPORT_REGION_HUB_FIXTURE_H_
