@@ -15,8 +15,9 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
+
+#include "platform/mutex.h"
 
 namespace edgesync {
 
@@ -44,7 +45,7 @@ class ManualClock : public Clock {
   int64_t MonotonicNanos() const override { return mono_ns_.load(); }
   int64_t WallMillis() const override { return wall_ms_.load(); }
   std::string BootId() const override {
-    std::lock_guard<std::mutex> lock(boot_mu_);
+    MutexLock lock(&boot_mu_);
     return boot_id_;
   }
   // Moves both clocks forward by the same amount.
@@ -56,7 +57,7 @@ class ManualClock : public Clock {
   void SetWall(int64_t wall_ms) { wall_ms_ = wall_ms; }
   // A reboot: a new boot id, monotonic time back near zero.
   void Reboot(const std::string& boot_id, int64_t mono_ns = 0) {
-    std::lock_guard<std::mutex> lock(boot_mu_);
+    MutexLock lock(&boot_mu_);
     boot_id_ = boot_id;
     mono_ns_ = mono_ns;
   }
@@ -64,8 +65,8 @@ class ManualClock : public Clock {
  private:
   std::atomic<int64_t> wall_ms_;
   std::atomic<int64_t> mono_ns_;
-  mutable std::mutex boot_mu_;
-  std::string boot_id_ = "manual-boot-1";
+  mutable Mutex boot_mu_;
+  std::string boot_id_ GUARDED_BY(boot_mu_) = "manual-boot-1";
 };
 
 }  // namespace edgesync

@@ -80,7 +80,7 @@ bool ClockTrust::Trusted() {
   const int64_t wall = clock_->WallMillis();
   if (wall < options_.epoch_floor_ms) return false;
   if (synced_.load(std::memory_order_acquire)) return true;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (synced_.load(std::memory_order_relaxed)) return true;
   const int64_t mono = clock_->MonotonicMillis();
   if (mono < next_ask_ms_) return false;
@@ -104,7 +104,7 @@ ClockTrust::State ClockTrust::Snapshot() const {
   s.source = options_.source == ClockTrustOptions::Source::kKernel ? "kernel"
              : options_.source == ClockTrustOptions::Source::kFile ? "file"
                                                                    : "floor";
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   s.last = last_;
   s.trusted = synced_.load() && clock_->WallMillis() >= options_.epoch_floor_ms;
   s.trusted_since_ms = s.trusted ? trusted_since_ms_ : 0;

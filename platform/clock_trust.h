@@ -30,10 +30,10 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 
 #include "platform/clock.h"
+#include "platform/mutex.h"
 #include "platform/status.h"
 
 namespace edgesync {
@@ -75,16 +75,16 @@ class ClockTrust {
   State Snapshot() const;
 
  private:
-  bool AskSource();  // mu_ held
+  bool AskSource() REQUIRES(mu_);
 
   const ClockTrustOptions options_;
   Clock* clock_;
   std::function<ClockSync()> probe_;
   std::atomic<bool> synced_{false};  // synchronised at some point in this boot
-  mutable std::mutex mu_;
-  int64_t next_ask_ms_ = INT64_MIN;  // monotonic
-  ClockSync last_ = ClockSync::kUnknown;
-  int64_t trusted_since_ms_ = 0;
+  mutable Mutex mu_;
+  int64_t next_ask_ms_ GUARDED_BY(mu_) = INT64_MIN;  // monotonic
+  ClockSync last_ GUARDED_BY(mu_) = ClockSync::kUnknown;
+  int64_t trusted_since_ms_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace edgesync

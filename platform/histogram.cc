@@ -14,16 +14,16 @@ Histogram::Histogram(std::vector<double> bounds) {
 }
 
 void Histogram::Observe(double seconds) {
+  MutexLock lock(&mu_);
   size_t i = static_cast<size_t>(std::lower_bound(data_.bounds.begin(), data_.bounds.end(), seconds) -
                                  data_.bounds.begin());
-  std::lock_guard<std::mutex> lock(mu_);
   ++data_.counts[i];
   ++data_.count;
   data_.sum += seconds;
 }
 
 HistogramSnapshot Histogram::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return data_;
 }
 

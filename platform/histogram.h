@@ -13,8 +13,9 @@
 #define EDGESYNC_PLATFORM_HISTOGRAM_H_
 
 #include <cstdint>
-#include <mutex>
 #include <vector>
+
+#include "platform/mutex.h"
 
 namespace edgesync {
 
@@ -37,8 +38,8 @@ class Histogram {
   HistogramSnapshot Snapshot() const;
 
  private:
-  mutable std::mutex mu_;
-  HistogramSnapshot data_;
+  mutable Mutex mu_;
+  HistogramSnapshot data_ GUARDED_BY(mu_);
 };
 
 }  // namespace edgesync

@@ -36,12 +36,12 @@ LivenessRegistry* LivenessRegistry::Process() {
 }
 
 void LivenessRegistry::Add(const std::shared_ptr<Entry>& entry) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   entries_.push_back(entry);
 }
 
 void LivenessRegistry::Remove(const Entry* entry) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
                                 [entry](const std::shared_ptr<Entry>& e) { return e.get() == entry; }),
                  entries_.end());
@@ -51,7 +51,7 @@ std::vector<LivenessRegistry::Stalled> LivenessRegistry::StalledWorkers(int64_t 
   const int64_t now = clock_->MonotonicMillis();
   std::vector<Stalled> out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& e : entries_) {
       if (e->idle.load(std::memory_order_acquire)) continue;
       int64_t silent = now - e->last_beat_ms.load(std::memory_order_acquire);
@@ -63,7 +63,7 @@ std::vector<LivenessRegistry::Stalled> LivenessRegistry::StalledWorkers(int64_t 
 }
 
 std::vector<std::string> LivenessRegistry::Workers() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<std::string> names;
   for (const auto& e : entries_) names.push_back(e->worker);
   return names;

@@ -28,11 +28,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "platform/clock.h"
+#include "platform/mutex.h"
 #include "platform/systemd.h"
 
 namespace edgesync {
@@ -64,8 +64,8 @@ class LivenessRegistry {
   void Remove(const Entry* entry);
 
   Clock* clock_;
-  mutable std::mutex mu_;
-  std::vector<std::shared_ptr<Entry>> entries_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<std::shared_ptr<Entry>> entries_ GUARDED_BY(mu_);
 };
 
 // One worker thread's heartbeat: registered for its lifetime, idle until its

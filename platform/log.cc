@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
+#include <mutex>  // std::call_once
+
+#include "platform/mutex.h"
 
 namespace edgesync {
 namespace {
@@ -107,8 +109,8 @@ namespace {
 // Never destroyed: library threads (Paho's) may still log while the process
 // exits, after static destructors have run.
 struct RecentRing {
-  std::mutex mu;
-  std::deque<RecentLogLine> lines;  // guarded by mu
+  Mutex mu;
+  std::deque<RecentLogLine> lines GUARDED_BY(mu);
 };
 RecentRing& Recent() {
   static RecentRing* ring = new RecentRing;
@@ -121,7 +123,7 @@ void KeepRecent(LogLevel level, std::string_view line) {
   int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::system_clock::now().time_since_epoch()).count();
   RecentRing& r = Recent();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(&r.mu);
   r.lines.push_back({now, level, std::string(line.substr(0, 500))});
   while (r.lines.size() > kRecentErrorLines) r.lines.pop_front();
 }
@@ -160,7 +162,7 @@ std::string OneLine(std::string_view line) {
 
 std::vector<RecentLogLine> RecentErrors() {
   RecentRing& r = Recent();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(&r.mu);
   return {r.lines.begin(), r.lines.end()};
 }
 

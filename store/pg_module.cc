@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
-#include <mutex>
 #include <string_view>
 
 #include "platform/log.h"
+#include "platform/mutex.h"
 
 namespace edgesync {
 namespace {
@@ -64,8 +64,8 @@ int OtherAbi(void* handle) {
   return 0;
 }
 
-std::mutex g_mu;
-const PgModuleApi* g_api = nullptr;  // guarded by g_mu; set once, never cleared
+Mutex g_mu;
+const PgModuleApi* g_api GUARDED_BY(g_mu) = nullptr;  // set once, never cleared
 #endif
 
 }  // namespace
@@ -90,7 +90,7 @@ Status LoadPgModule(const PgModuleApi** api) {
       "this edgesync was built without PostgreSQL support (libpq was not found at build time); "
       "use the embedded SQLite store or a build with libpq-dev");
 #else
-  std::lock_guard<std::mutex> lock(g_mu);
+  MutexLock lock(&g_mu);
   if (g_api != nullptr) {
     *api = g_api;
     return Status::Ok();

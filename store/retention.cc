@@ -27,7 +27,7 @@ Status Retention::Start() {
     return Status::InvalidArgument("retention: interval and step rows must be positive");
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = false;
   }
   worker_ = std::thread([this] { Run(); });
@@ -37,7 +37,7 @@ Status Retention::Start() {
 void Retention::Stop() {
   if (!worker_.joinable()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
     cv_.notify_all();
   }
@@ -45,18 +45,18 @@ void Retention::Stop() {
 }
 
 RetentionStats Retention::stats() const {
-  std::lock_guard<std::mutex> lock(stats_mu_);
+  MutexLock lock(&stats_mu_);
   return stats_;
 }
 
 bool Retention::Pause(int64_t ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (ms > 0) cv_.wait_for(lock, std::chrono::milliseconds(ms), [this] { return stop_; });
+  MutexLock lock(&mu_);
+  if (ms > 0) lock.WaitFor(&cv_, std::chrono::milliseconds(ms), [this]() REQUIRES(mu_) { return stop_; });
   return !stop_;
 }
 
 bool Retention::Stopping() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return stop_;
 }
 
@@ -69,7 +69,7 @@ Status Retention::CompactPass(CompactResult* pass) {
     Status s = compact_(&step);
     int64_t took_ms = (clock_->MonotonicNanos() - t0) / 1000000;
     {
-      std::lock_guard<std::mutex> lock(stats_mu_);
+      MutexLock lock(&stats_mu_);
       ++stats_.compaction_steps;
       if (!s.ok()) ++stats_.errors;
       stats_.compacted.Add(step);
@@ -92,7 +92,7 @@ Status Retention::RunPass(PruneResult* pass, CompactResult* compacted) {
     Status s = step_(options_.step_rows, &step);
     int64_t held_ms = (clock_->MonotonicNanos() - t0) / 1000000;
     {
-      std::lock_guard<std::mutex> lock(stats_mu_);
+      MutexLock lock(&stats_mu_);
       ++stats_.steps;
       if (!s.ok()) ++stats_.errors;
       stats_.pruned.Add(step);
@@ -110,7 +110,7 @@ Status Retention::RunPass(PruneResult* pass, CompactResult* compacted) {
   CompactResult c;
   Status cs = Stopping() ? Status::Ok() : CompactPass(&c);
   if (compacted) *compacted = c;
-  std::lock_guard<std::mutex> lock(stats_mu_);
+  MutexLock lock(&stats_mu_);
   ++stats_.passes;
   return cs;
 }

@@ -21,10 +21,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 
 #include "platform/clock.h"
+#include "platform/mutex.h"
 #include "platform/status.h"
 #include "store/hub_store.h"
 #include "store/store.h"
@@ -67,8 +67,8 @@ class Retention {
  private:
   void Run();
   // Waits up to ms (real time) unless stopping; false = stop.
-  bool Pause(int64_t ms);
-  bool Stopping();
+  bool Pause(int64_t ms) EXCLUDES(mu_);
+  bool Stopping() EXCLUDES(mu_);
   // Compaction steps until none is due.
   Status CompactPass(CompactResult* pass);
 
@@ -77,11 +77,11 @@ class Retention {
   RetentionOptions options_;
   Clock* clock_;
   std::thread worker_;
-  std::mutex mu_;  // guards stop_
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;
-  mutable std::mutex stats_mu_;
-  RetentionStats stats_;
+  bool stop_ GUARDED_BY(mu_) = false;
+  mutable Mutex stats_mu_;
+  RetentionStats stats_ GUARDED_BY(stats_mu_);
 };
 
 }  // namespace edgesync

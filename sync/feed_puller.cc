@@ -33,7 +33,10 @@ Status FeedPuller::Start() {
   correlation_ = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
   regions_.clear();
   regions_.resize(options_.regions.size());
-  stats_.regions.resize(options_.regions.size());
+  {
+    MutexLock lock(&stats_mu_);
+    stats_.regions.resize(options_.regions.size());
+  }
   for (size_t i = 0; i < options_.regions.size(); ++i) {
     const UplinkRegion& r = options_.regions[i];
     Region& region = regions_[i];
@@ -41,26 +44,29 @@ Status FeedPuller::Start() {
     region.backoff = std::make_unique<Backoff>(options_.backoff_base_ms, options_.backoff_max_ms);
     region.progress = std::make_unique<ProgressLog>("feed catch-up from " + r.name, "entries");
     ES_RETURN_IF_ERROR(store_->GetFeedPosition(r.name, &region.position));
-    stats_.regions[i].name = r.name;
     if (region.position.single_seq > 0) {
       // A position of the single-sequence feed cannot be split into shards:
       // start over, said out loud; the read view stays (applies are
       // idempotent by origin and LSN), and the hub resets us if it pruned.
       ES_LOG(kWarn, "feed {}: position {} is of the single-sequence feed; reading the region's feed again from its "
              "oldest entry", r.name, region.position.single_seq);
-      ++stats_.regions[i].resets;
     }
-    Publish(&stats_.regions[i], region);
+    {
+      MutexLock lock(&stats_mu_);
+      stats_.regions[i].name = r.name;
+      if (region.position.single_seq > 0) ++stats_.regions[i].resets;
+      Publish(i, region);
+    }
     MqttLinkOptions lo = r.link;
     lo.client_id = "es-feed-" + options_.gateway_id;
     ES_RETURN_IF_ERROR(factory_(lo, &region.link).Annotate("feed region " + r.name));
     region.link->SetMessageHandler([this, i](MqttMessage&& m) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       events_.push_back(Event{i, false, false, std::move(m.payload)});
       cv_.notify_one();
     });
     region.link->SetStateHandler([this, i](bool connected, bool, const std::string&) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       events_.push_back(Event{i, true, connected, {}});
       cv_.notify_one();
     });
@@ -74,18 +80,24 @@ Status FeedPuller::Start() {
 }
 
 void FeedPuller::Stop() {
-  if (!worker_.joinable()) return;
-  stop_ = true;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    cv_.notify_all();
+  if (worker_.joinable()) {
+    stop_ = true;
+    {
+      MutexLock lock(&mu_);
+      cv_.notify_all();
+    }
+    worker_.join();
   }
-  worker_.join();
-  for (Region& r : regions_) r.link->Disconnect(2000);
+  // Also after a Start that failed part way: a link set up by then may
+  // share a connection that is up (sync/mqtt_link_pool.h), and its handler
+  // queues events until it is disconnected.
+  for (Region& r : regions_) {
+    if (r.link) r.link->Disconnect(2000);
+  }
 }
 
 FeedPullerStats FeedPuller::stats() const {
-  std::lock_guard<std::mutex> lock(stats_mu_);
+  MutexLock lock(&stats_mu_);
   FeedPullerStats s = stats_;
   s.bad_messages = counters_.rejected();
   return s;
@@ -97,8 +109,9 @@ void FeedPuller::Run() {
     beat.Beat();  // each turn is bounded by a timed wait
     std::deque<Event> events;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(20), [this] { return stop_.load() || !events_.empty(); });
+      MutexLock lock(&mu_);
+      lock.WaitFor(&cv_, std::chrono::milliseconds(20),
+                   [this]() REQUIRES(mu_) { return stop_.load() || !events_.empty(); });
       events.swap(events_);
     }
     for (Event& e : events) {
@@ -107,7 +120,7 @@ void FeedPuller::Run() {
         // A lost connection may have eaten the request or its answer.
         r.outstanding = 0;
         r.want = e.connected;
-        std::lock_guard<std::mutex> lock(stats_mu_);
+        MutexLock lock(&stats_mu_);
         stats_.regions[e.region].connected = e.connected;
         continue;
       }
@@ -119,7 +132,7 @@ void FeedPuller::Run() {
       if (r.outstanding != 0 && now - r.sent_ms > options_.answer_timeout_ms) {
         r.outstanding = 0;
         r.next_pull_ms = now + r.backoff->Next();
-        std::lock_guard<std::mutex> lock(stats_mu_);
+        MutexLock lock(&stats_mu_);
         ++stats_.timeouts;
       }
       if (r.outstanding == 0 && r.link->connected() && now >= r.next_pull_ms &&
@@ -209,7 +222,8 @@ uint64_t FeedPuller::MaxPosition(const ShardPositions& positions) {
   return *std::max_element(positions.begin(), positions.end());
 }
 
-void FeedPuller::Publish(FeedRegionStats* s, const Region& r) {
+void FeedPuller::Publish(size_t index, const Region& r) {
+  FeedRegionStats* s = &stats_.regions[index];
   s->position = MaxPosition(r.position.shards);
   s->head = MaxPosition(r.head);
   s->lag = ShardLag(r.position.shards, r.head);
@@ -227,7 +241,7 @@ void FeedPuller::BadPage(size_t index, const WireMessage& m, const char* why) {
            m.correlation_id);
     ++r.late_unsaid;
     r.last_late_ms = clock_->MonotonicMillis();
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     ++stats_.regions[index].bad_pages;
     ++stats_.regions[index].late_pages;
     return;
@@ -235,7 +249,7 @@ void FeedPuller::BadPage(size_t index, const WireMessage& m, const char* why) {
   ES_LOG(kWarn, "feed {}: ignored a page (correlation {}, after {}, next {}, head {}): {}", regions_[index].name,
          m.correlation_id, ShardPositionsText(m.feed_page.after), ShardPositionsText(m.feed_page.next),
          ShardPositionsText(m.feed_page.head), why);
-  std::lock_guard<std::mutex> lock(stats_mu_);
+  MutexLock lock(&stats_mu_);
   ++stats_.regions[index].bad_pages;
 }
 
@@ -278,7 +292,7 @@ void FeedPuller::HandlePage(size_t index, WireMessage& m) {
            ShardPositionsText(page.after), st.ToString(), delay);
     r.next_pull_ms = clock_->MonotonicMillis() + delay;
     r.want = true;
-    std::lock_guard<std::mutex> lock(stats_mu_);
+    MutexLock lock(&stats_mu_);
     ++stats_.regions[index].store_errors;
     stats_.regions[index].last_error = st.ToString();
     return;
@@ -288,10 +302,10 @@ void FeedPuller::HandlePage(size_t index, WireMessage& m) {
   r.backoff->Reset();
   // More to read: ask again at once. A reset page is empty: follow it.
   r.want = page.reset || (!page.entries.empty() && r.position.shards != r.head);
-  std::lock_guard<std::mutex> lock(stats_mu_);
+  MutexLock lock(&stats_mu_);
   ++stats_.pages;
+  Publish(index, r);
   FeedRegionStats& s = stats_.regions[index];
-  Publish(&s, r);
   s.applied += static_cast<uint64_t>(applied);
   s.skipped_own += delta.skipped_own;
   s.resets += delta.resets;

@@ -31,12 +31,12 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "platform/clock.h"
+#include "platform/mutex.h"
 #include "platform/progress.h"
 #include "platform/status.h"
 #include "store/store.h"
@@ -130,25 +130,31 @@ class FeedPuller {
   void BadPage(size_t index, const WireMessage& m, const char* why);
   void Pull(size_t index, int64_t now_ms);
   static uint64_t MaxPosition(const ShardPositions& positions);
-  // Copies r's position and head into s. Requires stats_mu_ (or Start).
-  static void Publish(FeedRegionStats* s, const Region& r);
+  // Copies r's position and head into region index's stats.
+  void Publish(size_t index, const Region& r) REQUIRES(stats_mu_);
 
   ReadViewWriter* store_;
   FeedPullerOptions options_;
   Clock* clock_;
   MqttLinkFactory factory_;
+  // The events the links' handlers queue for the worker. Declared before
+  // regions_: the links go first (their handlers lock mu_), and Stop
+  // disconnects them before that.
+  Mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Event> events_ GUARDED_BY(mu_);
+  mutable Mutex stats_mu_;
+  FeedPullerStats stats_ GUARDED_BY(stats_mu_);
+  // Worker state: set up by Start before the worker runs, then touched by
+  // the worker thread only (and by Stop after it has ended), so no mutex
+  // guards it.
   Origin own_;
   std::string reply_topic_;
   std::vector<Region> regions_;
+  uint64_t correlation_ = 0;
   std::thread worker_;
   std::atomic<bool> stop_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Event> events_;
-  uint64_t correlation_ = 0;
-  WireCounters counters_;
-  mutable std::mutex stats_mu_;
-  FeedPullerStats stats_;
+  WireCounters counters_;  // atomics: stats() reads them from any thread
 };
 
 }  // namespace edgesync

@@ -13,7 +13,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <mutex>
 #include <thread>
 #include <unordered_set>
 #include <utility>
@@ -21,6 +20,7 @@
 
 #include "platform/files.h"
 #include "platform/log.h"
+#include "platform/mutex.h"
 #include "sync/backoff.h"
 #include "sync/paho_packet_id.h"
 
@@ -165,7 +165,12 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   // live strictly inside the client's lifetime; ResetClient makes the new
   // client before it drops the old one, so that holds across it too.
   Status Init() {
-    ES_RETURN_IF_ERROR(NewClient(&client_));
+    std::unique_ptr<mqtt::async_client> client;
+    ES_RETURN_IF_ERROR(NewClient(&client));
+    {
+      MutexLock lock(&client_mu_);
+      client_ = std::move(client);
+    }
     connect_options_ = std::make_unique<mqtt::connect_options>();
     BuildConnectOptions(connect_options_.get());
     return Status::Ok();
@@ -196,12 +201,12 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
     if (!NewClient(&fresh).ok()) return;
     std::unique_ptr<mqtt::async_client> old;
     {
-      std::unique_lock<std::mutex> lock(client_mu_);
+      MutexLock lock(&client_mu_);
       old = std::move(client_);
       client_ = std::move(fresh);
       // Calls that took the old client finish with it first. New ones get
       // the fresh client; few come meanwhile, as the link is down.
-      client_cv_.wait(lock, [this] { return client_users_ == 0; });
+      lock.Wait(&client_cv_, [this]() REQUIRES(client_mu_) { return client_users_ == 0; });
     }
     old.reset();  // joins the old client's threads: no completion of it runs after this
     FailPending("mqtt client of " + options_.uri + " replaced before the publish completed");
@@ -213,7 +218,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
 
   Status Subscribe(const std::string& filter, int qos) override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       bool known = false;
       for (auto& s : subscriptions_) {
         if (s.first == filter) {
@@ -229,7 +234,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
 
   Status Unsubscribe(const std::string& filter) override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       subscriptions_.erase(std::remove_if(subscriptions_.begin(), subscriptions_.end(),
                                           [&](const auto& s) { return s.first == filter; }),
                            subscriptions_.end());
@@ -248,9 +253,12 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   }
 
   Status Start() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock run(&run_mu_);
     if (supervisor_.joinable()) return Status::Ok();
-    stopping_ = false;
+    {
+      MutexLock lock(&mu_);
+      stopping_ = false;
+    }
     supervisor_ = std::thread([this] { Supervise(); });
     return Status::Ok();
   }
@@ -258,30 +266,33 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   Status Connect(int64_t timeout_ms) override {
     ES_RETURN_IF_ERROR(Start());
     if (WaitConnected(timeout_ms)) return Status::Ok();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return Status::Unavailable("cannot connect to " + options_.uri + ": " +
                                (last_error_.empty() ? std::string("timed out") : last_error_));
   }
 
   bool WaitConnected(int64_t timeout_ms) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, milliseconds(timeout_ms), [this] { return connected_.load() || stopping_; }) &&
+    MutexLock lock(&mu_);
+    return lock.WaitFor(&cv_, milliseconds(timeout_ms),
+                        [this]() REQUIRES(mu_) { return connected_.load() || stopping_; }) &&
            connected_.load();
   }
 
   bool connected() const override { return connected_.load(); }
 
   Status Disconnect(int64_t timeout_ms) override {
+    MutexLock run(&run_mu_);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       stopping_ = true;
     }
     cv_.notify_all();
     if (supervisor_.joinable()) supervisor_.join();
     Status result;
-    if (client_ && connected_.load()) {
+    if (connected_.load()) {
       try {
-        client_->disconnect(timeout_ms / 2)->wait_for(milliseconds(timeout_ms));
+        ClientUse client(this);
+        if (client) client->disconnect(timeout_ms / 2)->wait_for(milliseconds(timeout_ms));
       } catch (const mqtt::exception& e) {
         result = FromPaho("disconnecting from " + options_.uri, e);
       }
@@ -292,7 +303,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
 
   void Pause() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       paused_ = true;
     }
     cv_.notify_all();
@@ -300,14 +311,14 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
 
   void Resume() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       paused_ = false;
     }
     cv_.notify_all();
   }
 
   bool paused() const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return paused_;
   }
 
@@ -316,9 +327,9 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
     if (!connected_.load()) return Status::Unavailable("not connected to " + options_.uri);
     auto* pending = new PendingPublish{std::move(done)};
     {
-      std::unique_lock<std::mutex> lock(window_mu_);
-      if (!window_cv_.wait_for(lock, milliseconds(wait_ms),
-                               [this] { return inflight_ < options_.max_inflight; })) {
+      MutexLock lock(&window_mu_);
+      if (!lock.WaitFor(&window_cv_, milliseconds(wait_ms),
+                        [this]() REQUIRES(window_mu_) { return inflight_ < options_.max_inflight; })) {
         delete pending;
         return Status::Timeout("publish window full (" + std::to_string(options_.max_inflight) + " in flight)");
       }
@@ -340,13 +351,15 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   }
 
   Status Flush(int64_t timeout_ms) override {
-    std::unique_lock<std::mutex> lock(window_mu_);
-    if (window_cv_.wait_for(lock, milliseconds(timeout_ms), [this] { return inflight_ == 0; })) return Status::Ok();
+    MutexLock lock(&window_mu_);
+    if (lock.WaitFor(&window_cv_, milliseconds(timeout_ms), [this]() REQUIRES(window_mu_) { return inflight_ == 0; })) {
+      return Status::Ok();
+    }
     return Status::Timeout(std::to_string(inflight_) + " publishes still in flight");
   }
 
   int inflight() const override {
-    std::lock_guard<std::mutex> lock(window_mu_);
+    MutexLock lock(&window_mu_);
     return inflight_;
   }
 
@@ -372,13 +385,13 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   class ClientUse {
    public:
     explicit ClientUse(PahoMqttLink* link) : link_(link) {
-      std::lock_guard<std::mutex> lock(link_->client_mu_);
+      MutexLock lock(&link_->client_mu_);
       ++link_->client_users_;
       client_ = link_->client_.get();
     }
     ~ClientUse() {
       {
-        std::lock_guard<std::mutex> lock(link_->client_mu_);
+        MutexLock lock(&link_->client_mu_);
         --link_->client_users_;
       }
       link_->client_cv_.notify_all();
@@ -386,6 +399,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
     ClientUse(const ClientUse&) = delete;
     ClientUse& operator=(const ClientUse&) = delete;
     mqtt::async_client* operator->() const { return client_; }
+    explicit operator bool() const { return client_ != nullptr; }
 
    private:
     PahoMqttLink* link_;
@@ -394,7 +408,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
 
   // Claims pending for completion; false if someone else already did.
   bool Claim(PendingPublish* pending) {
-    std::lock_guard<std::mutex> lock(window_mu_);
+    MutexLock lock(&window_mu_);
     return pending_.erase(pending) == 1;
   }
 
@@ -403,7 +417,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   void FailPending(const std::string& why) {
     std::vector<PendingPublish*> left;
     {
-      std::lock_guard<std::mutex> lock(window_mu_);
+      MutexLock lock(&window_mu_);
       left.assign(pending_.begin(), pending_.end());
       pending_.clear();
     }
@@ -419,7 +433,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   // every completion has been seen.
   void FreeSlot() {
     {
-      std::lock_guard<std::mutex> lock(window_mu_);
+      MutexLock lock(&window_mu_);
       --inflight_;
     }
     window_cv_.notify_all();
@@ -453,7 +467,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
 
   void OnLost(const std::string& cause) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       connected_ = false;
       last_error_ = cause.empty() ? "connection lost" : cause;
     }
@@ -509,14 +523,14 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
       ClientUse client(this);
       auto tok = client->connect(*connect_options_);
       if (!tok->wait_for(milliseconds(options_.connect_timeout_ms + 2000))) {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         last_error_ = "connect timed out";
         client_stale_ = "a connect never completed";
         return false;
       }
       session_present = tok->get_connect_response().is_session_present();
     } catch (const mqtt::exception& e) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       last_error_ = e.what();
       // Paho says only "TCP/TLS connect failure" (refused, unreachable or a
       // failed handshake alike); name what to check on a TLS link.
@@ -525,7 +539,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
     }
     std::vector<std::pair<std::string, int>> subs;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       subs = subscriptions_;
       connected_ = true;
     }
@@ -549,7 +563,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
       // the link never came back. The next connect uses a fresh client,
       // which has nothing in flight (senders learn their publishes failed
       // and resend: the uplink from its checkpoint).
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       client_stale_ = "the broker did not answer a subscribe";
     }
     ES_LOG(kInfo, "mqtt {}: connected as {} (session {})", options_.uri, options_.client_id,
@@ -598,30 +612,30 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   void Supervise() {
     bool ever_connected = false;
     int64_t failures = 0;
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     while (!stopping_) {
       if (paused_) {
         if (connected_.load()) {
-          lock.unlock();
+          lock.Unlock();
           DisconnectForPause();
-          lock.lock();
+          lock.Lock();
           continue;
         }
-        cv_.wait(lock, [this] { return stopping_ || !paused_; });
+        lock.Wait(&cv_, [this]() REQUIRES(mu_) { return stopping_ || !paused_; });
         continue;
       }
       if (connected_.load()) {
-        cv_.wait(lock, [this] { return stopping_ || paused_ || !connected_.load(); });
+        lock.Wait(&cv_, [this]() REQUIRES(mu_) { return stopping_ || paused_ || !connected_.load(); });
         continue;
       }
       if (ever_connected && !options_.auto_reconnect) break;
       bool stale = !client_stale_.empty();
       std::string why = std::move(client_stale_);
       client_stale_.clear();
-      lock.unlock();
+      lock.Unlock();
       if (stale) ResetClient(why);
       bool ok = TryConnect();
-      lock.lock();
+      lock.Lock();
       if (ok) {
         ever_connected = true;
         failures = 0;
@@ -634,7 +648,7 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
       } else {
         ES_LOG(kDebug, "mqtt {}: cannot connect ({} attempts): {}", options_.uri, failures, last_error_);
       }
-      cv_.wait_for(lock, milliseconds(backoff_.Next()), [this] { return stopping_ || paused_; });
+      lock.WaitFor(&cv_, milliseconds(backoff_.Next()), [this]() REQUIRES(mu_) { return stopping_ || paused_; });
     }
   }
 
@@ -653,33 +667,38 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
   // lock-order inversion with Paho C's own mutex, which Paho holds while it
   // runs our message handler, and the region hub's handler publishes (it
   // answers probes on the receive thread).
-  std::mutex client_mu_;  // guards client_ and client_users_
+  Mutex client_mu_;
   std::condition_variable client_cv_;
-  std::unique_ptr<mqtt::async_client> client_;
-  int client_users_ = 0;
-  // Guarded by mu_: why the next connect needs a fresh client ("" = it
-  // does not): a connect never completed, or a subscribe was never answered.
-  std::string client_stale_;
+  std::unique_ptr<mqtt::async_client> client_ GUARDED_BY(client_mu_);
+  int client_users_ GUARDED_BY(client_mu_) = 0;
   // Built once in Init, never moved (see BuildConnectOptions), released
-  // before client_ (see Init).
+  // before client_ (see Init); read-only in between.
   std::unique_ptr<mqtt::connect_options> connect_options_;
+  // Set before Start (mqtt_link.h), read-only once Paho runs.
   MessageHandler message_handler_;
   StateHandler state_handler_;
 
-  mutable std::mutex mu_;  // guards subscriptions_, stopping_, paused_, last_error_, backoff_
-  std::condition_variable cv_;
-  std::vector<std::pair<std::string, int>> subscriptions_;
-  bool stopping_ = false;
-  bool paused_ = false;
-  std::string last_error_;
-  Backoff backoff_;
-  std::atomic<bool> connected_{false};
-  std::thread supervisor_;
+  // Start and Disconnect, one at a time: the supervisor is started and
+  // joined under it (never held by the supervisor or a handler).
+  Mutex run_mu_ ACQUIRED_BEFORE(mu_, client_mu_);
+  std::thread supervisor_ GUARDED_BY(run_mu_);
 
-  mutable std::mutex window_mu_;
+  mutable Mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::pair<std::string, int>> subscriptions_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool paused_ GUARDED_BY(mu_) = false;
+  std::string last_error_ GUARDED_BY(mu_);
+  // Why the next connect needs a fresh client ("" = it does not): a
+  // connect never completed, or a subscribe was never answered.
+  std::string client_stale_ GUARDED_BY(mu_);
+  Backoff backoff_ GUARDED_BY(mu_);
+  std::atomic<bool> connected_{false};
+
+  mutable Mutex window_mu_;
   std::condition_variable window_cv_;
-  int inflight_ = 0;
-  std::unordered_set<PendingPublish*> pending_;
+  int inflight_ GUARDED_BY(window_mu_) = 0;
+  std::unordered_set<PendingPublish*> pending_ GUARDED_BY(window_mu_);
 
   std::atomic<int64_t> counters_connects_{0}, counters_losses_{0}, counters_received_{0}, counters_published_{0},
       counters_publish_failures_{0}, counters_pauses_{0};

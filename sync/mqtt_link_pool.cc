@@ -67,49 +67,75 @@ class PooledLink;
 // raw pointer to this: link is declared last, so it is destroyed (its
 // threads joined) first.
 struct MqttLinkPool::Shared {
-  std::mutex mu;  // guards the rest but link; held while handlers run
-  std::vector<PooledLink*> views;
-  std::map<std::string, int> filters;  // subscribed filter -> views holding it
-  int started = 0;
-  bool connected = false;
+  // A view's state, kept here so that the connection's mutex guards it.
+  struct View {
+    const PooledLink* link;
+    MqttLink::MessageHandler message_handler;
+    MqttLink::StateHandler state_handler;
+    std::vector<std::string> filters;
+    bool started = false;
+    bool disconnected = false;  // by Disconnect, until the next Start
+
+    // Also before Start: a retained message answers the SUBACK of a view
+    // subscribing on a connection already up.
+    bool Wants(const std::string& topic) const {
+      if (disconnected || !message_handler) return false;
+      for (const std::string& f : filters) {
+        if (TopicMatchesFilter(f, topic)) return true;
+      }
+      return false;
+    }
+  };
+
+  Mutex mu;  // held while handlers run
+  std::vector<View> views GUARDED_BY(mu);       // in the order they were opened
+  std::map<std::string, int> filters GUARDED_BY(mu);  // subscribed filter -> views holding it
+  int started GUARDED_BY(mu) = 0;
+  bool connected GUARDED_BY(mu) = false;
+  // Set by Open before any view exists, never replaced: used without mu.
   std::unique_ptr<MqttLink> link;
 
-  void OnMessage(MqttMessage&& m);
-  void OnState(bool connected, bool session_present, const std::string& why);
+  View& ViewOf(const PooledLink* link) REQUIRES(mu) {
+    return *std::find_if(views.begin(), views.end(), [link](const View& v) { return v.link == link; });
+  }
+  void OnMessage(MqttMessage&& m) EXCLUDES(mu);
+  void OnState(bool connected, bool session_present, const std::string& why) EXCLUDES(mu);
 };
 
 namespace {
 
+// A view: its state lives in shared_->views (under shared_->mu).
 class PooledLink final : public MqttLink {
  public:
   explicit PooledLink(std::shared_ptr<MqttLinkPool::Shared> shared) : shared_(std::move(shared)) {
-    std::lock_guard<std::mutex> lock(shared_->mu);
-    shared_->views.push_back(this);
+    MutexLock lock(&shared_->mu);
+    shared_->views.push_back(MqttLinkPool::Shared::View{this, {}, {}, {}, false, false});
   }
   ~PooledLink() override {
     Disconnect(2000);
-    std::lock_guard<std::mutex> lock(shared_->mu);
-    auto& v = shared_->views;
-    v.erase(std::remove(v.begin(), v.end(), this), v.end());
-    for (const std::string& f : filters_) {
+    MutexLock lock(&shared_->mu);
+    for (const std::string& f : shared_->ViewOf(this).filters) {
       if (--shared_->filters[f] == 0) shared_->filters.erase(f);
     }
+    auto& v = shared_->views;
+    v.erase(std::remove_if(v.begin(), v.end(), [this](const auto& view) { return view.link == this; }), v.end());
   }
 
   void SetMessageHandler(MessageHandler handler) override {
-    std::lock_guard<std::mutex> lock(shared_->mu);
-    message_handler_ = std::move(handler);
+    MutexLock lock(&shared_->mu);
+    shared_->ViewOf(this).message_handler = std::move(handler);
   }
   void SetStateHandler(StateHandler handler) override {
-    std::lock_guard<std::mutex> lock(shared_->mu);
-    state_handler_ = std::move(handler);
+    MutexLock lock(&shared_->mu);
+    shared_->ViewOf(this).state_handler = std::move(handler);
   }
 
   Status Subscribe(const std::string& filter, int qos) override {
     {
-      std::lock_guard<std::mutex> lock(shared_->mu);
-      if (std::find(filters_.begin(), filters_.end(), filter) == filters_.end()) {
-        filters_.push_back(filter);
+      MutexLock lock(&shared_->mu);
+      std::vector<std::string>& filters = shared_->ViewOf(this).filters;
+      if (std::find(filters.begin(), filters.end(), filter) == filters.end()) {
+        filters.push_back(filter);
         ++shared_->filters[filter];
       }
     }
@@ -119,10 +145,11 @@ class PooledLink final : public MqttLink {
   Status Unsubscribe(const std::string& filter) override {
     bool last = false;
     {
-      std::lock_guard<std::mutex> lock(shared_->mu);
-      auto it = std::find(filters_.begin(), filters_.end(), filter);
-      if (it == filters_.end()) return Status::Ok();
-      filters_.erase(it);
+      MutexLock lock(&shared_->mu);
+      std::vector<std::string>& filters = shared_->ViewOf(this).filters;
+      auto it = std::find(filters.begin(), filters.end(), filter);
+      if (it == filters.end()) return Status::Ok();
+      filters.erase(it);
       last = --shared_->filters[filter] == 0;
       if (last) shared_->filters.erase(filter);
     }
@@ -132,13 +159,14 @@ class PooledLink final : public MqttLink {
   Status Start() override {
     bool first = false;
     {
-      std::lock_guard<std::mutex> lock(shared_->mu);
-      if (started_) return Status::Ok();
-      started_ = true;
-      disconnected_ = false;
+      MutexLock lock(&shared_->mu);
+      MqttLinkPool::Shared::View& view = shared_->ViewOf(this);
+      if (view.started) return Status::Ok();
+      view.started = true;
+      view.disconnected = false;
       first = shared_->started++ == 0;
       // Joining a connection that is up: the view hears of it as its own.
-      if (!first && shared_->connected && state_handler_) state_handler_(true, true, "");
+      if (!first && shared_->connected && view.state_handler) view.state_handler(true, true, "");
     }
     return first ? shared_->link->Start() : Status::Ok();
   }
@@ -150,10 +178,11 @@ class PooledLink final : public MqttLink {
   bool connected() const override { return shared_->link->connected(); }
   Status Disconnect(int64_t timeout_ms) override {
     {
-      std::lock_guard<std::mutex> lock(shared_->mu);
-      disconnected_ = true;
-      if (!started_) return Status::Ok();
-      started_ = false;
+      MutexLock lock(&shared_->mu);
+      MqttLinkPool::Shared::View& view = shared_->ViewOf(this);
+      view.disconnected = true;
+      if (!view.started) return Status::Ok();
+      view.started = false;
       if (--shared_->started > 0) return Status::Ok();
     }
     return shared_->link->Disconnect(timeout_ms);
@@ -169,47 +198,29 @@ class PooledLink final : public MqttLink {
   int inflight() const override { return shared_->link->inflight(); }
   Counters counters() const override { return shared_->link->counters(); }
 
-  // Under shared_->mu. Also before Start: a retained message answers the
-  // SUBACK of a view subscribing on a connection already up.
-  bool Wants(const std::string& topic) const {
-    if (disconnected_ || !message_handler_) return false;
-    for (const std::string& f : filters_) {
-      if (TopicMatchesFilter(f, topic)) return true;
-    }
-    return false;
-  }
-  void Deliver(MqttMessage&& m) { message_handler_(std::move(m)); }
-  void Tell(bool connected, bool session_present, const std::string& why) {
-    if (started_ && state_handler_) state_handler_(connected, session_present, why);
-  }
-
  private:
   std::shared_ptr<MqttLinkPool::Shared> shared_;
-  // Guarded by shared_->mu.
-  MessageHandler message_handler_;
-  StateHandler state_handler_;
-  std::vector<std::string> filters_;
-  bool started_ = false;
-  bool disconnected_ = false;  // by Disconnect, until the next Start
 };
 
 }  // namespace
 
 void MqttLinkPool::Shared::OnMessage(MqttMessage&& m) {
-  std::lock_guard<std::mutex> lock(mu);
-  PooledLink* last = nullptr;
-  for (PooledLink* v : views) {
-    if (!v->Wants(m.topic)) continue;
-    if (last != nullptr) last->Deliver(MqttMessage(m));
-    last = v;
+  MutexLock lock(&mu);
+  View* last = nullptr;
+  for (View& v : views) {
+    if (!v.Wants(m.topic)) continue;
+    if (last != nullptr) last->message_handler(MqttMessage(m));
+    last = &v;
   }
-  if (last != nullptr) last->Deliver(std::move(m));
+  if (last != nullptr) last->message_handler(std::move(m));
 }
 
 void MqttLinkPool::Shared::OnState(bool up, bool session_present, const std::string& why) {
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   connected = up;
-  for (PooledLink* v : views) v->Tell(up, session_present, why);
+  for (View& v : views) {
+    if (v.started && v.state_handler) v.state_handler(up, session_present, why);
+  }
 }
 
 MqttLinkPool::MqttLinkPool(Factory factory) : factory_(std::move(factory)) {
@@ -219,7 +230,7 @@ MqttLinkPool::MqttLinkPool(Factory factory) : factory_(std::move(factory)) {
 MqttLinkPool::~MqttLinkPool() = default;
 
 Status MqttLinkPool::Open(const MqttLinkOptions& options, std::unique_ptr<MqttLink>* link) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const std::string key = options.uri + '\n' + options.client_id;
   std::shared_ptr<Shared> shared = shared_[key].lock();
   if (!shared) {

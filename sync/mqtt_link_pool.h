@@ -26,9 +26,9 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "platform/mutex.h"
 #include "platform/status.h"
 #include "sync/mqtt_link.h"
 
@@ -62,8 +62,8 @@ class MqttLinkPool {
 
  private:
   Factory factory_;
-  std::mutex mu_;
-  std::map<std::string, std::weak_ptr<Shared>> shared_;
+  Mutex mu_;
+  std::map<std::string, std::weak_ptr<Shared>> shared_ GUARDED_BY(mu_);
 };
 
 // A link factory (the shape of MqttLinkFactory, sync/uplink.h) for the

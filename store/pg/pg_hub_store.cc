@@ -49,10 +49,10 @@
 // backlog brings them).
 #include <algorithm>
 #include <map>
-#include <mutex>
 
 #include "platform/files.h"
 #include "platform/log.h"
+#include "platform/mutex.h"
 #include "store/hub_store.h"
 #include "store/pg/pg_conn.h"
 #include "store/pg/pg_feed_chunks.h"
@@ -221,6 +221,7 @@ class PgHubStore : public HubStore {
       : conn_(std::move(conn)), options_(std::move(options)), clock_(options_.clock ? options_.clock : SystemClock()) {}
 
   Status Init() {
+    MutexLock lock(&mu_);
     ES_RETURN_IF_ERROR(Migrate());
     PgResult r;
     ES_RETURN_IF_ERROR(conn_->Query("SELECT value FROM es_meta WHERE key='epoch'", {}, &r));
@@ -234,7 +235,8 @@ class PgHubStore : public HubStore {
 
   // What the open found, for its log line: the server's version, the schema
   // version and where it was migrated from.
-  std::string OpenSummary() const {
+  std::string OpenSummary() {
+    MutexLock lock(&mu_);
     int server = conn_->server_version();  // e.g. 150004 = 15.4
     std::string schema = std::to_string(kSchemaVersion);
     if (found_schema_ == 0) {
@@ -247,7 +249,7 @@ class PgHubStore : public HubStore {
   }
 
   Status ApplyBatches(const std::vector<OriginBatch>& batches, std::vector<ApplyResult>* results) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ES_RETURN_IF_ERROR(conn_->EnsureConnected());
     Status st;
     for (int attempt = 0; attempt <= kConflictRetries; ++attempt) {
@@ -260,7 +262,7 @@ class PgHubStore : public HubStore {
 
   Status HighWater(const Origin& origin, uint64_t* high_water) override {
     ES_RETURN_IF_ERROR(ValidateOrigin(origin));
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ES_RETURN_IF_ERROR(conn_->EnsureConnected());
     PgResult r;
     ES_RETURN_IF_ERROR(conn_->Query("SELECT high_water FROM es_origins WHERE gateway_id=$1 AND epoch=$2",
@@ -271,7 +273,7 @@ class PgHubStore : public HubStore {
 
   Status FeedWatermarks(std::vector<OriginWatermark>* watermarks) override {
     watermarks->clear();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ES_RETURN_IF_ERROR(conn_->EnsureConnected());
     PgResult r;
     ES_RETURN_IF_ERROR(conn_->Query(
@@ -288,11 +290,11 @@ class PgHubStore : public HubStore {
     for (uint64_t p : after) {
       if (p > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("sequence out of range");
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ES_RETURN_IF_ERROR(conn_->EnsureConnected());
     // One snapshot for the bounds and the page.
     ES_RETURN_IF_ERROR(conn_->Exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
-    Status st = [&]() -> Status {
+    Status st = [&]() REQUIRES(mu_) -> Status {
       FeedBoundsInfo bounds;
       ES_RETURN_IF_ERROR(Bounds(&bounds));
       page->head = bounds.head;
@@ -325,7 +327,7 @@ class PgHubStore : public HubStore {
   }
 
   Status FeedBounds(FeedBoundsInfo* bounds) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ES_RETURN_IF_ERROR(conn_->EnsureConnected());
     return Bounds(bounds);
   }
@@ -339,11 +341,11 @@ class PgHubStore : public HubStore {
 
   Status PruneStep(int64_t max_rows, PruneResult* result) override {
     *result = PruneResult{};
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ES_RETURN_IF_ERROR(conn_->EnsureConnected());
     const int64_t cutoff = clock_->WallMillis() - options_.feed_retention_ms;
     ES_RETURN_IF_ERROR(conn_->Exec("BEGIN"));
-    Status st = [&]() -> Status {
+    Status st = [&]() REQUIRES(mu_) -> Status {
       // Only a prefix of the feed goes: a reader is reset when it is behind
       // the pruned mark, so nothing at or below it may stay (a reader sent
       // back to the oldest entry would be reset again). A step takes whole
@@ -391,9 +393,9 @@ class PgHubStore : public HubStore {
   }
 
  private:
-  Status Migrate() {
+  Status Migrate() REQUIRES(mu_) {
     ES_RETURN_IF_ERROR(conn_->Exec("BEGIN"));
-    Status st = [&]() -> Status {
+    Status st = [&]() REQUIRES(mu_) -> Status {
       // Hubs of one region open the database together: one migrates, the
       // others wait here and find the schema current.
       ES_RETURN_IF_ERROR(conn_->Exec("SELECT pg_advisory_xact_lock(4451997360211771)"));
@@ -422,7 +424,7 @@ class PgHubStore : public HubStore {
     return conn_->Exec("COMMIT");
   }
 
-  Status Bounds(FeedBoundsInfo* bounds) {
+  Status Bounds(FeedBoundsInfo* bounds) REQUIRES(mu_) {
     *bounds = FeedBoundsInfo{};
     PgResult r;
     ES_RETURN_IF_ERROR(conn_->Query(
@@ -443,7 +445,7 @@ class PgHubStore : public HubStore {
 
   // Schema 3's data step (see kMigrations): the origins' shards, the old
   // rows' shard numbers, every shard's counter row.
-  Status MigrateShards() {
+  Status MigrateShards() REQUIRES(mu_) {
     PgResult o;
     ES_RETURN_IF_ERROR(conn_->Query("SELECT id, gateway_id FROM es_origins", {}, &o));
     std::string ids = "{", shards = "{";
@@ -479,7 +481,7 @@ class PgHubStore : public HubStore {
     int64_t complete = 0;
   };
 
-  Status ApplyGroup(const std::vector<OriginBatch>& batches, std::vector<ApplyResult>* results) {
+  Status ApplyGroup(const std::vector<OriginBatch>& batches, std::vector<ApplyResult>* results) REQUIRES(mu_) {
     results->assign(batches.size(), ApplyResult{});
     std::vector<bool> valid(batches.size());
     std::map<std::string, OriginRow> origins;  // by origin name
@@ -641,7 +643,7 @@ class PgHubStore : public HubStore {
   }
 
   template <typename Append>
-  Status AppendToFeed(const std::vector<Append>& appends) {
+  Status AppendToFeed(const std::vector<Append>& appends) REQUIRES(mu_) {
     std::map<int, int64_t> count;  // shard -> rows it gets
     for (const Append& a : appends) count[a.shard] += static_cast<int64_t>(a.fresh.size());
     std::string shards = "{", adds = "{";
@@ -699,13 +701,13 @@ class PgHubStore : public HubStore {
     return WriteChunkRows(conn_.get(), rows);
   }
 
-  std::mutex mu_;  // one connection, one user at a time
-  std::unique_ptr<PgConn> conn_;
-  PgFeedDictionary dict_;
-  HubStoreOptions options_;
-  Clock* clock_;
-  std::string epoch_;
-  int found_schema_ = 0;  // the schema version Init found; 0 = a new database
+  Mutex mu_;  // one connection, one user at a time
+  const std::unique_ptr<PgConn> conn_ PT_GUARDED_BY(mu_);
+  PgFeedDictionary dict_ GUARDED_BY(mu_);
+  const HubStoreOptions options_;
+  Clock* const clock_;
+  std::string epoch_;  // set by Init, before the store is shared; read-only after
+  int found_schema_ GUARDED_BY(mu_) = 0;  // the schema version Init found; 0 = a new database
 };
 
 }  // namespace

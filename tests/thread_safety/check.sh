@@ -7,11 +7,14 @@
 #
 #   tests/thread_safety/check.sh BUILD_DIR [SOURCE...]
 #
-# SOURCE... defaults to every source of the annotated folders in the build;
-# a source the build does not compile (tests/thread_safety/unguarded_probe.cc) takes
-# the flags of platform/clock.cc. Needs clang++ and jq (deps.sh group
-# analysis) and the build's generated headers (the thread_safety target of
-# CMakeLists.txt generates them first).
+# SOURCE... defaults to every source of the annotated folders, in the build
+# or not. A source the build does not compile takes the flags of one of its
+# folder's that it does (store/pg/ in a build configured without
+# PostgreSQL: a store/ source's, and libpq's include path from pkg-config;
+# named as unchecked, a failure, without libpq-dev), or else of
+# platform/clock.cc (tests/thread_safety/unguarded_probe.cc). Needs clang++
+# and jq (deps.sh group analysis) and the build's generated headers (the
+# thread_safety target of CMakeLists.txt generates them first).
 set -euo pipefail
 
 build=$(cd "$1" && pwd)
@@ -29,6 +32,7 @@ folders=(store agent sync platform)
 if [ $# -eq 0 ]; then
   for f in "${folders[@]}"; do
     jq -r --arg p "$src/$f/" '.[].file | select(startswith($p))' "$db"
+    find "$src/$f" -name '*.cc'
   done | sort -u > "$sources"
 else
   for s in "$@"; do case "$s" in /*) echo "$s" ;; *) echo "$src/$s" ;; esac; done > "$sources"
@@ -40,10 +44,25 @@ fi
 # them would only add noise here. -Wthread-safety-beta adds the lock order
 # (ACQUIRED_BEFORE).
 check_one() {
-  local file=$1 entry cmd dir args out=() skip=0 a
+  local file=$1 entry cmd dir args out=() skip=0 a extra=()
   entry=$(jq -c --arg f "$file" 'first(.[] | select(.file == $f))' "$db")
   if [ -z "$entry" ]; then
-    entry=$(jq -c --arg f "$src/platform/clock.cc" 'first(.[] | select(.file == $f))' "$db")
+    local rel=${file#"$src"/} folder
+    folder=${rel%%/*}
+    if [ "$rel" != "$file" ] && [[ " $folders_list " == *" $folder "* ]]; then
+      entry=$(jq -c --arg p "$src/$folder/" 'first(.[] | select(.file | startswith($p)))' "$db")
+    fi
+    [ -n "$entry" ] || entry=$(jq -c --arg f "$src/platform/clock.cc" 'first(.[] | select(.file == $f))' "$db")
+    case "$file" in
+      "$src"/store/pg/*)
+        if ! a=$(pkg-config --cflags libpq 2>/dev/null); then
+          echo "thread-safety: $file: libpq headers not found (libpq-dev), so its lock rules cannot be checked" >&2
+          return 1
+        fi
+        # And the defines the module's own targets give it (CMakeLists.txt).
+        read -r -a extra <<<"$a -DEDGESYNC_HAVE_POSTGRESQL=1"
+        extra+=('-DEDGESYNC_VERSION="thread-safety"') ;;
+    esac
   fi
   cmd=$(jq -r .command <<<"$entry")
   dir=$(jq -r .directory <<<"$entry")
@@ -57,11 +76,12 @@ check_one() {
       *) out+=("$a") ;;
     esac
   done
-  cd "$dir" && "$CLANGXX" "${out[@]}" -fsyntax-only -Wthread-safety -Wthread-safety-beta \
+  cd "$dir" && "$CLANGXX" "${out[@]}" "${extra[@]}" -fsyntax-only -Wthread-safety -Wthread-safety-beta \
     -Werror=thread-safety -Werror=thread-safety-beta "$file"
 }
 export -f check_one
 export db src CLANGXX
+export folders_list="${folders[*]}"
 
 n=$(wc -l < "$sources")
 start=$(date +%s)

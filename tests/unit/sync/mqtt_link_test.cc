@@ -224,6 +224,44 @@ TEST(MqttLinkStart, FirstConnectRetriesUntilTheBrokerComesUp) {
   EXPECT_TRUE(link->WaitConnected(10000));
 }
 
+// Every method may be called from any thread (mqtt_link.h): Start and
+// Disconnect racing from several threads each start or join the one
+// supervisor, and the link works afterwards.
+TEST(MqttLinkStart, StartAndDisconnectFromSeveralThreadsAtOnce) {
+  TempDir dir;
+  Broker broker(dir.File("broker"));
+  ASSERT_TRUE(broker.Start());
+  MqttLinkOptions o;
+  o.uri = broker.uri();
+  o.client_id = "link-racing";
+  o.reconnect_min_ms = 10;
+  o.reconnect_max_ms = 50;
+  Inbox inbox;
+  auto link = MakeLink(o, &inbox);
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      while (!go) std::this_thread::yield();
+      for (int i = 0; i < 40; ++i) {
+        if ((i + t) % 2 == 0) {
+          EXPECT_OK(link->Start());
+        } else {
+          link->Disconnect(500);
+        }
+      }
+    });
+  }
+  go = true;
+  for (std::thread& t : threads) t.join();
+  ASSERT_OK(link->Connect(10000));
+  ASSERT_OK(link->Subscribe("race/t", 1));
+  ASSERT_OK(link->Publish("race/t", "after the race", 1, false, 5000));
+  EXPECT_TRUE(WaitFor([&] { return inbox.size() >= 1; }, 10000));
+  EXPECT_OK(link->Disconnect(2000));
+  EXPECT_FALSE(link->connected());
+}
+
 // TCP_NODELAY of each of this process's TCP connections to `port`.
 std::vector<int> NoDelayTo(int port) {
   std::vector<int> flags;
