@@ -47,6 +47,10 @@ namespace {
 
 using std::chrono::milliseconds;
 
+// How often a subscribe waiting for its answer looks whether the link is
+// being disconnected.
+constexpr int64_t kSubscribeSliceMs = 100;
+
 Status FromPaho(const std::string& what, const mqtt::exception& e) {
   int rc = e.get_reason_code();
   std::string text = what + ": " + e.what();
@@ -573,12 +577,23 @@ class PahoMqttLink : public MqttLink, public virtual mqtt::iaction_listener {
     return true;
   }
 
-  Status SubscribeNow(const std::string& filter, int qos) {
+  // Waits for the broker's answer in slices: a subscribe the broker will
+  // never answer because Disconnect closed the connection under it gives up
+  // at once, so a stop (a hub taking shards as it is told to stop) never
+  // waits out the whole timeout.
+  Status SubscribeNow(const std::string& filter, int qos) EXCLUDES(mu_) {
     try {
       ClientUse client(this);
       auto tok = client->subscribe(filter, qos);
-      if (!tok->wait_for(milliseconds(options_.connect_timeout_ms + 5000))) {
-        return Status::Timeout("subscribing to " + filter);
+      const auto deadline = std::chrono::steady_clock::now() + milliseconds(options_.connect_timeout_ms + 5000);
+      while (!tok->wait_for(milliseconds(kSubscribeSliceMs))) {
+        {
+          MutexLock lock(&mu_);
+          if (stopping_) {
+            return Status::Unavailable("disconnecting from " + options_.uri + " while subscribing to " + filter);
+          }
+        }
+        if (std::chrono::steady_clock::now() >= deadline) return Status::Timeout("subscribing to " + filter);
       }
       mqtt::subscribe_response response = tok->get_subscribe_response();
       for (auto rc : response.get_reason_codes()) {

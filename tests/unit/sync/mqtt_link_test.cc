@@ -461,6 +461,29 @@ TEST(MqttLinkStuckSession, AfterASubscribeNeverAnsweredTheNextConnectIsAFreshCli
   link->Disconnect(1000);
 }
 
+// A subscribe waiting for an answer that will never come, because the link
+// is being disconnected, gives up at once: a hub told to stop while it
+// takes shards must not wait out the subscribe's timeout (7 s here) first.
+TEST(MqttLinkStuckSession, ADisconnectEndsASubscribeWaitingForItsAnswer) {
+  StuckSessionServer server;  // never answers the first connection's SUBSCRIBE
+  MqttLinkOptions o;
+  o.uri = server.uri();
+  o.client_id = "link-stopping";
+  o.connect_timeout_ms = 2000;  // the subscribe would wait this + 5 s
+  o.keep_alive_s = 10;
+  auto link = MakeLink(o, nullptr);
+  ASSERT_OK(link->Subscribe("replies", 1));
+  testing::internal::CaptureStderr();
+  ASSERT_OK(link->Start());
+  // The supervisor has sent SUBSCRIBE and waits for its SUBACK.
+  ASSERT_TRUE(WaitFor([&] { return server.Sent(0).size() >= 2; }, 10000));
+  link->Disconnect(1000);
+  std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("while subscribing to replies"), std::string::npos) << log;
+  EXPECT_EQ(log.find("Timeout: subscribing to replies"), std::string::npos)
+      << "the disconnect waited out the subscribe's timeout: " << log;
+}
+
 TEST(MqttLinkOptionsCheck, RejectsBadOptions) {
   std::unique_ptr<MqttLink> link;
   MqttLinkOptions o;
